@@ -1,0 +1,27 @@
+//! # shardcron
+//!
+//! A distributed, sharded cron-job scheduling engine: ElasticJob-Lite's model and registry layout,
+//! built as a tree of supervised [ractor] actors.
+//!
+//! ## Layers
+//!
+//! | layer | modules | what it holds |
+//! | --- | --- | --- |
+//! | identifiers | [`types`] | [`JobName`], [`InstanceId`], [`ShardItem`] |
+//! | domain | [`config`], [`cron`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, sharding strategies, typed registry nodes |
+//! | registry | [`registry`] | the [`registry::Registry`] trait, its ZooKeeper and embedded backends, the local [`registry::mirror`] |
+//! | engine | `actors` (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes |
+//!
+//! `src/` is the domain and never imports the actor layer; the actor layer only applies decisions
+//! that the domain computes. See `ARCHITECTURE.md` for the actor tree and the flow of an event.
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod config;
+pub mod cron;
+pub mod paths;
+pub mod registry;
+pub mod sharding;
+pub mod types;
+
+pub use types::{IdError, InstanceId, JobName, ShardItem};

@@ -1,0 +1,256 @@
+//! Newtypes for the identifiers that travel everywhere: [`JobName`], [`InstanceId`], [`ShardItem`].
+//!
+//! Each one is validated once, where it enters the system (config, registry path, CLI flag), so the
+//! rest of the code never re-checks a bare string.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Why an identifier was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// A job name is empty.
+    #[error("job name is empty")]
+    EmptyJobName,
+    /// A job name holds a character that cannot appear in one registry path segment.
+    #[error("job name {name:?} contains {ch:?}; use letters, digits, '-', '_' or '.'")]
+    BadJobNameChar {
+        /// The refused name.
+        name: String,
+        /// The first offending character.
+        ch: char,
+    },
+    /// A job name that ZooKeeper reserves or that would break path parsing.
+    #[error("job name {0:?} is reserved")]
+    ReservedJobName(String),
+    /// An instance id that is not `{ip}@-@{pid}`.
+    #[error("instance id {0:?} is not of the form {{ip}}@-@{{pid}}")]
+    BadInstanceId(String),
+    /// A sharding item that is not a non-negative integer.
+    #[error("sharding item {0:?} is not a non-negative integer")]
+    BadShardItem(String),
+}
+
+/// The name of a job; it is one path segment under the namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct JobName(String);
+
+impl JobName {
+    /// Validates `name` as a job name.
+    ///
+    /// ```
+    /// use shardcron::JobName;
+    /// assert!(JobName::new("orders").is_ok());
+    /// assert!(JobName::new("a/b").is_err());
+    /// ```
+    pub fn new(name: impl Into<String>) -> Result<Self, IdError> {
+        let name = name.into();
+        if name.is_empty() {
+            return Err(IdError::EmptyJobName);
+        }
+        if name == "." || name == ".." || name == "zookeeper" {
+            return Err(IdError::ReservedJobName(name));
+        }
+        if let Some(ch) = name
+            .chars()
+            .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        {
+            return Err(IdError::BadJobNameChar { name, ch });
+        }
+        Ok(Self(name))
+    }
+
+    /// The name as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for JobName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for JobName {
+    type Err = IdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<String> for JobName {
+    type Error = IdError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::new(s)
+    }
+}
+
+impl From<JobName> for String {
+    fn from(n: JobName) -> String {
+        n.0
+    }
+}
+
+/// The separator ElasticJob puts between the IP and the process id of an instance id.
+pub const INSTANCE_ID_SEPARATOR: &str = "@-@";
+
+/// One running instance of a job: `{ip}@-@{pid}` (ElasticJob's `jobInstanceId`).
+///
+/// The part after the separator is usually the process id; several instances in one process (the
+/// embedded demo, tests) use `{pid}-{n}` or any other non-empty suffix.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct InstanceId(String);
+
+impl InstanceId {
+    /// Parses an instance id of the form `{ip}@-@{suffix}`.
+    ///
+    /// ```
+    /// use shardcron::InstanceId;
+    /// let id = InstanceId::parse("192.0.2.2@-@9526").unwrap();
+    /// assert_eq!(id.ip(), "192.0.2.2");
+    /// assert_eq!(id.suffix(), "9526");
+    /// ```
+    pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
+        let s = s.into();
+        match s.split_once(INSTANCE_ID_SEPARATOR) {
+            Some((ip, rest))
+                if !ip.is_empty()
+                    && !rest.is_empty()
+                    && !s.contains('/')
+                    && !rest.contains(INSTANCE_ID_SEPARATOR) =>
+            {
+                Ok(Self(s))
+            }
+            _ => Err(IdError::BadInstanceId(s)),
+        }
+    }
+
+    /// Builds `{ip}@-@{suffix}`.
+    pub fn new(ip: &str, suffix: &str) -> Result<Self, IdError> {
+        Self::parse(format!("{ip}{INSTANCE_ID_SEPARATOR}{suffix}"))
+    }
+
+    /// The IP part, which names the instance's `servers/{ip}` node.
+    pub fn ip(&self) -> &str {
+        self.0
+            .split_once(INSTANCE_ID_SEPARATOR)
+            .map(|(ip, _)| ip)
+            .unwrap_or(&self.0)
+    }
+
+    /// The part after the separator (a process id for one instance per process).
+    pub fn suffix(&self) -> &str {
+        self.0
+            .split_once(INSTANCE_ID_SEPARATOR)
+            .map(|(_, s)| s)
+            .unwrap_or("")
+    }
+
+    /// The whole id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for InstanceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for InstanceId {
+    type Err = IdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl TryFrom<String> for InstanceId {
+    type Error = IdError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(s)
+    }
+}
+
+impl From<InstanceId> for String {
+    fn from(n: InstanceId) -> String {
+        n.0
+    }
+}
+
+/// One sharding item of a job, `0..shardingTotalCount`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(transparent)]
+pub struct ShardItem(pub u32);
+
+impl ShardItem {
+    /// The item number.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for ShardItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for ShardItem {
+    type Err = IdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // Reject "+1", " 1" and "01"-style spellings so that paths round-trip exactly.
+        if s.is_empty()
+            || !s.bytes().all(|b| b.is_ascii_digit())
+            || (s.len() > 1 && s.starts_with('0'))
+        {
+            return Err(IdError::BadShardItem(s.to_owned()));
+        }
+        s.parse::<u32>()
+            .map(ShardItem)
+            .map_err(|_| IdError::BadShardItem(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_names_that_cannot_be_one_path_segment_are_refused() {
+        for bad in ["", "a/b", "a b", "..", ".", "zookeeper", "x\u{0}y"] {
+            assert!(JobName::new(bad).is_err(), "{bad:?} should be refused");
+        }
+        for good in ["orders", "billing-job_2.v1", "订单"] {
+            assert!(JobName::new(good).is_ok(), "{good:?} should be accepted");
+        }
+    }
+
+    #[test]
+    fn instance_id_splits_into_ip_and_pid() {
+        let id = InstanceId::parse("10.0.0.1@-@123").unwrap();
+        assert_eq!((id.ip(), id.suffix()), ("10.0.0.1", "123"));
+        for bad in ["10.0.0.1", "@-@1", "1.2.3.4@-@", "a/b@-@1", "1@-@2@-@3"] {
+            assert!(InstanceId::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn shard_items_parse_only_canonical_decimal() {
+        assert_eq!("17".parse::<ShardItem>().unwrap(), ShardItem(17));
+        assert_eq!("0".parse::<ShardItem>().unwrap(), ShardItem(0));
+        for bad in ["", "-1", "+1", "01", "1a", "99999999999"] {
+            assert!(
+                bad.parse::<ShardItem>().is_err(),
+                "{bad:?} should be refused"
+            );
+        }
+    }
+}
