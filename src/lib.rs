@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod cron;
+pub mod job;
 pub mod paths;
 pub mod registry;
 pub mod sharding;
