@@ -1,1 +1,272 @@
-//! Being written.
+//! Script jobs (ElasticJob's `SCRIPT` type): run an external program once per item.
+//!
+//! The command line comes from the job's `props` (`script.command.line`). It is split into a
+//! program and its arguments with shell quoting rules (`'a b'`, `"a b"`, `a\ b` are one argument)
+//! but run **without** a shell, so no globbing, variables or pipes are interpreted: a job that wants
+//! them names `/bin/sh -c '...'` itself. The item's [`ShardingContext`] is appended as the last
+//! argument, as ElasticJob's JSON (`jobName`, `taskId`, `shardingTotalCount`, `jobParameter`,
+//! `shardingItem`, `shardingParameter`).
+//!
+//! - A non-zero exit or a death by signal fails the item with [`JobError::Exit`]; a program that
+//!   cannot be started fails it with [`JobError::Spawn`].
+//! - stdout lines are logged at `info`, stderr lines at `warn`, with `job` and `item` fields. Both
+//!   pipes are drained concurrently with the wait, so a chatty script never blocks on a full pipe.
+//!   The item ends when the script has exited *and* both pipes are closed: a background process
+//!   that keeps them open keeps the item running.
+//! - When the item is cancelled the child is killed (SIGKILL) and the item fails with
+//!   [`JobError::Cancelled`]. The child is also killed if the run's future is dropped. Only the
+//!   direct child is killed, not processes it started itself.
+
+use std::collections::BTreeMap;
+use std::process::{ExitStatus, Stdio};
+
+use async_trait::async_trait;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, Command};
+
+use super::{ItemHandler, JobError, ShardingContext};
+
+/// The `props` key holding the command line, as ElasticJob names it.
+pub const COMMAND_LINE_PROP: &str = "script.command.line";
+
+/// Why a script job could not be built from its configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// Reading the command line from `props`: the key is absent.
+    #[error("props key {key:?} is missing; a script job needs a command line")]
+    MissingCommandLine {
+        /// The key that was looked up.
+        key: &'static str,
+    },
+    /// Splitting the command line: it has no program.
+    #[error("the command line is empty")]
+    EmptyCommandLine,
+    /// Splitting the command line: its quoting is broken (an unterminated quote or escape).
+    #[error("cannot split command line {command:?}")]
+    SplitCommandLine {
+        /// The command line as configured.
+        command: String,
+        /// What the splitter found.
+        #[source]
+        source: shell_words::ParseError,
+    },
+}
+
+/// A job that runs an external program per item.
+///
+/// ```
+/// use shardcron::job::script::ScriptJob;
+/// let job = ScriptJob::new("/usr/local/bin/export --format 'csv, quoted'").unwrap();
+/// assert_eq!(job.program(), "/usr/local/bin/export");
+/// assert_eq!(job.args(), ["--format", "csv, quoted"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptJob {
+    command_line: String,
+    program: String,
+    args: Vec<String>,
+}
+
+impl ScriptJob {
+    /// Splits `command_line` into a program and its arguments.
+    pub fn new(command_line: &str) -> Result<Self, ScriptError> {
+        let mut words =
+            shell_words::split(command_line).map_err(|source| ScriptError::SplitCommandLine {
+                command: command_line.to_owned(),
+                source,
+            })?;
+        if words.is_empty() {
+            return Err(ScriptError::EmptyCommandLine);
+        }
+        let program = words.remove(0);
+        Ok(Self {
+            command_line: command_line.to_owned(),
+            program,
+            args: words,
+        })
+    }
+
+    /// Reads the command line from the job's `props` (`script.command.line`).
+    pub fn from_props(props: &BTreeMap<String, String>) -> Result<Self, ScriptError> {
+        let line = props
+            .get(COMMAND_LINE_PROP)
+            .ok_or(ScriptError::MissingCommandLine {
+                key: COMMAND_LINE_PROP,
+            })?;
+        Self::new(line)
+    }
+
+    /// The command line as configured.
+    pub fn command_line(&self) -> &str {
+        &self.command_line
+    }
+
+    /// The program to run.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The arguments before the context JSON.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    fn cancelled(&self, when: &str) -> JobError {
+        JobError::Cancelled(format!("{:?} {when}", self.command_line))
+    }
+
+    /// Waits for the child to exit while logging both of its pipes.
+    async fn wait_and_drain(
+        &self,
+        child: &mut Child,
+        ctx: &ShardingContext,
+    ) -> Result<(), JobError> {
+        let missing = |pipe: &str| JobError::failed(format!("the child's {pipe} was not piped"));
+        let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+        let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
+        let (status, out, err) = tokio::join!(
+            child.wait(),
+            log_lines(stdout, Pipe::Stdout, ctx),
+            log_lines(stderr, Pipe::Stderr, ctx),
+        );
+        let status = status
+            .map_err(|e| JobError::failed(format!("waiting for {:?}: {e}", self.command_line)))?;
+        let mut unread = None;
+        for (pipe, read) in [("stdout", out), ("stderr", err)] {
+            if let Err(e) = read {
+                let msg = format!("reading {pipe} of {:?}: {e}", self.command_line);
+                tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{msg}");
+                unread.get_or_insert(msg);
+            }
+        }
+        if !status.success() {
+            return Err(JobError::Exit {
+                command: self.command_line.clone(),
+                status: describe(status),
+            });
+        }
+        // The script succeeded, but output we could not read is output nobody saw: fail loudly.
+        match unread {
+            Some(msg) => Err(JobError::Failed(msg)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl ItemHandler for ScriptJob {
+    async fn run_item(&self, ctx: ShardingContext) -> Result<(), JobError> {
+        if ctx.is_cancelled() {
+            return Err(self.cancelled("was cancelled before it started"));
+        }
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .arg(ctx.to_json())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| JobError::Spawn {
+                command: self.command_line.clone(),
+                reason: e.to_string(),
+            })?;
+        let finished = tokio::select! {
+            biased;
+            () = ctx.cancelled() => None,
+            result = self.wait_and_drain(&mut child, &ctx) => Some(result),
+        };
+        match finished {
+            Some(result) => result,
+            None => {
+                if let Err(e) = child.kill().await {
+                    // The child may have exited on its own in the meantime; the item is
+                    // cancelled either way, but a kill that failed is worth knowing about.
+                    tracing::warn!(
+                        job = %ctx.job_name, item = %ctx.sharding_item, error = %e,
+                        "killing the cancelled script failed"
+                    );
+                }
+                Err(self.cancelled("was killed because the item was cancelled"))
+            }
+        }
+    }
+}
+
+/// Which of the child's pipes a line came from.
+#[derive(Debug, Clone, Copy)]
+enum Pipe {
+    Stdout,
+    Stderr,
+}
+
+/// Logs every line of `pipe` until it closes. Bytes that are not UTF-8 are replaced, not refused:
+/// a script's output is for people to read.
+async fn log_lines(
+    pipe: impl AsyncRead + Unpin,
+    which: Pipe,
+    ctx: &ShardingContext,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(pipe);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        match which {
+            Pipe::Stdout => {
+                tracing::info!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
+            }
+            Pipe::Stderr => {
+                tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
+            }
+        }
+    }
+}
+
+/// `code 3` or `signal 9`: what an operator needs from an exit status.
+fn describe(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("code {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("signal {signal}");
+        }
+    }
+    status.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_split_with_shell_quoting() {
+        let job = ScriptJob::new(r#"run.sh 'a b' "c \"d\"" e\ f"#).unwrap();
+        assert_eq!(job.program(), "run.sh");
+        assert_eq!(job.args(), ["a b", "c \"d\"", "e f"]);
+    }
+
+    #[test]
+    fn broken_or_empty_command_lines_are_refused() {
+        assert!(matches!(
+            ScriptJob::new("run.sh 'unterminated"),
+            Err(ScriptError::SplitCommandLine { .. })
+        ));
+        assert_eq!(ScriptJob::new("   "), Err(ScriptError::EmptyCommandLine));
+    }
+
+    #[test]
+    fn from_props_names_the_missing_key() {
+        let err = ScriptJob::from_props(&BTreeMap::new()).unwrap_err();
+        assert!(err.to_string().contains("script.command.line"), "{err}");
+        let props = BTreeMap::from([(COMMAND_LINE_PROP.to_owned(), "echo hi".to_owned())]);
+        assert_eq!(ScriptJob::from_props(&props).unwrap().args(), ["hi"]);
+    }
+}
