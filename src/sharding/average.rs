@@ -60,12 +60,12 @@ pub fn average_allocation(instances: &[InstanceId], total: u32) -> ShardingPlan 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sharding::tests::{ids, plan};
+    use crate::sharding::tests::{ids, plan, Ips, Items};
 
     #[test]
     fn avg_allocation_matches_the_seed_examples_and_the_edges() {
         // (instances in sharding order, total, expected items per instance in the same order)
-        let table: &[(&[&str], u32, &[&[u32]])] = &[
+        let table: &[(Ips, u32, Items)] = &[
             (&["3", "2", "1"], 9, &[&[0, 1, 2], &[3, 4, 5], &[6, 7, 8]]),
             (&["3", "2", "1"], 8, &[&[0, 1, 6], &[2, 3, 7], &[4, 5]]),
             (

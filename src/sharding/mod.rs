@@ -169,6 +169,11 @@ impl Default for StrategyRegistry {
 pub(crate) mod tests {
     use super::*;
 
+    /// Instance ips of a table row, in the order given to the strategy.
+    pub(crate) type Ips = &'static [&'static str];
+    /// The items of each instance of a table row, in the same order.
+    pub(crate) type Items = &'static [&'static [u32]];
+
     /// Instance ids `{ip}@-@1` for each ip, in the given order.
     pub(crate) fn ids(ips: &[&str]) -> Vec<InstanceId> {
         ips.iter()

@@ -35,14 +35,14 @@ impl ShardingStrategy for Odevity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sharding::tests::{ids, job, plan};
+    use crate::sharding::tests::{ids, job, plan, Ips, Items};
 
     #[test]
     fn odevity_reverses_the_given_order_only_for_an_even_hash() {
         // Hashes from OpenJDK 17: "a" 97 (odd), "orders" -1008770331 (negative odd),
         // "b" 98 (even), "orders_v2" -390665706 (negative even).
         // (job, instances as given, total, expected items per instance in the given order)
-        let table: &[(&str, &[&str], u32, &[&[u32]])] = &[
+        let table: &[(&str, Ips, u32, Items)] = &[
             // The seed's example, with the list in ascending order as the seed assumes.
             ("a", &["1", "2", "3"], 2, &[&[0], &[1], &[]]),
             ("b", &["1", "2", "3"], 2, &[&[], &[1], &[0]]),

@@ -41,7 +41,7 @@ impl ShardingStrategy for RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sharding::tests::{ids, job, plan};
+    use crate::sharding::tests::{ids, job, plan, Ips, Items};
 
     #[test]
     fn round_robin_rotates_the_instances_left_by_the_hash_offset() {
@@ -49,7 +49,7 @@ mod tests {
         // "orders" -1008770331 -> 0, "payments" 1382682413 -> 2,
         // "GydZG_" i32::MIN -> 2^31 % 3 = 2 (and 2^31 % 4 = 0, Java's own answer there).
         // (job, instances as given, total, expected items per instance in the given order)
-        let table: &[(&str, &[&str], u32, &[&[u32]])] = &[
+        let table: &[(&str, Ips, u32, Items)] = &[
             (
                 "c",
                 &["1", "2", "3"],
