@@ -1,0 +1,127 @@
+//! Registry call counters, per [`OpKind`] and outcome, for benchmarks and for tests that check how
+//! many round trips a decision costs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::registry::OpKind;
+
+/// Every [`OpKind`], in the order of the counter table.
+const KINDS: [OpKind; 10] = [
+    OpKind::Create,
+    OpKind::Get,
+    OpKind::Set,
+    OpKind::Delete,
+    OpKind::Children,
+    OpKind::Exists,
+    OpKind::Multi,
+    OpKind::Check,
+    OpKind::Watch,
+    OpKind::List,
+];
+
+fn index(kind: OpKind) -> usize {
+    KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .expect("KINDS lists every OpKind")
+}
+
+/// Live counters, shared by a connector and the sessions it opened.
+#[derive(Debug, Default)]
+pub(crate) struct OpCounters {
+    ok: [AtomicU64; KINDS.len()],
+    err: [AtomicU64; KINDS.len()],
+}
+
+impl OpCounters {
+    /// Counts one finished call.
+    pub(crate) fn record(&self, kind: OpKind, ok: bool) {
+        let table = if ok { &self.ok } else { &self.err };
+        table[index(kind)].fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(
+            "shardcron_registry_ops_total",
+            "backend" => "zookeeper",
+            "op" => kind.as_str(),
+            "outcome" => if ok { "ok" } else { "err" },
+        )
+        .increment(1);
+    }
+
+    /// A copy of the counters now.
+    pub(crate) fn snapshot(&self) -> OpCounts {
+        let load = |t: &[AtomicU64; KINDS.len()]| t.each_ref().map(|a| a.load(Ordering::Relaxed));
+        OpCounts {
+            ok: load(&self.ok),
+            err: load(&self.err),
+        }
+    }
+}
+
+/// A snapshot of registry call counts.
+///
+/// ```
+/// use shardcron::registry::{zookeeper::OpCounts, OpKind};
+/// let counts = OpCounts::default();
+/// assert_eq!(counts.ok(OpKind::Get) + counts.err(OpKind::Get), 0);
+/// assert_eq!(counts.total(), 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpCounts {
+    ok: [u64; KINDS.len()],
+    err: [u64; KINDS.len()],
+}
+
+impl OpCounts {
+    /// Calls of `kind` that succeeded.
+    pub fn ok(&self, kind: OpKind) -> u64 {
+        self.ok[index(kind)]
+    }
+
+    /// Calls of `kind` that failed (any error, timeouts included).
+    pub fn err(&self, kind: OpKind) -> u64 {
+        self.err[index(kind)]
+    }
+
+    /// All calls, whatever their kind and outcome.
+    pub fn total(&self) -> u64 {
+        self.ok.iter().chain(&self.err).sum()
+    }
+
+    /// `(kind, ok, err)` for every kind with at least one call.
+    pub fn iter(&self) -> impl Iterator<Item = (OpKind, u64, u64)> + '_ {
+        KINDS
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, self.ok[i], self.err[i]))
+            .filter(|(_, ok, err)| ok + err > 0)
+    }
+
+    /// The calls made between `earlier` and `self`.
+    pub fn since(&self, earlier: &OpCounts) -> OpCounts {
+        let mut out = *self;
+        for i in 0..KINDS.len() {
+            out.ok[i] -= earlier.ok[i].min(out.ok[i]);
+            out.err[i] -= earlier.err[i].min(out.err[i]);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_split_by_kind_and_outcome() {
+        let c = OpCounters::default();
+        c.record(OpKind::Get, true);
+        c.record(OpKind::Get, true);
+        let before = c.snapshot();
+        c.record(OpKind::Multi, false);
+        let now = c.snapshot();
+        assert_eq!((now.ok(OpKind::Get), now.err(OpKind::Multi)), (2, 1));
+        assert_eq!(now.total(), 3);
+        let delta = now.since(&before);
+        assert_eq!(delta.iter().collect::<Vec<_>>(), [(OpKind::Multi, 0, 1)]);
+    }
+}

@@ -1,0 +1,109 @@
+//! A fast `list_subtree`: breadth-first, one level at a time, each level read in multi-read batches
+//! with several batches in flight, instead of two round trips per node.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use zookeeper_client as zk;
+
+use super::convert::{self, Call};
+use crate::registry::{join_path, ListedNode, OpKind, RegistryError, Result};
+
+/// Nodes per multi-read request (two reads each). Small enough that a batch of typical coordination
+/// nodes stays far below the server's 1 MB packet limit.
+const BATCH: usize = 128;
+/// Multi-read requests in flight at once.
+const IN_FLIGHT: usize = 8;
+
+/// Every node at and below `root`, parents before children, siblings in ascending order.
+pub(crate) async fn list_subtree(
+    client: &zk::Client,
+    root: &str,
+    bound: Duration,
+) -> Result<Vec<ListedNode>> {
+    let mut out = Vec::new();
+    let mut level = vec![root.to_owned()];
+    while !level.is_empty() {
+        let batches: Vec<Vec<(ListedNode, Vec<String>)>> =
+            // Owned chunks: a borrowed one makes the future not provably `Send` (rust#102211).
+            futures::stream::iter(level.chunks(BATCH).map(<[String]>::to_vec))
+                .map(|chunk| async move { read_batch(client, &chunk, root, bound).await })
+                .buffered(IN_FLIGHT)
+                .try_collect()
+                .await?;
+        let mut next = Vec::new();
+        for (node, mut children) in batches.into_iter().flatten() {
+            children.sort_unstable();
+            next.extend(children.iter().map(|c| join_path(&node.path, c)));
+            out.push(node);
+        }
+        level = next;
+    }
+    Ok(out)
+}
+
+/// Reads data, stat and child names of every path of `chunk` in one request. A node deleted since
+/// its parent was listed is left out; a missing `root` is an error.
+async fn read_batch(
+    client: &zk::Client,
+    chunk: &[String],
+    root: &str,
+    bound: Duration,
+) -> Result<Vec<(ListedNode, Vec<String>)>> {
+    let call = Call::new(OpKind::List, &chunk[0], bound);
+    let mut reader = client.new_multi_reader();
+    for path in chunk {
+        reader.add_get_data(path).map_err(|e| call.error(e))?;
+        reader.add_get_children(path).map_err(|e| call.error(e))?;
+    }
+    let results = tokio::time::timeout(bound, reader.commit())
+        .await
+        .map_err(|_| call.timed_out())?
+        .map_err(|e| call.error(e))?;
+    if results.len() != chunk.len() * 2 {
+        return Err(RegistryError::Backend {
+            op: OpKind::List,
+            path: chunk[0].clone(),
+            reason: format!(
+                "multi-read returned {} results for {} reads",
+                results.len(),
+                chunk.len() * 2
+            ),
+        });
+    }
+    let mut out = Vec::with_capacity(chunk.len());
+    let mut results = results.into_iter();
+    for path in chunk {
+        let (data, children) = (results.next(), results.next());
+        let node_call = Call::new(OpKind::List, path, bound);
+        match (data, children) {
+            (
+                Some(zk::MultiReadResult::Data { data, stat }),
+                Some(zk::MultiReadResult::Children { children }),
+            ) => out.push((
+                ListedNode {
+                    path: path.clone(),
+                    data,
+                    stat: convert::stat(&stat),
+                },
+                children,
+            )),
+            (Some(zk::MultiReadResult::Error { err }), _)
+            | (_, Some(zk::MultiReadResult::Error { err })) => {
+                let err = node_call.error(err);
+                // Deleted between its parent's listing and this read: not part of the tree.
+                if !(err.is_no_node() && path != root) {
+                    return Err(err);
+                }
+            }
+            (data, children) => {
+                return Err(RegistryError::Backend {
+                    op: OpKind::List,
+                    path: path.clone(),
+                    reason: format!("unexpected multi-read results {data:?} and {children:?}"),
+                })
+            }
+        }
+    }
+    Ok(out)
+}
