@@ -1,0 +1,433 @@
+//! The node tree of the embedded registry: ZooKeeper's node semantics and atomic transactions,
+//! with no notion of sessions or watches (those live in [`super::state`]).
+//!
+//! Every change goes through [`Tree::apply`], which runs a list of operations as one transaction
+//! under one zxid and rolls back on the first failure, so a single call and a multi-op share one
+//! code path and one set of rules.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::registry::{
+    join_path, parent_path, CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result, Stat,
+};
+
+/// One node: data, metadata and the sorted names of its children.
+#[derive(Debug, Clone)]
+pub(super) struct Node {
+    pub(super) data: Vec<u8>,
+    pub(super) stat: Stat,
+    pub(super) children: BTreeSet<String>,
+}
+
+/// One applied change, for the watch dispatcher and the session's ephemeral bookkeeping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Change {
+    pub(super) kind: NodeEventKind,
+    /// Absolute path of the node.
+    pub(super) path: String,
+    /// The session owning the node when it is ephemeral, 0 otherwise.
+    pub(super) ephemeral_owner: i64,
+}
+
+/// How to undo one applied step of a transaction that later failed.
+enum Undo {
+    Created {
+        path: String,
+        parent_cversion: i32,
+    },
+    Set {
+        path: String,
+        data: Vec<u8>,
+        stat: Stat,
+    },
+    Deleted {
+        path: String,
+        node: Node,
+        parent_cversion: i32,
+    },
+}
+
+/// The whole tree, keyed by absolute path, and the global transaction counter.
+#[derive(Debug)]
+pub(super) struct Tree {
+    nodes: HashMap<String, Node>,
+    zxid: i64,
+}
+
+impl Tree {
+    /// A tree holding only the root `/`.
+    pub(super) fn new() -> Self {
+        let root = Node {
+            data: Vec::new(),
+            stat: Stat::default(),
+            children: BTreeSet::new(),
+        };
+        Self {
+            nodes: HashMap::from([("/".to_owned(), root)]),
+            zxid: 0,
+        }
+    }
+
+    /// The number of nodes, root included.
+    pub(super) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The node at an absolute path.
+    pub(super) fn node(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    /// Applies `ops` (absolute paths) as one transaction owned by `session` at wall-clock `now_ms`.
+    /// On failure nothing is applied and the error carries the index of the failing operation.
+    pub(super) fn apply(
+        &mut self,
+        ops: &[Op],
+        session: i64,
+        now_ms: i64,
+    ) -> std::result::Result<(Vec<OpResult>, Vec<Change>), (usize, RegistryError)> {
+        // ZooKeeper gives all operations of a multi-op one zxid.
+        let zxid = self.zxid + 1;
+        let mut undo = Vec::with_capacity(ops.len());
+        let mut results = Vec::with_capacity(ops.len());
+        let mut changes = Vec::with_capacity(ops.len());
+        for (index, op) in ops.iter().enumerate() {
+            match self.step(op, session, zxid, now_ms, &mut undo, &mut changes) {
+                Ok(r) => results.push(r),
+                Err(e) => {
+                    self.rollback(undo);
+                    return Err((index, e));
+                }
+            }
+        }
+        self.zxid = zxid;
+        Ok((results, changes))
+    }
+
+    fn step(
+        &mut self,
+        op: &Op,
+        session: i64,
+        zxid: i64,
+        now_ms: i64,
+        undo: &mut Vec<Undo>,
+        changes: &mut Vec<Change>,
+    ) -> Result<OpResult> {
+        match op {
+            Op::Create { path, data, mode } => {
+                let (created, owner) =
+                    self.create(path, data, *mode, session, zxid, now_ms, undo)?;
+                changes.push(Change {
+                    kind: NodeEventKind::Created,
+                    path: created.clone(),
+                    ephemeral_owner: owner,
+                });
+                Ok(OpResult::Created(created))
+            }
+            Op::Set {
+                path,
+                data,
+                version,
+            } => {
+                let node = self.existing(path, *version)?;
+                undo.push(Undo::Set {
+                    path: path.clone(),
+                    data: std::mem::replace(&mut node.data, data.clone()),
+                    stat: node.stat,
+                });
+                node.stat.version += 1;
+                node.stat.mzxid = zxid;
+                node.stat.mtime = now_ms;
+                let stat = node.stat;
+                changes.push(Change {
+                    kind: NodeEventKind::DataChanged,
+                    path: path.clone(),
+                    ephemeral_owner: stat.ephemeral_owner,
+                });
+                Ok(OpResult::Set(stat))
+            }
+            Op::Delete { path, version } => {
+                if path == "/" {
+                    return Err(RegistryError::InvalidPath {
+                        path: path.clone(),
+                        reason: "the root cannot be deleted".to_owned(),
+                    });
+                }
+                let node = self.existing(path, *version)?;
+                if !node.children.is_empty() {
+                    return Err(RegistryError::NotEmpty { path: path.clone() });
+                }
+                let node = self.nodes.remove(path).expect("checked above");
+                let parent = self.parent_mut(path);
+                let parent_cversion = parent.stat.cversion;
+                parent.children.remove(name_of(path));
+                parent.stat.cversion += 1;
+                parent.stat.num_children -= 1;
+                changes.push(Change {
+                    kind: NodeEventKind::Deleted,
+                    path: path.clone(),
+                    ephemeral_owner: node.stat.ephemeral_owner,
+                });
+                undo.push(Undo::Deleted {
+                    path: path.clone(),
+                    node,
+                    parent_cversion,
+                });
+                Ok(OpResult::Deleted)
+            }
+            Op::Check { path, version } => {
+                self.existing(path, Some(*version))?;
+                Ok(OpResult::Checked)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        session: i64,
+        zxid: i64,
+        now_ms: i64,
+        undo: &mut Vec<Undo>,
+    ) -> Result<(String, i64)> {
+        if path == "/" {
+            return Err(RegistryError::NodeExists {
+                path: path.to_owned(),
+            });
+        }
+        let parent_path = parent_path(path);
+        let parent = self
+            .nodes
+            .get_mut(parent_path)
+            .ok_or_else(|| RegistryError::NoNode {
+                path: parent_path.to_owned(),
+            })?;
+        if parent.stat.ephemeral_owner != 0 {
+            return Err(RegistryError::NoChildrenForEphemerals {
+                path: parent_path.to_owned(),
+            });
+        }
+        // Like ZooKeeper, the sequence number is the parent's cversion: every child create and
+        // delete bumps it, so numbers only grow and a rolled-back multi-op reuses none.
+        let created = if mode.is_sequential() {
+            format!("{path}{:010}", parent.stat.cversion)
+        } else {
+            path.to_owned()
+        };
+        let name = name_of(&created).to_owned();
+        if parent.children.contains(&name) {
+            return Err(RegistryError::NodeExists { path: created });
+        }
+        let parent_cversion = parent.stat.cversion;
+        parent.children.insert(name);
+        parent.stat.cversion += 1;
+        parent.stat.num_children += 1;
+        let owner = if mode.is_ephemeral() { session } else { 0 };
+        let stat = Stat {
+            czxid: zxid,
+            mzxid: zxid,
+            ctime: now_ms,
+            mtime: now_ms,
+            version: 0,
+            cversion: 0,
+            ephemeral_owner: owner,
+            num_children: 0,
+        };
+        let node = Node {
+            data: data.to_vec(),
+            stat,
+            children: BTreeSet::new(),
+        };
+        self.nodes.insert(created.clone(), node);
+        undo.push(Undo::Created {
+            path: created.clone(),
+            parent_cversion,
+        });
+        Ok((created, owner))
+    }
+
+    /// The node at `path`, checked against an expected version (`-1` means any, as in ZooKeeper).
+    fn existing(&mut self, path: &str, version: Option<i32>) -> Result<&mut Node> {
+        let node = self
+            .nodes
+            .get_mut(path)
+            .ok_or_else(|| RegistryError::NoNode {
+                path: path.to_owned(),
+            })?;
+        match version {
+            Some(v) if v != -1 && v != node.stat.version => Err(RegistryError::BadVersion {
+                path: path.to_owned(),
+                expected: v,
+            }),
+            _ => Ok(node),
+        }
+    }
+
+    fn parent_mut(&mut self, path: &str) -> &mut Node {
+        self.nodes
+            .get_mut(parent_path(path))
+            .expect("a node's parent exists while the node does")
+    }
+
+    fn rollback(&mut self, undo: Vec<Undo>) {
+        for step in undo.into_iter().rev() {
+            match step {
+                Undo::Created {
+                    path,
+                    parent_cversion,
+                } => {
+                    self.nodes.remove(&path);
+                    let parent = self.parent_mut(&path);
+                    parent.children.remove(name_of(&path));
+                    parent.stat.cversion = parent_cversion;
+                    parent.stat.num_children -= 1;
+                }
+                Undo::Set { path, data, stat } => {
+                    let node = self.nodes.get_mut(&path).expect("set node still exists");
+                    node.data = data;
+                    node.stat = stat;
+                }
+                Undo::Deleted {
+                    path,
+                    node,
+                    parent_cversion,
+                } => {
+                    let parent = self.parent_mut(&path);
+                    parent.children.insert(name_of(&path).to_owned());
+                    parent.stat.cversion = parent_cversion;
+                    parent.stat.num_children += 1;
+                    self.nodes.insert(path, node);
+                }
+            }
+        }
+    }
+
+    /// Every node at and below `path`, parents before children (breadth first), or `None` when
+    /// `path` does not exist.
+    pub(super) fn subtree(&self, path: &str) -> Option<Vec<(String, &Node)>> {
+        let root = self.nodes.get(path)?;
+        let mut out = vec![(path.to_owned(), root)];
+        let mut next = 0;
+        while next < out.len() {
+            let (p, node) = (out[next].0.clone(), out[next].1);
+            for name in &node.children {
+                let child = join_path(&p, name);
+                let child_node = self
+                    .nodes
+                    .get(&child)
+                    .expect("child index matches the tree");
+                out.push((child, child_node));
+            }
+            next += 1;
+        }
+        Some(out)
+    }
+}
+
+/// The last segment of an absolute path.
+fn name_of(path: &str) -> &str {
+    &path[path.rfind('/').map_or(0, |i| i + 1)..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(tree: &mut Tree, path: &str, mode: CreateMode) -> Result<String> {
+        let op = Op::create(path, b"x".to_vec(), mode);
+        match tree.apply(&[op], 7, 1_000) {
+            Ok((mut r, _)) => match r.pop() {
+                Some(OpResult::Created(p)) => Ok(p),
+                other => panic!("unexpected result {other:?}"),
+            },
+            Err((_, e)) => Err(e),
+        }
+    }
+
+    #[test]
+    fn sequence_numbers_follow_the_parent_cversion_across_deletes() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/q", CreateMode::Persistent).unwrap();
+        let a = create(&mut tree, "/q/n-", CreateMode::PersistentSequential).unwrap();
+        create(&mut tree, "/q/plain", CreateMode::Persistent).unwrap();
+        tree.apply(&[Op::delete(a.clone())], 7, 1).unwrap();
+        let b = create(&mut tree, "/q/n-", CreateMode::EphemeralSequential).unwrap();
+        assert_eq!(a, "/q/n-0000000000");
+        // One create and one delete happened in between, so the counter moved on by two.
+        assert_eq!(b, "/q/n-0000000003");
+        assert_eq!(tree.node(&b).unwrap().stat.ephemeral_owner, 7);
+    }
+
+    #[test]
+    fn a_failed_transaction_restores_every_node_and_counter() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/a", CreateMode::Persistent).unwrap();
+        create(&mut tree, "/a/old", CreateMode::Persistent).unwrap();
+        let before_parent = tree.node("/a").unwrap().stat;
+        let zxid = tree.zxid;
+        let ops = [
+            Op::create("/a/new", b"n".to_vec(), CreateMode::PersistentSequential),
+            Op::set("/a/old", b"changed".to_vec()),
+            Op::delete("/a/old"),
+            Op::Check {
+                path: "/a".into(),
+                version: 5,
+            },
+        ];
+        let (index, err) = tree.apply(&ops, 7, 2_000).unwrap_err();
+        assert_eq!(index, 3);
+        assert!(matches!(err, RegistryError::BadVersion { expected: 5, .. }));
+        assert_eq!(tree.node("/a").unwrap().stat, before_parent);
+        assert_eq!(tree.node("/a/old").unwrap().data, b"x");
+        assert_eq!(tree.node("/a/old").unwrap().stat.version, 0);
+        assert!(tree.node("/a/new0000000001").is_none());
+        assert_eq!(tree.zxid, zxid);
+        let names: Vec<_> = tree.node("/a").unwrap().children.iter().cloned().collect();
+        assert_eq!(names, ["old"]);
+    }
+
+    #[test]
+    fn one_transaction_shares_one_zxid_and_reports_changes_in_op_order() {
+        let mut tree = Tree::new();
+        let ops = [
+            Op::create("/a", Vec::new(), CreateMode::Persistent),
+            Op::create("/a/b", Vec::new(), CreateMode::Ephemeral),
+            Op::set("/a", b"1".to_vec()),
+        ];
+        let (_, changes) = tree.apply(&ops, 9, 5).unwrap();
+        let kinds: Vec<_> = changes.iter().map(|c| (c.kind, c.path.as_str())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (NodeEventKind::Created, "/a"),
+                (NodeEventKind::Created, "/a/b"),
+                (NodeEventKind::DataChanged, "/a"),
+            ]
+        );
+        assert_eq!(changes[1].ephemeral_owner, 9);
+        let a = tree.node("/a").unwrap().stat;
+        assert_eq!((a.czxid, a.mzxid, a.version, a.num_children), (1, 1, 1, 1));
+    }
+
+    #[test]
+    fn ephemerals_refuse_children_and_non_empty_nodes_refuse_deletion() {
+        let mut tree = Tree::new();
+        create(&mut tree, "/e", CreateMode::Ephemeral).unwrap();
+        let err = create(&mut tree, "/e/c", CreateMode::Persistent).unwrap_err();
+        assert!(matches!(err, RegistryError::NoChildrenForEphemerals { .. }));
+        create(&mut tree, "/p", CreateMode::Persistent).unwrap();
+        create(&mut tree, "/p/c", CreateMode::Persistent).unwrap();
+        let (_, err) = tree.apply(&[Op::delete("/p")], 7, 1).unwrap_err();
+        assert!(matches!(err, RegistryError::NotEmpty { .. }));
+        let listed: Vec<_> = tree
+            .subtree("/")
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(listed, ["/", "/e", "/p", "/p/c"]);
+    }
+}

@@ -1,0 +1,303 @@
+//! The feed: one recursive watch plus listings, applied to a [`Mirror`], with the changes told to
+//! a consumer as [`MirrorEvent`]s.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::{Freshness, Mirror, Upserted};
+use crate::registry::{ListedNode, Registry, RegistryError, SessionState, WatchEvent, WatchStream};
+
+/// Why a feed could not start. Errors after the start end the feed with a
+/// [`MirrorEvent::Session`] of the terminal state instead.
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    /// Starting the recursive watch failed.
+    #[error("starting the recursive watch on {root}")]
+    Watch {
+        /// The mirrored root.
+        root: String,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// The first listing failed.
+    #[error("listing {root} for the mirror")]
+    List {
+        /// The mirrored root.
+        root: String,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+}
+
+/// What changed in the mirror. Each event is sent after the mirror was updated, so a consumer
+/// reading the mirror on receipt sees the new state (or a later one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MirrorEvent {
+    /// A node appeared.
+    Created {
+        /// Its path.
+        path: String,
+    },
+    /// A node's data changed.
+    Changed {
+        /// Its path.
+        path: String,
+    },
+    /// A node disappeared (children before parents).
+    Deleted {
+        /// Its path.
+        path: String,
+    },
+    /// A listing was swapped in; the differences it found were sent just before.
+    Resynced,
+    /// The feed's session changed state; after a terminal state the feed has ended.
+    Session(SessionState),
+}
+
+/// A running feed: its events and the handle that stops it (on drop, too).
+///
+/// The event channel is unbounded on purpose: the feed must neither drop an event (consumers
+/// would miss a change until the next reconcile) nor stall on a slow consumer while the registry's
+/// own unbounded watch stream keeps filling. Events are one short path each.
+#[derive(Debug)]
+pub struct MirrorFeed {
+    events: mpsc::UnboundedReceiver<MirrorEvent>,
+    handle: FeedHandle,
+}
+
+impl MirrorFeed {
+    /// The next event; `None` after the feed ended and every event was received.
+    pub async fn recv(&mut self) -> Option<MirrorEvent> {
+        self.events.recv().await
+    }
+
+    /// The event receiver, for `select!` or helpers that take one.
+    pub fn events(&mut self) -> &mut mpsc::UnboundedReceiver<MirrorEvent> {
+        &mut self.events
+    }
+
+    /// Splits the feed into its event receiver and the handle that keeps it running.
+    pub fn split(self) -> (mpsc::UnboundedReceiver<MirrorEvent>, FeedHandle) {
+        (self.events, self.handle)
+    }
+
+    /// Stops the feed; the mirror is no longer synced.
+    pub fn stop(self) {}
+}
+
+/// Keeps a feed task running; dropping it stops the task and marks the mirror not synced.
+#[derive(Debug)]
+pub struct FeedHandle {
+    task: JoinHandle<()>,
+    mirror: Mirror,
+}
+
+impl FeedHandle {
+    /// Whether the feed ended (its session ended, or it was stopped).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl Drop for FeedHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.mirror.set_synced(false);
+    }
+}
+
+impl Mirror {
+    /// Feeds this mirror from `registry`'s subtree at `root`: starts the recursive watch first, so
+    /// nothing after the listing is missed, lists and swaps the listing in (emitting the
+    /// differences from what the mirror held, then [`MirrorEvent::Resynced`]), and spawns a task
+    /// that applies the watch's events in order. On return the mirror is synced.
+    ///
+    /// One feed per mirror at a time: after a session expired (the feed ends with
+    /// `Session(Expired)`), call `feed` again with the new session; it re-lists into the same
+    /// mirror and emits what changed in between.
+    pub async fn feed(
+        &self,
+        registry: Arc<dyn Registry>,
+        root: &str,
+    ) -> Result<MirrorFeed, MirrorError> {
+        self.set_synced(false);
+        let stream = registry
+            .watch_recursive(root)
+            .await
+            .map_err(|source| MirrorError::Watch {
+                root: root.to_owned(),
+                source,
+            })?;
+        let (tx, events) = mpsc::unbounded_channel();
+        let mut feeder = Feeder {
+            mirror: self.clone(),
+            registry,
+            root: root.to_owned(),
+            tx,
+        };
+        feeder.relist().await.map_err(|source| MirrorError::List {
+            root: root.to_owned(),
+            source,
+        })?;
+        let task = tokio::spawn(feeder.run(stream));
+        Ok(MirrorFeed {
+            events,
+            handle: FeedHandle {
+                task,
+                mirror: self.clone(),
+            },
+        })
+    }
+}
+
+/// The feed task's state.
+struct Feeder {
+    mirror: Mirror,
+    registry: Arc<dyn Registry>,
+    root: String,
+    tx: mpsc::UnboundedSender<MirrorEvent>,
+}
+
+/// Whether the feed goes on after a step.
+enum Flow {
+    Continue,
+    End,
+}
+
+impl Feeder {
+    async fn run(mut self, mut stream: WatchStream) {
+        // Set when the mirror may have missed changes (a disconnect, a failed read); cleared by
+        // the next successful listing.
+        let mut gap = false;
+        while let Some(event) = stream.recv().await {
+            let flow = match event {
+                WatchEvent::Node { path, .. } if gap => {
+                    tracing::debug!(%path, "mirror re-lists before applying events after a gap");
+                    self.retry_relist(&mut gap).await
+                }
+                WatchEvent::Node { path, .. } => self.refresh(path, &mut gap).await,
+                WatchEvent::Session(SessionState::Disconnected) => {
+                    gap = true;
+                    self.mirror.set_synced(false);
+                    self.emit(MirrorEvent::Session(SessionState::Disconnected));
+                    Flow::Continue
+                }
+                WatchEvent::Session(SessionState::Connected) => {
+                    self.emit(MirrorEvent::Session(SessionState::Connected));
+                    if gap {
+                        self.retry_relist(&mut gap).await
+                    } else {
+                        Flow::Continue
+                    }
+                }
+                WatchEvent::Session(terminal) => self.end(terminal),
+            };
+            if let Flow::End = flow {
+                return;
+            }
+        }
+        // The stream ended without saying why: the session is gone, so is the mirror's freshness.
+        self.mirror.set_synced(false);
+    }
+
+    /// Reads the node an event named and applies what the registry holds now.
+    async fn refresh(&mut self, path: String, gap: &mut bool) -> Flow {
+        match self.registry.get(&path).await {
+            Ok((data, stat)) => {
+                self.upsert(&path, data, stat, Freshness::IfNotOlder);
+                Flow::Continue
+            }
+            Err(e) if e.is_no_node() => {
+                self.remove_subtree(&path);
+                Flow::Continue
+            }
+            Err(e) => self.failed("reading a changed node", e, gap),
+        }
+    }
+
+    async fn retry_relist(&mut self, gap: &mut bool) -> Flow {
+        match self.relist().await {
+            Ok(()) => {
+                *gap = false;
+                Flow::Continue
+            }
+            Err(e) => self.failed("re-listing after a gap", e, gap),
+        }
+    }
+
+    /// A registry call failed: a fatal error ends the feed, any other leaves a gap that the next
+    /// event or reconnect re-lists.
+    fn failed(&mut self, step: &str, e: RegistryError, gap: &mut bool) -> Flow {
+        match e {
+            RegistryError::SessionExpired => self.end(SessionState::Expired),
+            RegistryError::Closed => self.end(SessionState::Closed),
+            e => {
+                tracing::warn!(root = %self.root, error = %e, "mirror feed failed {step}; will re-list");
+                *gap = true;
+                self.mirror.set_synced(false);
+                Flow::Continue
+            }
+        }
+    }
+
+    fn end(&mut self, state: SessionState) -> Flow {
+        self.mirror.set_synced(false);
+        self.emit(MirrorEvent::Session(state));
+        Flow::End
+    }
+
+    /// Lists the subtree and swaps it in: removes what is gone (deepest first), applies what is
+    /// new or changed, emits each difference, then `Resynced`, and marks the mirror synced.
+    async fn relist(&mut self) -> Result<(), RegistryError> {
+        let listing = match self.registry.list_subtree(&self.root).await {
+            Ok(listing) => listing,
+            // The root itself is absent: the subtree is empty, and the watch reports its creation.
+            Err(e) if e.is_no_node() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let listed: HashSet<&str> = listing.iter().map(|n| n.path.as_str()).collect();
+        for path in self.mirror.subtree(&self.root).iter().rev() {
+            if !listed.contains(path.as_str()) && self.mirror.remove(path) {
+                self.emit(MirrorEvent::Deleted { path: path.clone() });
+            }
+        }
+        for ListedNode { path, data, stat } in listing {
+            self.upsert(&path, data, stat, Freshness::Authoritative);
+        }
+        self.emit(MirrorEvent::Resynced);
+        self.mirror.set_synced(true);
+        Ok(())
+    }
+
+    fn upsert(&mut self, path: &str, data: Vec<u8>, stat: crate::registry::Stat, f: Freshness) {
+        let path = path.to_owned();
+        match self.mirror.upsert(&path, data, stat, f) {
+            Upserted::Created => self.emit(MirrorEvent::Created { path }),
+            Upserted::Changed => self.emit(MirrorEvent::Changed { path }),
+            Upserted::Replaced => {
+                self.emit(MirrorEvent::Deleted { path: path.clone() });
+                self.emit(MirrorEvent::Created { path });
+            }
+            Upserted::Unchanged | Upserted::Stale => {}
+        }
+    }
+
+    /// Removes a node that is gone, with anything still mirrored below it (deepest first).
+    fn remove_subtree(&mut self, path: &str) {
+        for p in self.mirror.subtree(path).into_iter().rev() {
+            if self.mirror.remove(&p) {
+                self.emit(MirrorEvent::Deleted { path: p });
+            }
+        }
+    }
+
+    fn emit(&self, event: MirrorEvent) {
+        // The consumer dropped its receiver: the mirror itself still has readers, keep feeding it.
+        let _ = self.tx.send(event);
+    }
+}

@@ -1,0 +1,299 @@
+//! The mirror: an in-memory copy of a namespace subtree, readable from any task without a
+//! registry call.
+//!
+//! A [`Mirror`] is fed by one recursive watch plus a listing ([`Mirror::feed`], in `feed.rs`), in
+//! the manner of kube-runtime's watcher and reflector store: watch first, list, swap the listing in
+//! by diffing, then apply events in order; re-list after every gap (ZooKeeper loses the events of a
+//! disconnect). Consumers learn what changed from the [`MirrorEvent`]s of the [`MirrorFeed`], and
+//! decide from the mirror, which is already updated when an event arrives.
+//!
+//! Reads are lock-free in the sense that matters: a `DashMap` shard lock for one key, never a lock
+//! over the whole copy. One feed writes; several readers may observe a multi-node change half
+//! applied, exactly as they would observe a registry between two reads.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use shardcron::registry::{embedded::EmbeddedServer, mirror::Mirror, CreateMode, Registry};
+//! let session = Arc::new(EmbeddedServer::new().connector("demo").open());
+//! session.create("/orders", b"SCRIPT", CreateMode::Persistent).await.unwrap();
+//! let mirror = Mirror::new();
+//! let _feed = mirror.feed(session, "/").await.unwrap();
+//! assert!(mirror.is_synced());
+//! assert_eq!(mirror.children("/"), ["orders"]);
+//! # });
+//! ```
+
+mod feed;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use tokio::sync::watch;
+
+pub use feed::{FeedHandle, MirrorError, MirrorEvent, MirrorFeed};
+
+use crate::registry::{join_path, parent_path, Stat};
+
+/// One mirrored node. Cloning is cheap: the data is shared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorNode {
+    /// The node's data.
+    pub data: Arc<[u8]>,
+    /// Its metadata as of the read that last changed the data. `cversion` and `num_children` are
+    /// not kept current (ZooKeeper sends no event for them): use [`Mirror::children`].
+    pub stat: Stat,
+}
+
+/// A local copy of a registry subtree. Clones share the copy.
+#[derive(Debug, Clone)]
+pub struct Mirror {
+    inner: Arc<Store>,
+}
+
+#[derive(Debug)]
+struct Store {
+    nodes: DashMap<String, MirrorNode>,
+    /// Names of the children of each path that has any, so listing children never scans `nodes`.
+    children: DashMap<String, BTreeSet<String>>,
+    synced: watch::Sender<bool>,
+}
+
+impl Default for Mirror {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What an upsert did, so the feed knows which events to emit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Upserted {
+    /// The node was not mirrored.
+    Created,
+    /// Its data or data version changed.
+    Changed,
+    /// A newer incarnation (deleted and created again) replaced it.
+    Replaced,
+    /// Nothing a consumer cares about changed.
+    Unchanged,
+    /// The read was older than what the mirror holds, so it was ignored.
+    Stale,
+}
+
+/// Whether an upsert may overwrite a newer-looking node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freshness {
+    /// A fresh listing: it wins.
+    Authoritative,
+    /// A read after an event: applied only when not older than what the mirror holds.
+    IfNotOlder,
+}
+
+impl Mirror {
+    /// An empty mirror, not synced.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Store {
+                nodes: DashMap::new(),
+                children: DashMap::new(),
+                synced: watch::channel(false).0,
+            }),
+        }
+    }
+
+    /// The node at `path`.
+    pub fn get(&self, path: &str) -> Option<MirrorNode> {
+        self.inner.nodes.get(path).map(|n| n.clone())
+    }
+
+    /// The data of the node at `path`.
+    pub fn data(&self, path: &str) -> Option<Arc<[u8]>> {
+        self.inner.nodes.get(path).map(|n| n.data.clone())
+    }
+
+    /// Whether a node is mirrored at `path`.
+    pub fn exists(&self, path: &str) -> bool {
+        self.inner.nodes.contains_key(path)
+    }
+
+    /// Names of the children of `path`, sorted ascending (empty when it has none or is absent).
+    pub fn children(&self, path: &str) -> Vec<String> {
+        self.inner
+            .children
+            .get(path)
+            .map(|c| c.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The number of mirrored nodes.
+    pub fn len(&self) -> usize {
+        self.inner.nodes.len()
+    }
+
+    /// Whether nothing is mirrored.
+    pub fn is_empty(&self) -> bool {
+        self.inner.nodes.is_empty()
+    }
+
+    /// Every node at and below `prefix` (segment-aware), by path; for dumps and tests.
+    pub fn snapshot(&self, prefix: &str) -> BTreeMap<String, MirrorNode> {
+        self.subtree(prefix)
+            .into_iter()
+            .filter_map(|p| self.get(&p).map(|n| (p, n)))
+            .collect()
+    }
+
+    /// Whether the mirror reflects the registry: false before the first listing, while
+    /// disconnected, and after the feed ended.
+    pub fn is_synced(&self) -> bool {
+        *self.inner.synced.borrow()
+    }
+
+    /// The synced flag and its changes.
+    pub fn synced(&self) -> watch::Receiver<bool> {
+        self.inner.synced.subscribe()
+    }
+
+    fn set_synced(&self, synced: bool) {
+        self.inner
+            .synced
+            .send_if_modified(|s| std::mem::replace(s, synced) != synced);
+    }
+
+    /// Paths at and below `path` that are mirrored or have mirrored children, parents first.
+    fn subtree(&self, path: &str) -> Vec<String> {
+        let mut out = vec![path.to_owned()];
+        let mut next = 0;
+        while next < out.len() {
+            let kids = self.children(&out[next]);
+            let parent = out[next].clone();
+            out.extend(kids.iter().map(|k| join_path(&parent, k)));
+            next += 1;
+        }
+        out
+    }
+
+    fn upsert(&self, path: &str, data: Vec<u8>, stat: Stat, freshness: Freshness) -> Upserted {
+        let outcome = match self.inner.nodes.get(path).map(|n| n.clone()) {
+            None => Upserted::Created,
+            Some(old) => {
+                let older = stat.czxid < old.stat.czxid
+                    || (stat.czxid == old.stat.czxid && stat.mzxid < old.stat.mzxid);
+                if older && freshness == Freshness::IfNotOlder {
+                    return Upserted::Stale;
+                }
+                if stat.czxid != old.stat.czxid {
+                    Upserted::Replaced
+                } else if stat.mzxid == old.stat.mzxid
+                    && stat.version == old.stat.version
+                    && *old.data == data[..]
+                {
+                    Upserted::Unchanged
+                } else {
+                    Upserted::Changed
+                }
+            }
+        };
+        let node = MirrorNode {
+            data: data.into(),
+            stat,
+        };
+        self.inner.nodes.insert(path.to_owned(), node);
+        if outcome == Upserted::Created && path != "/" {
+            let (parent, name) = split(path);
+            self.inner
+                .children
+                .entry(parent.to_owned())
+                .or_default()
+                .insert(name.to_owned());
+        }
+        outcome
+    }
+
+    /// Removes one node (not its children) and returns whether it was mirrored.
+    fn remove(&self, path: &str) -> bool {
+        if self.inner.nodes.remove(path).is_none() {
+            return false;
+        }
+        if path != "/" {
+            let (parent, name) = split(path);
+            self.inner.children.remove_if_mut(parent, |_, kids| {
+                kids.remove(name);
+                kids.is_empty()
+            });
+        }
+        true
+    }
+}
+
+/// `(parent, name)` of an absolute path other than `/`.
+fn split(path: &str) -> (&str, &str) {
+    let parent = parent_path(path);
+    (parent, &path[path.rfind('/').map_or(0, |i| i + 1)..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(czxid: i64, mzxid: i64, version: i32) -> Stat {
+        Stat {
+            czxid,
+            mzxid,
+            version,
+            ..Stat::default()
+        }
+    }
+
+    #[test]
+    fn upserts_ignore_older_reads_and_spot_new_incarnations() {
+        let m = Mirror::new();
+        assert_eq!(
+            m.upsert("/a", b"1".to_vec(), stat(5, 5, 0), Freshness::IfNotOlder),
+            Upserted::Created
+        );
+        assert_eq!(
+            m.upsert("/a", b"2".to_vec(), stat(5, 7, 1), Freshness::IfNotOlder),
+            Upserted::Changed
+        );
+        assert_eq!(
+            m.upsert("/a", b"1".to_vec(), stat(5, 5, 0), Freshness::IfNotOlder),
+            Upserted::Stale
+        );
+        assert_eq!(&*m.data("/a").unwrap(), b"2");
+        assert_eq!(
+            m.upsert("/a", b"2".to_vec(), stat(5, 7, 1), Freshness::IfNotOlder),
+            Upserted::Unchanged
+        );
+        assert_eq!(
+            m.upsert("/a", b"3".to_vec(), stat(9, 9, 0), Freshness::IfNotOlder),
+            Upserted::Replaced
+        );
+        assert_eq!(
+            m.upsert("/a", b"0".to_vec(), stat(1, 1, 0), Freshness::Authoritative),
+            Upserted::Replaced
+        );
+    }
+
+    #[test]
+    fn the_child_index_follows_inserts_and_removals() {
+        let m = Mirror::new();
+        for p in ["/", "/a", "/a/c", "/a/b", "/z"] {
+            m.upsert(p, Vec::new(), stat(1, 1, 0), Freshness::IfNotOlder);
+        }
+        assert_eq!(m.children("/a"), ["b", "c"]);
+        assert_eq!(m.children("/"), ["a", "z"]);
+        assert_eq!(m.subtree("/a"), ["/a", "/a/b", "/a/c"]);
+        assert!(m.remove("/a/b"));
+        assert!(!m.remove("/a/b"));
+        assert_eq!(m.children("/a"), ["c"]);
+        assert!(m.remove("/a/c"));
+        assert!(m.children("/a").is_empty());
+        assert_eq!(
+            m.snapshot("/").keys().collect::<Vec<_>>(),
+            ["/", "/a", "/z"]
+        );
+        assert_eq!(m.len(), 3);
+    }
+}

@@ -1,0 +1,8 @@
+//! The registry conformance suite, run on every backend. The cases live in
+//! `support/conformance.rs`; each backend gets one test per case.
+
+mod support;
+
+conformance_tests!(embedded, support::embedded::backend());
+// Enabled once `support::zk::backend()` exists (written alongside the ZooKeeper backend).
+// conformance_tests!(zookeeper, support::zk::backend());
