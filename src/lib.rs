@@ -23,6 +23,7 @@ pub mod job;
 pub mod paths;
 pub mod registry;
 pub mod sharding;
+pub mod timezone;
 pub mod types;
 
 pub use types::{IdError, InstanceId, JobName, ShardItem};

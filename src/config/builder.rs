@@ -1,0 +1,152 @@
+//! The fluent builder over [`JobConfig`], for the API and for tests.
+//!
+//! Each method names the YAML field it sets; flags take a `bool` because the method name already
+//! says which flag (`.failover(true)`), so the call site stays readable.
+
+use super::{JobConfig, SCRIPT_COMMAND_LINE};
+
+impl JobConfig {
+    /// A fixture for tests: `name` with 3 items, firing every 5 seconds in UTC.
+    ///
+    /// ```
+    /// use shardcron::config::JobConfig;
+    /// let config = JobConfig::test("orders").items(4).failover(true);
+    /// assert_eq!(config.sharding_total_count, 4);
+    /// ```
+    pub fn test(job_name: impl Into<String>) -> Self {
+        Self::new(job_name, 3)
+            .cron("0/5 * * * * ?")
+            .time_zone("UTC")
+    }
+
+    /// Sets `shardingTotalCount`.
+    pub fn items(mut self, sharding_total_count: i32) -> Self {
+        self.sharding_total_count = sharding_total_count;
+        self
+    }
+
+    /// Sets `cron`.
+    pub fn cron(mut self, expr: impl Into<String>) -> Self {
+        self.cron = Some(expr.into());
+        self
+    }
+
+    /// Removes `cron`: a one-off job that runs only when triggered.
+    pub fn one_off(mut self) -> Self {
+        self.cron = None;
+        self
+    }
+
+    /// Sets `timeZone`.
+    pub fn time_zone(mut self, zone: impl Into<String>) -> Self {
+        self.time_zone = Some(zone.into());
+        self
+    }
+
+    /// Sets `shardingItemParameters` (`0=a,1=b`).
+    pub fn item_parameters(mut self, parameters: impl Into<String>) -> Self {
+        self.sharding_item_parameters = Some(parameters.into());
+        self
+    }
+
+    /// Sets `jobParameter`.
+    pub fn job_parameter(mut self, parameter: impl Into<String>) -> Self {
+        self.job_parameter = Some(parameter.into());
+        self
+    }
+
+    /// Sets `monitorExecution`.
+    pub fn monitor_execution(mut self, on: bool) -> Self {
+        self.monitor_execution = on;
+        self
+    }
+
+    /// Sets `failover`.
+    pub fn failover(mut self, on: bool) -> Self {
+        self.failover = on;
+        self
+    }
+
+    /// Sets `misfire`.
+    pub fn misfire(mut self, on: bool) -> Self {
+        self.misfire = on;
+        self
+    }
+
+    /// Sets `maxTimeDiffSeconds` (-1 = off).
+    pub fn max_time_diff_seconds(mut self, seconds: i32) -> Self {
+        self.max_time_diff_seconds = seconds;
+        self
+    }
+
+    /// Sets `reconcileIntervalMinutes` (0 or -1 = off).
+    pub fn reconcile_interval_minutes(mut self, minutes: i32) -> Self {
+        self.reconcile_interval_minutes = minutes;
+        self
+    }
+
+    /// Sets `jobShardingStrategyType`.
+    pub fn sharding_strategy(mut self, name: impl Into<String>) -> Self {
+        self.job_sharding_strategy_type = Some(name.into());
+        self
+    }
+
+    /// Sets `jobExecutorServiceHandlerType`.
+    pub fn executor_service_handler(mut self, name: impl Into<String>) -> Self {
+        self.job_executor_service_handler_type = Some(name.into());
+        self
+    }
+
+    /// Sets `jobErrorHandlerType`.
+    pub fn error_handler(mut self, name: impl Into<String>) -> Self {
+        self.job_error_handler_type = Some(name.into());
+        self
+    }
+
+    /// Appends one name to `jobListenerTypes`.
+    pub fn listener(mut self, name: impl Into<String>) -> Self {
+        self.job_listener_types.push(name.into());
+        self
+    }
+
+    /// Sets `description`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// Sets one entry of `props`.
+    pub fn prop(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.props.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets `props.script.command.line`, the command of a SCRIPT job.
+    pub fn script_command_line(self, command: impl Into<String>) -> Self {
+        self.prop(SCRIPT_COMMAND_LINE, command)
+    }
+
+    /// Sets `disabled`.
+    pub fn disabled(mut self, on: bool) -> Self {
+        self.disabled = on;
+        self
+    }
+
+    /// Sets `overwrite`.
+    pub fn overwrite(mut self, on: bool) -> Self {
+        self.overwrite = on;
+        self
+    }
+
+    /// Sets `label`.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets `staticSharding`.
+    pub fn static_sharding(mut self, on: bool) -> Self {
+        self.static_sharding = on;
+        self
+    }
+}

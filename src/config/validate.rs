@@ -1,0 +1,291 @@
+//! Validation: every problem of a [`JobConfig`] at once, each naming its YAML field, or a
+//! [`ValidatedConfig`] with the parsed pieces the engine runs on.
+//!
+//! Range decisions (ElasticJob checks neither):
+//! - `maxTimeDiffSeconds`: -1 turns the check off (Java treats any negative value so); values below
+//!   -1 are refused as likely typos.
+//! - `reconcileIntervalMinutes`: 0 or -1 turn the reconcile off (Java: any value <= 0); values
+//!   below -1 are refused likewise.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    parse_item_parameters, JobConfig, BUILTIN_ERROR_HANDLERS, BUILTIN_STRATEGIES,
+    SCRIPT_COMMAND_LINE,
+};
+use crate::cron::CronSchedule;
+use crate::timezone::JobTimeZone;
+use crate::{JobName, ShardItem};
+
+/// What kind of job the config belongs to; only SCRIPT jobs need a command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A job that runs a handler per item.
+    Simple,
+    /// A job that fetches and processes data per item.
+    Dataflow,
+    /// A job that runs `props.script.command.line` per item.
+    Script,
+}
+
+/// What validation needs to know beyond the config: the names registered elsewhere.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidationContext<'a> {
+    /// Sharding strategies registered by the user, in addition to [`BUILTIN_STRATEGIES`].
+    pub strategies: &'a [&'a str],
+    /// Error handlers registered by the user, in addition to [`BUILTIN_ERROR_HANDLERS`].
+    pub error_handlers: &'a [&'a str],
+    /// The kind of the job.
+    pub kind: JobKind,
+}
+
+impl ValidationContext<'static> {
+    /// A context knowing only the built-in strategies and error handlers.
+    pub fn builtin(kind: JobKind) -> Self {
+        Self {
+            strategies: &[],
+            error_handlers: &[],
+            kind,
+        }
+    }
+}
+
+/// One problem of a config, naming its YAML field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct ConfigError {
+    /// The YAML field (`shardingTotalCount`, `props.script.command.line`, ...).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// Every problem of a config; never empty.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// The fields named by the problems, in order (a field may appear more than once).
+    pub fn fields(&self) -> Vec<&'static str> {
+        self.0.iter().map(|e| e.field).collect()
+    }
+}
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid job config ({} problems):", self.0.len())?;
+        for error in &self.0 {
+            write!(f, "\n  - {error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A config that passed validation, with the pieces the engine needs already parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedConfig {
+    config: JobConfig,
+    job_name: JobName,
+    total: u32,
+    schedule: Option<CronSchedule>,
+    time_zone: JobTimeZone,
+    item_parameters: BTreeMap<ShardItem, String>,
+}
+
+impl ValidatedConfig {
+    /// The config as read (to write back, and for the flags: `failover`, `misfire`, ...).
+    pub fn config(&self) -> &JobConfig {
+        &self.config
+    }
+
+    /// The job's name.
+    pub fn job_name(&self) -> &JobName {
+        &self.job_name
+    }
+
+    /// `shardingTotalCount`, at least 1.
+    pub fn sharding_total_count(&self) -> u32 {
+        self.total
+    }
+
+    /// The items `0..shardingTotalCount`.
+    pub fn items(&self) -> impl Iterator<Item = ShardItem> {
+        (0..self.total).map(ShardItem)
+    }
+
+    /// The cron schedule; `None` for a one-off job, which runs only when triggered.
+    pub fn schedule(&self) -> Option<&CronSchedule> {
+        self.schedule.as_ref()
+    }
+
+    /// The zone the schedule is read in.
+    pub fn time_zone(&self) -> &JobTimeZone {
+        &self.time_zone
+    }
+
+    /// The first fire strictly after `now`; `None` for a one-off job or a schedule that has ended.
+    pub fn next_fire_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.schedule
+            .as_ref()?
+            .next_fire_after(now, &self.time_zone)
+    }
+
+    /// Item parameters by item (items without one are absent).
+    pub fn item_parameters(&self) -> &BTreeMap<ShardItem, String> {
+        &self.item_parameters
+    }
+
+    /// The parameter of one item, if it has one.
+    pub fn item_parameter(&self, item: ShardItem) -> Option<&str> {
+        self.item_parameters.get(&item).map(String::as_str)
+    }
+
+    /// The sharding strategy's name, the default resolved.
+    pub fn strategy(&self) -> &str {
+        self.config.strategy_name()
+    }
+
+    /// The error handler's name, the default resolved.
+    pub fn error_handler(&self) -> &str {
+        self.config.error_handler_name()
+    }
+
+    /// How often the leader reconciles; `None` when off.
+    pub fn reconcile_interval(&self) -> Option<Duration> {
+        let minutes = u64::try_from(self.config.reconcile_interval_minutes).ok()?;
+        (minutes > 0).then(|| Duration::from_secs(minutes * 60))
+    }
+
+    /// The tolerated clock skew against the registry; `None` when the check is off.
+    pub fn max_time_diff(&self) -> Option<Duration> {
+        let seconds = u64::try_from(self.config.max_time_diff_seconds).ok()?;
+        Some(Duration::from_secs(seconds))
+    }
+}
+
+impl JobConfig {
+    /// Checks every field and reports every problem, or returns the parsed pieces.
+    ///
+    /// ```
+    /// use shardcron::config::{JobConfig, JobKind, ValidationContext};
+    /// let ctx = ValidationContext::builtin(JobKind::Simple);
+    /// let valid = JobConfig::test("orders").item_parameters("0=a").validate(&ctx).unwrap();
+    /// assert_eq!(valid.sharding_total_count(), 3);
+    /// let errors = JobConfig::new("", 0).cron("* * * * *").validate(&ctx).unwrap_err();
+    /// assert_eq!(errors.fields(), ["jobName", "shardingTotalCount", "cron"]);
+    /// ```
+    pub fn validate(&self, ctx: &ValidationContext<'_>) -> Result<ValidatedConfig, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut report = |field: &'static str, problem: String| {
+            errors.push(ConfigError { field, problem });
+        };
+
+        let job_name = JobName::new(self.job_name.as_str())
+            .map_err(|e| report("jobName", e.to_string()))
+            .ok();
+        let total = u32::try_from(self.sharding_total_count)
+            .ok()
+            .filter(|t| *t >= 1);
+        if total.is_none() {
+            report(
+                "shardingTotalCount",
+                format!("must be at least 1, is {}", self.sharding_total_count),
+            );
+        }
+        let schedule = match self.cron_expr().map(CronSchedule::parse) {
+            Some(Err(e)) => {
+                report("cron", e.to_string());
+                None
+            }
+            Some(Ok(schedule)) => Some(schedule),
+            None => None,
+        };
+        let time_zone = JobTimeZone::from_config(self.time_zone.as_deref())
+            .map_err(|e| report("timeZone", e.to_string()))
+            .ok();
+        // Without a valid total every key would be out of range: that problem is reported once,
+        // above, instead of once per entry.
+        let text = self.sharding_item_parameters.as_deref().unwrap_or("");
+        let item_parameters = match parse_item_parameters(text, total.unwrap_or(u32::MAX)) {
+            Ok(items) => items,
+            Err(entries) => {
+                for entry in entries {
+                    report("shardingItemParameters", entry.to_string());
+                }
+                BTreeMap::new()
+            }
+        };
+        let strategy = self.strategy_name();
+        if !BUILTIN_STRATEGIES.contains(&strategy) && !ctx.strategies.contains(&strategy) {
+            report(
+                "jobShardingStrategyType",
+                unknown_name(
+                    "sharding strategy",
+                    strategy,
+                    &BUILTIN_STRATEGIES,
+                    ctx.strategies,
+                ),
+            );
+        }
+        let handler = self.error_handler_name();
+        if !BUILTIN_ERROR_HANDLERS.contains(&handler) && !ctx.error_handlers.contains(&handler) {
+            report(
+                "jobErrorHandlerType",
+                unknown_name(
+                    "error handler",
+                    handler,
+                    &BUILTIN_ERROR_HANDLERS,
+                    ctx.error_handlers,
+                ),
+            );
+        }
+        let command = self.props.get(SCRIPT_COMMAND_LINE).map(|c| c.trim());
+        if ctx.kind == JobKind::Script && command.is_none_or(str::is_empty) {
+            report(
+                "props.script.command.line",
+                "a SCRIPT job needs the command to run".to_owned(),
+            );
+        }
+        if self.max_time_diff_seconds < -1 {
+            report(
+                "maxTimeDiffSeconds",
+                format!(
+                    "must be -1 (off) or at least 0, is {}",
+                    self.max_time_diff_seconds
+                ),
+            );
+        }
+        if self.reconcile_interval_minutes < -1 {
+            report(
+                "reconcileIntervalMinutes",
+                format!(
+                    "must be -1 or 0 (off) or at least 1, is {}",
+                    self.reconcile_interval_minutes
+                ),
+            );
+        }
+
+        match (job_name, total, time_zone) {
+            (Some(job_name), Some(total), Some(time_zone)) if errors.is_empty() => {
+                Ok(ValidatedConfig {
+                    config: self.clone(),
+                    job_name,
+                    total,
+                    schedule,
+                    time_zone,
+                    item_parameters,
+                })
+            }
+            _ => Err(ConfigErrors(errors)),
+        }
+    }
+}
+
+fn unknown_name(what: &str, name: &str, builtin: &[&str], registered: &[&str]) -> String {
+    let known: Vec<&str> = builtin.iter().chain(registered).copied().collect();
+    format!("unknown {what} {name:?}; known: {}", known.join(", "))
+}

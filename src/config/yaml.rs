@@ -1,0 +1,146 @@
+//! Reading and writing the `config` node's YAML as the Java side does.
+//!
+//! ElasticJob writes with SnakeYAML, whose bean introspection orders properties alphabetically and
+//! leaves out nulls; empty `props` and `jobListenerTypes` are left out too. [`JobConfig::to_yaml`]
+//! reproduces that layout, so a config written here reads as the Java side would have written it.
+//!
+//! Reading takes two passes: the typed pass gives errors that name the field and the line, and a
+//! second, untyped pass collects the fields this crate does not know, so that writing the config
+//! back keeps them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+use serde_yaml_ng::{Mapping, Value};
+
+use super::JobConfig;
+
+/// The YAML names of [`JobConfig`]'s fields; anything else is kept in `unknown_fields`.
+const KNOWN_FIELDS: [&str; 21] = [
+    "jobName",
+    "cron",
+    "timeZone",
+    "shardingTotalCount",
+    "shardingItemParameters",
+    "jobParameter",
+    "monitorExecution",
+    "failover",
+    "misfire",
+    "maxTimeDiffSeconds",
+    "reconcileIntervalMinutes",
+    "jobShardingStrategyType",
+    "jobExecutorServiceHandlerType",
+    "jobErrorHandlerType",
+    "jobListenerTypes",
+    "description",
+    "props",
+    "disabled",
+    "overwrite",
+    "label",
+    "staticSharding",
+];
+
+/// Why a config could not be read from or written to YAML.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigYamlError {
+    /// The text is not YAML, or a field has the wrong type; the message names the field and the
+    /// line (serde_yaml_ng's `field: problem at line L column C`).
+    #[error("reading job config YAML: {source}")]
+    Read {
+        /// The parser's error, with its location.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// Collecting the fields this crate does not know failed (a top-level key is not a string).
+    #[error("reading job config YAML: keeping the unknown fields: {source}")]
+    ReadUnknownFields {
+        /// The parser's error, with its location.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// A kept unknown field could not be written back.
+    #[error("writing job config YAML: {source}")]
+    Write {
+        /// The emitter's error.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+}
+
+impl JobConfig {
+    /// Reads the `config` node's YAML. Unknown fields are kept in
+    /// [`unknown_fields`](JobConfig::unknown_fields); values are not validated here.
+    ///
+    /// ```
+    /// use shardcron::config::JobConfig;
+    /// let config = JobConfig::from_yaml("jobName: orders\nshardingTotalCount: 3\n").unwrap();
+    /// assert_eq!((config.job_name.as_str(), config.misfire), ("orders", true));
+    /// let err = JobConfig::from_yaml("jobName: orders\nshardingTotalCount: many\n").unwrap_err();
+    /// assert!(err.to_string().contains("shardingTotalCount"));
+    /// ```
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigYamlError> {
+        let mut config: JobConfig =
+            serde_yaml_ng::from_str(text).map_err(|source| ConfigYamlError::Read { source })?;
+        let mut all: BTreeMap<String, Value> = serde_yaml_ng::from_str(text)
+            .map_err(|source| ConfigYamlError::ReadUnknownFields { source })?;
+        all.retain(|key, _| !KNOWN_FIELDS.contains(&key.as_str()));
+        config.unknown_fields = all;
+        Ok(config)
+    }
+
+    /// Writes the `config` node's YAML as the Java side does: keys in alphabetical order, nulls,
+    /// empty `props` and empty `jobListenerTypes` left out, unknown fields written back.
+    pub fn to_yaml(&self) -> Result<String, ConfigYamlError> {
+        let write = |source| ConfigYamlError::Write { source };
+        let mut fields: BTreeMap<String, Value> =
+            match serde_yaml_ng::to_value(self).map_err(write)? {
+                Value::Mapping(mapping) => mapping
+                    .into_iter()
+                    .filter_map(|(key, value)| Some((key.as_str()?.to_owned(), value)))
+                    .collect(),
+                _ => unreachable!("a struct serializes to a mapping"),
+            };
+        for (key, value) in &self.unknown_fields {
+            // A known field wins over a stale copy in `unknown_fields` (set by hand).
+            fields.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        // BTreeMap iterates in key order: the alphabetical order SnakeYAML writes.
+        let sorted: Mapping = fields
+            .into_iter()
+            .map(|(key, value)| (Value::String(key), value))
+            .collect();
+        serde_yaml_ng::to_string(&sorted).map_err(write)
+    }
+}
+
+/// Reads `props` as strings whatever the YAML scalar type (`timeout: 30` is `"30"`), as Java's
+/// `Properties` holds them; a nested list or map is refused.
+pub(super) fn scalar_props<'de, D>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let raw = Option::<Mapping>::deserialize(deserializer)?.unwrap_or_default();
+    raw.into_iter()
+        .map(|(key, value)| {
+            let key = scalar_text(&key).ok_or_else(|| {
+                serde::de::Error::custom(format!("props: key {key:?} is not a scalar"))
+            })?;
+            let value = scalar_text(&value).ok_or_else(|| {
+                serde::de::Error::custom(format!("props.{key}: {value:?} is not a scalar"))
+            })?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// The text of a YAML scalar; `None` for a list, a map or a tagged value. A null (`key:` with no
+/// value) reads as empty text, and is written back as `''`.
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some(String::new()),
+        Value::Sequence(_) | Value::Mapping(_) | Value::Tagged(_) => None,
+    }
+}

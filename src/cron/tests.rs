@@ -1,0 +1,301 @@
+//! Table tests of parsing and of the fire-time search, daylight-saving edges included.
+
+use super::*;
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn zone(name: &str) -> JobTimeZone {
+    JobTimeZone::parse(name).unwrap()
+}
+
+fn next(expr: &str, now: &str, tz: &JobTimeZone) -> Option<DateTime<Utc>> {
+    CronSchedule::parse(expr)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .next_fire_after(at(now), tz)
+}
+
+fn fires(expr: &str, now: &str, tz: &JobTimeZone, n: usize) -> Vec<DateTime<Utc>> {
+    let schedule = CronSchedule::parse(expr).unwrap();
+    schedule.fires_after(at(now), tz).take(n).collect()
+}
+
+#[test]
+fn quartz_expressions_fire_at_the_quartz_times() {
+    // (expression, now, next fire), all in UTC. 2025-01-01 is a Wednesday.
+    let table: &[(&str, &str, &str)] = &[
+        (
+            "0/5 * * * * ?",
+            "2025-01-01T00:00:03Z",
+            "2025-01-01T00:00:05Z",
+        ),
+        (
+            "*/5 * * * * ?",
+            "2025-01-01T00:00:55Z",
+            "2025-01-01T00:01:00Z",
+        ),
+        (
+            "0 0 12 ? * WED",
+            "2025-01-01T13:00:00Z",
+            "2025-01-08T12:00:00Z",
+        ),
+        (
+            "0 0 12 ? * wed",
+            "2025-01-01T11:00:00Z",
+            "2025-01-01T12:00:00Z",
+        ),
+        (
+            "0 15 10 L * ?",
+            "2025-02-01T00:00:00Z",
+            "2025-02-28T10:15:00Z",
+        ),
+        (
+            "0 15 10 L * ?",
+            "2024-02-01T00:00:00Z",
+            "2024-02-29T10:15:00Z",
+        ),
+        // 6L: the last Friday (Quartz 6 = FRI); 2025-01-31 is one.
+        (
+            "0 15 10 ? * 6L",
+            "2025-01-01T00:00:00Z",
+            "2025-01-31T10:15:00Z",
+        ),
+        // 15W: the weekday nearest the 15th; 2025-02-15 is a Saturday, 2025-06-15 a Sunday.
+        (
+            "0 15 10 15W * ?",
+            "2025-02-01T00:00:00Z",
+            "2025-02-14T10:15:00Z",
+        ),
+        (
+            "0 15 10 15W * ?",
+            "2025-06-01T00:00:00Z",
+            "2025-06-16T10:15:00Z",
+        ),
+        // 6#3: the third Friday (Jan 3, 10, 17).
+        (
+            "0 15 10 ? * 6#3",
+            "2025-01-01T00:00:00Z",
+            "2025-01-17T10:15:00Z",
+        ),
+        (
+            "0 0 0 1 1 ? 2030",
+            "2025-06-01T00:00:00Z",
+            "2030-01-01T00:00:00Z",
+        ),
+        // Quartz numbering: 1 = SUN, 7 = SAT.
+        (
+            "0 0 12 ? * 1",
+            "2025-01-01T00:00:00Z",
+            "2025-01-05T12:00:00Z",
+        ),
+        (
+            "0 0 12 ? * 7",
+            "2025-01-01T00:00:00Z",
+            "2025-01-04T12:00:00Z",
+        ),
+        (
+            "0 0 12 ? * SUN",
+            "2025-01-01T00:00:00Z",
+            "2025-01-05T12:00:00Z",
+        ),
+        (
+            "0 0 12 ? * MON-FRI",
+            "2025-01-03T13:00:00Z",
+            "2025-01-06T12:00:00Z",
+        ),
+        (
+            "0 0 12 1 JUL,DEC ?",
+            "2025-01-01T00:00:00Z",
+            "2025-07-01T12:00:00Z",
+        ),
+        (
+            "0 30 9 * * ?",
+            "2025-01-01T09:30:00Z",
+            "2025-01-02T09:30:00Z",
+        ),
+        // A day-of-week of just L is Saturday (7) in Quartz.
+        (
+            "0 0 12 ? * L",
+            "2025-01-01T00:00:00Z",
+            "2025-01-04T12:00:00Z",
+        ),
+        // LW: the last weekday of the month; 2025-05-31 is a Saturday.
+        (
+            "0 0 12 LW * ?",
+            "2025-05-01T00:00:00Z",
+            "2025-05-30T12:00:00Z",
+        ),
+        (
+            "0 0 12 ? * 1-7/2",
+            "2025-01-01T00:00:00Z",
+            "2025-01-02T12:00:00Z",
+        ),
+    ];
+    for &(expr, now, expected) in table {
+        assert_eq!(
+            next(expr, now, &JobTimeZone::utc()),
+            Some(at(expected)),
+            "{expr} after {now}"
+        );
+    }
+}
+
+#[test]
+fn refused_expressions_say_what_quartz_needs() {
+    let table: &[(&str, &str)] = &[
+        ("* * * * *", "Quartz cron needs seconds"),
+        ("* * * * *", "e.g. \"0 * * * * ?\""),
+        ("30 2 * * MON", "e.g. \"0 30 2 ? * MON\""),
+        (
+            "0 0 12 * * MON",
+            "exactly one of day-of-month and day-of-week must be '?'",
+        ),
+        ("0 0 12 * * *", "both are set"),
+        ("0 0 12 ? * ?", "both are"),
+        ("0 0 25 * * ?", "hours field \"25\""),
+        ("0 61 * * * ?", "minutes field \"61\""),
+        ("0 0 12 ? * 8", "day-of-week field \"8\""),
+        ("0 0 12 ? * 0", "day-of-week field \"0\""),
+        ("0 0 12 L-3 * ?", "day-of-month field \"L-3\""),
+        ("0 0 12 32 * ?", "day-of-month field \"32\""),
+        ("0 0 12 1 13 ?", "month field \"13\""),
+        ("0 0 12 1 * ? 20x0", "year field \"20x0\""),
+        ("0 0 12", "has 3 fields"),
+        ("0 0 12 * * ? 2030 x", "has 8 fields"),
+        ("", "has 0 fields"),
+        ("0 0 12 1? * ?", "'?' stands alone"),
+        ("? 0 12 * * ?", "'?' stands alone"),
+        ("0 0 12 ? * +MON", "'+' modifier"),
+    ];
+    for &(expr, expected) in table {
+        let err = CronSchedule::parse(expr).expect_err(expr).to_string();
+        assert!(err.contains(expected), "{expr:?}: {err}");
+        assert!(
+            err.contains(&format!("{expr:?}")),
+            "names the expression: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_schedule_displays_and_compares_as_written() {
+    let schedule = CronSchedule::parse("0 0 12 ? * WED").unwrap();
+    assert_eq!(schedule.to_string(), "0 0 12 ? * WED");
+    assert_eq!(schedule.as_str(), "0 0 12 ? * WED");
+    assert_eq!(schedule, CronSchedule::parse("0 0 12 ? * WED").unwrap());
+    assert_ne!(schedule, CronSchedule::parse("0 0 12 ? * 4").unwrap());
+}
+
+#[test]
+fn the_next_fire_is_strictly_after_now_even_within_a_second() {
+    let utc = JobTimeZone::utc();
+    let every_5s = "0/5 * * * * ?";
+    let table: &[(&str, &str)] = &[
+        ("2025-01-01T00:00:04.500Z", "2025-01-01T00:00:05Z"),
+        ("2025-01-01T00:00:05Z", "2025-01-01T00:00:10Z"),
+        ("2025-01-01T00:00:05.001Z", "2025-01-01T00:00:10Z"),
+        ("2025-01-01T00:00:09.999Z", "2025-01-01T00:00:10Z"),
+    ];
+    for &(now, expected) in table {
+        assert_eq!(next(every_5s, now, &utc), Some(at(expected)), "after {now}");
+    }
+}
+
+#[test]
+fn an_expression_that_never_fires_again_has_no_next_fire() {
+    let utc = JobTimeZone::utc();
+    assert_eq!(next("0 0 0 1 1 ? 2030", "2030-01-01T00:00:00Z", &utc), None);
+    assert_eq!(next("0 0 0 1 1 ? 2020", "2025-01-01T00:00:00Z", &utc), None);
+    // February 30th parses, as in Quartz, and never fires.
+    assert_eq!(next("0 0 0 30 2 ?", "2025-01-01T00:00:00Z", &utc), None);
+}
+
+#[test]
+fn fixed_offsets_and_iana_zones_move_the_fire_instant() {
+    let noon = "0 0 12 * * ?";
+    let now = "2025-01-01T00:00:00Z";
+    let table: &[(&str, &str)] = &[
+        ("GMT+08:00", "2025-01-01T04:00:00Z"),
+        ("Asia/Shanghai", "2025-01-01T04:00:00Z"),
+        ("GMT-5", "2025-01-01T17:00:00Z"),
+        ("America/New_York", "2025-01-01T17:00:00Z"),
+        ("UTC", "2025-01-01T12:00:00Z"),
+    ];
+    for &(tz, expected) in table {
+        assert_eq!(next(noon, now, &zone(tz)), Some(at(expected)), "{tz}");
+    }
+}
+
+#[test]
+fn the_local_zone_fires_at_the_local_wall_clock_time() {
+    let local = JobTimeZone::local();
+    let fire = next("0 0 12 * * ?", "2025-01-01T00:00:00Z", &local).unwrap();
+    assert_eq!(local.wall_clock(fire).time().to_string(), "12:00:00");
+}
+
+#[test]
+fn a_fixed_time_in_the_spring_forward_gap_fires_at_the_end_of_the_gap() {
+    // Europe/Berlin jumps from 02:00 CET to 03:00 CEST at 01:00Z on 2025-03-30.
+    let berlin = zone("Europe/Berlin");
+    assert_eq!(
+        fires("0 30 2 * * ?", "2025-03-29T00:00:00Z", &berlin, 3),
+        vec![
+            at("2025-03-29T01:30:00Z"), // 02:30 CET
+            at("2025-03-30T01:00:00Z"), // 03:00 CEST, the first instant after the gap
+            at("2025-03-31T00:30:00Z"), // 02:30 CEST
+        ]
+    );
+    // America/New_York jumps from 02:00 EST to 03:00 EDT at 07:00Z on 2025-03-09.
+    let new_york = zone("America/New_York");
+    assert_eq!(
+        next("0 30 2 * * ?", "2025-03-09T05:00:00Z", &new_york),
+        Some(at("2025-03-09T07:00:00Z"))
+    );
+}
+
+#[test]
+fn interval_fires_in_the_spring_forward_gap_are_skipped() {
+    let berlin = zone("Europe/Berlin");
+    assert_eq!(
+        fires("0 0/30 * * * ?", "2025-03-30T00:00:00Z", &berlin, 3),
+        vec![
+            at("2025-03-30T00:30:00Z"), // 01:30 CET; 02:00 and 02:30 do not exist
+            at("2025-03-30T01:00:00Z"), // 03:00 CEST
+            at("2025-03-30T01:30:00Z"), // 03:30 CEST
+        ]
+    );
+}
+
+#[test]
+fn a_fixed_time_in_the_fall_back_overlap_fires_once_at_its_first_occurrence() {
+    // Europe/Berlin goes back from 03:00 CEST to 02:00 CET at 01:00Z on 2025-10-26.
+    let berlin = zone("Europe/Berlin");
+    assert_eq!(
+        fires("0 30 2 * * ?", "2025-10-25T23:00:00Z", &berlin, 2),
+        vec![
+            at("2025-10-26T00:30:00Z"), // 02:30 CEST; 02:30 CET (01:30Z) is not a fire
+            at("2025-10-27T01:30:00Z"), // 02:30 CET the next day
+        ]
+    );
+    // America/New_York goes back from 02:00 EDT to 01:00 EST at 06:00Z on 2025-11-02.
+    let new_york = zone("America/New_York");
+    assert_eq!(
+        fires("0 30 1 * * ?", "2025-11-02T04:00:00Z", &new_york, 2),
+        vec![at("2025-11-02T05:30:00Z"), at("2025-11-03T06:30:00Z")]
+    );
+}
+
+#[test]
+fn interval_fires_in_the_fall_back_overlap_happen_on_both_passes() {
+    let berlin = zone("Europe/Berlin");
+    assert_eq!(
+        fires("0 0/30 * * * ?", "2025-10-26T00:00:00Z", &berlin, 4),
+        vec![
+            at("2025-10-26T00:30:00Z"), // 02:30 CEST
+            at("2025-10-26T01:00:00Z"), // 02:00 CET
+            at("2025-10-26T01:30:00Z"), // 02:30 CET
+            at("2025-10-26T02:00:00Z"), // 03:00 CET
+        ]
+    );
+}

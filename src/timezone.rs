@@ -1,0 +1,262 @@
+//! The time zone a job's cron expression is read in: an IANA name, one of Java's fixed `GMT+hh:mm`
+//! offsets, or the process's local zone.
+//!
+//! ElasticJob passes `timeZone` to Java's `TimeZone.getTimeZone`, so configs in the wild hold both
+//! IANA names (`Asia/Shanghai`, `UTC`) and Java's custom ids (`GMT+08:00`, `GMT-5`, `GMT+0530`).
+//! Java silently falls back to GMT for a name it does not know; we refuse it instead, because a job
+//! that quietly fires eight hours off is worse than one that does not start.
+//!
+//! An absent `timeZone` means the process's local zone, as in Java (`TimeZone.getDefault()`). It is
+//! [`chrono::Local`]: read from `TZ`, else `/etc/localtime`, so two hosts with different local
+//! zones fire the same job at different instants. Set `timeZone` for jobs that run on several hosts.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, FixedOffset, Local, NaiveDateTime, Offset, TimeZone, Utc};
+use chrono_tz::Tz;
+
+/// Why a time zone spelling was refused. Each variant names the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeZoneError {
+    /// Neither an IANA name nor a `GMT` offset.
+    #[error(
+        "time zone {input:?} is neither an IANA name (Asia/Shanghai, UTC) \
+         nor a Java GMT offset (GMT+08:00, GMT-5, GMT+0530)"
+    )]
+    Unknown {
+        /// The refused spelling.
+        input: String,
+    },
+    /// A `GMT` offset whose hours exceed 23 or whose minutes exceed 59 (Java's limits).
+    #[error("time zone {input:?}: offset out of range (hours 0-23, minutes 00-59)")]
+    OffsetOutOfRange {
+        /// The refused spelling.
+        input: String,
+    },
+}
+
+/// Which clock a zone reads; kept apart from the spelling so that `Display` can give the input back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Zone {
+    /// An IANA zone with its daylight-saving rules.
+    Iana(Tz),
+    /// A fixed offset from UTC (Java's `GMT+hh:mm`).
+    Fixed(FixedOffset),
+    /// The process's local zone, [`chrono::Local`].
+    Local,
+}
+
+/// The time zone of one job.
+///
+/// ```
+/// use shardcron::timezone::JobTimeZone;
+/// let tz = JobTimeZone::parse("GMT+08:00").unwrap();
+/// assert_eq!(tz.to_string(), "GMT+08:00");
+/// assert!(JobTimeZone::parse("Mars/Olympus").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobTimeZone {
+    /// The configured spelling, `None` for the local zone (no `timeZone` in the config).
+    spelling: Option<String>,
+    zone: Zone,
+}
+
+impl JobTimeZone {
+    /// Parses an IANA name (`Asia/Shanghai`, `UTC`, `Etc/GMT-8`) or a Java custom id (`GMT`,
+    /// `GMT+8`, `GMT-05`, `GMT+08:00`, `GMT+0800`). Names are case-sensitive, as in Java.
+    pub fn parse(input: &str) -> Result<Self, TimeZoneError> {
+        let zone = match parse_java_gmt_offset(input) {
+            Some(offset) => Zone::Fixed(offset.ok_or_else(|| TimeZoneError::OffsetOutOfRange {
+                input: input.to_owned(),
+            })?),
+            None => Zone::Iana(Tz::from_str(input).map_err(|_| TimeZoneError::Unknown {
+                input: input.to_owned(),
+            })?),
+        };
+        Ok(Self {
+            spelling: Some(input.to_owned()),
+            zone,
+        })
+    }
+
+    /// The zone of a config's `timeZone` field: absent means the process's local zone.
+    pub fn from_config(time_zone: Option<&str>) -> Result<Self, TimeZoneError> {
+        time_zone.map_or_else(|| Ok(Self::local()), Self::parse)
+    }
+
+    /// The process's local zone (see the module docs for what that means on a host).
+    pub fn local() -> Self {
+        Self {
+            spelling: None,
+            zone: Zone::Local,
+        }
+    }
+
+    /// UTC, spelled `UTC`: the zone tests and multi-host deployments should use.
+    pub fn utc() -> Self {
+        Self {
+            spelling: Some("UTC".to_owned()),
+            zone: Zone::Iana(Tz::UTC),
+        }
+    }
+
+    /// The configured spelling, to write back as `timeZone`; `None` for the local zone.
+    pub fn spelling(&self) -> Option<&str> {
+        self.spelling.as_deref()
+    }
+
+    /// Whether this is the process's local zone (no `timeZone` configured).
+    pub fn is_local(&self) -> bool {
+        self.zone == Zone::Local
+    }
+
+    /// The offset from UTC in force at `instant`.
+    pub fn offset_at(&self, instant: DateTime<Utc>) -> FixedOffset {
+        match self.zone {
+            Zone::Iana(tz) => tz.offset_from_utc_datetime(&instant.naive_utc()).fix(),
+            Zone::Fixed(offset) => offset,
+            Zone::Local => Local.offset_from_utc_datetime(&instant.naive_utc()).fix(),
+        }
+    }
+
+    /// The wall-clock reading of `instant` in this zone.
+    pub fn wall_clock(&self, instant: DateTime<Utc>) -> NaiveDateTime {
+        instant.naive_utc() + self.offset_at(instant)
+    }
+
+    /// `instant` carrying this zone's offset, for logs and messages that show local time.
+    pub fn to_fixed(&self, instant: DateTime<Utc>) -> DateTime<FixedOffset> {
+        instant.with_timezone(&self.offset_at(instant))
+    }
+
+    /// The clock behind the zone, for the cron search (which is generic over chrono zones).
+    pub(crate) fn zone(&self) -> Zone {
+        self.zone
+    }
+}
+
+impl fmt::Display for JobTimeZone {
+    /// The configured spelling, or `local` when none was configured.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spelling.as_deref().unwrap_or("local"))
+    }
+}
+
+impl FromStr for JobTimeZone {
+    type Err = TimeZoneError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Java's custom time zone ids: `GMT` then a sign, then `h`, `hh`, `hh:mm` or `hhmm`.
+///
+/// `None`: not of that shape (try IANA). `Some(None)`: of that shape but out of range.
+fn parse_java_gmt_offset(input: &str) -> Option<Option<FixedOffset>> {
+    let rest = input.strip_prefix("GMT")?;
+    let (sign, digits) = match rest.as_bytes().first()? {
+        b'+' => (1, &rest[1..]),
+        b'-' => (-1, &rest[1..]),
+        _ => return None,
+    };
+    let (hours, minutes) = match digits.split_once(':') {
+        Some((h, m)) if (1..=2).contains(&h.len()) && m.len() == 2 => (h, m),
+        Some(_) => return None,
+        None if (1..=2).contains(&digits.len()) => (digits, "0"),
+        None if digits.len() == 4 => digits.split_at(2),
+        None => return None,
+    };
+    if !hours
+        .bytes()
+        .chain(minutes.bytes())
+        .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let (hours, minutes): (i32, i32) = (hours.parse().ok()?, minutes.parse().ok()?);
+    if hours > 23 || minutes > 59 {
+        return Some(None);
+    }
+    Some(FixedOffset::east_opt(sign * (hours * 3600 + minutes * 60)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn accepted_spellings_give_their_offset_and_display_as_written() {
+        let winter = at("2025-01-15T00:00:00Z");
+        let table: &[(&str, i32)] = &[
+            ("UTC", 0),
+            ("GMT", 0),
+            ("Asia/Shanghai", 8 * 3600),
+            ("America/New_York", -5 * 3600),
+            ("Etc/GMT-8", 8 * 3600),
+            ("GMT+08:00", 8 * 3600),
+            ("GMT+8", 8 * 3600),
+            ("GMT-5", -5 * 3600),
+            ("GMT-05:30", -(5 * 3600 + 1800)),
+            ("GMT+0530", 5 * 3600 + 1800),
+            ("GMT+00:00", 0),
+        ];
+        for &(input, seconds) in table {
+            let tz = JobTimeZone::parse(input).unwrap_or_else(|e| panic!("{input}: {e}"));
+            assert_eq!(tz.offset_at(winter).local_minus_utc(), seconds, "{input}");
+            assert_eq!(tz.to_string(), input);
+            assert_eq!(tz.spelling(), Some(input));
+        }
+    }
+
+    #[test]
+    fn refused_spellings_name_the_input() {
+        let table: &[(&str, &str)] = &[
+            ("", "neither"),
+            ("Mars/Olympus", "neither"),
+            ("asia/shanghai", "neither"),
+            ("UTC+8", "neither"),
+            ("GMT+", "neither"),
+            ("GMT+123", "neither"),
+            ("GMT+8:0", "neither"),
+            ("GMT+ab", "neither"),
+            ("GMT+24", "out of range"),
+            ("GMT+08:60", "out of range"),
+        ];
+        for &(input, problem) in table {
+            let err = JobTimeZone::parse(input).expect_err(input).to_string();
+            assert!(err.contains(&format!("{input:?}")), "{err}");
+            assert!(err.contains(problem), "{input}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_absent_time_zone_is_the_local_zone() {
+        let tz = JobTimeZone::from_config(None).unwrap();
+        assert!(tz.is_local());
+        assert_eq!(tz.spelling(), None);
+        assert_eq!(tz.to_string(), "local");
+        let now = at("2025-06-01T12:00:00Z");
+        assert_eq!(
+            tz.offset_at(now),
+            Local.offset_from_utc_datetime(&now.naive_utc()).fix()
+        );
+    }
+
+    #[test]
+    fn wall_clock_follows_daylight_saving_time() {
+        let berlin = JobTimeZone::parse("Europe/Berlin").unwrap();
+        let summer = at("2025-07-01T10:00:00Z");
+        assert_eq!(berlin.wall_clock(summer).to_string(), "2025-07-01 12:00:00");
+        let winter = at("2025-01-01T10:00:00Z");
+        assert_eq!(berlin.wall_clock(winter).to_string(), "2025-01-01 11:00:00");
+        assert_eq!(
+            berlin.to_fixed(winter).to_rfc3339(),
+            "2025-01-01T11:00:00+01:00"
+        );
+    }
+}
