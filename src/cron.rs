@@ -172,9 +172,9 @@ impl CronSchedule {
     /// `None` when the expression never fires again (a past year, or no match before croner's
     /// search horizon, the year 5000): the job has no next fire, not a failed lookup.
     pub fn next_fire_after(&self, now: DateTime<Utc>, tz: &JobTimeZone) -> Option<DateTime<Utc>> {
-        // croner's exclusive search steps to the next whole second of the wall clock; the
-        // sub-second part of `now` is dropped first so that a fire at `now`'s second, which is
-        // not after `now`, is never returned.
+        // croner searches the wall clock in whole seconds and, being exclusive, starts at the
+        // second after `now`'s; a fire inside `now`'s own second is never after `now`. The final
+        // filter states the contract (strictly after) rather than trusting that detail.
         let result = match tz.zone() {
             Zone::Iana(zone) => self
                 .cron
@@ -189,7 +189,17 @@ impl CronSchedule {
                 .find_next_occurrence(&now.with_timezone(&Local), false)
                 .map(|t| t.with_timezone(&Utc)),
         };
-        result.ok().filter(|next| *next > now)
+        match result {
+            Ok(next) => Some(next).filter(|next| *next > now),
+            // croner's way of saying the expression never matches again.
+            Err(croner::errors::CronError::TimeSearchLimitExceeded) => None,
+            Err(error) => {
+                // Only a date arithmetic overflow near croner's horizon gets here; the job has no
+                // representable next fire, which is worth a line in the log.
+                tracing::warn!(cron = %self.expr, %now, %error, "no next fire time");
+                None
+            }
+        }
     }
 
     /// The fire times after `now`, in order; a convenience over [`Self::next_fire_after`].
