@@ -17,13 +17,24 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod clock;
 pub mod config;
 pub mod cron;
+pub mod decide;
 pub mod job;
 pub mod paths;
 pub mod registry;
 pub mod sharding;
 pub mod timezone;
 pub mod types;
+pub mod view;
 
 pub use types::{IdError, InstanceId, JobName, ShardItem};
+
+// The actor layer lives in `actors/` beside `src/` (the design card's layout); nothing in `src/`
+// imports it. Its public face is the node API below.
+#[path = "../actors/mod.rs"]
+mod actors;
+
+pub use actors::context::{JobSpec, JobType, NodeOptions};
+pub use actors::node;

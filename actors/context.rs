@@ -1,0 +1,244 @@
+//! What the actors of one node share: the node's identity and registries of strategies and
+//! handlers ([`NodeContext`], lives as long as the node), and per session the registry session and
+//! the refs of the session's actors ([`SessionCtx`]).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use ractor::ActorRef;
+
+use crate::clock::SharedClock;
+use crate::config::{JobConfig, ValidatedConfig};
+use crate::job::handlers::HandlerRegistry;
+use crate::job::SharedHandler;
+use crate::paths::JobNode;
+use crate::registry::mirror::Mirror;
+use crate::registry::{Connector, NodeEventKind, Op, Registry, RegistryError};
+use crate::sharding::StrategyRegistry;
+use crate::types::{InstanceId, JobName};
+
+use super::executor::ExecutorMsg;
+use super::failover::FailoverMsg;
+use super::leader::LeaderMsg;
+use super::sharding::ShardingMsg;
+use super::trigger::TriggerMsg;
+
+/// What kind of handler a job has: it decides the job root's data and config validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobType {
+    /// A job run by a command line from `props.script.command.line`.
+    Script,
+    /// A job compiled into the program, known by this name (written to the job root).
+    Named(String),
+}
+
+impl JobType {
+    /// The job root's data.
+    pub fn root_data(&self) -> &str {
+        match self {
+            Self::Script => "SCRIPT",
+            Self::Named(n) => n,
+        }
+    }
+}
+
+/// A job as the node was given it: its configuration and its handler.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    /// The configuration this instance starts with (the registry's wins unless `overwrite`).
+    pub config: JobConfig,
+    /// What kind of job it is.
+    pub job_type: JobType,
+    /// Runs its items.
+    pub handler: SharedHandler,
+}
+
+/// Tunables of a node.
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// How long a graceful shutdown waits for running items before cancelling them.
+    pub shutdown_timeout: Duration,
+    /// First delay before reconnecting after a failed connect; doubles up to `reconnect_max`.
+    pub reconnect_initial: Duration,
+    /// Longest delay between reconnect attempts.
+    pub reconnect_max: Duration,
+    /// How often the registry clock is compared with the local one (jobs with `maxTimeDiffSeconds`).
+    pub clock_check_interval: Duration,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        Self {
+            shutdown_timeout: Duration::from_secs(30),
+            reconnect_initial: Duration::from_millis(200),
+            reconnect_max: Duration::from_secs(10),
+            clock_check_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything that lives as long as the node.
+#[derive(Debug)]
+pub struct NodeContext {
+    /// This instance.
+    pub instance_id: InstanceId,
+    /// Opens sessions.
+    pub connector: Arc<dyn Connector>,
+    /// Wall-clock time.
+    pub clock: SharedClock,
+    /// Sharding strategies by name.
+    pub strategies: Arc<StrategyRegistry>,
+    /// Error handlers and listeners by name.
+    pub handlers: Arc<HandlerRegistry>,
+    /// The local copy of the namespace, fed by the current session.
+    pub mirror: Mirror,
+    /// The jobs this node runs; replayed on every new session.
+    pub jobs: Mutex<BTreeMap<JobName, JobSpec>>,
+    /// Tunables.
+    pub options: NodeOptions,
+    /// Prefix of this node's actor names, so several nodes share a process without collisions.
+    pub name_prefix: String,
+    /// The last measured difference between the local and the registry's clock, in milliseconds
+    /// (`u64::MAX` until measured).
+    pub clock_skew_ms: AtomicU64Default,
+}
+
+/// An `AtomicU64` that starts at `u64::MAX` ("not measured").
+#[derive(Debug)]
+pub struct AtomicU64Default(pub AtomicU64);
+
+impl Default for AtomicU64Default {
+    fn default() -> Self {
+        Self(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl NodeContext {
+    /// The last measured clock skew, if any.
+    pub fn clock_skew(&self) -> Option<Duration> {
+        match self.clock_skew_ms.0.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// A scoped actor name: `{prefix}/{what}`.
+    pub fn actor_name(&self, what: &str) -> String {
+        format!("{}/{what}", self.name_prefix)
+    }
+}
+
+/// A registry change on one node of one job, as the actors receive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobEvent {
+    /// The job.
+    pub(crate) job: JobName,
+    /// The node.
+    pub(crate) node: JobNode,
+    /// What happened to it.
+    pub(crate) kind: NodeEventKind,
+}
+
+/// The refs of the current session's actors, filled in by the SessionActor as it (re)spawns them.
+#[derive(Debug, Default)]
+pub(crate) struct Directory {
+    pub(crate) leader: RwLock<Option<ActorRef<LeaderMsg>>>,
+    pub(crate) sharding: RwLock<Option<ActorRef<ShardingMsg>>>,
+    pub(crate) failover: RwLock<Option<ActorRef<FailoverMsg>>>,
+    pub(crate) trigger: RwLock<Option<ActorRef<TriggerMsg>>>,
+    pub(crate) executors: DashMap<JobName, ActorRef<ExecutorMsg>>,
+    /// The configuration each job runs with now (the last valid one).
+    pub(crate) configs: DashMap<JobName, Arc<ValidatedConfig>>,
+}
+
+fn read<T: Clone>(slot: &RwLock<Option<T>>) -> Option<T> {
+    slot.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+pub(crate) fn write<T>(slot: &RwLock<Option<T>>, value: Option<T>) {
+    *slot.write().unwrap_or_else(|p| p.into_inner()) = value;
+}
+
+/// What the actors of one session share.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionCtx {
+    /// The node.
+    pub(crate) node: Arc<NodeContext>,
+    /// The session.
+    pub(crate) registry: Arc<dyn Registry>,
+    /// Refs of the session's actors and the jobs' current configs.
+    pub(crate) dir: Arc<Directory>,
+}
+
+impl SessionCtx {
+    /// This instance.
+    pub(crate) fn me(&self) -> &InstanceId {
+        &self.node.instance_id
+    }
+
+    /// The mirror.
+    pub(crate) fn mirror(&self) -> &Mirror {
+        &self.node.mirror
+    }
+
+    pub(crate) fn leader(&self) -> Option<ActorRef<LeaderMsg>> {
+        read(&self.dir.leader)
+    }
+
+    pub(crate) fn sharding(&self) -> Option<ActorRef<ShardingMsg>> {
+        read(&self.dir.sharding)
+    }
+
+    pub(crate) fn failover(&self) -> Option<ActorRef<FailoverMsg>> {
+        read(&self.dir.failover)
+    }
+
+    pub(crate) fn trigger(&self) -> Option<ActorRef<TriggerMsg>> {
+        read(&self.dir.trigger)
+    }
+
+    pub(crate) fn executor(&self, job: &JobName) -> Option<ActorRef<ExecutorMsg>> {
+        self.dir.executors.get(job).map(|r| r.clone())
+    }
+
+    pub(crate) fn config(&self, job: &JobName) -> Option<Arc<ValidatedConfig>> {
+        self.dir.configs.get(job).map(|c| c.clone())
+    }
+
+    /// Applies operations: nothing for none, a plain call for one, a multi-op for several.
+    pub(crate) async fn apply(&self, ops: &[Op]) -> Result<(), RegistryError> {
+        apply_ops(&*self.registry, ops).await
+    }
+}
+
+/// Applies operations: nothing for none, a plain call for one, a multi-op for several. The
+/// result is the registry's error, typed, so callers can tell a lost race from a failure.
+pub(crate) async fn apply_ops(registry: &dyn Registry, ops: &[Op]) -> Result<(), RegistryError> {
+    match ops {
+        [] => Ok(()),
+        [Op::Create { path, data, mode }] => registry.create(path, data, *mode).await.map(|_| ()),
+        [Op::Set { path, data, version }] => registry.set(path, data, *version).await.map(|_| ()),
+        [Op::Delete { path, version }] => registry.delete(path, *version).await,
+        _ => registry.multi(ops).await.map(|_| ()),
+    }
+}
+
+/// Applies operations one by one, tolerating nodes that are already as wanted (created by someone
+/// else, or already gone). For clean-ups after a failed multi-op, where markers may have vanished
+/// with an old session.
+pub(crate) async fn apply_each_tolerant(
+    registry: &dyn Registry,
+    ops: &[Op],
+) -> Result<(), RegistryError> {
+    for op in ops {
+        match apply_ops(registry, std::slice::from_ref(op)).await {
+            Ok(()) => {}
+            Err(e) if e.is_no_node() || e.is_node_exists() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,438 @@
+//! ExecutorActor: one per job. It registers the job on the session, plans each fire from the mirror
+//! (no registry read), writes the `running` markers in one multi-op, hands the items to a run task,
+//! and on `RunFinished` removes the markers in one multi-op, runs a misfire catch-up or a queued
+//! manual trigger, and answers a pending drain. Waiting for a reshard is a parked fire resumed by
+//! the event that ends it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ValidatedConfig;
+use crate::decide::execution::{plan_run, FireSettings, LocalRuns};
+use crate::job::handlers::{ErrorHandler, Listeners};
+use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext};
+use crate::paths::JobNode;
+use crate::registry::{CreateMode, NodeEventKind, Op, SessionState};
+use crate::types::{JobName, ShardItem};
+use crate::view::{JobView, ServerStatus};
+
+use super::context::{apply_each_tolerant, JobEvent, JobSpec, SessionCtx};
+use super::leader::LeaderMsg;
+use super::register::{register, registry_config};
+use super::run::{spawn_run, task_id, RunReport, RunRequest};
+use super::sharding::ShardingMsg;
+use super::trigger::TriggerMsg;
+
+/// The ExecutorActor.
+#[derive(Debug)]
+pub(crate) struct ExecutorActor;
+
+/// Messages of the ExecutorActor.
+#[derive(Debug)]
+pub(crate) enum ExecutorMsg {
+    /// The cron fired for `scheduled`.
+    Fire {
+        /// The instant the cron named.
+        scheduled: DateTime<Utc>,
+    },
+    /// Run every owned item once now (API or `trigger/{instanceId}`); queued behind a running run.
+    TriggerNow,
+    /// A run's task ended.
+    RunFinished(Box<RunReport>),
+    /// A node of this job changed.
+    Job(JobEvent),
+    /// The mirror was re-listed.
+    Resynced,
+    /// The session was disconnected or reconnected.
+    SessionState(SessionState),
+    /// Stop firing; reply once no item runs.
+    Drain(RpcReplyPort<()>),
+    /// The job is removed from this node: stop firing and stop.
+    Remove,
+}
+
+/// Arguments of the ExecutorActor.
+#[derive(Debug)]
+pub(crate) struct ExecutorArgs {
+    pub(crate) ctx: SessionCtx,
+    pub(crate) spec: JobSpec,
+}
+
+#[derive(Debug)]
+struct ActiveRun {
+    items: BTreeSet<ShardItem>,
+    end_ops: Vec<Op>,
+    tokens: HashMap<ShardItem, CancellationToken>,
+}
+
+/// State of the ExecutorActor.
+#[derive(Debug)]
+pub(crate) struct ExecutorState {
+    ctx: SessionCtx,
+    spec: JobSpec,
+    job: JobName,
+    config: Arc<ValidatedConfig>,
+    listeners: Listeners,
+    error_handler: Arc<dyn ErrorHandler>,
+    runs: HashMap<u64, ActiveRun>,
+    local: LocalRuns,
+    next_run: u64,
+    /// A fire waiting for resharding to finish.
+    parked: Option<(ExecutionSource, Option<DateTime<Utc>>)>,
+    trigger_queued: bool,
+    disconnected: bool,
+    drains: Vec<RpcReplyPort<()>>,
+    draining: bool,
+    instance_node_pending: bool,
+    resharding: ReshardingFlag,
+}
+
+impl ExecutorState {
+    fn settings(&self) -> FireSettings {
+        let c = self.config.config();
+        FireSettings { monitor_execution: c.monitor_execution, failover: c.failover, misfire: c.misfire }
+    }
+
+    fn refuse(&self, why: String) {
+        let _ = self.error_handler.handle(&self.job, None, &JobError::Refused(why));
+    }
+
+    /// Plans and starts a run; `only` limits it to some items (misfire catch-up).
+    async fn start(
+        &mut self,
+        myself: &ActorRef<ExecutorMsg>,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        only: Option<BTreeSet<ShardItem>>,
+    ) {
+        if self.draining || self.disconnected {
+            tracing::debug!(job = %self.job, "fire skipped: draining or disconnected");
+            return;
+        }
+        let me = self.ctx.me().clone();
+        let view = JobView::read(self.ctx.mirror(), &self.job);
+        if view.server_status(me.ip()) == ServerStatus::Disabled {
+            return;
+        }
+        if view.sharding_necessary || view.sharding_processing {
+            self.parked = Some((source, scheduled));
+            self.resharding.set(true);
+            if view.leader.as_ref() == Some(&me) {
+                if let Some(s) = self.ctx.sharding() {
+                    let _ = s.send_message(ShardingMsg::ShardIfNecessary(self.job.clone()));
+                }
+            }
+            return;
+        }
+        if let Some(limit) = self.config.max_time_diff() {
+            let skew = self.ctx.node.clock_skew();
+            if skew.is_some_and(|s| s > limit) {
+                self.refuse(format!("local clock differs from the registry's by {skew:?}, over {limit:?}"));
+                return;
+            }
+        }
+        let plan = plan_run(&view, &self.job, &me, self.settings(), &self.local, only.as_ref());
+        if let Err(e) = self.ctx.apply(&plan.start_ops).await {
+            if e.is_node_exists() || e.is_no_node() {
+                // The mirror was behind our own earlier writes: apply what still applies.
+                if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &plan.start_ops).await {
+                    tracing::warn!(job = %self.job, error = %e, "fire skipped: writing running markers failed");
+                    return;
+                }
+            } else {
+                tracing::warn!(job = %self.job, error = %e, "fire skipped: writing running markers failed");
+                return;
+            }
+        }
+        if !plan.flagged.is_empty() {
+            metrics::counter!("shardcron_misfires_total", "job" => self.job.to_string())
+                .increment(plan.flagged.len() as u64);
+        }
+        self.local.misfire_flagged.extend(plan.flagged.iter().copied());
+        for i in &plan.run {
+            self.local.misfire_flagged.remove(i);
+        }
+        if plan.run.is_empty() {
+            return;
+        }
+        self.next_run += 1;
+        let run_id = self.next_run;
+        let task_id = task_id(&self.job, &plan.run, source, &me, run_id);
+        let c = self.config.config();
+        let mut tokens = HashMap::new();
+        let contexts = plan
+            .run
+            .iter()
+            .map(|item| {
+                let token = CancellationToken::new();
+                tokens.insert(*item, token.clone());
+                ShardingContext {
+                    job_name: self.job.clone(),
+                    task_id: task_id.clone(),
+                    sharding_total_count: self.config.sharding_total_count(),
+                    job_parameter: c.job_parameter.clone().unwrap_or_default(),
+                    sharding_item: *item,
+                    sharding_parameter: self.config.item_parameter(*item).unwrap_or_default().to_owned(),
+                    source,
+                    instance_id: me.clone(),
+                    cancellation: token,
+                    resharding: self.resharding.clone(),
+                }
+            })
+            .collect();
+        self.local.running.extend(plan.run.iter().copied());
+        self.runs.insert(
+            run_id,
+            ActiveRun { items: plan.run.iter().copied().collect(), end_ops: plan.end_ops, tokens },
+        );
+        let req = RunRequest {
+            run_id,
+            job: self.job.clone(),
+            instance: me,
+            source,
+            task_id,
+            contexts,
+            handler: self.spec.handler.clone(),
+            listeners: self.listeners.clone(),
+            error_handler: self.error_handler.clone(),
+            clock: self.ctx.node.clock.clone(),
+            scheduled,
+        };
+        spawn_run(req, myself.clone());
+    }
+
+    async fn finished(&mut self, myself: &ActorRef<ExecutorMsg>, report: RunReport) {
+        let Some(run) = self.runs.remove(&report.run_id) else { return };
+        if report.escalated {
+            tracing::error!(job = %self.job, failures = report.outcome.failures().count(),
+                "run failed and its error handler escalates (THROW)");
+        }
+        for i in &run.items {
+            self.local.running.remove(i);
+        }
+        if let Err(e) = self.ctx.apply(&run.end_ops).await {
+            tracing::debug!(job = %self.job, error = %e, "removing running markers one by one");
+            if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &run.end_ops).await {
+                tracing::warn!(job = %self.job, error = %e, "removing running markers failed");
+            }
+        }
+        let catch_up: BTreeSet<ShardItem> = self
+            .local
+            .misfire_flagged
+            .iter()
+            .filter(|i| !self.local.running.contains(i))
+            .copied()
+            .collect();
+        if !catch_up.is_empty() && self.config.config().misfire {
+            self.start(myself, ExecutionSource::Misfire, None, Some(catch_up)).await;
+        }
+        if self.trigger_queued && self.runs.is_empty() {
+            self.trigger_queued = false;
+            self.start(myself, ExecutionSource::Manual, None, None).await;
+        }
+        if self.runs.is_empty() {
+            for reply in self.drains.drain(..) {
+                let _ = reply.send(());
+            }
+        }
+    }
+
+    async fn config_changed(&mut self) {
+        let path = JobNode::Config.to_path(&self.job);
+        let Some(data) = self.ctx.mirror().data(&path) else { return };
+        match registry_config(&self.ctx, &path, &data, &self.spec.job_type) {
+            Ok(new) => {
+                let new = Arc::new(new);
+                let reschedule = new.config().cron != self.config.config().cron
+                    || new.config().time_zone != self.config.config().time_zone;
+                self.config = new.clone();
+                self.ctx.dir.configs.insert(self.job.clone(), new.clone());
+                if let Ok(l) = self.ctx.node.handlers.listeners(&new.config().job_listener_types) {
+                    self.listeners = l;
+                }
+                if let Ok(h) = self.ctx.node.handlers.error_handler(Some(new.error_handler())) {
+                    self.error_handler = h;
+                }
+                if reschedule {
+                    if let Some(t) = self.ctx.trigger() {
+                        let _ = t.send_message(TriggerMsg::Schedule(self.job.clone(), new));
+                    }
+                }
+                if let Some(l) = self.ctx.leader() {
+                    let _ = l.send_message(LeaderMsg::Evaluate(self.job.clone()));
+                }
+                if let Some(f) = self.ctx.failover() {
+                    let _ = f.send_message(super::failover::FailoverMsg::ConfigChanged(self.job.clone()));
+                }
+            }
+            Err(e) => tracing::error!(job = %self.job, error = %e,
+                "invalid config in the registry; keeping the last valid one"),
+        }
+    }
+
+    async fn event(&mut self, myself: &ActorRef<ExecutorMsg>, ev: JobEvent) -> Result<(), ActorProcessingErr> {
+        let me = self.ctx.me().clone();
+        match (&ev.node, ev.kind) {
+            (JobNode::Config, NodeEventKind::Created | NodeEventKind::DataChanged) => self.config_changed().await,
+            (JobNode::LeaderShardingNecessary, NodeEventKind::Created) => self.resharding.set(true),
+            (JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing, NodeEventKind::Deleted) => {
+                self.resume_parked(myself).await
+            }
+            (JobNode::ShardingInstance(item), _) => {
+                let view_owner = JobView::read(self.ctx.mirror(), &self.job)
+                    .items
+                    .get(item)
+                    .and_then(|v| v.owner.clone());
+                if view_owner.as_ref() != Some(&me) {
+                    for run in self.runs.values() {
+                        if let Some(t) = run.tokens.get(item) {
+                            t.cancel();
+                        }
+                    }
+                }
+            }
+            (JobNode::TriggerInstance(id), NodeEventKind::Created) if *id == me => {
+                let path = ev.node.to_path(&self.job);
+                if let Err(e) = self.ctx.registry.delete(&path, None).await {
+                    if !e.is_no_node() {
+                        tracing::warn!(job = %self.job, error = %e, "cannot take the trigger node");
+                    }
+                }
+                myself.send_message(ExecutorMsg::TriggerNow)?;
+            }
+            (JobNode::Instance(id), NodeEventKind::Deleted) if *id == me => {
+                if self.instance_node_pending {
+                    self.instance_node_pending = false;
+                    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+                    let op = Op::create(ev.node.to_path(&self.job), data, CreateMode::Ephemeral);
+                    self.ctx.apply(&[op]).await?;
+                } else if !self.draining {
+                    tracing::info!(job = %self.job, "instance node removed by an operator: shutting the job down here");
+                    myself.send_message(ExecutorMsg::Remove)?;
+                }
+            }
+            (JobNode::Root, NodeEventKind::Deleted) => {
+                tracing::info!(job = %self.job, "job removed from the registry");
+                myself.send_message(ExecutorMsg::Remove)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn resume_parked(&mut self, myself: &ActorRef<ExecutorMsg>) {
+        let view = JobView::read(self.ctx.mirror(), &self.job);
+        if view.sharding_necessary || view.sharding_processing {
+            return;
+        }
+        self.resharding.set(false);
+        if let Some((source, scheduled)) = self.parked.take() {
+            self.start(myself, source, scheduled, None).await;
+        }
+    }
+}
+
+impl Actor for ExecutorActor {
+    type Msg = ExecutorMsg;
+    type State = ExecutorState;
+    type Arguments = ExecutorArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: ExecutorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let ExecutorArgs { ctx, spec } = args;
+        let registered = register(&ctx, &spec).await?;
+        let config = registered.config;
+        let job = config.job_name().clone();
+        let listeners = ctx.node.handlers.listeners(&config.config().job_listener_types)?;
+        let error_handler = ctx.node.handlers.error_handler(Some(config.error_handler()))?;
+        ctx.dir.configs.insert(job.clone(), config.clone());
+        if let Some(t) = ctx.trigger() {
+            t.send_message(TriggerMsg::Schedule(job.clone(), config.clone()))?;
+        }
+        if let Some(l) = ctx.leader() {
+            l.send_message(LeaderMsg::Evaluate(job.clone()))?;
+        }
+        tracing::info!(%job, instance = %ctx.me(), "job registered");
+        Ok(ExecutorState {
+            ctx,
+            spec,
+            job,
+            config,
+            listeners,
+            error_handler,
+            runs: HashMap::new(),
+            local: LocalRuns::default(),
+            next_run: 0,
+            parked: None,
+            trigger_queued: false,
+            disconnected: false,
+            drains: Vec::new(),
+            draining: false,
+            instance_node_pending: registered.instance_node_pending,
+            resharding: ReshardingFlag::default(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ExecutorMsg::Fire { scheduled } => {
+                state.start(&myself, ExecutionSource::Normal, Some(scheduled), None).await
+            }
+            ExecutorMsg::TriggerNow => {
+                if state.runs.is_empty() {
+                    state.start(&myself, ExecutionSource::Manual, None, None).await;
+                } else {
+                    state.trigger_queued = true;
+                }
+            }
+            ExecutorMsg::RunFinished(report) => state.finished(&myself, *report).await,
+            ExecutorMsg::Job(ev) => state.event(&myself, ev).await?,
+            ExecutorMsg::Resynced => {
+                state.config_changed().await;
+                state.resume_parked(&myself).await;
+            }
+            ExecutorMsg::SessionState(s) => state.disconnected = s == SessionState::Disconnected,
+            ExecutorMsg::Drain(reply) => {
+                state.draining = true;
+                if let Some(t) = state.ctx.trigger() {
+                    let _ = t.send_message(TriggerMsg::Unschedule(state.job.clone()));
+                }
+                if state.runs.is_empty() {
+                    let _ = reply.send(());
+                } else {
+                    state.drains.push(reply);
+                }
+            }
+            ExecutorMsg::Remove => myself.stop(Some("job removed".into())),
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(t) = state.ctx.trigger() {
+            let _ = t.send_message(TriggerMsg::Unschedule(state.job.clone()));
+        }
+        for run in state.runs.values() {
+            for t in run.tokens.values() {
+                t.cancel();
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! LeaderActor: per job, stands for leadership when nobody leads, steps down when its server is
+//! disabled, and while leading raises the resharding flag when instances come or go, a server is
+//! enabled or disabled, or the periodic reconcile finds the assignment stale.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use crate::decide::election::{self, ElectionDecision};
+use crate::decide::resharding;
+use crate::paths::JobNode;
+use crate::registry::NodeEventKind;
+use crate::types::JobName;
+use crate::view::JobView;
+
+use super::context::{JobEvent, SessionCtx};
+
+/// How often the leader looks whether a job's reconcile interval has passed.
+const RECONCILE_TICK: Duration = Duration::from_secs(60);
+
+/// The LeaderActor.
+#[derive(Debug)]
+pub(crate) struct LeaderActor;
+
+/// Messages of the LeaderActor.
+#[derive(Debug)]
+pub(crate) enum LeaderMsg {
+    /// A node of a job changed.
+    Job(JobEvent),
+    /// The mirror was re-listed: re-evaluate every job.
+    Resynced,
+    /// A job was (re)registered or its configuration changed: evaluate it.
+    Evaluate(JobName),
+    /// Time to run the reconcile check of jobs whose interval has passed.
+    ReconcileTick,
+}
+
+/// State of the LeaderActor.
+#[derive(Debug)]
+pub(crate) struct LeaderState {
+    ctx: SessionCtx,
+    last_reconcile: HashMap<JobName, DateTime<Utc>>,
+}
+
+impl LeaderState {
+    /// Election first; then, while leading, flags resharding when `instances_changed` or when the
+    /// reconcile check finds a reason.
+    async fn evaluate(&mut self, job: &JobName, instances_changed: bool, reconcile: bool) {
+        let Some(config) = self.ctx.config(job) else { return };
+        let me = self.ctx.me().clone();
+        let view = JobView::read(self.ctx.mirror(), job);
+        let mut leading = view.leader.as_ref() == Some(&me);
+        match election::decide(&view, job, &me) {
+            ElectionDecision::Nothing => {}
+            ElectionDecision::Stand(op) => match self.ctx.apply(&[op]).await {
+                Ok(()) => {
+                    tracing::info!(%job, instance = %me, "elected leader");
+                    metrics::counter!("shardcron_elections_total", "job" => job.to_string()).increment(1);
+                    leading = true;
+                }
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => tracing::warn!(%job, error = %e, "standing for leadership failed"),
+            },
+            ElectionDecision::Abdicate(op) => {
+                tracing::info!(%job, "server disabled: stepping down as leader");
+                if let Err(e) = self.ctx.apply(&[op]).await {
+                    if !e.is_no_node() {
+                        tracing::warn!(%job, error = %e, "stepping down failed");
+                    }
+                }
+                return;
+            }
+        }
+        if !leading {
+            return;
+        }
+        let total = config.sharding_total_count();
+        let reason = if instances_changed {
+            Some("instances or servers changed".to_owned())
+        } else if reconcile || view.leader.as_ref() != Some(&me) {
+            // Just elected, or the periodic check: look for a stale assignment.
+            resharding::reconcile_reason(&view, total)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            if let Some(op) = resharding::flag(&view, job) {
+                tracing::info!(%job, %reason, "resharding needed");
+                match self.ctx.apply(&[op]).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_node_exists() => {}
+                    Err(e) => tracing::warn!(%job, error = %e, "raising the resharding flag failed"),
+                }
+            }
+        }
+    }
+}
+
+impl Actor for LeaderActor {
+    type Msg = LeaderMsg;
+    type State = LeaderState;
+    type Arguments = SessionCtx;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        ctx: SessionCtx,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        myself.send_interval(RECONCILE_TICK, || LeaderMsg::ReconcileTick);
+        Ok(LeaderState { ctx, last_reconcile: HashMap::new() })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            LeaderMsg::Job(ev) => {
+                let membership = matches!(
+                    (&ev.node, ev.kind),
+                    (JobNode::Instance(_), NodeEventKind::Created | NodeEventKind::Deleted)
+                        | (JobNode::Server(_), _)
+                );
+                let election = matches!(ev.node, JobNode::LeaderElectionInstance | JobNode::Config);
+                if membership || election {
+                    state.evaluate(&ev.job, membership, false).await;
+                }
+            }
+            LeaderMsg::Resynced => {
+                let jobs: Vec<JobName> = state.ctx.dir.configs.iter().map(|e| e.key().clone()).collect();
+                for job in jobs {
+                    state.evaluate(&job, false, true).await;
+                }
+            }
+            LeaderMsg::Evaluate(job) => state.evaluate(&job, false, true).await,
+            LeaderMsg::ReconcileTick => {
+                let now = state.ctx.node.clock.now();
+                let due: Vec<JobName> = state
+                    .ctx
+                    .dir
+                    .configs
+                    .iter()
+                    .filter(|e| {
+                        let minutes = e.value().config().reconcile_interval_minutes;
+                        minutes > 0
+                            && state.last_reconcile.get(e.key()).is_none_or(|last| {
+                                now - *last >= chrono::Duration::minutes(minutes.into())
+                            })
+                    })
+                    .map(|e| e.key().clone())
+                    .collect();
+                for job in due {
+                    state.last_reconcile.insert(job.clone(), now);
+                    state.evaluate(&job, false, true).await;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,369 @@
+//! The node: [`NodeBuilder`] starts one instance, [`NodeHandle`] steers it, and the NodeActor at
+//! the root of its tree restarts the RegistryActor when it fails.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use shardcron::config::JobConfig;
+//! use shardcron::job::{FnJob, JobError, ShardingContext};
+//! use shardcron::registry::embedded::EmbeddedServer;
+//! use shardcron::node::NodeBuilder;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = EmbeddedServer::new();
+//! let node = NodeBuilder::new(Arc::new(server.connector("demo")))
+//!     .instance_id("127.0.0.1@-@1".parse()?)
+//!     .job(
+//!         JobConfig::new("orders", 3).cron("0/5 * * * * ?"),
+//!         "orders",
+//!         Arc::new(FnJob(|ctx: ShardingContext| async move {
+//!             println!("item {}", ctx.sharding_item);
+//!             Ok::<(), JobError>(())
+//!         })),
+//!     )
+//!     .start()
+//!     .await?;
+//! node.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::JobConfig;
+use crate::job::handlers::HandlerRegistry;
+use crate::job::SharedHandler;
+use crate::registry::mirror::Mirror;
+use crate::registry::{Connector, RegistryError};
+use crate::sharding::StrategyRegistry;
+use crate::types::{InstanceId, JobName};
+
+use super::context::{JobSpec, JobType, NodeContext, NodeOptions};
+use super::registry::{RegistryActor, RegistryMsg};
+
+/// Errors of the engine's API.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A job's configuration is invalid.
+    #[error("job {job}: invalid config: {reason}")]
+    InvalidConfig {
+        /// The job (or the config path).
+        job: String,
+        /// Every problem found, each naming its field.
+        reason: String,
+    },
+    /// The job root in the registry belongs to a job of another type that is running.
+    #[error("job {job}: the registry holds a running job of type {running:?}; refusing to take it over")]
+    JobTypeConflict {
+        /// The job.
+        job: String,
+        /// The type the registry names.
+        running: String,
+    },
+    /// A registry step of the job's registration failed.
+    #[error("job {job}: {step} failed")]
+    Registry {
+        /// The job.
+        job: String,
+        /// The step.
+        step: &'static str,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// The job could not be started.
+    #[error("job {job} could not start: {reason}")]
+    JobStart {
+        /// The job.
+        job: JobName,
+        /// Why.
+        reason: String,
+    },
+    /// No job of this name runs on the node.
+    #[error("no job named {0} on this node")]
+    UnknownJob(JobName),
+    /// No registry session is open right now.
+    #[error("no registry session is open")]
+    NoSession,
+    /// The first connection to the registry failed.
+    #[error("cannot reach the registry at {target}")]
+    Connect {
+        /// What was tried.
+        target: String,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// The actor system refused a message or a spawn.
+    #[error("actor error: {0}")]
+    Actor(String),
+}
+
+static NODE_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Builds and starts a node.
+#[derive(Debug)]
+pub struct NodeBuilder {
+    connector: Arc<dyn Connector>,
+    instance_id: Option<InstanceId>,
+    jobs: Vec<JobSpec>,
+    clock: SharedClock,
+    strategies: StrategyRegistry,
+    handlers: HandlerRegistry,
+    options: NodeOptions,
+}
+
+impl NodeBuilder {
+    /// A node on the registry `connector` reaches (embedded or ZooKeeper).
+    pub fn new(connector: Arc<dyn Connector>) -> Self {
+        Self {
+            connector,
+            instance_id: None,
+            jobs: Vec::new(),
+            clock: Arc::new(SystemClock),
+            strategies: StrategyRegistry::new(),
+            handlers: HandlerRegistry::new(),
+            options: NodeOptions::default(),
+        }
+    }
+
+    /// The instance id (default `{local ip}@-@{pid}`).
+    pub fn instance_id(mut self, id: InstanceId) -> Self {
+        self.instance_id = Some(id);
+        self
+    }
+
+    /// Adds a job whose handler is compiled in, known by `type_name` in the job root.
+    pub fn job(mut self, config: JobConfig, type_name: &str, handler: SharedHandler) -> Self {
+        self.jobs.push(JobSpec { config, job_type: JobType::Named(type_name.to_owned()), handler });
+        self
+    }
+
+    /// Adds a job described by a full spec (script jobs, for instance).
+    pub fn job_spec(mut self, spec: JobSpec) -> Self {
+        self.jobs.push(spec);
+        self
+    }
+
+    /// The wall clock (tests use [`crate::clock::TokioClock`]).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The sharding strategies jobs may name (built-ins plus the user's).
+    pub fn strategies(mut self, strategies: StrategyRegistry) -> Self {
+        self.strategies = strategies;
+        self
+    }
+
+    /// The error handlers and listeners jobs may name.
+    pub fn handlers(mut self, handlers: HandlerRegistry) -> Self {
+        self.handlers = handlers;
+        self
+    }
+
+    /// Tunables.
+    pub fn options(mut self, options: NodeOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Validates the jobs, checks that the registry answers, and starts the node's actor tree.
+    pub async fn start(self) -> Result<NodeHandle, EngineError> {
+        let instance_id = match self.instance_id {
+            Some(id) => id,
+            None => default_instance_id(),
+        };
+        let n = NODE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut jobs = BTreeMap::new();
+        let node = Arc::new(NodeContext {
+            instance_id: instance_id.clone(),
+            connector: self.connector.clone(),
+            clock: self.clock,
+            strategies: Arc::new(self.strategies),
+            handlers: Arc::new(self.handlers),
+            mirror: Mirror::new(),
+            jobs: Mutex::new(BTreeMap::new()),
+            options: self.options,
+            name_prefix: format!("shardcron/{instance_id}/{n}"),
+            clock_skew_ms: Default::default(),
+        });
+        for spec in self.jobs {
+            let v = super::register::validate(&node, &spec.config, &spec.job_type)?;
+            jobs.insert(v.job_name().clone(), spec);
+        }
+        *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
+        // Fail fast with a clear error when the registry is unreachable at start; later outages are
+        // retried by the RegistryActor.
+        let probe = node.connector.connect().await.map_err(|source| EngineError::Connect {
+            target: node.connector.describe(),
+            source,
+        })?;
+        probe.close().await;
+        let (actor, _) = Actor::spawn(Some(node.actor_name("node")), NodeActor, node.clone())
+            .await
+            .map_err(|e| EngineError::Actor(e.to_string()))?;
+        Ok(NodeHandle { actor, node })
+    }
+}
+
+fn default_instance_id() -> InstanceId {
+    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|_| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip().to_string())
+        .unwrap_or_else(|_| "127.0.0.1".to_owned());
+    InstanceId::new(&ip, &std::process::id().to_string())
+        .unwrap_or_else(|_| InstanceId::parse("127.0.0.1@-@0").expect("constant id parses"))
+}
+
+/// Steers a running node.
+#[derive(Debug, Clone)]
+pub struct NodeHandle {
+    actor: ActorRef<NodeMsg>,
+    node: Arc<NodeContext>,
+}
+
+impl NodeHandle {
+    /// This node's instance id.
+    pub fn instance_id(&self) -> &InstanceId {
+        &self.node.instance_id
+    }
+
+    /// The node's mirror of the namespace (read-only use).
+    pub fn mirror(&self) -> &Mirror {
+        &self.node.mirror
+    }
+
+    /// The root actor, for linking into a host's supervision tree.
+    pub fn actor(&self) -> &ActorRef<NodeMsg> {
+        &self.actor
+    }
+
+    async fn ask<T: Send + 'static>(
+        &self,
+        make: impl FnOnce(RpcReplyPort<Result<T, EngineError>>) -> RegistryMsg,
+    ) -> Result<T, EngineError> {
+        let reg = self.registry().ok_or(EngineError::NoSession)?;
+        reg.call(|r| make(r), None)
+            .await
+            .map_err(|e| EngineError::Actor(e.to_string()))?
+            .success_or(EngineError::Actor("no reply".into()))?
+    }
+
+    fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
+        ActorRef::where_is(self.node.actor_name("registry"))
+    }
+
+    /// Adds a job at runtime.
+    pub async fn add_job(&self, spec: JobSpec) -> Result<(), EngineError> {
+        self.ask(|r| RegistryMsg::AddJob(Box::new(spec), r)).await
+    }
+
+    /// Removes a job from this node (the job stays in the registry for the other instances).
+    pub async fn remove_job(&self, job: &JobName) -> Result<(), EngineError> {
+        let job = job.clone();
+        self.ask(|r| RegistryMsg::RemoveJob(job, r)).await
+    }
+
+    /// Runs every item this instance owns of `job` once, now (queued behind a running run).
+    pub async fn trigger(&self, job: &JobName) -> Result<(), EngineError> {
+        let job = job.clone();
+        self.ask(|r| RegistryMsg::Trigger(job, r)).await
+    }
+
+    /// Whether a session is open and the mirror is in sync.
+    pub async fn is_ready(&self) -> bool {
+        match self.registry() {
+            Some(r) => ractor::call!(r, RegistryMsg::IsReady).unwrap_or(false),
+            None => false,
+        }
+    }
+
+    /// Stops gracefully: stop firing, let running items finish (up to the shutdown timeout), then
+    /// close the session so this instance's ephemerals go at once.
+    pub async fn shutdown(&self) {
+        let _ = self.actor.stop_and_wait(Some("shutdown".into()), None).await;
+    }
+}
+
+/// The NodeActor: the root of a node's tree.
+#[derive(Debug)]
+pub struct NodeActor;
+
+/// Messages of the NodeActor (it only supervises; the API talks to the RegistryActor).
+#[derive(Debug)]
+pub enum NodeMsg {}
+
+/// State of the NodeActor.
+#[derive(Debug)]
+pub struct NodeState {
+    node: Arc<NodeContext>,
+    registry: Option<ActorRef<RegistryMsg>>,
+}
+
+impl NodeState {
+    async fn spawn_registry(&mut self, myself: &ActorRef<NodeMsg>) -> Result<(), ActorProcessingErr> {
+        let (r, _) = Actor::spawn_linked(
+            Some(self.node.actor_name("registry")),
+            RegistryActor,
+            self.node.clone(),
+            myself.get_cell(),
+        )
+        .await?;
+        self.registry = Some(r);
+        Ok(())
+    }
+}
+
+impl Actor for NodeActor {
+    type Msg = NodeMsg;
+    type State = NodeState;
+    type Arguments = Arc<NodeContext>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        node: Arc<NodeContext>,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let mut state = NodeState { node, registry: None };
+        state.spawn_registry(&myself).await?;
+        Ok(state)
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match evt {
+            SupervisionEvent::ActorFailed(cell, e) if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) => {
+                tracing::error!(error = %e, "registry actor failed; restarting it with a new session");
+                state.spawn_registry(&myself).await?;
+            }
+            SupervisionEvent::ActorTerminated(cell, _, reason) if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) => {
+                tracing::warn!(?reason, "registry actor stopped; restarting it");
+                state.spawn_registry(&myself).await?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(r) = state.registry.take() {
+            // The registry actor drains the executors and closes the session in its post_stop.
+            let _ = r.stop_and_wait(Some("node stopping".into()), None).await;
+        }
+        Ok(())
+    }
+}

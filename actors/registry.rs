@@ -1,0 +1,299 @@
+//! RegistryActor: owns the session, the one recursive watch (through the mirror feed) and the
+//! session-scoped subtree. A terminal session state tears the subtree down and opens a new session;
+//! the new subtree replays its state from the re-listed mirror.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio::task::JoinHandle;
+
+use crate::paths::JobNode;
+use crate::registry::mirror::{FeedHandle, MirrorEvent};
+use crate::registry::{NodeEventKind, Registry, SessionState};
+use crate::types::JobName;
+
+use super::context::{Directory, JobEvent, JobSpec, NodeContext, SessionCtx};
+use super::node::EngineError;
+use super::session::{SessionActor, SessionMsg};
+
+/// The RegistryActor.
+#[derive(Debug)]
+pub(crate) struct RegistryActor;
+
+/// Messages of the RegistryActor.
+#[derive(Debug)]
+pub(crate) enum RegistryMsg {
+    /// Open a session (at start, after an expiry, or after a failed attempt).
+    Connect,
+    /// The mirror feed of session `generation` changed something.
+    MirrorChanged(u64, MirrorEvent),
+    /// Add a job to this node (and to the current session, if any).
+    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
+    /// Remove a job from this node.
+    RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// Run every item this instance owns of a job once, now.
+    Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// Whether a session is open and its mirror synced.
+    IsReady(RpcReplyPort<bool>),
+    /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
+    CheckClock,
+}
+
+struct Active {
+    registry: Arc<dyn Registry>,
+    _feed: FeedHandle,
+    forward: JoinHandle<()>,
+    session: ActorRef<SessionMsg>,
+    ctx: SessionCtx,
+}
+
+/// State of the RegistryActor.
+pub(crate) struct RegistryState {
+    node: Arc<NodeContext>,
+    active: Option<Active>,
+    generation: u64,
+    backoff: Duration,
+}
+
+impl std::fmt::Debug for RegistryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryState").field("generation", &self.generation).finish()
+    }
+}
+
+impl RegistryState {
+    async fn spawn_session(
+        &self,
+        myself: &ActorRef<RegistryMsg>,
+        ctx: SessionCtx,
+    ) -> Result<ActorRef<SessionMsg>, ActorProcessingErr> {
+        let name = self.node.actor_name(&format!("session-{}", self.generation));
+        let (session, _) =
+            Actor::spawn_linked(Some(name), SessionActor, ctx, myself.get_cell()).await?;
+        Ok(session)
+    }
+
+    fn teardown(&mut self) {
+        if let Some(active) = self.active.take() {
+            active.forward.abort();
+            active.session.stop(Some("session ended".into()));
+        }
+    }
+}
+
+fn route(ev: &MirrorEvent) -> Option<JobEvent> {
+    let (path, kind) = match ev {
+        MirrorEvent::Created { path } => (path, NodeEventKind::Created),
+        MirrorEvent::Changed { path } => (path, NodeEventKind::DataChanged),
+        MirrorEvent::Deleted { path } => (path, NodeEventKind::Deleted),
+        _ => return None,
+    };
+    let (job, node) = JobNode::parse(path).ok()?;
+    Some(JobEvent { job, node, kind })
+}
+
+impl Actor for RegistryActor {
+    type Msg = RegistryMsg;
+    type State = RegistryState;
+    type Arguments = Arc<NodeContext>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        node: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        myself.send_message(RegistryMsg::Connect)?;
+        myself.send_interval(node.options.clock_check_interval, || RegistryMsg::CheckClock);
+        let backoff = node.options.reconnect_initial;
+        Ok(RegistryState { node, active: None, generation: 0, backoff })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RegistryMsg::Connect => {
+                if state.active.is_some() {
+                    return Ok(());
+                }
+                match connect(state, &myself).await {
+                    Ok(()) => state.backoff = state.node.options.reconnect_initial,
+                    Err(e) => {
+                        tracing::warn!(target = %state.node.connector.describe(), error = %e,
+                            retry_in = ?state.backoff, "cannot open a registry session");
+                        myself.send_after(state.backoff, || RegistryMsg::Connect);
+                        state.backoff = (state.backoff * 2).min(state.node.options.reconnect_max);
+                    }
+                }
+            }
+            RegistryMsg::MirrorChanged(generation, ev) => {
+                let Some(active) = state.active.as_ref().filter(|_| generation == state.generation)
+                else {
+                    return Ok(()); // from a feed already torn down
+                };
+                match ev {
+                    MirrorEvent::Session(s) if s.is_terminal() => {
+                        tracing::warn!(state = ?s, "registry session ended; opening a new one");
+                        state.teardown();
+                        myself.send_message(RegistryMsg::Connect)?;
+                    }
+                    MirrorEvent::Session(s) => {
+                        let _ = active.session.send_message(SessionMsg::SessionState(s));
+                    }
+                    MirrorEvent::Resynced => {
+                        let _ = active.session.send_message(SessionMsg::Resynced);
+                    }
+                    other => {
+                        if let Some(ev) = route(&other) {
+                            let _ = active.session.send_message(SessionMsg::Job(ev));
+                        }
+                    }
+                }
+            }
+            RegistryMsg::AddJob(spec, reply) => {
+                let result = match super::register::job_name(&spec.config) {
+                    Err(e) => Err(e),
+                    Ok(name) => {
+                        let spec = *spec;
+                        lock_jobs(&state.node).insert(name.clone(), spec.clone());
+                        match &state.active {
+                            Some(a) => ractor::call!(a.session, SessionMsg::AddJob, Box::new(spec))
+                                .map_err(|e| EngineError::Actor(e.to_string()))
+                                .and_then(|r| r),
+                            None => Ok(()),
+                        }
+                    }
+                };
+                let _ = reply.send(result);
+            }
+            RegistryMsg::RemoveJob(job, reply) => {
+                lock_jobs(&state.node).remove(&job);
+                let result = match &state.active {
+                    Some(a) => ractor::call!(a.session, SessionMsg::RemoveJob, job)
+                        .map_err(|e| EngineError::Actor(e.to_string()))
+                        .and_then(|r| r),
+                    None => Ok(()),
+                };
+                let _ = reply.send(result);
+            }
+            RegistryMsg::Trigger(job, reply) => match &state.active {
+                Some(a) => {
+                    let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
+                }
+                None => {
+                    let _ = reply.send(Err(EngineError::NoSession));
+                }
+            },
+            RegistryMsg::CheckClock => {
+                let Some(active) = &state.active else { return Ok(()) };
+                let job = lock_jobs(&state.node).iter().find(|(_, s)| s.config.max_time_diff_seconds >= 0).map(|(j, _)| j.clone());
+                if let Some(job) = job {
+                    // Off the mailbox: a registry write whose answer only updates a number.
+                    let (registry, node) = (active.registry.clone(), state.node.clone());
+                    tokio::spawn(async move {
+                        let path = JobNode::SystemTimeCurrent.to_path(&job);
+                        match registry.server_time_millis(&path).await {
+                            Ok(server) => {
+                                let local = node.clock.now().timestamp_millis();
+                                node.clock_skew_ms.0.store(local.abs_diff(server), std::sync::atomic::Ordering::Relaxed);
+                            }
+                            Err(e) => tracing::warn!(%path, error = %e, "cannot read the registry's time"),
+                        }
+                    });
+                }
+            }
+            RegistryMsg::IsReady(reply) => {
+                let ready = state.active.as_ref().is_some_and(|a| {
+                    *a.registry.session_state().borrow() == SessionState::Connected
+                }) && state.node.mirror.is_synced();
+                let _ = reply.send(ready);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let failed = match &evt {
+            SupervisionEvent::ActorFailed(cell, e) => Some((cell.get_id(), e.to_string())),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                Some((cell.get_id(), reason.clone().unwrap_or_default()))
+            }
+            _ => None,
+        };
+        let Some((id, reason)) = failed else { return Ok(()) };
+        let is_current = state.active.as_ref().is_some_and(|a| a.session.get_id() == id);
+        if is_current {
+            // The session subtree died while its session lives: rebuild it on the same session.
+            tracing::warn!(%reason, "session actor ended; restarting it");
+            let ctx = state.active.as_ref().map(|a| a.ctx.clone()).expect("checked above");
+            let ctx = SessionCtx { dir: Arc::new(Directory::default()), ..ctx };
+            let session = state.spawn_session(&myself, ctx.clone()).await?;
+            if let Some(a) = state.active.as_mut() {
+                a.session = session;
+                a.ctx = ctx;
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(active) = state.active.take() {
+            active.forward.abort();
+            // Drains the executors (bounded by the shutdown timeout) in the session actor's post_stop.
+            active.session.stop_and_wait(Some("node stopping".into()), None).await.ok();
+            // Closing the session removes this instance's ephemerals (instances/, leadership) at once,
+            // so the others react now rather than after the session timeout.
+            active.registry.close().await;
+        }
+        Ok(())
+    }
+}
+
+async fn connect(
+    state: &mut RegistryState,
+    myself: &ActorRef<RegistryMsg>,
+) -> Result<(), ActorProcessingErr> {
+    let registry = state.node.connector.connect().await?;
+    let feed = state.node.mirror.feed(registry.clone(), "/").await?;
+    state.generation += 1;
+    let generation = state.generation;
+    let (mut events, handle) = feed.split();
+    let ctx = SessionCtx {
+        node: state.node.clone(),
+        registry: registry.clone(),
+        dir: Arc::new(Directory::default()),
+    };
+    let session = state.spawn_session(myself, ctx.clone()).await?;
+    let me = myself.clone();
+    let forward = tokio::spawn(async move {
+        while let Some(ev) = events.recv().await {
+            if me.send_message(RegistryMsg::MirrorChanged(generation, ev)).is_err() {
+                break;
+            }
+        }
+    });
+    myself.send_message(RegistryMsg::CheckClock)?;
+    tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
+        "registry session opened");
+    state.active = Some(Active { registry, _feed: handle, forward, session, ctx });
+    Ok(())
+}
+
+pub(crate) fn lock_jobs(
+    node: &NodeContext,
+) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<JobName, JobSpec>> {
+    node.jobs.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,132 @@
+//! One run of a job's items, outside the executor's mailbox: every item in its own task (a panic
+//! fails that item only), listeners before and after, the error handler for each failure, metrics,
+//! and `ExecutorMsg::RunFinished` back to the executor at the end.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use ractor::ActorRef;
+use tokio::task::JoinHandle;
+
+use crate::clock::SharedClock;
+use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
+use crate::job::{ExecutionSource, JobError, ShardingContext, SharedHandler};
+use crate::types::{InstanceId, JobName, ShardItem};
+
+use super::executor::ExecutorMsg;
+
+/// Everything a run needs, moved into its task.
+#[derive(Debug)]
+pub(crate) struct RunRequest {
+    pub(crate) run_id: u64,
+    pub(crate) job: JobName,
+    pub(crate) instance: InstanceId,
+    pub(crate) source: ExecutionSource,
+    pub(crate) task_id: String,
+    pub(crate) contexts: Vec<ShardingContext>,
+    pub(crate) handler: SharedHandler,
+    pub(crate) listeners: Listeners,
+    pub(crate) error_handler: Arc<dyn ErrorHandler>,
+    pub(crate) clock: SharedClock,
+    /// The cron instant this run answers, for the trigger-delay metric.
+    pub(crate) scheduled: Option<DateTime<Utc>>,
+}
+
+/// What a run reports back.
+#[derive(Debug)]
+pub(crate) struct RunReport {
+    pub(crate) run_id: u64,
+    pub(crate) outcome: RunOutcome,
+    /// Whether an error handler asked to escalate (THROW).
+    pub(crate) escalated: bool,
+}
+
+/// `{job}@-@{items}@-@{SOURCE}@-@{instance}@-@{run}` (ElasticJob's task id, with a run number).
+pub(crate) fn task_id(
+    job: &JobName,
+    items: &[ShardItem],
+    source: ExecutionSource,
+    instance: &InstanceId,
+    run_id: u64,
+) -> String {
+    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    format!(
+        "{job}@-@{}@-@{}@-@{instance}@-@{run_id}",
+        items.join(","),
+        source.as_str().to_uppercase()
+    )
+}
+
+/// Starts the run's task.
+pub(crate) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let report = run(req).await;
+        // The executor may be gone (job removed, node stopping): nobody is left to tell.
+        let _ = executor.send_message(ExecutorMsg::RunFinished(Box::new(report)));
+    })
+}
+
+async fn run(req: RunRequest) -> RunReport {
+    let info = RunInfo {
+        job_name: req.job.clone(),
+        task_id: req.task_id.clone(),
+        items: req.contexts.iter().map(|c| c.sharding_item).collect(),
+        source: req.source,
+        instance_id: req.instance.clone(),
+    };
+    for p in req.listeners.before_run(&info) {
+        tracing::error!(job = %req.job, listener = %p.listener, message = %p.message, "listener panicked");
+    }
+    let started_at = req.clock.now();
+    if let Some(at) = req.scheduled {
+        let delay = (started_at - at).to_std().unwrap_or_default();
+        metrics::histogram!("shardcron_trigger_delay_seconds", "job" => req.job.to_string())
+            .record(delay.as_secs_f64());
+    }
+    let tasks: Vec<(ShardItem, JoinHandle<Result<(), JobError>>)> = req
+        .contexts
+        .into_iter()
+        .map(|ctx| {
+            let item = ctx.sharding_item;
+            let handler = req.handler.clone();
+            (item, tokio::spawn(async move { handler.run_item(ctx).await }))
+        })
+        .collect();
+    let mut results = Vec::with_capacity(tasks.len());
+    for (item, task) in tasks {
+        let result = match task.await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => Err(JobError::Panicked(panic_message(e.into_panic()))),
+            Err(e) => Err(JobError::Cancelled(e.to_string())),
+        };
+        results.push((item, result));
+    }
+    let finished_at = req.clock.now();
+    let mut escalated = false;
+    for (item, result) in &results {
+        let outcome = if result.is_ok() { "success" } else { "failure" };
+        metrics::counter!("shardcron_executions_total", "job" => req.job.to_string(),
+            "item" => item.to_string(), "outcome" => outcome, "source" => req.source.as_str())
+        .increment(1);
+        if let Err(e) = result {
+            if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
+                escalated = true;
+            }
+        }
+    }
+    metrics::histogram!("shardcron_execution_duration_seconds", "job" => req.job.to_string())
+        .record((finished_at - started_at).to_std().unwrap_or_default().as_secs_f64());
+    let outcome = RunOutcome { results, started_at, finished_at };
+    for p in req.listeners.after_run(&info, &outcome) {
+        tracing::error!(job = %req.job, listener = %p.listener, message = %p.message, "listener panicked");
+    }
+    RunReport { run_id: req.run_id, outcome, escalated }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}

@@ -1,0 +1,135 @@
+//! ShardingActor: when a fire finds a job's resharding flag up and this instance leads, it waits
+//! (as state, not by blocking) for the job's running items to end, then marks `processing` and
+//! commits the whole plan in one multi-op. Followers wait for the commit as a mirror event.
+
+use std::collections::BTreeSet;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use crate::decide::resharding::{self, ShardingStep};
+use crate::paths::JobNode;
+use crate::registry::NodeEventKind;
+use crate::types::JobName;
+use crate::view::JobView;
+
+use super::context::{JobEvent, SessionCtx};
+
+/// The ShardingActor.
+#[derive(Debug)]
+pub(crate) struct ShardingActor;
+
+/// Messages of the ShardingActor.
+#[derive(Debug)]
+pub(crate) enum ShardingMsg {
+    /// A fire found the job's resharding flag up: shard it if this instance leads.
+    ShardIfNecessary(JobName),
+    /// A node of a job changed.
+    Job(JobEvent),
+    /// The mirror was re-listed: retry every waiting job.
+    Resynced,
+}
+
+/// State of the ShardingActor.
+#[derive(Debug)]
+pub(crate) struct ShardingState {
+    ctx: SessionCtx,
+    /// Jobs whose sharding waits for running items to end.
+    waiting: BTreeSet<JobName>,
+}
+
+impl ShardingState {
+    async fn shard(&mut self, job: &JobName) -> Result<(), ActorProcessingErr> {
+        let Some(config) = self.ctx.config(job) else {
+            self.waiting.remove(job);
+            return Ok(());
+        };
+        let strategy = match self.ctx.node.strategies.get(config.config().job_sharding_strategy_type.as_deref()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(%job, error = %e, "cannot shard");
+                return Ok(());
+            }
+        };
+        let view = JobView::read(self.ctx.mirror(), job);
+        let i_lead = view.leader.as_ref() == Some(self.ctx.me());
+        match resharding::step(&view, job, config.sharding_total_count(), &*strategy, i_lead) {
+            ShardingStep::Nothing => {
+                self.waiting.remove(job);
+            }
+            ShardingStep::WaitForRunningItems(items) => {
+                tracing::debug!(%job, ?items, "sharding waits for running items");
+                self.waiting.insert(job.clone());
+            }
+            ShardingStep::Commit { processing, commit } => {
+                self.waiting.remove(job);
+                match self.ctx.apply(&[processing]).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_node_exists() => {}
+                    Err(e) => {
+                        tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
+                        return Ok(());
+                    }
+                }
+                match self.ctx.apply(&commit).await {
+                    Ok(()) => {
+                        tracing::info!(%job, "sharding committed");
+                        metrics::counter!("shardcron_reshardings_total", "job" => job.to_string())
+                            .increment(1);
+                    }
+                    Err(e) => {
+                        // The mirror was behind the registry: undo `processing` and retry on the
+                        // next event or fire.
+                        tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
+                        let path = JobNode::LeaderShardingProcessing.to_path(job);
+                        let _ = self.ctx.registry.delete(&path, None).await;
+                        self.waiting.insert(job.clone());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Actor for ShardingActor {
+    type Msg = ShardingMsg;
+    type State = ShardingState;
+    type Arguments = SessionCtx;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        ctx: SessionCtx,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(ShardingState { ctx, waiting: BTreeSet::new() })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ShardingMsg::ShardIfNecessary(job) => state.shard(&job).await?,
+            ShardingMsg::Job(ev) => {
+                let unblocks = matches!(
+                    (&ev.node, ev.kind),
+                    (JobNode::ShardingRunning(_), NodeEventKind::Deleted)
+                        | (JobNode::LeaderElectionInstance, _)
+                        | (JobNode::Instance(_), _)
+                );
+                if unblocks && state.waiting.contains(&ev.job) {
+                    state.shard(&ev.job).await?;
+                }
+            }
+            ShardingMsg::Resynced => {
+                let waiting: Vec<_> = state.waiting.iter().cloned().collect();
+                for job in waiting {
+                    state.shard(&job).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,70 @@
+//! Leader election: the first available instance to create the ephemeral
+//! `leader/election/instance` leads; a disabled leader steps down.
+
+use crate::paths::JobNode;
+use crate::registry::{CreateMode, Op};
+use crate::types::{InstanceId, JobName};
+use crate::view::{JobView, ServerStatus};
+
+/// What an instance should do about a job's leadership.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElectionDecision {
+    /// Nothing to do (someone leads, or this instance may not lead).
+    Nothing,
+    /// No leader: stand by creating the election node (loses harmlessly with `NodeExists`).
+    Stand(Op),
+    /// This instance leads but its server is disabled: step down.
+    Abdicate(Op),
+}
+
+/// Decides for `me`. An instance stands only while its own `instances/` node is visible (it is
+/// registered) and its server is enabled.
+pub fn decide(view: &JobView, job: &JobName, me: &InstanceId) -> ElectionDecision {
+    let enabled = view.server_status(me.ip()) == ServerStatus::Enabled;
+    match &view.leader {
+        Some(leader) if leader == me && !enabled => ElectionDecision::Abdicate(Op::Delete {
+            path: JobNode::LeaderElectionInstance.to_path(job),
+            version: None,
+        }),
+        Some(_) => ElectionDecision::Nothing,
+        None if enabled && view.instances.contains(me) => ElectionDecision::Stand(Op::create(
+            JobNode::LeaderElectionInstance.to_path(job),
+            me.as_str(),
+            CreateMode::Ephemeral,
+        )),
+        None => ElectionDecision::Nothing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::fixtures::*;
+
+    #[test]
+    fn election_table() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let stand = ElectionDecision::Stand(Op::create(
+            "/orders/leader/election/instance",
+            a.as_str(),
+            CreateMode::Ephemeral,
+        ));
+        let abdicate = ElectionDecision::Abdicate(Op::delete("/orders/leader/election/instance"));
+        let cases: Vec<(&str, JobView, ElectionDecision)> = vec![
+            ("no leader, registered and enabled: stand", view(&[&a, &b], None), stand),
+            ("someone else leads: nothing", view(&[&a, &b], Some(&b)), ElectionDecision::Nothing),
+            ("I lead and am enabled: nothing", view(&[&a], Some(&a)), ElectionDecision::Nothing),
+            ("not registered yet: nothing", view(&[&b], None), ElectionDecision::Nothing),
+            (
+                "disabled server never stands",
+                disabled(view(&[&a, &b], None), "10.0.0.1"),
+                ElectionDecision::Nothing,
+            ),
+            ("disabled leader abdicates", disabled(view(&[&a], Some(&a)), "10.0.0.1"), abdicate),
+        ];
+        for (name, v, want) in cases {
+            assert_eq!(decide(&v, &job(), &a), want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! One fire of one job on one instance: which items run, which are skipped because they still
+//! run (and flagged `misfire`), and the writes before and after the run.
+//!
+//! The instance's own knowledge of what it runs and of the markers it wrote comes in as
+//! [`LocalRuns`]: the mirror may not yet hold the instance's latest writes, and no registry read
+//! may sit on this path.
+
+use std::collections::BTreeSet;
+
+use crate::paths::JobNode;
+use crate::registry::{CreateMode, Op};
+use crate::types::{InstanceId, JobName, ShardItem};
+use crate::view::JobView;
+
+/// The job settings a fire depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FireSettings {
+    /// `monitorExecution`: write `running` markers.
+    pub monitor_execution: bool,
+    /// `failover`: `running` markers are persistent so a survivor can see them after a crash.
+    pub failover: bool,
+    /// `misfire`: flag skipped items and run them once after the current run.
+    pub misfire: bool,
+}
+
+/// What this instance knows of its own runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalRuns {
+    /// Items running here now.
+    pub running: BTreeSet<ShardItem>,
+    /// Items whose `misfire` node this instance wrote and has not removed.
+    pub misfire_flagged: BTreeSet<ShardItem>,
+}
+
+/// The decision for one fire.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunPlan {
+    /// Items to run now, ascending.
+    pub run: Vec<ShardItem>,
+    /// Items skipped because they still run (here or, after a reshard, on their previous owner).
+    pub skipped: Vec<ShardItem>,
+    /// Items newly flagged `misfire` by this plan.
+    pub flagged: Vec<ShardItem>,
+    /// Writes before the run: one multi-op.
+    pub start_ops: Vec<Op>,
+    /// Writes after the run: one multi-op.
+    pub end_ops: Vec<Op>,
+}
+
+/// Plans a fire. `only` restricts the run to some items (a misfire catch-up); otherwise every item
+/// the view assigns to `me` is considered.
+pub fn plan_run(
+    view: &JobView,
+    job: &JobName,
+    me: &InstanceId,
+    settings: FireSettings,
+    local: &LocalRuns,
+    only: Option<&BTreeSet<ShardItem>>,
+) -> RunPlan {
+    let mut plan = RunPlan::default();
+    for (item, v) in &view.items {
+        if v.owner.as_ref() != Some(me) || v.disabled {
+            continue;
+        }
+        if only.is_some_and(|o| !o.contains(item)) {
+            continue;
+        }
+        let running_elsewhere = v.running.as_deref().is_some_and(|r| r != me.as_str());
+        if local.running.contains(item) || running_elsewhere {
+            plan.skipped.push(*item);
+            let flagged = v.misfire || local.misfire_flagged.contains(item);
+            if settings.misfire && !flagged {
+                plan.flagged.push(*item);
+                if settings.monitor_execution {
+                    plan.start_ops.push(Op::create(
+                        JobNode::ShardingMisfire(*item).to_path(job),
+                        "",
+                        CreateMode::Persistent,
+                    ));
+                }
+            }
+            continue;
+        }
+        plan.run.push(*item);
+        if settings.monitor_execution {
+            // A marker naming this instance that it does not know of is left from an earlier
+            // incarnation (actor restart): replace it in the same multi-op.
+            let running = JobNode::ShardingRunning(*item).to_path(job);
+            if v.running.is_some() {
+                plan.start_ops.push(Op::delete(running.clone()));
+            }
+            let mode = if settings.failover {
+                CreateMode::Persistent
+            } else {
+                CreateMode::Ephemeral
+            };
+            plan.start_ops.push(Op::create(running.clone(), me.as_str(), mode));
+            if v.misfire || local.misfire_flagged.contains(item) {
+                plan.start_ops.push(Op::delete(JobNode::ShardingMisfire(*item).to_path(job)));
+            }
+            plan.end_ops.push(Op::delete(running));
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::fixtures::*;
+
+    const MONITORED: FireSettings =
+        FireSettings { monitor_execution: true, failover: false, misfire: true };
+
+    #[test]
+    fn a_fire_runs_own_enabled_items_with_one_write_before_and_one_after() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let v = owned(view(&[&a, &b], Some(&a)), &[(0, &a), (1, &b), (2, &a), (3, &a)]);
+        let v = with_item(v, 3, |i| i.disabled = true);
+        let plan =
+            plan_run(&v, &job(), &a, MONITORED, &LocalRuns::default(), None);
+        assert_eq!(plan.run, vec![ShardItem(0), ShardItem(2)]);
+        assert_eq!(
+            plan.start_ops,
+            vec![
+                Op::create("/orders/sharding/0/running", a.as_str(), CreateMode::Ephemeral),
+                Op::create("/orders/sharding/2/running", a.as_str(), CreateMode::Ephemeral),
+            ]
+        );
+        assert_eq!(
+            plan.end_ops,
+            vec![Op::delete("/orders/sharding/0/running"), Op::delete("/orders/sharding/2/running")]
+        );
+    }
+
+    #[test]
+    fn items_still_running_are_skipped_and_flagged_misfire_once() {
+        let a = inst("10.0.0.1@-@1");
+        let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
+        let local = LocalRuns { running: [ShardItem(1)].into(), ..Default::default() };
+        let plan = plan_run(&v, &job(), &a, MONITORED, &local, None);
+        assert_eq!((plan.run.clone(), plan.skipped.clone()), (vec![ShardItem(0)], vec![ShardItem(1)]));
+        assert!(plan
+            .start_ops
+            .contains(&Op::create("/orders/sharding/1/misfire", "", CreateMode::Persistent)));
+        let local = LocalRuns { misfire_flagged: [ShardItem(1)].into(), ..local };
+        let again = plan_run(&v, &job(), &a, MONITORED, &local, None);
+        assert!(again.flagged.is_empty(), "a flagged item is not flagged twice");
+    }
+
+    #[test]
+    fn a_catch_up_run_removes_the_misfire_flag_in_its_start_write() {
+        let a = inst("10.0.0.1@-@1");
+        let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
+        let local = LocalRuns { misfire_flagged: [ShardItem(1)].into(), ..Default::default() };
+        let only = [ShardItem(1)].into();
+        let plan =
+            plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
+        assert_eq!(plan.run, vec![ShardItem(1)]);
+        assert_eq!(
+            plan.start_ops,
+            vec![
+                Op::create("/orders/sharding/1/running", a.as_str(), CreateMode::Ephemeral),
+                Op::delete("/orders/sharding/1/misfire"),
+            ]
+        );
+    }
+
+    #[test]
+    fn without_monitor_execution_a_run_writes_nothing() {
+        let a = inst("10.0.0.1@-@1");
+        let v = owned(view(&[&a], Some(&a)), &[(0, &a)]);
+        let s = FireSettings { monitor_execution: false, failover: false, misfire: true };
+        let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
+        assert_eq!(plan.run, vec![ShardItem(0)]);
+        assert!(plan.start_ops.is_empty() && plan.end_ops.is_empty());
+    }
+
+    #[test]
+    fn with_failover_running_markers_are_persistent_and_stale_ones_are_replaced() {
+        let a = inst("10.0.0.1@-@1");
+        let v = with_item(owned(view(&[&a], Some(&a)), &[(0, &a)]), 0, |i| {
+            i.running = Some(a.to_string())
+        });
+        let s = FireSettings { monitor_execution: true, failover: true, misfire: false };
+        let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
+        assert_eq!(
+            plan.start_ops,
+            vec![
+                Op::delete("/orders/sharding/0/running"),
+                Op::create("/orders/sharding/0/running", a.as_str(), CreateMode::Persistent),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_item_still_running_on_its_previous_owner_is_skipped() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let v = with_item(owned(view(&[&a, &b], Some(&a)), &[(0, &a)]), 0, |i| {
+            i.running = Some(b.to_string())
+        });
+        let plan =
+            plan_run(&v, &job(), &a, MONITORED, &LocalRuns::default(), None);
+        assert!(plan.run.is_empty());
+        assert_eq!(plan.skipped, vec![ShardItem(0)]);
+    }
+}

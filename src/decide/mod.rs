@@ -1,0 +1,16 @@
+//! Decisions: pure functions from a [`JobView`](crate::view::JobView) (and the caller's own facts)
+//! to the registry operations that carry them out. Actors only apply what these return, in one
+//! multi-op where the list has more than one write.
+//!
+//! | module | decides |
+//! | --- | --- |
+//! | [`election`] | whether to stand for leadership or abdicate |
+//! | [`resharding`] | whether a job needs resharding, and the plan's commit |
+//! | [`execution`] | which items a fire runs, and the writes around the run |
+
+pub mod election;
+pub mod execution;
+pub mod resharding;
+
+#[cfg(test)]
+pub(crate) mod fixtures;

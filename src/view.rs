@@ -1,0 +1,157 @@
+//! [`JobView`]: a snapshot of one job's coordination nodes, read from the [`Mirror`] without a
+//! registry call. Every decision in [`crate::decide`] takes a view and returns registry operations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::paths::JobNode;
+use crate::registry::mirror::Mirror;
+use crate::types::{InstanceId, JobName, ShardItem};
+
+/// What `servers/{ip}` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerStatus {
+    /// `ENABLED` (or empty, as ElasticJob 2.x wrote).
+    Enabled,
+    /// `DISABLED`.
+    Disabled,
+}
+
+impl ServerStatus {
+    /// Reads the node's data; anything but `DISABLED` counts as enabled, as in ElasticJob.
+    pub fn from_data(data: &[u8]) -> Self {
+        if data == b"DISABLED" {
+            Self::Disabled
+        } else {
+            Self::Enabled
+        }
+    }
+
+    /// The node's data.
+    pub fn as_data(self) -> &'static [u8] {
+        match self {
+            Self::Enabled => b"ENABLED",
+            Self::Disabled => b"DISABLED",
+        }
+    }
+}
+
+/// One item's nodes under `sharding/{i}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemView {
+    /// `sharding/{i}/instance`: the owner.
+    pub owner: Option<InstanceId>,
+    /// `sharding/{i}/instance` exists (its data may not name a valid instance).
+    pub has_owner_node: bool,
+    /// `sharding/{i}/running`: who runs it now (`Some` with an unknown owner when the data is empty or
+    /// not an instance id, as older writers left it).
+    pub running: Option<String>,
+    /// `sharding/{i}/misfire` exists.
+    pub misfire: bool,
+    /// `sharding/{i}/disabled` exists.
+    pub disabled: bool,
+    /// `sharding/{i}/failover`: the instance that took the item over.
+    pub failover: Option<InstanceId>,
+    /// `sharding/{i}/failovering`: the instance running the taken-over item.
+    pub failovering: Option<InstanceId>,
+}
+
+/// A snapshot of one job's coordination state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobView {
+    /// The job.
+    pub job: Option<JobName>,
+    /// Live instances (`instances/` children).
+    pub instances: BTreeSet<InstanceId>,
+    /// `servers/{ip}` statuses.
+    pub servers: BTreeMap<String, ServerStatus>,
+    /// `leader/election/instance`.
+    pub leader: Option<InstanceId>,
+    /// `leader/sharding/necessary` exists.
+    pub sharding_necessary: bool,
+    /// `leader/sharding/processing` exists.
+    pub sharding_processing: bool,
+    /// Items that have a `sharding/{i}` node.
+    pub items: BTreeMap<ShardItem, ItemView>,
+    /// `leader/failover/items/{i}` marks.
+    pub failover_marks: BTreeSet<ShardItem>,
+}
+
+fn instance_of(data: &[u8]) -> Option<InstanceId> {
+    std::str::from_utf8(data)
+        .ok()
+        .and_then(|s| InstanceId::parse(s.trim()).ok())
+}
+
+impl JobView {
+    /// Reads the job's nodes from the mirror. Nodes whose names do not parse (written by other tools)
+    /// are left out.
+    pub fn read(mirror: &Mirror, job: &JobName) -> Self {
+        let path = |n: JobNode| n.to_path(job);
+        let mut view = JobView { job: Some(job.clone()), ..Default::default() };
+        for name in mirror.children(&path(JobNode::Instances)) {
+            if let Ok(id) = InstanceId::parse(name) {
+                view.instances.insert(id);
+            }
+        }
+        for ip in mirror.children(&path(JobNode::Servers)) {
+            if let Some(data) = mirror.data(&format!("{}/{ip}", path(JobNode::Servers))) {
+                view.servers.insert(ip, ServerStatus::from_data(&data));
+            }
+        }
+        view.leader = mirror
+            .data(&path(JobNode::LeaderElectionInstance))
+            .and_then(|d| instance_of(&d));
+        view.sharding_necessary = mirror.exists(&path(JobNode::LeaderShardingNecessary));
+        view.sharding_processing = mirror.exists(&path(JobNode::LeaderShardingProcessing));
+        for name in mirror.children(&path(JobNode::Sharding)) {
+            let Ok(item) = name.parse::<ShardItem>() else { continue };
+            let data = |n: JobNode| mirror.data(&path(n));
+            let iv = ItemView {
+                owner: data(JobNode::ShardingInstance(item)).and_then(|d| instance_of(&d)),
+                has_owner_node: mirror.exists(&path(JobNode::ShardingInstance(item))),
+                running: data(JobNode::ShardingRunning(item))
+                    .map(|d| String::from_utf8_lossy(&d).trim().to_owned()),
+                misfire: mirror.exists(&path(JobNode::ShardingMisfire(item))),
+                disabled: mirror.exists(&path(JobNode::ShardingDisabled(item))),
+                failover: data(JobNode::ShardingFailover(item)).and_then(|d| instance_of(&d)),
+                failovering: data(JobNode::ShardingFailovering(item)).and_then(|d| instance_of(&d)),
+            };
+            view.items.insert(item, iv);
+        }
+        for name in mirror.children(&path(JobNode::LeaderFailoverItems)) {
+            if let Ok(item) = name.parse::<ShardItem>() {
+                view.failover_marks.insert(item);
+            }
+        }
+        view
+    }
+
+    /// The status of an instance's server; a server without a node counts as enabled (ElasticJob).
+    pub fn server_status(&self, ip: &str) -> ServerStatus {
+        self.servers.get(ip).copied().unwrap_or(ServerStatus::Enabled)
+    }
+
+    /// Live instances whose server is enabled: those that take items and may lead.
+    pub fn available_instances(&self) -> Vec<InstanceId> {
+        crate::sharding::sharding_order(
+            self.instances
+                .iter()
+                .filter(|i| self.server_status(i.ip()) == ServerStatus::Enabled)
+                .cloned(),
+        )
+    }
+
+    /// Items owned by `me`, ascending.
+    pub fn items_owned_by(&self, me: &InstanceId) -> Vec<ShardItem> {
+        self.items
+            .iter()
+            .filter(|(_, v)| v.owner.as_ref() == Some(me))
+            .map(|(i, _)| *i)
+            .collect()
+    }
+
+    /// Whether any item has a `running` marker.
+    pub fn has_running_items(&self) -> bool {
+        self.items.values().any(|v| v.running.is_some())
+    }
+}
