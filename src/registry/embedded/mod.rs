@@ -23,6 +23,8 @@
 
 mod session;
 mod state;
+#[cfg(test)]
+mod tests;
 mod tree;
 
 use std::collections::HashMap;
