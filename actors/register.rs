@@ -107,7 +107,13 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         },
     };
 
-    for parent in [JobNode::Servers, JobNode::Instances, JobNode::Sharding] {
+    for parent in [
+        JobNode::Servers,
+        JobNode::Instances,
+        JobNode::Sharding,
+        JobNode::LeaderElection,
+        JobNode::LeaderSharding,
+    ] {
         reg.ensure_path(&parent.to_path(&job)).await.map_err(step(&job, "creating parents"))?;
     }
     let me = ctx.me();

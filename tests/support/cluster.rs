@@ -1,0 +1,162 @@
+//! A cluster of nodes for engine tests: N instances on one registry, running jobs whose handler
+//! records every item execution, and waits on that record (never on sleeps).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use shardcron::clock::TokioClock;
+use shardcron::config::JobConfig;
+use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext, SharedHandler};
+use shardcron::node::{NodeBuilder, NodeHandle};
+use shardcron::registry::Connector;
+use shardcron::{InstanceId, JobSpec, JobType, NodeOptions, ShardItem};
+use tokio::sync::watch;
+
+/// One item execution as the job saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub job: String,
+    pub item: ShardItem,
+    pub instance: InstanceId,
+    pub source: ExecutionSource,
+    pub at: DateTime<Utc>,
+    pub total: u32,
+    pub parameter: String,
+}
+
+/// Every execution of every job of a cluster, with a way to wait for a condition on them.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    log: Arc<Mutex<Vec<Execution>>>,
+    changed: watch::Sender<usize>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self { log: Default::default(), changed: watch::channel(0).0 }
+    }
+}
+
+impl Recorder {
+    pub fn record(&self, e: Execution) {
+        let n = {
+            let mut log = self.log.lock().unwrap();
+            log.push(e);
+            log.len()
+        };
+        self.changed.send_replace(n);
+    }
+
+    pub fn all(&self) -> Vec<Execution> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until `pred` holds over the log, failing with `what` after `within` of tokio time.
+    pub async fn wait_until(
+        &self,
+        what: &str,
+        within: Duration,
+        pred: impl Fn(&[Execution]) -> bool,
+    ) -> Vec<Execution> {
+        let mut rx = self.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            {
+                let log = self.log.lock().unwrap();
+                if pred(&log) {
+                    return log.clone();
+                }
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    let log = self.all();
+                    panic!("timed out waiting for: {what}\nexecutions so far ({}):\n{:#?}", log.len(), log.iter().rev().take(20).collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+
+    /// A handler recording each item, then taking `work` of (tokio) time.
+    pub fn handler(&self, work: Duration) -> SharedHandler {
+        let rec = self.clone();
+        let clock = TokioClock::starting_at(origin());
+        Arc::new(FnJob(move |ctx: ShardingContext| {
+            let rec = rec.clone();
+            async move {
+                use shardcron::clock::Clock;
+                rec.record(Execution {
+                    job: ctx.job_name.to_string(),
+                    item: ctx.sharding_item,
+                    instance: ctx.instance_id.clone(),
+                    source: ctx.source,
+                    at: clock.now(),
+                    total: ctx.sharding_total_count,
+                    parameter: ctx.sharding_parameter.clone(),
+                });
+                if !work.is_zero() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(work) => {}
+                        _ = ctx.cancelled() => return Err(JobError::Cancelled("item lost".into())),
+                    }
+                }
+                Ok::<(), JobError>(())
+            }
+        }))
+    }
+}
+
+/// The wall-clock origin of paused-time tests: a round second, so `0/1 * * * * ?` fires on whole
+/// seconds after it.
+pub fn origin() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-03-02T10:00:00Z").unwrap().to_utc()
+}
+
+pub fn instance(n: u32) -> InstanceId {
+    InstanceId::parse(format!("10.0.0.{n}@-@{n}")).unwrap()
+}
+
+/// Starts one node running `jobs` (config, handler) on `connector`.
+pub async fn start_node(
+    connector: Arc<dyn Connector>,
+    id: InstanceId,
+    jobs: Vec<(JobConfig, SharedHandler)>,
+) -> NodeHandle {
+    let mut b = NodeBuilder::new(connector)
+        .instance_id(id)
+        .clock(Arc::new(TokioClock::starting_at(origin())))
+        .options(NodeOptions { shutdown_timeout: Duration::from_secs(5), ..NodeOptions::default() });
+    for (config, handler) in jobs {
+        b = b.job_spec(JobSpec { config, job_type: JobType::Named("recorded".into()), handler });
+    }
+    b.start().await.expect("node starts")
+}
+
+/// Items each instance owns per the registry (through a node's mirror).
+pub fn assignment(node: &NodeHandle, job: &str) -> std::collections::BTreeMap<String, Vec<u32>> {
+    let mirror = node.mirror();
+    let mut out: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
+    for item in mirror.children(&format!("/{job}/sharding")) {
+        if let Some(owner) = mirror.data(&format!("/{job}/sharding/{item}/instance")) {
+            out.entry(String::from_utf8_lossy(&owner).into_owned())
+                .or_default()
+                .push(item.parse().unwrap());
+        }
+    }
+    for v in out.values_mut() {
+        v.sort();
+    }
+    out
+}
+
+/// Logs to the test's output (`RUST_LOG=shardcron=debug` for more).
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("shardcron=info,warn")),
+        )
+        .with_test_writer()
+        .try_init();
+}
