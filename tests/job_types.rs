@@ -56,17 +56,52 @@ const SCRIPTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A `tracing` writer that keeps what it is given.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Everything this test binary logs, captured by a global subscriber.
+///
+/// Global, and installed before any script runs: a subscriber scoped to one test misses events
+/// when another thread registers the same callsite concurrently (tracing caches interest).
+fn logs() -> &'static Capture {
+    static LOGS: OnceLock<Capture> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let capture = Capture::default();
+        let writer = capture.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        capture
+    })
+}
+
 /// The directory holding every script, written on first use.
 fn scripts() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("job_types-{}", std::process::id()));
+        logs();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("job_types_scripts");
         std::fs::create_dir_all(&dir).unwrap();
         for (name, body) in SCRIPTS {
-            let path = dir.join(name);
-            std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            // Written aside and renamed into place, so that another run of this binary that is
+            // executing the previous copy is never disturbed.
+            let staged = dir.join(format!("{name}.{}", std::process::id()));
+            std::fs::write(&staged, format!("#!/bin/sh\n{body}")).unwrap();
+            std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&staged, dir.join(name)).unwrap();
         }
         dir
     })
@@ -203,36 +238,13 @@ async fn script_job_kills_a_hanging_script_when_the_item_is_cancelled() {
     assert!(!alive.success(), "process {} survived", pid.trim());
 }
 
-/// A `tracing` writer that keeps what it is given.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_chatty_script_never_blocks_and_its_lines_are_logged_with_job_and_item() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    // A current-thread test runtime: everything below is logged on this thread.
-    let _guard = tracing::subscriber::set_default(subscriber);
-
     // 4000 lines of ~45 bytes on each pipe: far beyond a 64 KiB pipe buffer.
     let job = ScriptJob::new(&script("chatty.sh")).unwrap();
     job.run_item(context()).await.unwrap();
 
-    let logged = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logged = String::from_utf8(logs().0.lock().unwrap().clone()).unwrap();
     let line = |needle: &str| {
         logged
             .lines()
