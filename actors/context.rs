@@ -220,7 +220,11 @@ pub(crate) async fn apply_ops(registry: &dyn Registry, ops: &[Op]) -> Result<(),
     match ops {
         [] => Ok(()),
         [Op::Create { path, data, mode }] => registry.create(path, data, *mode).await.map(|_| ()),
-        [Op::Set { path, data, version }] => registry.set(path, data, *version).await.map(|_| ()),
+        [Op::Set {
+            path,
+            data,
+            version,
+        }] => registry.set(path, data, *version).await.map(|_| ()),
         [Op::Delete { path, version }] => registry.delete(path, *version).await,
         _ => registry.multi(ops).await.map(|_| ()),
     }

@@ -94,11 +94,17 @@ pub(crate) struct ExecutorState {
 impl ExecutorState {
     fn settings(&self) -> FireSettings {
         let c = self.config.config();
-        FireSettings { monitor_execution: c.monitor_execution, failover: c.failover, misfire: c.misfire }
+        FireSettings {
+            monitor_execution: c.monitor_execution,
+            failover: c.failover,
+            misfire: c.misfire,
+        }
     }
 
     fn refuse(&self, why: String) {
-        let _ = self.error_handler.handle(&self.job, None, &JobError::Refused(why));
+        let _ = self
+            .error_handler
+            .handle(&self.job, None, &JobError::Refused(why));
     }
 
     /// Plans and starts a run; `only` limits it to some items (misfire catch-up).
@@ -131,11 +137,20 @@ impl ExecutorState {
         if let Some(limit) = self.config.max_time_diff() {
             let skew = self.ctx.node.clock_skew();
             if skew.is_some_and(|s| s > limit) {
-                self.refuse(format!("local clock differs from the registry's by {skew:?}, over {limit:?}"));
+                self.refuse(format!(
+                    "local clock differs from the registry's by {skew:?}, over {limit:?}"
+                ));
                 return;
             }
         }
-        let plan = plan_run(&view, &self.job, &me, self.settings(), &self.local, only.as_ref());
+        let plan = plan_run(
+            &view,
+            &self.job,
+            &me,
+            self.settings(),
+            &self.local,
+            only.as_ref(),
+        );
         if let Err(e) = self.ctx.apply(&plan.start_ops).await {
             if e.is_node_exists() || e.is_no_node() {
                 // The mirror was behind our own earlier writes: apply what still applies.
@@ -152,7 +167,9 @@ impl ExecutorState {
             metrics::counter!("shardcron_misfires_total", "job" => self.job.to_string())
                 .increment(plan.flagged.len() as u64);
         }
-        self.local.misfire_flagged.extend(plan.flagged.iter().copied());
+        self.local
+            .misfire_flagged
+            .extend(plan.flagged.iter().copied());
         for i in &plan.run {
             self.local.misfire_flagged.remove(i);
         }
@@ -176,7 +193,11 @@ impl ExecutorState {
                     sharding_total_count: self.config.sharding_total_count(),
                     job_parameter: c.job_parameter.clone().unwrap_or_default(),
                     sharding_item: *item,
-                    sharding_parameter: self.config.item_parameter(*item).unwrap_or_default().to_owned(),
+                    sharding_parameter: self
+                        .config
+                        .item_parameter(*item)
+                        .unwrap_or_default()
+                        .to_owned(),
                     source,
                     instance_id: me.clone(),
                     cancellation: token,
@@ -187,7 +208,11 @@ impl ExecutorState {
         self.local.running.extend(plan.run.iter().copied());
         self.runs.insert(
             run_id,
-            ActiveRun { items: plan.run.iter().copied().collect(), end_ops: plan.end_ops, tokens },
+            ActiveRun {
+                items: plan.run.iter().copied().collect(),
+                end_ops: plan.end_ops,
+                tokens,
+            },
         );
         let req = RunRequest {
             run_id,
@@ -206,7 +231,9 @@ impl ExecutorState {
     }
 
     async fn finished(&mut self, myself: &ActorRef<ExecutorMsg>, report: RunReport) {
-        let Some(run) = self.runs.remove(&report.run_id) else { return };
+        let Some(run) = self.runs.remove(&report.run_id) else {
+            return;
+        };
         if report.escalated {
             tracing::error!(job = %self.job, failures = report.outcome.failures().count(),
                 "run failed and its error handler escalates (THROW)");
@@ -228,11 +255,13 @@ impl ExecutorState {
             .copied()
             .collect();
         if !catch_up.is_empty() && self.config.config().misfire {
-            self.start(myself, ExecutionSource::Misfire, None, Some(catch_up)).await;
+            self.start(myself, ExecutionSource::Misfire, None, Some(catch_up))
+                .await;
         }
         if self.trigger_queued && self.runs.is_empty() {
             self.trigger_queued = false;
-            self.start(myself, ExecutionSource::Manual, None, None).await;
+            self.start(myself, ExecutionSource::Manual, None, None)
+                .await;
         }
         if self.runs.is_empty() {
             for reply in self.drains.drain(..) {
@@ -243,7 +272,9 @@ impl ExecutorState {
 
     async fn config_changed(&mut self) {
         let path = JobNode::Config.to_path(&self.job);
-        let Some(data) = self.ctx.mirror().data(&path) else { return };
+        let Some(data) = self.ctx.mirror().data(&path) else {
+            return;
+        };
         match registry_config(&self.ctx, &path, &data, &self.spec.job_type) {
             Ok(new) => {
                 let new = Arc::new(new);
@@ -251,10 +282,20 @@ impl ExecutorState {
                     || new.config().time_zone != self.config.config().time_zone;
                 self.config = new.clone();
                 self.ctx.dir.configs.insert(self.job.clone(), new.clone());
-                if let Ok(l) = self.ctx.node.handlers.listeners(&new.config().job_listener_types) {
+                if let Ok(l) = self
+                    .ctx
+                    .node
+                    .handlers
+                    .listeners(&new.config().job_listener_types)
+                {
                     self.listeners = l;
                 }
-                if let Ok(h) = self.ctx.node.handlers.error_handler(Some(new.error_handler())) {
+                if let Ok(h) = self
+                    .ctx
+                    .node
+                    .handlers
+                    .error_handler(Some(new.error_handler()))
+                {
                     self.error_handler = h;
                 }
                 if reschedule {
@@ -266,7 +307,9 @@ impl ExecutorState {
                     let _ = l.send_message(LeaderMsg::Evaluate(self.job.clone()));
                 }
                 if let Some(f) = self.ctx.failover() {
-                    let _ = f.send_message(super::failover::FailoverMsg::ConfigChanged(self.job.clone()));
+                    let _ = f.send_message(super::failover::FailoverMsg::ConfigChanged(
+                        self.job.clone(),
+                    ));
                 }
             }
             Err(e) => tracing::error!(job = %self.job, error = %e,
@@ -274,14 +317,21 @@ impl ExecutorState {
         }
     }
 
-    async fn event(&mut self, myself: &ActorRef<ExecutorMsg>, ev: JobEvent) -> Result<(), ActorProcessingErr> {
+    async fn event(
+        &mut self,
+        myself: &ActorRef<ExecutorMsg>,
+        ev: JobEvent,
+    ) -> Result<(), ActorProcessingErr> {
         let me = self.ctx.me().clone();
         match (&ev.node, ev.kind) {
-            (JobNode::Config, NodeEventKind::Created | NodeEventKind::DataChanged) => self.config_changed().await,
-            (JobNode::LeaderShardingNecessary, NodeEventKind::Created) => self.resharding.set(true),
-            (JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing, NodeEventKind::Deleted) => {
-                self.resume_parked(myself).await
+            (JobNode::Config, NodeEventKind::Created | NodeEventKind::DataChanged) => {
+                self.config_changed().await
             }
+            (JobNode::LeaderShardingNecessary, NodeEventKind::Created) => self.resharding.set(true),
+            (
+                JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
+                NodeEventKind::Deleted,
+            ) => self.resume_parked(myself).await,
             (JobNode::ShardingInstance(item), _) => {
                 let view_owner = JobView::read(self.ctx.mirror(), &self.job)
                     .items
@@ -350,8 +400,14 @@ impl Actor for ExecutorActor {
         let registered = register(&ctx, &spec).await?;
         let config = registered.config;
         let job = config.job_name().clone();
-        let listeners = ctx.node.handlers.listeners(&config.config().job_listener_types)?;
-        let error_handler = ctx.node.handlers.error_handler(Some(config.error_handler()))?;
+        let listeners = ctx
+            .node
+            .handlers
+            .listeners(&config.config().job_listener_types)?;
+        let error_handler = ctx
+            .node
+            .handlers
+            .error_handler(Some(config.error_handler()))?;
         ctx.dir.configs.insert(job.clone(), config.clone());
         if let Some(t) = ctx.trigger() {
             t.send_message(TriggerMsg::Schedule(job.clone(), config.clone()))?;
@@ -388,11 +444,15 @@ impl Actor for ExecutorActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             ExecutorMsg::Fire { scheduled } => {
-                state.start(&myself, ExecutionSource::Normal, Some(scheduled), None).await
+                state
+                    .start(&myself, ExecutionSource::Normal, Some(scheduled), None)
+                    .await
             }
             ExecutorMsg::TriggerNow => {
                 if state.runs.is_empty() {
-                    state.start(&myself, ExecutionSource::Manual, None, None).await;
+                    state
+                        .start(&myself, ExecutionSource::Manual, None, None)
+                        .await;
                 } else {
                     state.trigger_queued = true;
                 }

@@ -52,7 +52,9 @@ pub(crate) fn clear_failover_ops(view: &JobView, job: &JobName) -> Vec<Op> {
 
 impl FailoverState {
     async fn check(&mut self, job: &JobName) {
-        let Some(config) = self.ctx.config(job) else { return };
+        let Some(config) = self.ctx.config(job) else {
+            return;
+        };
         if config.config().failover {
             return;
         }
@@ -97,8 +99,13 @@ impl Actor for FailoverActor {
                 }
             }
             FailoverMsg::Resynced => {
-                let jobs: Vec<JobName> =
-                    state.ctx.dir.configs.iter().map(|e| e.key().clone()).collect();
+                let jobs: Vec<JobName> = state
+                    .ctx
+                    .dir
+                    .configs
+                    .iter()
+                    .map(|e| e.key().clone())
+                    .collect();
                 for job in jobs {
                     state.check(&job).await;
                 }

@@ -48,7 +48,9 @@ impl LeaderState {
     /// Election first; then, while leading, flags resharding when `instances_changed` or when the
     /// reconcile check finds a reason.
     async fn evaluate(&mut self, job: &JobName, instances_changed: bool, reconcile: bool) {
-        let Some(config) = self.ctx.config(job) else { return };
+        let Some(config) = self.ctx.config(job) else {
+            return;
+        };
         let me = self.ctx.me().clone();
         let view = JobView::read(self.ctx.mirror(), job);
         let mut leading = view.leader.as_ref() == Some(&me);
@@ -57,7 +59,8 @@ impl LeaderState {
             ElectionDecision::Stand(op) => match self.ctx.apply(&[op]).await {
                 Ok(()) => {
                     tracing::info!(%job, instance = %me, "elected leader");
-                    metrics::counter!("shardcron_elections_total", "job" => job.to_string()).increment(1);
+                    metrics::counter!("shardcron_elections_total", "job" => job.to_string())
+                        .increment(1);
                     leading = true;
                 }
                 Err(e) if e.is_node_exists() => {}
@@ -91,7 +94,9 @@ impl LeaderState {
                 match self.ctx.apply(&[op]).await {
                     Ok(()) => {}
                     Err(e) if e.is_node_exists() => {}
-                    Err(e) => tracing::warn!(%job, error = %e, "raising the resharding flag failed"),
+                    Err(e) => {
+                        tracing::warn!(%job, error = %e, "raising the resharding flag failed")
+                    }
                 }
             }
         }
@@ -109,7 +114,10 @@ impl Actor for LeaderActor {
         ctx: SessionCtx,
     ) -> Result<Self::State, ActorProcessingErr> {
         myself.send_interval(RECONCILE_TICK, || LeaderMsg::ReconcileTick);
-        Ok(LeaderState { ctx, last_reconcile: HashMap::new() })
+        Ok(LeaderState {
+            ctx,
+            last_reconcile: HashMap::new(),
+        })
     }
 
     async fn handle(
@@ -122,8 +130,10 @@ impl Actor for LeaderActor {
             LeaderMsg::Job(ev) => {
                 let membership = matches!(
                     (&ev.node, ev.kind),
-                    (JobNode::Instance(_), NodeEventKind::Created | NodeEventKind::Deleted)
-                        | (JobNode::Server(_), _)
+                    (
+                        JobNode::Instance(_),
+                        NodeEventKind::Created | NodeEventKind::Deleted
+                    ) | (JobNode::Server(_), _)
                 );
                 let election = matches!(ev.node, JobNode::LeaderElectionInstance | JobNode::Config);
                 if membership || election {
@@ -131,7 +141,13 @@ impl Actor for LeaderActor {
                 }
             }
             LeaderMsg::Resynced => {
-                let jobs: Vec<JobName> = state.ctx.dir.configs.iter().map(|e| e.key().clone()).collect();
+                let jobs: Vec<JobName> = state
+                    .ctx
+                    .dir
+                    .configs
+                    .iter()
+                    .map(|e| e.key().clone())
+                    .collect();
                 for job in jobs {
                     state.evaluate(&job, false, true).await;
                 }

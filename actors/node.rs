@@ -56,7 +56,9 @@ pub enum EngineError {
         reason: String,
     },
     /// The job root in the registry belongs to a job of another type that is running.
-    #[error("job {job}: the registry holds a running job of type {running:?}; refusing to take it over")]
+    #[error(
+        "job {job}: the registry holds a running job of type {running:?}; refusing to take it over"
+    )]
     JobTypeConflict {
         /// The job.
         job: String,
@@ -138,7 +140,11 @@ impl NodeBuilder {
 
     /// Adds a job whose handler is compiled in, known by `type_name` in the job root.
     pub fn job(mut self, config: JobConfig, type_name: &str, handler: SharedHandler) -> Self {
-        self.jobs.push(JobSpec { config, job_type: JobType::Named(type_name.to_owned()), handler });
+        self.jobs.push(JobSpec {
+            config,
+            job_type: JobType::Named(type_name.to_owned()),
+            handler,
+        });
         self
     }
 
@@ -199,10 +205,14 @@ impl NodeBuilder {
         *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
         // Fail fast with a clear error when the registry is unreachable at start; later outages are
         // retried by the RegistryActor.
-        let probe = node.connector.connect().await.map_err(|source| EngineError::Connect {
-            target: node.connector.describe(),
-            source,
-        })?;
+        let probe = node
+            .connector
+            .connect()
+            .await
+            .map_err(|source| EngineError::Connect {
+                target: node.connector.describe(),
+                source,
+            })?;
         probe.close().await;
         let (actor, _) = Actor::spawn(Some(node.actor_name("node")), NodeActor, node.clone())
             .await
@@ -237,6 +247,13 @@ impl NodeHandle {
     /// The node's mirror of the namespace (read-only use).
     pub fn mirror(&self) -> &Mirror {
         &self.node.mirror
+    }
+
+    /// The registered name of one of this node's actors: `node`, `registry`, `trigger`, `leader`,
+    /// `sharding`, `failover` or `executor/{job}` (names are scoped per node, so several nodes and the
+    /// host's own actors share a process without collisions).
+    pub fn actor_name(&self, what: &str) -> String {
+        self.node.actor_name(what)
     }
 
     /// The root actor, for linking into a host's supervision tree.
@@ -287,7 +304,10 @@ impl NodeHandle {
     /// Stops gracefully: stop firing, let running items finish (up to the shutdown timeout), then
     /// close the session so this instance's ephemerals go at once.
     pub async fn shutdown(&self) {
-        let _ = self.actor.stop_and_wait(Some("shutdown".into()), None).await;
+        let _ = self
+            .actor
+            .stop_and_wait(Some("shutdown".into()), None)
+            .await;
     }
 }
 
@@ -307,7 +327,10 @@ pub struct NodeState {
 }
 
 impl NodeState {
-    async fn spawn_registry(&mut self, myself: &ActorRef<NodeMsg>) -> Result<(), ActorProcessingErr> {
+    async fn spawn_registry(
+        &mut self,
+        myself: &ActorRef<NodeMsg>,
+    ) -> Result<(), ActorProcessingErr> {
         let (r, _) = Actor::spawn_linked(
             Some(self.node.actor_name("registry")),
             RegistryActor,
@@ -330,7 +353,10 @@ impl Actor for NodeActor {
         myself: ActorRef<Self::Msg>,
         node: Arc<NodeContext>,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let mut state = NodeState { node, registry: None };
+        let mut state = NodeState {
+            node,
+            registry: None,
+        };
         state.spawn_registry(&myself).await?;
         Ok(state)
     }
@@ -342,11 +368,15 @@ impl Actor for NodeActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match evt {
-            SupervisionEvent::ActorFailed(cell, e) if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) => {
+            SupervisionEvent::ActorFailed(cell, e)
+                if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) =>
+            {
                 tracing::error!(error = %e, "registry actor failed; restarting it with a new session");
                 state.spawn_registry(&myself).await?;
             }
-            SupervisionEvent::ActorTerminated(cell, _, reason) if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) => {
+            SupervisionEvent::ActorTerminated(cell, _, reason)
+                if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) =>
+            {
                 tracing::warn!(?reason, "registry actor stopped; restarting it");
                 state.spawn_registry(&myself).await?;
             }

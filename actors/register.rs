@@ -34,11 +34,17 @@ pub(crate) fn validate(
         JobType::Script => JobKind::Script,
         JobType::Named(_) => JobKind::Simple,
     };
-    let ctx = ValidationContext { strategies: &strategies, error_handlers: &handlers, kind };
-    config.validate(&ctx).map_err(|e| EngineError::InvalidConfig {
-        job: config.job_name.clone(),
-        reason: e.to_string(),
-    })
+    let ctx = ValidationContext {
+        strategies: &strategies,
+        error_handlers: &handlers,
+        kind,
+    };
+    config
+        .validate(&ctx)
+        .map_err(|e| EngineError::InvalidConfig {
+            job: config.job_name.clone(),
+            reason: e.to_string(),
+        })
 }
 
 /// What registration found: the config to run with, and whether the instance node still belongs
@@ -50,7 +56,11 @@ pub(crate) struct Registered {
 }
 
 fn step<'a>(job: &'a JobName, what: &'static str) -> impl Fn(RegistryError) -> EngineError + 'a {
-    move |source| EngineError::Registry { job: job.to_string(), step: what, source }
+    move |source| EngineError::Registry {
+        job: job.to_string(),
+        step: what,
+        source,
+    }
 }
 
 /// Registers `spec` for this instance on the session.
@@ -64,7 +74,10 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
 
     // The job root names the job's type; another type may only take it over when nobody runs it.
     match mirror.data(&root) {
-        None => match reg.create(&root, root_data.as_bytes(), CreateMode::Persistent).await {
+        None => match reg
+            .create(&root, root_data.as_bytes(), CreateMode::Persistent)
+            .await
+        {
             Ok(_) => {}
             Err(e) if e.is_node_exists() => {}
             Err(e) => return Err(step(&job, "creating the job root")(e)),
@@ -72,22 +85,38 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         Some(data) if &*data == root_data.as_bytes() => {}
         Some(data) => {
             let other = String::from_utf8_lossy(&data).into_owned();
-            if !other.is_empty() && !mirror.children(&JobNode::Instances.to_path(&job)).is_empty() {
-                return Err(EngineError::JobTypeConflict { job: job.to_string(), running: other });
+            if !other.is_empty()
+                && !mirror
+                    .children(&JobNode::Instances.to_path(&job))
+                    .is_empty()
+            {
+                return Err(EngineError::JobTypeConflict {
+                    job: job.to_string(),
+                    running: other,
+                });
             }
-            reg.set(&root, root_data.as_bytes(), None).await.map_err(step(&job, "writing the job root"))?;
+            reg.set(&root, root_data.as_bytes(), None)
+                .await
+                .map_err(step(&job, "writing the job root"))?;
         }
     }
 
     // Ours when absent or overwrite; otherwise the registry's, if it is valid.
     let config_path = JobNode::Config.to_path(&job);
-    let ours = || spec.config.to_yaml().map_err(|e| EngineError::InvalidConfig {
-        job: job.to_string(),
-        reason: e.to_string(),
-    });
+    let ours = || {
+        spec.config
+            .to_yaml()
+            .map_err(|e| EngineError::InvalidConfig {
+                job: job.to_string(),
+                reason: e.to_string(),
+            })
+    };
     let config = match mirror.data(&config_path) {
         None => {
-            match reg.create(&config_path, ours()?.as_bytes(), CreateMode::Persistent).await {
+            match reg
+                .create(&config_path, ours()?.as_bytes(), CreateMode::Persistent)
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if e.is_node_exists() => {}
                 Err(e) => return Err(step(&job, "writing config")(e)),
@@ -95,7 +124,9 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
             local
         }
         Some(_) if spec.config.overwrite => {
-            reg.set(&config_path, ours()?.as_bytes(), None).await.map_err(step(&job, "overwriting config"))?;
+            reg.set(&config_path, ours()?.as_bytes(), None)
+                .await
+                .map_err(step(&job, "overwriting config"))?;
             local
         }
         Some(data) => match registry_config(ctx, &config_path, &data, &spec.job_type) {
@@ -114,28 +145,43 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         JobNode::LeaderElection,
         JobNode::LeaderSharding,
     ] {
-        reg.ensure_path(&parent.to_path(&job)).await.map_err(step(&job, "creating parents"))?;
+        reg.ensure_path(&parent.to_path(&job))
+            .await
+            .map_err(step(&job, "creating parents"))?;
     }
     let me = ctx.me();
-    let status = if config.config().disabled { ServerStatus::Disabled } else { ServerStatus::Enabled };
+    let status = if config.config().disabled {
+        ServerStatus::Disabled
+    } else {
+        ServerStatus::Enabled
+    };
     let server = JobNode::Server(me.ip().to_owned()).to_path(&job);
     match reg.set(&server, status.as_data(), None).await {
         Ok(_) => {}
         Err(e) if e.is_no_node() => {
-            apply_each_tolerant(reg, &[Op::create(server, status.as_data(), CreateMode::Persistent)])
-                .await
-                .map_err(step(&job, "writing servers/{ip}"))?;
+            apply_each_tolerant(
+                reg,
+                &[Op::create(server, status.as_data(), CreateMode::Persistent)],
+            )
+            .await
+            .map_err(step(&job, "writing servers/{ip}"))?;
         }
         Err(e) => return Err(step(&job, "writing servers/{ip}")(e)),
     }
 
     let instance = JobNode::Instance(me.clone()).to_path(&job);
     let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
-    let instance_node_pending = match reg.create(&instance, data.as_bytes(), CreateMode::Ephemeral).await {
+    let instance_node_pending = match reg
+        .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
+        .await
+    {
         Ok(_) => false,
         Err(e) if e.is_node_exists() => {
             // An ephemeral of an earlier session of ours: wait for the server to remove it.
-            let owner = reg.exists(&instance).await.map_err(step(&job, "checking instances/{id}"))?;
+            let owner = reg
+                .exists(&instance)
+                .await
+                .map_err(step(&job, "checking instances/{id}"))?;
             owner.is_some_and(|s| s.ephemeral_owner != reg.session_info().id)
         }
         Err(e) => return Err(step(&job, "creating instances/{id}")(e)),
@@ -149,8 +195,13 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         .filter(|(_, v)| v.running.as_deref() == Some(me.as_str()))
         .map(|(i, _)| Op::delete(JobNode::ShardingRunning(*i).to_path(&job)))
         .collect();
-    apply_each_tolerant(reg, &stale).await.map_err(step(&job, "clearing stale running markers"))?;
-    Ok(Registered { config: Arc::new(config), instance_node_pending })
+    apply_each_tolerant(reg, &stale)
+        .await
+        .map_err(step(&job, "clearing stale running markers"))?;
+    Ok(Registered {
+        config: Arc::new(config),
+        instance_node_pending,
+    })
 }
 
 /// Parses and validates the config found in the registry, naming the path on failure.

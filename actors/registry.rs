@@ -58,7 +58,9 @@ pub(crate) struct RegistryState {
 
 impl std::fmt::Debug for RegistryState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegistryState").field("generation", &self.generation).finish()
+        f.debug_struct("RegistryState")
+            .field("generation", &self.generation)
+            .finish()
     }
 }
 
@@ -68,7 +70,9 @@ impl RegistryState {
         myself: &ActorRef<RegistryMsg>,
         ctx: SessionCtx,
     ) -> Result<ActorRef<SessionMsg>, ActorProcessingErr> {
-        let name = self.node.actor_name(&format!("session-{}", self.generation));
+        let name = self
+            .node
+            .actor_name(&format!("session-{}", self.generation));
         let (session, _) =
             Actor::spawn_linked(Some(name), SessionActor, ctx, myself.get_cell()).await?;
         Ok(session)
@@ -104,9 +108,16 @@ impl Actor for RegistryActor {
         node: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         myself.send_message(RegistryMsg::Connect)?;
-        myself.send_interval(node.options.clock_check_interval, || RegistryMsg::CheckClock);
+        myself.send_interval(node.options.clock_check_interval, || {
+            RegistryMsg::CheckClock
+        });
         let backoff = node.options.reconnect_initial;
-        Ok(RegistryState { node, active: None, generation: 0, backoff })
+        Ok(RegistryState {
+            node,
+            active: None,
+            generation: 0,
+            backoff,
+        })
     }
 
     async fn handle(
@@ -131,7 +142,10 @@ impl Actor for RegistryActor {
                 }
             }
             RegistryMsg::MirrorChanged(generation, ev) => {
-                let Some(active) = state.active.as_ref().filter(|_| generation == state.generation)
+                let Some(active) = state
+                    .active
+                    .as_ref()
+                    .filter(|_| generation == state.generation)
                 else {
                     return Ok(()); // from a feed already torn down
                 };
@@ -189,8 +203,13 @@ impl Actor for RegistryActor {
                 }
             },
             RegistryMsg::CheckClock => {
-                let Some(active) = &state.active else { return Ok(()) };
-                let job = lock_jobs(&state.node).iter().find(|(_, s)| s.config.max_time_diff_seconds >= 0).map(|(j, _)| j.clone());
+                let Some(active) = &state.active else {
+                    return Ok(());
+                };
+                let job = lock_jobs(&state.node)
+                    .iter()
+                    .find(|(_, s)| s.config.max_time_diff_seconds >= 0)
+                    .map(|(j, _)| j.clone());
                 if let Some(job) = job {
                     // Off the mailbox: a registry write whose answer only updates a number.
                     let (registry, node) = (active.registry.clone(), state.node.clone());
@@ -199,9 +218,14 @@ impl Actor for RegistryActor {
                         match registry.server_time_millis(&path).await {
                             Ok(server) => {
                                 let local = node.clock.now().timestamp_millis();
-                                node.clock_skew_ms.0.store(local.abs_diff(server), std::sync::atomic::Ordering::Relaxed);
+                                node.clock_skew_ms.0.store(
+                                    local.abs_diff(server),
+                                    std::sync::atomic::Ordering::Relaxed,
+                                );
                             }
-                            Err(e) => tracing::warn!(%path, error = %e, "cannot read the registry's time"),
+                            Err(e) => {
+                                tracing::warn!(%path, error = %e, "cannot read the registry's time")
+                            }
                         }
                     });
                 }
@@ -229,13 +253,25 @@ impl Actor for RegistryActor {
             }
             _ => None,
         };
-        let Some((id, reason)) = failed else { return Ok(()) };
-        let is_current = state.active.as_ref().is_some_and(|a| a.session.get_id() == id);
+        let Some((id, reason)) = failed else {
+            return Ok(());
+        };
+        let is_current = state
+            .active
+            .as_ref()
+            .is_some_and(|a| a.session.get_id() == id);
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            let ctx = state.active.as_ref().map(|a| a.ctx.clone()).expect("checked above");
-            let ctx = SessionCtx { dir: Arc::new(Directory::default()), ..ctx };
+            let ctx = state
+                .active
+                .as_ref()
+                .map(|a| a.ctx.clone())
+                .expect("checked above");
+            let ctx = SessionCtx {
+                dir: Arc::new(Directory::default()),
+                ..ctx
+            };
             let session = state.spawn_session(&myself, ctx.clone()).await?;
             if let Some(a) = state.active.as_mut() {
                 a.session = session;
@@ -253,7 +289,11 @@ impl Actor for RegistryActor {
         if let Some(active) = state.active.take() {
             active.forward.abort();
             // Drains the executors (bounded by the shutdown timeout) in the session actor's post_stop.
-            active.session.stop_and_wait(Some("node stopping".into()), None).await.ok();
+            active
+                .session
+                .stop_and_wait(Some("node stopping".into()), None)
+                .await
+                .ok();
             // Closing the session removes this instance's ephemerals (instances/, leadership) at once,
             // so the others react now rather than after the session timeout.
             active.registry.close().await;
@@ -280,7 +320,10 @@ async fn connect(
     let me = myself.clone();
     let forward = tokio::spawn(async move {
         while let Some(ev) = events.recv().await {
-            if me.send_message(RegistryMsg::MirrorChanged(generation, ev)).is_err() {
+            if me
+                .send_message(RegistryMsg::MirrorChanged(generation, ev))
+                .is_err()
+            {
                 break;
             }
         }
@@ -288,7 +331,13 @@ async fn connect(
     myself.send_message(RegistryMsg::CheckClock)?;
     tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
         "registry session opened");
-    state.active = Some(Active { registry, _feed: handle, forward, session, ctx });
+    state.active = Some(Active {
+        registry,
+        _feed: handle,
+        forward,
+        session,
+        ctx,
+    });
     Ok(())
 }
 

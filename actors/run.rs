@@ -89,7 +89,10 @@ async fn run(req: RunRequest) -> RunReport {
         .map(|ctx| {
             let item = ctx.sharding_item;
             let handler = req.handler.clone();
-            (item, tokio::spawn(async move { handler.run_item(ctx).await }))
+            (
+                item,
+                tokio::spawn(async move { handler.run_item(ctx).await }),
+            )
         })
         .collect();
     let mut results = Vec::with_capacity(tasks.len());
@@ -115,12 +118,25 @@ async fn run(req: RunRequest) -> RunReport {
         }
     }
     metrics::histogram!("shardcron_execution_duration_seconds", "job" => req.job.to_string())
-        .record((finished_at - started_at).to_std().unwrap_or_default().as_secs_f64());
-    let outcome = RunOutcome { results, started_at, finished_at };
+        .record(
+            (finished_at - started_at)
+                .to_std()
+                .unwrap_or_default()
+                .as_secs_f64(),
+        );
+    let outcome = RunOutcome {
+        results,
+        started_at,
+        finished_at,
+    };
     for p in req.listeners.after_run(&info, &outcome) {
         tracing::error!(job = %req.job, listener = %p.listener, message = %p.message, "listener panicked");
     }
-    RunReport { run_id: req.run_id, outcome, escalated }
+    RunReport {
+        run_id: req.run_id,
+        outcome,
+        escalated,
+    }
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {

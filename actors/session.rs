@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
+};
 
 use crate::registry::SessionState;
 use crate::types::JobName;
@@ -63,30 +65,50 @@ impl SessionActorState {
         let name = |what: &str| Some(ctx.node.actor_name(what));
         let cell = match &child {
             Child::Leader => {
-                let (r, _) = Actor::spawn_linked(name("leader"), LeaderActor, ctx.clone(), myself.clone()).await?;
+                let (r, _) =
+                    Actor::spawn_linked(name("leader"), LeaderActor, ctx.clone(), myself.clone())
+                        .await?;
                 write(&ctx.dir.leader, Some(r.clone()));
                 r.get_cell()
             }
             Child::Sharding => {
-                let (r, _) = Actor::spawn_linked(name("sharding"), ShardingActor, ctx.clone(), myself.clone()).await?;
+                let (r, _) = Actor::spawn_linked(
+                    name("sharding"),
+                    ShardingActor,
+                    ctx.clone(),
+                    myself.clone(),
+                )
+                .await?;
                 write(&ctx.dir.sharding, Some(r.clone()));
                 r.get_cell()
             }
             Child::Failover => {
-                let (r, _) = Actor::spawn_linked(name("failover"), FailoverActor, ctx.clone(), myself.clone()).await?;
+                let (r, _) = Actor::spawn_linked(
+                    name("failover"),
+                    FailoverActor,
+                    ctx.clone(),
+                    myself.clone(),
+                )
+                .await?;
                 write(&ctx.dir.failover, Some(r.clone()));
                 r.get_cell()
             }
             Child::Trigger => {
-                let (r, _) = Actor::spawn_linked(name("trigger"), TriggerActor, ctx.clone(), myself.clone()).await?;
+                let (r, _) =
+                    Actor::spawn_linked(name("trigger"), TriggerActor, ctx.clone(), myself.clone())
+                        .await?;
                 write(&ctx.dir.trigger, Some(r.clone()));
                 r.get_cell()
             }
             Child::Executor(job) => {
-                let spec = lock_jobs(&ctx.node).get(job).cloned().ok_or_else(|| {
-                    EngineError::UnknownJob(job.clone())
-                })?;
-                let args = ExecutorArgs { ctx: ctx.clone(), spec };
+                let spec = lock_jobs(&ctx.node)
+                    .get(job)
+                    .cloned()
+                    .ok_or_else(|| EngineError::UnknownJob(job.clone()))?;
+                let args = ExecutorArgs {
+                    ctx: ctx.clone(),
+                    spec,
+                };
                 let (r, _) = Actor::spawn_linked(
                     name(&format!("executor/{job}")),
                     ExecutorActor,
@@ -130,9 +152,18 @@ impl Actor for SessionActor {
         myself: ActorRef<Self::Msg>,
         ctx: SessionCtx,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let mut state = SessionActorState { ctx, children: HashMap::new(), removing: Vec::new() };
+        let mut state = SessionActorState {
+            ctx,
+            children: HashMap::new(),
+            removing: Vec::new(),
+        };
         let cell = myself.get_cell();
-        for child in [Child::Trigger, Child::Leader, Child::Sharding, Child::Failover] {
+        for child in [
+            Child::Trigger,
+            Child::Leader,
+            Child::Sharding,
+            Child::Failover,
+        ] {
             state.spawn(&cell, child).await?;
         }
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
@@ -168,7 +199,12 @@ impl Actor for SessionActor {
                 }
             }
             SessionMsg::Resynced => state.broadcast(|| {
-                (LeaderMsg::Resynced, ShardingMsg::Resynced, FailoverMsg::Resynced, ExecutorMsg::Resynced)
+                (
+                    LeaderMsg::Resynced,
+                    ShardingMsg::Resynced,
+                    FailoverMsg::Resynced,
+                    ExecutorMsg::Resynced,
+                )
             }),
             SessionMsg::SessionState(s) => {
                 for e in state.ctx.dir.executors.iter() {
@@ -185,12 +221,17 @@ impl Actor for SessionActor {
                 };
                 if let Some(old) = state.ctx.executor(&job) {
                     state.removing.push(job.clone());
-                    old.stop_and_wait(Some("job replaced".into()), None).await.ok();
+                    old.stop_and_wait(Some("job replaced".into()), None)
+                        .await
+                        .ok();
                 }
                 let result = state
                     .spawn(&myself.get_cell(), Child::Executor(job.clone()))
                     .await
-                    .map_err(|e| EngineError::JobStart { job, reason: e.to_string() });
+                    .map_err(|e| EngineError::JobStart {
+                        job,
+                        reason: e.to_string(),
+                    });
                 let _ = reply.send(result);
             }
             SessionMsg::RemoveJob(job, reply) => {
@@ -225,14 +266,22 @@ impl Actor for SessionActor {
     ) -> Result<(), ActorProcessingErr> {
         let (cell, reason) = match &evt {
             SupervisionEvent::ActorFailed(cell, e) => (cell.clone(), e.to_string()),
-            SupervisionEvent::ActorTerminated(cell, _, r) => (cell.clone(), r.clone().unwrap_or_default()),
+            SupervisionEvent::ActorTerminated(cell, _, r) => {
+                (cell.clone(), r.clone().unwrap_or_default())
+            }
             _ => return Ok(()),
         };
-        let Some(child) = state.children.remove(&cell.get_id()) else { return Ok(()) };
+        let Some(child) = state.children.remove(&cell.get_id()) else {
+            return Ok(());
+        };
         if let Child::Executor(job) = &child {
             if let Some(pos) = state.removing.iter().position(|j| j == job) {
                 state.removing.remove(pos);
-                state.ctx.dir.executors.remove_if(job, |_, r| r.get_id() == cell.get_id());
+                state
+                    .ctx
+                    .dir
+                    .executors
+                    .remove_if(job, |_, r| r.get_id() == cell.get_id());
                 state.ctx.dir.configs.remove(job);
                 return Ok(());
             }
@@ -251,13 +300,24 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let timeout = state.ctx.node.options.shutdown_timeout;
-        let executors: Vec<_> = state.ctx.dir.executors.iter().map(|e| e.value().clone()).collect();
+        let executors: Vec<_> = state
+            .ctx
+            .dir
+            .executors
+            .iter()
+            .map(|e| e.value().clone())
+            .collect();
         let drains = executors.iter().map(|e| {
-            e.call(ExecutorMsg::Drain, Some(timeout + std::time::Duration::from_millis(100)))
+            e.call(
+                ExecutorMsg::Drain,
+                Some(timeout + std::time::Duration::from_millis(100)),
+            )
         });
         futures::future::join_all(drains).await;
         state.children.clear();
-        myself.stop_children_and_wait(Some("session ending".into()), None).await;
+        myself
+            .stop_children_and_wait(Some("session ending".into()), None)
+            .await;
         Ok(())
     }
 }

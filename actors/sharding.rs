@@ -43,7 +43,12 @@ impl ShardingState {
             self.waiting.remove(job);
             return Ok(());
         };
-        let strategy = match self.ctx.node.strategies.get(config.config().job_sharding_strategy_type.as_deref()) {
+        let strategy = match self
+            .ctx
+            .node
+            .strategies
+            .get(config.config().job_sharding_strategy_type.as_deref())
+        {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(%job, error = %e, "cannot shard");
@@ -52,7 +57,13 @@ impl ShardingState {
         };
         let view = JobView::read(self.ctx.mirror(), job);
         let i_lead = view.leader.as_ref() == Some(self.ctx.me());
-        match resharding::step(&view, job, config.sharding_total_count(), &*strategy, i_lead) {
+        match resharding::step(
+            &view,
+            job,
+            config.sharding_total_count(),
+            &*strategy,
+            i_lead,
+        ) {
             ShardingStep::Nothing => {
                 self.waiting.remove(job);
             }
@@ -101,7 +112,10 @@ impl Actor for ShardingActor {
         _myself: ActorRef<Self::Msg>,
         ctx: SessionCtx,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(ShardingState { ctx, waiting: BTreeSet::new() })
+        Ok(ShardingState {
+            ctx,
+            waiting: BTreeSet::new(),
+        })
     }
 
     async fn handle(

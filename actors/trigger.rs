@@ -48,7 +48,12 @@ impl TriggerState {
         }
     }
 
-    fn schedule_after(&mut self, job: JobName, config: std::sync::Arc<ValidatedConfig>, after: DateTime<Utc>) {
+    fn schedule_after(
+        &mut self,
+        job: JobName,
+        config: std::sync::Arc<ValidatedConfig>,
+        after: DateTime<Utc>,
+    ) {
         self.unschedule(&job);
         if let Some(at) = config.next_fire_after(after) {
             self.queue.insert((at, job.clone()));
@@ -61,8 +66,12 @@ impl TriggerState {
             t.abort();
         }
         self.generation += 1;
-        let Some((first, _)) = self.queue.first() else { return };
-        let delay = (*first - self.ctx.node.clock.now()).to_std().unwrap_or(Duration::ZERO);
+        let Some((first, _)) = self.queue.first() else {
+            return;
+        };
+        let delay = (*first - self.ctx.node.clock.now())
+            .to_std()
+            .unwrap_or(Duration::ZERO);
         let generation = self.generation;
         self.timer = Some(myself.send_after(delay, move || TriggerMsg::Tick(generation)));
     }
@@ -75,10 +84,30 @@ impl Actor for TriggerActor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         ctx: SessionCtx,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(TriggerState { ctx, next: HashMap::new(), queue: BTreeSet::new(), timer: None, generation: 0 })
+        let mut state = TriggerState {
+            ctx,
+            next: HashMap::new(),
+            queue: BTreeSet::new(),
+            timer: None,
+            generation: 0,
+        };
+        // After a restart, the jobs already running are scheduled again from their current configs.
+        let now = state.ctx.node.clock.now();
+        let jobs: Vec<_> = state
+            .ctx
+            .dir
+            .configs
+            .iter()
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect();
+        for (job, config) in jobs {
+            state.schedule_after(job, config, now);
+        }
+        state.arm(&myself);
+        Ok(state)
     }
 
     async fn handle(
@@ -107,12 +136,18 @@ impl Actor for TriggerActor {
                         break;
                     }
                     state.queue.pop_first();
-                    let Some((_, config)) = state.next.remove(&job) else { continue };
+                    let Some((_, config)) = state.next.remove(&job) else {
+                        continue;
+                    };
                     if let Some(exec) = state.ctx.executor(&job) {
                         let _ = exec.send_message(ExecutorMsg::Fire { scheduled: at });
                     }
                     // Fires missed while the node was busy or asleep collapse into the one just sent.
-                    let after = if config.next_fire_after(at).is_some_and(|n| n <= now) { now } else { at };
+                    let after = if config.next_fire_after(at).is_some_and(|n| n <= now) {
+                        now
+                    } else {
+                        at
+                    };
                     state.schedule_after(job, config, after);
                 }
                 state.arm(&myself);

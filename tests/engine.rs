@@ -9,22 +9,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cluster::{assignment, instance, start_node, Execution, Recorder};
 use shardcron::config::JobConfig;
+use shardcron::job::{ExecutionSource, ItemHandler};
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::Connector;
 use shardcron::ShardItem;
-use cluster::{assignment, instance, start_node, Execution, Recorder};
 
 const WITHIN: Duration = Duration::from_secs(60);
 
 fn every_second(name: &str, items: i32) -> JobConfig {
-    JobConfig::new(name, items).cron("* * * * * ?").time_zone("UTC")
+    JobConfig::new(name, items)
+        .cron("* * * * * ?")
+        .time_zone("UTC")
 }
 
 /// Fires (cron instants, as seconds) at which every item in `0..items` ran exactly once.
 fn complete_fires(log: &[Execution], items: u32) -> Vec<i64> {
     let mut by_fire: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
-    for e in log.iter().filter(|e| e.source == shardcron::job::ExecutionSource::Normal) {
+    for e in log.iter().filter(|e| e.source == ExecutionSource::Normal) {
         by_fire.entry(e.at.timestamp()).or_default().push(e.item.0);
     }
     by_fire
@@ -52,7 +55,9 @@ async fn three_instances_share_eight_items_as_the_spec_says_and_each_item_runs_o
     }
     tracing::info!("--- wait for ten complete fires after sharding settles");
     let log = rec
-        .wait_until("ten fires with all 8 items each", WITHIN, |log| complete_fires(log, 8).len() >= 10)
+        .wait_until("ten fires with all 8 items each", WITHIN, |log| {
+            complete_fires(log, 8).len() >= 10
+        })
         .await;
     let plan = assignment(&nodes[0], "orders");
     let expected: BTreeMap<String, Vec<u32>> = [
@@ -61,11 +66,19 @@ async fn three_instances_share_eight_items_as_the_spec_says_and_each_item_runs_o
         (instance(1).to_string(), vec![4, 5]),
     ]
     .into();
-    assert_eq!(plan, expected, "AVG_ALLOCATION over instances in descending order");
+    assert_eq!(
+        plan, expected,
+        "AVG_ALLOCATION over instances in descending order"
+    );
     // No item ran twice for one fire.
     let mut seen = BTreeSet::new();
     for e in &log {
-        assert!(seen.insert((e.at.timestamp(), e.item)), "item {} ran twice at {}", e.item, e.at);
+        assert!(
+            seen.insert((e.at.timestamp(), e.item)),
+            "item {} ran twice at {}",
+            e.item,
+            e.at
+        );
     }
     for n in &nodes {
         n.shutdown().await;
@@ -80,16 +93,39 @@ async fn a_fourth_instance_joining_gets_items_at_the_next_fire() {
     let rec = Recorder::default();
     let mut nodes = Vec::new();
     for n in [1, 2, 3] {
-        nodes.push(start_node(conn.clone(), instance(n), vec![(every_second("orders", 8), rec.handler(Duration::ZERO))]).await);
+        nodes.push(
+            start_node(
+                conn.clone(),
+                instance(n),
+                vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
+            )
+            .await,
+        );
     }
-    rec.wait_until("a complete fire", WITHIN, |log| !complete_fires(log, 8).is_empty()).await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 8).is_empty()
+    })
+    .await;
     tracing::info!("--- a fourth instance joins");
-    nodes.push(start_node(conn.clone(), instance(4), vec![(every_second("orders", 8), rec.handler(Duration::ZERO))]).await);
+    nodes.push(
+        start_node(
+            conn.clone(),
+            instance(4),
+            vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
+        )
+        .await,
+    );
     let four = instance(4);
-    rec.wait_until("the fourth instance runs items", WITHIN, |log| log.iter().any(|e| e.instance == four)).await;
+    rec.wait_until("the fourth instance runs items", WITHIN, |log| {
+        log.iter().any(|e| e.instance == four)
+    })
+    .await;
     let plan = assignment(&nodes[0], "orders");
     assert_eq!(plan.len(), 4, "four owners after the reshard: {plan:?}");
-    assert!(plan.values().all(|v| v.len() == 2), "eight items over four instances: {plan:?}");
+    assert!(
+        plan.values().all(|v| v.len() == 2),
+        "eight items over four instances: {plan:?}"
+    );
     for n in &nodes {
         n.shutdown().await;
     }
@@ -103,13 +139,26 @@ async fn a_count_change_in_the_registry_reshards_from_eight_to_three_items() {
     let rec = Recorder::default();
     let mut nodes = Vec::new();
     for n in [1, 2] {
-        nodes.push(start_node(conn.clone(), instance(n), vec![(every_second("orders", 8), rec.handler(Duration::ZERO))]).await);
+        nodes.push(
+            start_node(
+                conn.clone(),
+                instance(n),
+                vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
+            )
+            .await,
+        );
     }
-    rec.wait_until("a complete fire of 8", WITHIN, |log| !complete_fires(log, 8).is_empty()).await;
+    rec.wait_until("a complete fire of 8", WITHIN, |log| {
+        !complete_fires(log, 8).is_empty()
+    })
+    .await;
     tracing::info!("--- an operator changes shardingTotalCount to 3");
     let admin = conn.connect().await.unwrap();
     let yaml = every_second("orders", 3).to_yaml().unwrap();
-    admin.set("/orders/config", yaml.as_bytes(), None).await.unwrap();
+    admin
+        .set("/orders/config", yaml.as_bytes(), None)
+        .await
+        .unwrap();
     let before = rec.all().len();
     rec.wait_until("runs with total 3", WITHIN, |log| {
         log[before..].iter().filter(|e| e.total == 3).count() >= 6
@@ -117,10 +166,282 @@ async fn a_count_change_in_the_registry_reshards_from_eight_to_three_items() {
     .await;
     let after = rec.all();
     let last = after.last().unwrap().at.timestamp();
-    assert!(after.iter().filter(|e| e.total == 3).all(|e| e.item < ShardItem(3)));
+    assert!(after
+        .iter()
+        .filter(|e| e.total == 3)
+        .all(|e| e.item < ShardItem(3)));
     assert!(complete_fires(&after, 3).iter().any(|f| *f <= last));
-    assert_eq!(assignment(&nodes[0], "orders").values().map(Vec::len).sum::<usize>(), 3);
+    assert_eq!(
+        assignment(&nodes[0], "orders")
+            .values()
+            .map(Vec::len)
+            .sum::<usize>(),
+        3
+    );
     for n in &nodes {
         n.shutdown().await;
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn disabling_a_server_moves_its_items_to_the_others() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let mut nodes = Vec::new();
+    for n in [1, 2, 3] {
+        nodes.push(
+            start_node(
+                conn.clone(),
+                instance(n),
+                vec![(every_second("orders", 6), rec.handler(Duration::ZERO))],
+            )
+            .await,
+        );
+    }
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 6).is_empty()
+    })
+    .await;
+    tracing::info!(
+        "--- the operator disables the server of instance 3 (the first in sharding order)"
+    );
+    let admin = conn.connect().await.unwrap();
+    admin
+        .set(
+            &format!("/orders/servers/{}", instance(3).ip()),
+            b"DISABLED",
+            None,
+        )
+        .await
+        .unwrap();
+    let before = rec.all().len();
+    let three = instance(3);
+    rec.wait_until("three complete fires without instance 3", WITHIN, |log| {
+        let recent = &log[before..];
+        let fires = complete_fires(recent, 6);
+        fires.len() >= 3
+            && recent
+                .iter()
+                .filter(|e| fires[1..].contains(&e.at.timestamp()))
+                .all(|e| e.instance != three)
+    })
+    .await;
+    let plan = assignment(&nodes[0], "orders");
+    assert!(
+        !plan.contains_key(three.as_str()),
+        "disabled instance keeps no items: {plan:?}"
+    );
+    for n in &nodes {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn fires_missed_while_the_item_runs_are_made_up_once_after_the_run() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    // The first run takes 3.5 s of a 1 s cron, so three fires are missed; later runs are instant.
+    let slow_once = {
+        let inner = rec.handler(Duration::ZERO);
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        Arc::new(shardcron::job::FnJob(
+            move |ctx: shardcron::job::ShardingContext| {
+                let (inner, first) = (inner.clone(), first.clone());
+                async move {
+                    inner.run_item(ctx).await?;
+                    if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                        tokio::time::sleep(Duration::from_millis(3500)).await;
+                    }
+                    Ok(())
+                }
+            },
+        )) as shardcron::job::SharedHandler
+    };
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(every_second("slow", 1), slow_once)],
+    )
+    .await;
+    let log = rec
+        .wait_until(
+            "the catch-up and three normal fires after it",
+            WITHIN,
+            |log| {
+                log.iter()
+                    .skip_while(|e| e.source != ExecutionSource::Misfire)
+                    .count()
+                    >= 4
+            },
+        )
+        .await;
+    let sources: Vec<_> = log.iter().map(|e| e.source).collect();
+    let misfires = sources
+        .iter()
+        .filter(|s| **s == ExecutionSource::Misfire)
+        .count();
+    assert_eq!(misfires, 1, "three missed fires, one catch-up: {sources:?}");
+    let first = &log[0];
+    let catch_up = log
+        .iter()
+        .find(|e| e.source == ExecutionSource::Misfire)
+        .unwrap();
+    assert_eq!(
+        catch_up.at - first.at,
+        chrono::Duration::milliseconds(3500),
+        "right after the run"
+    );
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_manual_trigger_runs_every_item_once_and_a_one_off_job_runs_only_when_triggered() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let job = || {
+        (
+            JobConfig::new("once", 4).one_off(),
+            rec.handler(Duration::ZERO),
+        )
+    };
+    let a = start_node(conn.clone(), instance(1), vec![job()]).await;
+    let b = start_node(conn.clone(), instance(2), vec![job()]).await;
+    tokio::time::sleep(Duration::from_secs(5)).await; // paused time: lets any (wrong) fire happen
+    assert!(rec.all().is_empty(), "a one-off job never fires by itself");
+    tracing::info!("--- trigger through the API on both instances");
+    let name = shardcron::JobName::new("once").unwrap();
+    a.trigger(&name).await.unwrap();
+    b.trigger(&name).await.unwrap();
+    let log = rec
+        .wait_until("all four items", WITHIN, |log| log.len() >= 4)
+        .await;
+    let items: BTreeSet<u32> = log.iter().map(|e| e.item.0).collect();
+    assert_eq!(items, (0..4).collect(), "every item once: {log:?}");
+    assert!(log.iter().all(|e| e.source == ExecutionSource::Manual));
+    tracing::info!("--- trigger through the registry's trigger/{{instanceId}} nodes");
+    let admin = conn.connect().await.unwrap();
+    for n in [1, 2] {
+        admin
+            .ensure_path(&format!("/once/trigger/{}", instance(n)))
+            .await
+            .unwrap();
+    }
+    rec.wait_until("four more items", WITHIN, |log| log.len() >= 8)
+        .await;
+    assert!(
+        admin.children("/once/trigger").await.unwrap().is_empty(),
+        "each instance takes its trigger node"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(rec.all().len(), 8, "no item ran twice");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn killed_engine_actors_are_restarted_and_back_at_work() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 2).is_empty()
+    })
+    .await;
+    for what in ["trigger", "executor/orders", "leader", "sharding"] {
+        tracing::info!("--- kill the {what} actor");
+        let cell = ractor::registry::where_is(node.actor_name(what)).expect("actor is registered");
+        cell.kill();
+        let before = complete_fires(&rec.all(), 2).len();
+        rec.wait_until(
+            &format!("two more complete fires after killing {what}"),
+            WITHIN,
+            |log| complete_fires(log, 2).len() >= before + 2,
+        )
+        .await;
+    }
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 2).is_empty()
+    })
+    .await;
+    let admin = conn.connect().await.unwrap();
+    tracing::info!("--- someone writes YAML that does not parse, then a config with a bad cron");
+    admin
+        .set(
+            "/orders/config",
+            b"jobName: orders\nshardingTotalCount: [oops",
+            None,
+        )
+        .await
+        .unwrap();
+    let before = complete_fires(&rec.all(), 2).len();
+    rec.wait_until("fires go on with the last valid config", WITHIN, |log| {
+        complete_fires(log, 2).len() >= before + 3
+    })
+    .await;
+    let bad_cron = every_second("orders", 2)
+        .cron("61 * * * * ?")
+        .to_yaml()
+        .unwrap();
+    admin
+        .set("/orders/config", bad_cron.as_bytes(), None)
+        .await
+        .unwrap();
+    let before = complete_fires(&rec.all(), 2).len();
+    rec.wait_until("fires go on after a bad cron", WITHIN, |log| {
+        complete_fires(log, 2).len() >= before + 3
+    })
+    .await;
+    tracing::info!("--- a valid change to every 5 seconds reschedules");
+    let slower = JobConfig::new("orders", 2)
+        .cron("0/5 * * * * ?")
+        .time_zone("UTC")
+        .to_yaml()
+        .unwrap();
+    admin
+        .set("/orders/config", slower.as_bytes(), None)
+        .await
+        .unwrap();
+    let start = rec.all().len();
+    let log = rec
+        .wait_until("three fires on the new cron", WITHIN, |log| {
+            complete_fires(&log[start..], 2).len() >= 4
+        })
+        .await;
+    let fires = complete_fires(&log[start..], 2);
+    for w in fires[1..].windows(2) {
+        assert_eq!(
+            w[1] - w[0],
+            5,
+            "every 5 seconds after the change: {fires:?}"
+        );
+    }
+    node.shutdown().await;
 }
