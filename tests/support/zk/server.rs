@@ -1,0 +1,261 @@
+//! [`ZkServer`]: a real ZooKeeper 3.8 standalone server for tests, on a free loopback port with a
+//! temporary data directory, that can be stopped and started again on the same port and data.
+//!
+//! The JVM is spawned from one long-lived "spawner" thread with `PR_SET_PDEATHSIG = SIGKILL`: the
+//! kernel sends that signal when the *thread* that forked the child ends, so spawning from a test's
+//! own thread would kill the server as soon as that test finished. The spawner lives as long as the
+//! process, so the server dies with the test binary even when it panics or is killed.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Where Debian's `zookeeper` package puts the server jar; its manifest names its dependencies.
+const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// A logging binding, so that a server that fails to start says why in its log.
+const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
+/// Sessions may be as short as 2 ticks: 400 ms.
+const TICK_MS: u32 = 200;
+/// How long a JVM may take to start serving on a loaded 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A ZooKeeper server process. Killed on drop.
+#[derive(Debug)]
+pub struct ZkServer {
+    port: u16,
+    dir: tempfile::TempDir,
+    child: Mutex<Option<Child>>,
+}
+
+impl ZkServer {
+    /// Starts a server and waits until it serves. Panics, saying how to fix it, when ZooKeeper is
+    /// not installed: tests never skip.
+    pub fn start() -> ZkServer {
+        let classpath = classpath();
+        let dir = tempfile::Builder::new()
+            .prefix("shardcron-zk-")
+            .tempdir()
+            .expect("creating the ZooKeeper data directory");
+        let port = free_port();
+        std::fs::create_dir_all(dir.path().join("data")).expect("creating dataDir");
+        let config = format!(
+            "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\nclientPort={port}\n\
+             clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n\
+             maxClientCnxns=0\nminSessionTimeout={min}\nmaxSessionTimeout=60000\nforceSync=no\n",
+            data = dir.path().join("data").display(),
+            min = 2 * TICK_MS,
+        );
+        std::fs::write(dir.path().join("zoo.cfg"), config).expect("writing zoo.cfg");
+        std::fs::write(dir.path().join("classpath"), classpath).expect("writing classpath");
+        let server = ZkServer {
+            port,
+            dir,
+            child: Mutex::new(None),
+        };
+        server.resume();
+        server
+    }
+
+    /// The client port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The client address.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// `127.0.0.1:{port}`.
+    pub fn connect_string(&self) -> String {
+        self.addr().to_string()
+    }
+
+    /// The data directory, kept across [`ZkServer::stop`] and [`ZkServer::resume`].
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Kills the server (SIGKILL, as a crash would) and waits for it to exit. Sessions stay alive
+    /// in the data directory's view until they time out after a [`ZkServer::resume`].
+    pub fn stop(&self) {
+        if let Some(mut child) = self.child.lock().unwrap().take() {
+            // Already gone is fine: the point is that it is not running.
+            let _ = child.kill();
+            child
+                .wait()
+                .expect("waiting for the killed ZooKeeper server");
+        }
+    }
+
+    /// Starts the server again on the same port and data, and waits until it serves. Does nothing
+    /// when it is running.
+    pub fn resume(&self) {
+        let mut slot = self.child.lock().unwrap();
+        if slot.is_some() {
+            return;
+        }
+        let log = std::fs::File::create(self.log_path()).expect("creating the server log");
+        let mut cmd = Command::new("java");
+        cmd.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .arg("-Djava.net.preferIPv4Stack=true")
+            .arg("-Dzookeeper.admin.enableServer=false")
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+            .arg("-cp")
+            .arg(std::fs::read_to_string(self.dir.path().join("classpath")).unwrap())
+            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+            .arg(self.dir.path().join("zoo.cfg"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        *slot = Some(spawn_from_spawner(cmd));
+        drop(slot);
+        self.wait_serving();
+    }
+
+    /// [`ZkServer::stop`] then [`ZkServer::resume`].
+    pub fn restart(&self) {
+        self.stop();
+        self.resume();
+    }
+
+    /// Whether the process is running.
+    pub fn is_running(&self) -> bool {
+        let mut slot = self.child.lock().unwrap();
+        match slot.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => true,
+            Some(_) => {
+                *slot = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Sends a four-letter command (`srvr`, `cons`, `dump`, ...) and returns the answer.
+    pub fn four_letter(&self, command: &str) -> std::io::Result<String> {
+        let mut stream = TcpStream::connect_timeout(&self.addr(), Duration::from_secs(2))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(command.as_bytes())?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        Ok(answer)
+    }
+
+    /// The server's log so far (JVM output and warnings).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// Polls `srvr` until the server answers as a standalone server: the server is another process,
+    /// so asking it is the only way to know.
+    fn wait_serving(&self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(answer) = self.four_letter("srvr") {
+                if answer.contains("Mode: standalone") {
+                    return;
+                }
+            }
+            if !self.is_running() {
+                panic!(
+                    "ZooKeeper server on port {} exited while starting; its log:\n{}",
+                    self.port,
+                    self.log()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "ZooKeeper server on port {} did not serve within {START_TIMEOUT:?}; its log:\n{}",
+                    self.port,
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The server's classpath: `ZOOKEEPER_CLASSPATH` when set, else Debian's jar (whose manifest lists
+/// its dependencies) plus a logging binding when one is installed.
+fn classpath() -> String {
+    if let Ok(cp) = std::env::var("ZOOKEEPER_CLASSPATH") {
+        return cp;
+    }
+    if !Path::new(DEBIAN_JAR).exists() {
+        panic!(
+            "ZooKeeper is not installed ({DEBIAN_JAR} is missing): run `scripts/test`, which \
+             installs the Debian `zookeeper` package, or set ZOOKEEPER_CLASSPATH"
+        );
+    }
+    let mut cp = DEBIAN_JAR.to_owned();
+    if Path::new(SLF4J_SIMPLE).exists() {
+        cp.push(':');
+        cp.push_str(SLF4J_SIMPLE);
+    }
+    cp
+}
+
+/// A port that was free a moment ago (the kernel picks it; the listener is closed at once).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("finding a free loopback port")
+        .port()
+}
+
+type SpawnRequest = (Command, Sender<std::io::Result<Child>>);
+
+/// Spawns `cmd` from the process-long spawner thread, with `PDEATHSIG = SIGKILL`.
+fn spawn_from_spawner(mut cmd: Command) -> Child {
+    static SPAWNER: OnceLock<Mutex<Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("zk-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("starting the ZooKeeper spawner thread");
+        Mutex::new(tx)
+    });
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let (reply_tx, reply_rx) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap()
+        .send((cmd, reply_tx))
+        .expect("the spawner thread lives as long as the process");
+    match reply_rx.recv().expect("the spawner thread answers") {
+        Ok(child) => child,
+        Err(e) => panic!(
+            "cannot run `java` for the ZooKeeper server ({e}); run `scripts/test`, which installs \
+             the Debian `zookeeper` package and its Java runtime"
+        ),
+    }
+}

@@ -1,0 +1,293 @@
+//! ZooKeeper-only behaviour of the backend, against a real server: namespaces and chroot, digest
+//! ACLs, several hosts, call bounds, expiry, big listings. What every backend must do alike lives in
+//! the conformance suite.
+
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use shardcron::registry::zookeeper::ZkConnector;
+use shardcron::registry::{
+    Connector, CreateMode, Op, OpKind, Registry, RegistryError, SessionState,
+};
+use support::backend::SessionControl;
+use support::zk;
+
+/// A namespace no other test of this binary uses.
+fn namespace(tag: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("zk-{}-{n}-{tag}", std::process::id())
+}
+
+#[tokio::test]
+async fn connecting_creates_a_nested_namespace_and_chroots_into_it() {
+    let backend = zk::backend();
+    let parent = namespace("chroot");
+    let nested = format!("{parent}/inner");
+    tracing::info!("--- a session on a namespace whose parents do not exist yet");
+    let s = ZkConnector::new(backend.config(&nested))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(s.children("/").await.unwrap(), Vec::<String>::new());
+    s.create("/job", b"x", CreateMode::Persistent)
+        .await
+        .unwrap();
+    tracing::info!("--- the parent namespace sees it one level down");
+    let outer = ZkConnector::new(backend.config(&parent))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(outer.children("/inner").await.unwrap(), ["job"]);
+    assert_eq!(outer.get("/inner/job").await.unwrap().0, b"x");
+}
+
+#[tokio::test]
+async fn digest_auth_refuses_another_identity_with_no_auth() {
+    let backend = zk::backend();
+    let ns = namespace("digest");
+    let as_user = |who: &str| ZkConnector::new(backend.config(&ns).with_digest(who).unwrap());
+    tracing::info!("--- alice creates the namespace and a node, creator-only");
+    let alice = as_user("alice:secret").connect().await.unwrap();
+    alice
+        .create("/job", b"mine", CreateMode::Persistent)
+        .await
+        .unwrap();
+    tracing::info!("--- bob and an anonymous session are refused, alice's other session is not");
+    let bob = as_user("bob:secret").connect().await.unwrap();
+    match bob.get("/job").await {
+        Err(RegistryError::NoAuth {
+            op: OpKind::Get,
+            path,
+        }) => assert_eq!(path, "/job"),
+        other => panic!("bob reading alice's node: expected NoAuth, got {other:?}"),
+    }
+    let anonymous = ZkConnector::new(backend.config(&ns))
+        .connect()
+        .await
+        .unwrap();
+    assert!(matches!(
+        anonymous
+            .create("/other", b"", CreateMode::Persistent)
+            .await,
+        Err(RegistryError::NoAuth {
+            op: OpKind::Create,
+            ..
+        })
+    ));
+    let alice_again = as_user("alice:secret").connect().await.unwrap();
+    assert_eq!(alice_again.get("/job").await.unwrap().0, b"mine");
+}
+
+#[tokio::test]
+async fn a_dead_host_in_the_connect_string_is_skipped() {
+    let backend = zk::backend();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let live = backend.server().connect_string();
+    // The client shuffles its hosts, so a few sessions try both orders.
+    for (i, connect) in [format!("{dead},{live}"), format!("{live},{dead}")]
+        .iter()
+        .enumerate()
+    {
+        for _ in 0..2 {
+            let config = backend.config_via(connect, &namespace("hosts"));
+            let s = ZkConnector::new(config)
+                .connect()
+                .await
+                .unwrap_or_else(|e| panic!("connect string {i} {connect} with one dead host: {e}"));
+            assert_eq!(s.session_state().borrow().clone(), SessionState::Connected);
+        }
+    }
+}
+
+#[tokio::test]
+async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
+    let backend = zk::backend();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let connector = ZkConnector::new(backend.config_via(&dead.to_string(), "dead"));
+    match connector.connect().await {
+        Err(RegistryError::Connect { target, .. }) => assert!(target.contains(&dead.to_string())),
+        other => panic!("expected a Connect error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn calls_are_bounded_by_the_call_timeout() {
+    let backend = zk::backend().with_call_timeout(Duration::from_millis(300));
+    let t = backend.open_zk(&namespace("timeout")).await;
+    t.control.disconnect().await;
+    // A call sent before the client notices fails fast with ConnectionLoss; one sent while it
+    // reconnects waits, and that wait is what the bound is for.
+    t.control.wait_state(SessionState::Disconnected).await;
+    let started = Instant::now();
+    match t.session.get("/job").await {
+        Err(RegistryError::Timeout {
+            op: OpKind::Get,
+            path,
+            after,
+        }) => {
+            assert_eq!((path.as_str(), after), ("/job", Duration::from_millis(300)));
+        }
+        other => panic!("a get while cut off: expected Timeout, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(t.session.op_counts().err(OpKind::Get), 1);
+}
+
+#[tokio::test]
+async fn an_expired_session_fails_every_call_with_session_expired() {
+    let backend = zk::backend();
+    let ns = namespace("expired");
+    let t = backend.open_zk(&ns).await;
+    t.session
+        .create("/mine", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    tracing::info!("--- the server ends the session");
+    t.control.expire().await;
+    assert_eq!(*t.session.session_state().borrow(), SessionState::Expired);
+    for outcome in [
+        t.session.get("/mine").await.map(drop),
+        t.session
+            .create("/x", b"", CreateMode::Persistent)
+            .await
+            .map(drop),
+        t.session.multi(&[Op::delete("/mine")]).await.map(drop),
+    ] {
+        assert!(
+            matches!(outcome, Err(RegistryError::SessionExpired)),
+            "{outcome:?}"
+        );
+    }
+    let other = ZkConnector::new(backend.config(&ns))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(other.exists("/mine").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_session_cut_off_longer_than_its_timeout_expires() {
+    let backend = zk::backend().with_session_timeout(Duration::from_millis(800));
+    let t = backend.open_zk(&namespace("cutoff")).await;
+    t.control.disconnect().await;
+    t.control.wait_state(SessionState::Expired).await;
+    t.control.reconnect().await;
+    assert!(matches!(
+        t.session.children("/").await,
+        Err(RegistryError::SessionExpired)
+    ));
+}
+
+#[tokio::test]
+async fn closing_ends_the_session_and_later_calls_fail_with_closed() {
+    let backend = zk::backend();
+    let ns = namespace("close");
+    let s = ZkConnector::new(backend.config(&ns))
+        .connect()
+        .await
+        .unwrap();
+    s.create("/mine", b"", CreateMode::Ephemeral).await.unwrap();
+    s.close().await;
+    assert_eq!(*s.session_state().borrow(), SessionState::Closed);
+    assert!(matches!(s.get("/mine").await, Err(RegistryError::Closed)));
+    let other = ZkConnector::new(backend.config(&ns))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(
+        other.exists("/mine").await.unwrap(),
+        None,
+        "ephemeral gone at close"
+    );
+}
+
+#[tokio::test]
+async fn session_info_reports_the_negotiated_timeout() {
+    // The server caps sessions at 60 s; asking for more gets the cap.
+    let backend = zk::backend().with_session_timeout(Duration::from_secs(100));
+    let s = ZkConnector::new(backend.config(&namespace("info")))
+        .connect()
+        .await
+        .unwrap();
+    let info = s.session_info();
+    assert_ne!(info.id, 0);
+    assert_eq!(info.timeout, Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn op_counts_split_calls_by_kind_and_outcome() {
+    let backend = zk::backend();
+    let connector = ZkConnector::new(backend.config(&namespace("counts")));
+    let s = connector.connect_session().await.unwrap();
+    s.create("/a", b"", CreateMode::Persistent).await.unwrap();
+    s.get("/a").await.unwrap();
+    assert!(s.get("/missing").await.unwrap_err().is_no_node());
+    let counts = connector.op_counts();
+    assert_eq!((counts.ok(OpKind::Get), counts.err(OpKind::Get)), (1, 1));
+    assert_eq!(counts.ok(OpKind::Create), 1);
+    assert_eq!(s.op_counts(), counts);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_subtree_reads_thousands_of_nodes_in_pipelined_batches() {
+    const PARENTS: usize = 40;
+    const CHILDREN: usize = 100;
+    let backend = zk::backend();
+    let connector = ZkConnector::new(backend.config(&namespace("list")));
+    let s = connector.connect_session().await.unwrap();
+    tracing::info!("--- {PARENTS} parents with {CHILDREN} children each, one multi-op per parent");
+    s.create("/job", b"root", CreateMode::Persistent)
+        .await
+        .unwrap();
+    for p in 0..PARENTS {
+        let parent = format!("/job/p{p:03}");
+        let mut ops = vec![Op::create(parent.as_str(), b"", CreateMode::Persistent)];
+        ops.extend((0..CHILDREN).map(|c| {
+            Op::create(
+                format!("{parent}/c{c:03}"),
+                c.to_string(),
+                CreateMode::Persistent,
+            )
+        }));
+        s.multi(&ops).await.unwrap();
+    }
+    tracing::info!("--- one listing");
+    let before = connector.op_counts();
+    let started = Instant::now();
+    let nodes = s.list_subtree("/job").await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(nodes.len(), 1 + PARENTS + PARENTS * CHILDREN);
+    assert_eq!(
+        (nodes[0].path.as_str(), nodes[0].data.as_slice()),
+        ("/job", &b"root"[..])
+    );
+    assert_eq!(nodes[1].path, "/job/p000");
+    assert_eq!(nodes[1 + PARENTS].path, "/job/p000/c000");
+    let last = nodes.last().unwrap();
+    assert_eq!(
+        (last.path.as_str(), last.data.as_slice()),
+        ("/job/p039/c099", &b"99"[..])
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "listing {} nodes took {took:?}",
+        nodes.len()
+    );
+    let delta = connector.op_counts().since(&before);
+    assert_eq!(delta.iter().collect::<Vec<_>>(), [(OpKind::List, 1, 0)]);
+    tracing::info!("--- a missing root is an error, not an empty listing");
+    assert!(s.list_subtree("/nope").await.unwrap_err().is_no_node());
+}
