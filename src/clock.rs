@@ -33,7 +33,10 @@ pub struct TokioClock {
 impl TokioClock {
     /// A clock reading `origin_wall` now.
     pub fn starting_at(origin_wall: DateTime<Utc>) -> Self {
-        Self { origin_wall, origin: tokio::time::Instant::now() }
+        Self {
+            origin_wall,
+            origin: tokio::time::Instant::now(),
+        }
     }
 }
 
@@ -53,7 +56,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn tokio_clock_advances_with_paused_time() {
-        let origin = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().to_utc();
+        let origin = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
         let clock = TokioClock::starting_at(origin);
         tokio::time::advance(std::time::Duration::from_millis(1500)).await;
         assert_eq!(clock.now(), origin + chrono::Duration::milliseconds(1500));

@@ -87,7 +87,10 @@ impl JobView {
     /// are left out.
     pub fn read(mirror: &Mirror, job: &JobName) -> Self {
         let path = |n: JobNode| n.to_path(job);
-        let mut view = JobView { job: Some(job.clone()), ..Default::default() };
+        let mut view = JobView {
+            job: Some(job.clone()),
+            ..Default::default()
+        };
         for name in mirror.children(&path(JobNode::Instances)) {
             if let Ok(id) = InstanceId::parse(name) {
                 view.instances.insert(id);
@@ -104,7 +107,9 @@ impl JobView {
         view.sharding_necessary = mirror.exists(&path(JobNode::LeaderShardingNecessary));
         view.sharding_processing = mirror.exists(&path(JobNode::LeaderShardingProcessing));
         for name in mirror.children(&path(JobNode::Sharding)) {
-            let Ok(item) = name.parse::<ShardItem>() else { continue };
+            let Ok(item) = name.parse::<ShardItem>() else {
+                continue;
+            };
             let data = |n: JobNode| mirror.data(&path(n));
             let iv = ItemView {
                 owner: data(JobNode::ShardingInstance(item)).and_then(|d| instance_of(&d)),
@@ -128,7 +133,10 @@ impl JobView {
 
     /// The status of an instance's server; a server without a node counts as enabled (ElasticJob).
     pub fn server_status(&self, ip: &str) -> ServerStatus {
-        self.servers.get(ip).copied().unwrap_or(ServerStatus::Enabled)
+        self.servers
+            .get(ip)
+            .copied()
+            .unwrap_or(ServerStatus::Enabled)
     }
 
     /// Live instances whose server is enabled: those that take items and may lead.

@@ -52,16 +52,36 @@ mod tests {
         ));
         let abdicate = ElectionDecision::Abdicate(Op::delete("/orders/leader/election/instance"));
         let cases: Vec<(&str, JobView, ElectionDecision)> = vec![
-            ("no leader, registered and enabled: stand", view(&[&a, &b], None), stand),
-            ("someone else leads: nothing", view(&[&a, &b], Some(&b)), ElectionDecision::Nothing),
-            ("I lead and am enabled: nothing", view(&[&a], Some(&a)), ElectionDecision::Nothing),
-            ("not registered yet: nothing", view(&[&b], None), ElectionDecision::Nothing),
+            (
+                "no leader, registered and enabled: stand",
+                view(&[&a, &b], None),
+                stand,
+            ),
+            (
+                "someone else leads: nothing",
+                view(&[&a, &b], Some(&b)),
+                ElectionDecision::Nothing,
+            ),
+            (
+                "I lead and am enabled: nothing",
+                view(&[&a], Some(&a)),
+                ElectionDecision::Nothing,
+            ),
+            (
+                "not registered yet: nothing",
+                view(&[&b], None),
+                ElectionDecision::Nothing,
+            ),
             (
                 "disabled server never stands",
                 disabled(view(&[&a, &b], None), "10.0.0.1"),
                 ElectionDecision::Nothing,
             ),
-            ("disabled leader abdicates", disabled(view(&[&a], Some(&a)), "10.0.0.1"), abdicate),
+            (
+                "disabled leader abdicates",
+                disabled(view(&[&a], Some(&a)), "10.0.0.1"),
+                abdicate,
+            ),
         ];
         for (name, v, want) in cases {
             assert_eq!(decide(&v, &job(), &a), want, "{name}");

@@ -94,9 +94,11 @@ pub fn plan_run(
             } else {
                 CreateMode::Ephemeral
             };
-            plan.start_ops.push(Op::create(running.clone(), me.as_str(), mode));
+            plan.start_ops
+                .push(Op::create(running.clone(), me.as_str(), mode));
             if v.misfire || local.misfire_flagged.contains(item) {
-                plan.start_ops.push(Op::delete(JobNode::ShardingMisfire(*item).to_path(job)));
+                plan.start_ops
+                    .push(Op::delete(JobNode::ShardingMisfire(*item).to_path(job)));
             }
             plan.end_ops.push(Op::delete(running));
         }
@@ -109,28 +111,44 @@ mod tests {
     use super::*;
     use crate::decide::fixtures::*;
 
-    const MONITORED: FireSettings =
-        FireSettings { monitor_execution: true, failover: false, misfire: true };
+    const MONITORED: FireSettings = FireSettings {
+        monitor_execution: true,
+        failover: false,
+        misfire: true,
+    };
 
     #[test]
     fn a_fire_runs_own_enabled_items_with_one_write_before_and_one_after() {
         let a = inst("10.0.0.1@-@1");
         let b = inst("10.0.0.2@-@1");
-        let v = owned(view(&[&a, &b], Some(&a)), &[(0, &a), (1, &b), (2, &a), (3, &a)]);
+        let v = owned(
+            view(&[&a, &b], Some(&a)),
+            &[(0, &a), (1, &b), (2, &a), (3, &a)],
+        );
         let v = with_item(v, 3, |i| i.disabled = true);
-        let plan =
-            plan_run(&v, &job(), &a, MONITORED, &LocalRuns::default(), None);
+        let plan = plan_run(&v, &job(), &a, MONITORED, &LocalRuns::default(), None);
         assert_eq!(plan.run, vec![ShardItem(0), ShardItem(2)]);
         assert_eq!(
             plan.start_ops,
             vec![
-                Op::create("/orders/sharding/0/running", a.as_str(), CreateMode::Ephemeral),
-                Op::create("/orders/sharding/2/running", a.as_str(), CreateMode::Ephemeral),
+                Op::create(
+                    "/orders/sharding/0/running",
+                    a.as_str(),
+                    CreateMode::Ephemeral
+                ),
+                Op::create(
+                    "/orders/sharding/2/running",
+                    a.as_str(),
+                    CreateMode::Ephemeral
+                ),
             ]
         );
         assert_eq!(
             plan.end_ops,
-            vec![Op::delete("/orders/sharding/0/running"), Op::delete("/orders/sharding/2/running")]
+            vec![
+                Op::delete("/orders/sharding/0/running"),
+                Op::delete("/orders/sharding/2/running")
+            ]
         );
     }
 
@@ -138,30 +156,50 @@ mod tests {
     fn items_still_running_are_skipped_and_flagged_misfire_once() {
         let a = inst("10.0.0.1@-@1");
         let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
-        let local = LocalRuns { running: [ShardItem(1)].into(), ..Default::default() };
+        let local = LocalRuns {
+            running: [ShardItem(1)].into(),
+            ..Default::default()
+        };
         let plan = plan_run(&v, &job(), &a, MONITORED, &local, None);
-        assert_eq!((plan.run.clone(), plan.skipped.clone()), (vec![ShardItem(0)], vec![ShardItem(1)]));
-        assert!(plan
-            .start_ops
-            .contains(&Op::create("/orders/sharding/1/misfire", "", CreateMode::Persistent)));
-        let local = LocalRuns { misfire_flagged: [ShardItem(1)].into(), ..local };
+        assert_eq!(
+            (plan.run.clone(), plan.skipped.clone()),
+            (vec![ShardItem(0)], vec![ShardItem(1)])
+        );
+        assert!(plan.start_ops.contains(&Op::create(
+            "/orders/sharding/1/misfire",
+            "",
+            CreateMode::Persistent
+        )));
+        let local = LocalRuns {
+            misfire_flagged: [ShardItem(1)].into(),
+            ..local
+        };
         let again = plan_run(&v, &job(), &a, MONITORED, &local, None);
-        assert!(again.flagged.is_empty(), "a flagged item is not flagged twice");
+        assert!(
+            again.flagged.is_empty(),
+            "a flagged item is not flagged twice"
+        );
     }
 
     #[test]
     fn a_catch_up_run_removes_the_misfire_flag_in_its_start_write() {
         let a = inst("10.0.0.1@-@1");
         let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
-        let local = LocalRuns { misfire_flagged: [ShardItem(1)].into(), ..Default::default() };
+        let local = LocalRuns {
+            misfire_flagged: [ShardItem(1)].into(),
+            ..Default::default()
+        };
         let only = [ShardItem(1)].into();
-        let plan =
-            plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
+        let plan = plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
         assert_eq!(plan.run, vec![ShardItem(1)]);
         assert_eq!(
             plan.start_ops,
             vec![
-                Op::create("/orders/sharding/1/running", a.as_str(), CreateMode::Ephemeral),
+                Op::create(
+                    "/orders/sharding/1/running",
+                    a.as_str(),
+                    CreateMode::Ephemeral
+                ),
                 Op::delete("/orders/sharding/1/misfire"),
             ]
         );
@@ -171,7 +209,11 @@ mod tests {
     fn without_monitor_execution_a_run_writes_nothing() {
         let a = inst("10.0.0.1@-@1");
         let v = owned(view(&[&a], Some(&a)), &[(0, &a)]);
-        let s = FireSettings { monitor_execution: false, failover: false, misfire: true };
+        let s = FireSettings {
+            monitor_execution: false,
+            failover: false,
+            misfire: true,
+        };
         let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
         assert_eq!(plan.run, vec![ShardItem(0)]);
         assert!(plan.start_ops.is_empty() && plan.end_ops.is_empty());
@@ -183,13 +225,21 @@ mod tests {
         let v = with_item(owned(view(&[&a], Some(&a)), &[(0, &a)]), 0, |i| {
             i.running = Some(a.to_string())
         });
-        let s = FireSettings { monitor_execution: true, failover: true, misfire: false };
+        let s = FireSettings {
+            monitor_execution: true,
+            failover: true,
+            misfire: false,
+        };
         let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
         assert_eq!(
             plan.start_ops,
             vec![
                 Op::delete("/orders/sharding/0/running"),
-                Op::create("/orders/sharding/0/running", a.as_str(), CreateMode::Persistent),
+                Op::create(
+                    "/orders/sharding/0/running",
+                    a.as_str(),
+                    CreateMode::Persistent
+                ),
             ]
         );
     }
@@ -201,8 +251,7 @@ mod tests {
         let v = with_item(owned(view(&[&a, &b], Some(&a)), &[(0, &a)]), 0, |i| {
             i.running = Some(b.to_string())
         });
-        let plan =
-            plan_run(&v, &job(), &a, MONITORED, &LocalRuns::default(), None);
+        let plan = plan_run(&v, &job(), &a, MONITORED, &LocalRuns::default(), None);
         assert!(plan.run.is_empty());
         assert_eq!(plan.skipped, vec![ShardItem(0)]);
     }

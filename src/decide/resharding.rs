@@ -15,7 +15,11 @@ use crate::view::JobView;
 /// The operation that raises the resharding flag, or none when it is already up.
 pub fn flag(view: &JobView, job: &JobName) -> Option<Op> {
     (!view.sharding_necessary).then(|| {
-        Op::create(JobNode::LeaderShardingNecessary.to_path(job), "", CreateMode::Persistent)
+        Op::create(
+            JobNode::LeaderShardingNecessary.to_path(job),
+            "",
+            CreateMode::Persistent,
+        )
     })
 }
 
@@ -30,7 +34,9 @@ pub fn reconcile_reason(view: &JobView, total: u32) -> Option<String> {
         match view.items.get(&ShardItem(i)).and_then(|v| v.owner.as_ref()) {
             None => return Some(format!("item {i} has no owner")),
             Some(o) if !available.contains(o) => {
-                return Some(format!("item {i} is owned by {o}, which is offline or disabled"))
+                return Some(format!(
+                    "item {i} is owned by {o}, which is offline or disabled"
+                ))
             }
             Some(_) => {}
         }
@@ -45,7 +51,10 @@ pub fn reconcile_reason(view: &JobView, total: u32) -> Option<String> {
             *c += 1;
         }
     }
-    let (min, max) = (counts.values().min().copied(), counts.values().max().copied());
+    let (min, max) = (
+        counts.values().min().copied(),
+        counts.values().max().copied(),
+    );
     match (min, max) {
         (Some(0), Some(m)) if m >= 2 => Some("an available instance has no items".into()),
         _ => None,
@@ -157,13 +166,18 @@ mod tests {
         assert_eq!(step(&v, &job(), 2, &*avg(), true), ShardingStep::Nothing);
         let mut flagged = v.clone();
         flagged.sharding_necessary = true;
-        assert_eq!(step(&flagged, &job(), 2, &*avg(), false), ShardingStep::Nothing);
+        assert_eq!(
+            step(&flagged, &job(), 2, &*avg(), false),
+            ShardingStep::Nothing
+        );
     }
 
     #[test]
     fn sharding_waits_for_running_items() {
         let a = inst("10.0.0.1@-@1");
-        let mut v = with_item(view(&[&a], Some(&a)), 1, |i| i.running = Some(a.to_string()));
+        let mut v = with_item(view(&[&a], Some(&a)), 1, |i| {
+            i.running = Some(a.to_string())
+        });
         v.sharding_necessary = true;
         assert_eq!(
             step(&v, &job(), 2, &*avg(), true),
@@ -186,7 +200,11 @@ mod tests {
         };
         assert_eq!(
             processing,
-            Op::create("/orders/leader/sharding/processing", "", CreateMode::Ephemeral)
+            Op::create(
+                "/orders/leader/sharding/processing",
+                "",
+                CreateMode::Ephemeral
+            )
         );
         // Descending order: 10.0.0.2 first, so it gets item 0.
         assert_eq!(
@@ -209,15 +227,34 @@ mod tests {
         let b = inst("10.0.0.2@-@1");
         let gone = inst("10.0.0.9@-@1");
         let cases: Vec<(&str, JobView, bool)> = vec![
-            ("balanced", owned(view(&[&a, &b], None), &[(0, &a), (1, &b)]), false),
-            ("unassigned item", owned(view(&[&a], None), &[(0, &a)]), true),
-            ("offline owner", owned(view(&[&a], None), &[(0, &a), (1, &gone)]), true),
             (
-                "disabled owner",
-                disabled(owned(view(&[&a, &b], None), &[(0, &a), (1, &b)]), "10.0.0.2"),
+                "balanced",
+                owned(view(&[&a, &b], None), &[(0, &a), (1, &b)]),
+                false,
+            ),
+            (
+                "unassigned item",
+                owned(view(&[&a], None), &[(0, &a)]),
                 true,
             ),
-            ("idle instance", owned(view(&[&a, &b], None), &[(0, &a), (1, &a)]), true),
+            (
+                "offline owner",
+                owned(view(&[&a], None), &[(0, &a), (1, &gone)]),
+                true,
+            ),
+            (
+                "disabled owner",
+                disabled(
+                    owned(view(&[&a, &b], None), &[(0, &a), (1, &b)]),
+                    "10.0.0.2",
+                ),
+                true,
+            ),
+            (
+                "idle instance",
+                owned(view(&[&a, &b], None), &[(0, &a), (1, &a)]),
+                true,
+            ),
             ("no instance at all", view(&[], None), false),
         ];
         for (name, v, want) in cases {
