@@ -4,5 +4,4 @@
 mod support;
 
 conformance_tests!(embedded, support::embedded::backend());
-// Enabled once `support::zk::backend()` exists (written alongside the ZooKeeper backend).
-// conformance_tests!(zookeeper, support::zk::backend());
+conformance_tests!(zookeeper, support::zk::backend());

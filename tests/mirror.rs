@@ -327,8 +327,7 @@ macro_rules! mirror_tests {
 }
 
 mirror_tests!(embedded, support::embedded::backend());
-// Enabled once `support::zk::backend()` exists (written alongside the ZooKeeper backend).
-// mirror_tests!(zookeeper, support::zk::backend());
+mirror_tests!(zookeeper, support::zk::backend());
 
 /// A read that fails while connected (no reconnect will come) leaves a gap that the next event
 /// closes with a re-list.
