@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use shardcron::clock::TokioClock;
+use shardcron::clock::{SharedClock, TokioClock};
 use shardcron::config::JobConfig;
 use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext, SharedHandler};
 use shardcron::node::{NodeBuilder, NodeHandle};
@@ -30,15 +30,35 @@ pub struct Execution {
 pub struct Recorder {
     log: Arc<Mutex<Vec<Execution>>>,
     changed: watch::Sender<usize>,
+    clock: SharedClock,
 }
 
 impl Default for Recorder {
+    /// For paused-time tests: the clock follows tokio's from [`origin`].
     fn default() -> Self {
-        Self { log: Default::default(), changed: watch::channel(0).0 }
+        Self::with_clock(Arc::new(TokioClock::starting_at(origin())))
     }
 }
 
 impl Recorder {
+    /// For real-time tests across processes or a real ZooKeeper: the system clock.
+    pub fn real_time() -> Self {
+        Self::with_clock(Arc::new(shardcron::clock::SystemClock))
+    }
+
+    fn with_clock(clock: SharedClock) -> Self {
+        Self {
+            log: Default::default(),
+            changed: watch::channel(0).0,
+            clock,
+        }
+    }
+
+    /// The clock nodes of this cluster use.
+    pub fn clock(&self) -> SharedClock {
+        self.clock.clone()
+    }
+
     pub fn record(&self, e: Execution) {
         let n = {
             let mut log = self.log.lock().unwrap();
@@ -72,7 +92,11 @@ impl Recorder {
                 Ok(Ok(())) => {}
                 _ => {
                     let log = self.all();
-                    panic!("timed out waiting for: {what}\nexecutions so far ({}):\n{:#?}", log.len(), log.iter().rev().take(20).collect::<Vec<_>>());
+                    panic!(
+                        "timed out waiting for: {what}\nexecutions so far ({}):\n{:#?}",
+                        log.len(),
+                        log.iter().rev().take(20).collect::<Vec<_>>()
+                    );
                 }
             }
         }
@@ -81,11 +105,11 @@ impl Recorder {
     /// A handler recording each item, then taking `work` of (tokio) time.
     pub fn handler(&self, work: Duration) -> SharedHandler {
         let rec = self.clone();
-        let clock = TokioClock::starting_at(origin());
+        let clock = self.clock.clone();
         Arc::new(FnJob(move |ctx: ShardingContext| {
             let rec = rec.clone();
+            let clock = clock.clone();
             async move {
-                use shardcron::clock::Clock;
                 rec.record(Execution {
                     job: ctx.job_name.to_string(),
                     item: ctx.sharding_item,
@@ -110,7 +134,9 @@ impl Recorder {
 /// The wall-clock origin of paused-time tests: a round second, so `0/1 * * * * ?` fires on whole
 /// seconds after it.
 pub fn origin() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-03-02T10:00:00Z").unwrap().to_utc()
+    DateTime::parse_from_rfc3339("2026-03-02T10:00:00Z")
+        .unwrap()
+        .to_utc()
 }
 
 pub fn instance(n: u32) -> InstanceId {
@@ -123,12 +149,35 @@ pub async fn start_node(
     id: InstanceId,
     jobs: Vec<(JobConfig, SharedHandler)>,
 ) -> NodeHandle {
+    start_node_with_clock(
+        connector,
+        id,
+        jobs,
+        Arc::new(TokioClock::starting_at(origin())),
+    )
+    .await
+}
+
+/// Starts one node with an explicit clock (the system clock for real-time tests).
+pub async fn start_node_with_clock(
+    connector: Arc<dyn Connector>,
+    id: InstanceId,
+    jobs: Vec<(JobConfig, SharedHandler)>,
+    clock: SharedClock,
+) -> NodeHandle {
     let mut b = NodeBuilder::new(connector)
         .instance_id(id)
-        .clock(Arc::new(TokioClock::starting_at(origin())))
-        .options(NodeOptions { shutdown_timeout: Duration::from_secs(5), ..NodeOptions::default() });
+        .clock(clock)
+        .options(NodeOptions {
+            shutdown_timeout: Duration::from_secs(5),
+            ..NodeOptions::default()
+        });
     for (config, handler) in jobs {
-        b = b.job_spec(JobSpec { config, job_type: JobType::Named("recorded".into()), handler });
+        b = b.job_spec(JobSpec {
+            config,
+            job_type: JobType::Named("recorded".into()),
+            handler,
+        });
     }
     b.start().await.expect("node starts")
 }

@@ -1,0 +1,173 @@
+//! The engine's core scenarios on a real ZooKeeper (started by the test, on loopback), in real time:
+//! several nodes in this process, each with its own ZooKeeper session.
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/backend.rs"]
+mod backend;
+#[allow(dead_code)]
+#[path = "support/cluster.rs"]
+mod cluster;
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/zk/mod.rs"]
+mod zk;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster::{assignment, instance, start_node_with_clock, Execution, Recorder};
+use shardcron::config::JobConfig;
+use shardcron::job::ExecutionSource;
+use shardcron::node::NodeHandle;
+use shardcron::registry::zookeeper::ZkConnector;
+use shardcron::registry::Connector;
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+fn namespace(test: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "engine-{test}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn connector(ns: &str) -> Arc<dyn Connector> {
+    Arc::new(ZkConnector::new(zk::backend().config(ns)))
+}
+
+fn every_second(name: &str, items: i32) -> JobConfig {
+    JobConfig::new(name, items)
+        .cron("* * * * * ?")
+        .time_zone("UTC")
+}
+
+fn complete_fires(log: &[Execution], items: u32) -> Vec<i64> {
+    let mut by_fire: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+    for e in log.iter().filter(|e| e.source == ExecutionSource::Normal) {
+        by_fire.entry(e.at.timestamp()).or_default().push(e.item.0);
+    }
+    by_fire
+        .into_iter()
+        .filter(|(_, v)| {
+            let mut v = v.clone();
+            v.sort();
+            v == (0..items).collect::<Vec<_>>()
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
+fn no_item_twice_per_fire(log: &[Execution]) {
+    let mut seen = BTreeSet::new();
+    for e in log.iter().filter(|e| e.source == ExecutionSource::Normal) {
+        assert!(
+            seen.insert((e.at.timestamp(), e.item)),
+            "item {} ran twice at {}",
+            e.item,
+            e.at
+        );
+    }
+}
+
+async fn start(rec: &Recorder, conn: &Arc<dyn Connector>, n: u32, job: JobConfig) -> NodeHandle {
+    let handler = rec.handler(Duration::ZERO);
+    start_node_with_clock(conn.clone(), instance(n), vec![(job, handler)], rec.clock()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_zookeeper_three_instances_share_eight_items_as_the_spec_says() {
+    cluster::init_tracing();
+    let conn = connector(&namespace("spec"));
+    let rec = Recorder::real_time();
+    let mut nodes = Vec::new();
+    for n in [1, 2, 3] {
+        nodes.push(start(&rec, &conn, n, every_second("orders", 8)).await);
+    }
+    let log = rec
+        .wait_until("three complete fires of 8 items", WITHIN, |log| {
+            complete_fires(log, 8).len() >= 3
+        })
+        .await;
+    no_item_twice_per_fire(&log);
+    let expected: BTreeMap<String, Vec<u32>> = [
+        (instance(3).to_string(), vec![0, 1, 6]),
+        (instance(2).to_string(), vec![2, 3, 7]),
+        (instance(1).to_string(), vec![4, 5]),
+    ]
+    .into();
+    assert_eq!(assignment(&nodes[0], "orders"), expected);
+    for n in &nodes {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_zookeeper_a_joining_instance_and_a_count_change_reshard() {
+    cluster::init_tracing();
+    let conn = connector(&namespace("reshard"));
+    let rec = Recorder::real_time();
+    let mut nodes = Vec::new();
+    for n in [1, 2] {
+        nodes.push(start(&rec, &conn, n, every_second("orders", 4)).await);
+    }
+    rec.wait_until("a complete fire of 4", WITHIN, |log| {
+        !complete_fires(log, 4).is_empty()
+    })
+    .await;
+    tracing::info!("--- a third instance joins");
+    nodes.push(start(&rec, &conn, 3, every_second("orders", 4)).await);
+    let three = instance(3);
+    rec.wait_until("the third instance runs items", WITHIN, |log| {
+        log.iter().any(|e| e.instance == three)
+    })
+    .await;
+    assert_eq!(assignment(&nodes[0], "orders").len(), 3);
+    tracing::info!("--- the count changes from 4 to 2");
+    let admin = conn.connect().await.unwrap();
+    let yaml = every_second("orders", 2).to_yaml().unwrap();
+    admin
+        .set("/orders/config", yaml.as_bytes(), None)
+        .await
+        .unwrap();
+    let before = rec.all().len();
+    let log = rec
+        .wait_until("two complete fires of 2 items", WITHIN, |log| {
+            complete_fires(&log[before..], 2).len() >= 2
+        })
+        .await;
+    no_item_twice_per_fire(&log);
+    admin.close().await;
+    for n in &nodes {
+        n.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_zookeeper_a_graceful_leave_hands_items_to_the_others_at_once() {
+    cluster::init_tracing();
+    let conn = connector(&namespace("leave"));
+    let rec = Recorder::real_time();
+    let a = start(&rec, &conn, 1, every_second("orders", 4)).await;
+    let b = start(&rec, &conn, 2, every_second("orders", 4)).await;
+    rec.wait_until("a complete fire of 4", WITHIN, |log| {
+        !complete_fires(log, 4).is_empty()
+    })
+    .await;
+    tracing::info!("--- instance 2 shuts down gracefully");
+    b.shutdown().await;
+    let before = rec.all().len();
+    let two = instance(2);
+    // Well within a session timeout: the instance node went with the closed session.
+    let log = rec
+        .wait_until(
+            "instance 1 alone runs all 4 items",
+            Duration::from_secs(4),
+            |log| complete_fires(&log[before..], 4).len() >= 1,
+        )
+        .await;
+    assert!(log[before..].iter().all(|e| e.instance != two));
+    a.shutdown().await;
+}
