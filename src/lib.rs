@@ -38,3 +38,8 @@ mod actors;
 
 pub use actors::context::{JobSpec, JobType, NodeOptions};
 pub use actors::node;
+
+/// The README's examples compile as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
