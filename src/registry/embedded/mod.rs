@@ -26,6 +26,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 mod tree;
+#[cfg(test)]
+mod tree_tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -115,7 +115,8 @@ impl Mirror {
     /// Feeds this mirror from `registry`'s subtree at `root`: starts the recursive watch first, so
     /// nothing after the listing is missed, lists and swaps the listing in (emitting the
     /// differences from what the mirror held, then [`MirrorEvent::Resynced`]), and spawns a task
-    /// that applies the watch's events in order. On return the mirror is synced.
+    /// that applies the watch's events in order. On return the mirror is synced. Into an empty
+    /// mirror, the first listing reports every node as [`MirrorEvent::Created`].
     ///
     /// One feed per mirror at a time: after a session expired (the feed ends with
     /// `Session(Expired)`), call `feed` again with the new session; it re-lists into the same

@@ -1,0 +1,203 @@
+//! Conformance cases on node semantics: round trips, typed refusals, sequences, multi-ops.
+
+use shardcron::registry::{CreateMode, Op, OpKind, OpResult, RegistryError};
+
+use super::{now_millis, unique_namespace};
+use crate::support::backend::Backend;
+
+/// create, get, set (data version and mzxid move on), exists, delete.
+pub async fn create_get_set_delete_round_trip(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("roundtrip")).await.registry;
+    let before = now_millis();
+    assert_eq!(
+        s.create("/job", b"v0", CreateMode::Persistent)
+            .await
+            .unwrap(),
+        "/job"
+    );
+    let (data, created) = s.get("/job").await.unwrap();
+    assert_eq!(
+        (data.as_slice(), created.version, created.ephemeral_owner),
+        (&b"v0"[..], 0, 0)
+    );
+    assert!(
+        (created.ctime - before).abs() < 60_000,
+        "ctime {} is near {before}",
+        created.ctime
+    );
+    let set = s.set("/job", b"v1", Some(0)).await.unwrap();
+    assert_eq!(set.version, 1);
+    assert!(set.mzxid > created.mzxid && set.czxid == created.czxid);
+    assert_eq!(s.get("/job").await.unwrap(), (b"v1".to_vec(), set));
+    assert_eq!(s.exists("/job").await.unwrap(), Some(set));
+    s.delete("/job", Some(1)).await.unwrap();
+    assert_eq!(s.exists("/job").await.unwrap(), None);
+    assert!(s.get("/job").await.unwrap_err().is_no_node());
+}
+
+/// Children are names, sorted; `list_subtree` puts parents before children.
+pub async fn children_are_sorted_names_and_listings_put_parents_first(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("children")).await.registry;
+    for p in ["/p", "/p/b", "/p/a", "/p/c", "/p/a/x"] {
+        s.create(p, p.as_bytes(), CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.children("/p").await.unwrap(), ["a", "b", "c"]);
+    assert_eq!(s.get("/p").await.unwrap().1.num_children, 3);
+    let listed = s.list_subtree("/p").await.unwrap();
+    let pos = |p: &str| listed.iter().position(|n| n.path == p).unwrap();
+    assert_eq!(listed.len(), 5);
+    assert!(pos("/p") < pos("/p/a") && pos("/p/a") < pos("/p/a/x"));
+    assert_eq!(listed[pos("/p/a/x")].data, b"/p/a/x");
+    assert!(s.children("/missing").await.unwrap_err().is_no_node());
+}
+
+/// A create whose parent is missing fails with NoNode.
+pub async fn creating_under_a_missing_parent_fails_with_no_node(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("noparent")).await.registry;
+    let err = s
+        .create("/a/b", b"", CreateMode::Persistent)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::NoNode { .. }), "{err:?}");
+}
+
+/// A second create of one path fails with NodeExists.
+pub async fn creating_an_existing_node_fails_with_node_exists(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("exists")).await.registry;
+    s.create("/a", b"1", CreateMode::Persistent).await.unwrap();
+    let err = s
+        .create("/a", b"2", CreateMode::Ephemeral)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::NodeExists { .. }), "{err:?}");
+    assert_eq!(s.get("/a").await.unwrap().0, b"1");
+}
+
+/// Versioned set and delete with a stale version fail with BadVersion and change nothing.
+pub async fn stale_versions_fail_with_bad_version(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("badversion")).await.registry;
+    s.create("/a", b"1", CreateMode::Persistent).await.unwrap();
+    s.set("/a", b"2", None).await.unwrap();
+    let err = s.set("/a", b"3", Some(0)).await.unwrap_err();
+    assert!(matches!(err, RegistryError::BadVersion { .. }), "{err:?}");
+    let err = s.delete("/a", Some(0)).await.unwrap_err();
+    assert!(matches!(err, RegistryError::BadVersion { .. }), "{err:?}");
+    assert_eq!(s.get("/a").await.unwrap().0, b"2");
+}
+
+/// Deleting a node that has children fails with NotEmpty.
+pub async fn deleting_a_node_with_children_fails_with_not_empty(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("notempty")).await.registry;
+    s.create("/a", b"", CreateMode::Persistent).await.unwrap();
+    s.create("/a/b", b"", CreateMode::Persistent).await.unwrap();
+    let err = s.delete("/a", None).await.unwrap_err();
+    assert!(matches!(err, RegistryError::NotEmpty { .. }), "{err:?}");
+    s.delete_recursive("/a").await.unwrap();
+    assert_eq!(s.exists("/a").await.unwrap(), None);
+}
+
+/// Sequential creates append increasing, zero-padded 10-digit numbers.
+pub async fn sequential_creates_get_increasing_ten_digit_suffixes(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("sequence")).await.registry;
+    s.create("/q", b"", CreateMode::Persistent).await.unwrap();
+    let mut numbers = Vec::new();
+    for mode in [
+        CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential,
+    ] {
+        for _ in 0..2 {
+            let path = s.create("/q/item-", b"", mode).await.unwrap();
+            let suffix = path
+                .strip_prefix("/q/item-")
+                .expect("the requested prefix is kept");
+            assert_eq!(suffix.len(), 10, "{path}");
+            numbers.push(suffix.parse::<u64>().unwrap());
+        }
+    }
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+    let names = s.children("/q").await.unwrap();
+    assert_eq!(names.len(), 4);
+}
+
+/// A create under an ephemeral fails with NoChildrenForEphemerals.
+pub async fn ephemeral_nodes_cannot_have_children(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("ephkids")).await.registry;
+    s.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
+    let err = s
+        .create("/e/c", b"", CreateMode::Persistent)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RegistryError::NoChildrenForEphemerals { .. }),
+        "{err:?}"
+    );
+}
+
+/// A multi-op with a failing operation applies nothing and names the first failing one.
+pub async fn a_failing_multi_applies_nothing_and_names_the_failing_op(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("multifail")).await.registry;
+    s.create("/m", b"orig", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let ops = [
+        Op::create("/m/a", b"".to_vec(), CreateMode::Persistent),
+        Op::set("/m", b"changed".to_vec()),
+        Op::Check {
+            path: "/m".into(),
+            version: 7,
+        },
+        Op::create("/m/b", b"".to_vec(), CreateMode::Persistent),
+    ];
+    match s.multi(&ops).await.unwrap_err() {
+        RegistryError::MultiFailed {
+            index,
+            kind,
+            path,
+            source,
+        } => {
+            assert_eq!((index, kind, path.as_str()), (2, OpKind::Check, "/m"));
+            assert!(source.is_bad_version(), "{source:?}");
+        }
+        other => panic!("expected MultiFailed, got {other:?}"),
+    }
+    let ops = [
+        Op::create("/m/a", b"".to_vec(), CreateMode::Persistent),
+        Op::delete("/m/missing"),
+    ];
+    let err = s.multi(&ops).await.unwrap_err();
+    assert!(
+        matches!(err, RegistryError::MultiFailed { index: 1, .. }),
+        "{err:?}"
+    );
+    assert!(err.is_no_node());
+    assert_eq!(s.get("/m").await.unwrap().0, b"orig");
+    assert_eq!(s.get("/m").await.unwrap().1.version, 0);
+    assert!(s.children("/m").await.unwrap().is_empty());
+}
+
+/// A successful multi-op applies every operation in order and reports each result.
+pub async fn a_successful_multi_applies_every_op_in_order(b: &dyn Backend) {
+    let s = b.open(&unique_namespace("multiok")).await.registry;
+    let ops = [
+        Op::create("/t", b"".to_vec(), CreateMode::Persistent),
+        Op::create("/t/a", b"".to_vec(), CreateMode::Persistent),
+        Op::set("/t", b"1".to_vec()),
+        Op::Check {
+            path: "/t".into(),
+            version: 1,
+        },
+        Op::delete("/t/a"),
+        Op::create("/t/s-", b"".to_vec(), CreateMode::PersistentSequential),
+    ];
+    let results = s.multi(&ops).await.unwrap();
+    assert_eq!(results.len(), 6);
+    assert_eq!(results[0], OpResult::Created("/t".into()));
+    assert!(matches!(results[2], OpResult::Set(stat) if stat.version == 1));
+    assert_eq!(results[3..5], [OpResult::Checked, OpResult::Deleted]);
+    // One child create and one delete moved the parent's cversion to 2.
+    assert_eq!(results[5], OpResult::Created("/t/s-0000000002".into()));
+    assert_eq!(s.children("/t").await.unwrap(), ["s-0000000002"]);
+    assert_eq!(s.get("/t").await.unwrap().0, b"1");
+}
