@@ -15,7 +15,11 @@ use tokio::sync::mpsc::UnboundedReceiver;
 mod nodes;
 mod sessions;
 
+// The macro names cases as `support::conformance::case`; test binaries that do not run the
+// suite leave these re-exports unused.
+#[allow(unused_imports)]
 pub use nodes::*;
+#[allow(unused_imports)]
 pub use sessions::*;
 
 /// How long a wait may take before the test fails; generous for a real ZooKeeper's session expiry.
