@@ -12,6 +12,7 @@ use ractor::ActorRef;
 
 use crate::clock::SharedClock;
 use crate::config::{JobConfig, ValidatedConfig};
+use crate::events::EventBus;
 use crate::job::handlers::HandlerRegistry;
 use crate::job::SharedHandler;
 use crate::paths::JobNode;
@@ -99,6 +100,8 @@ pub struct NodeContext {
     pub jobs: Mutex<BTreeMap<JobName, JobSpec>>,
     /// Tunables.
     pub options: NodeOptions,
+    /// Engine events to subscribers (history, host actors).
+    pub events: EventBus,
     /// Prefix of this node's actor names, so several nodes share a process without collisions.
     pub name_prefix: String,
     /// The last measured difference between the local and the registry's clock, in milliseconds

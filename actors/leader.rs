@@ -10,6 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::election::{self, ElectionDecision};
 use crate::decide::resharding;
+use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
 use crate::types::JobName;
@@ -59,6 +60,10 @@ impl LeaderState {
             ElectionDecision::Stand(op) => match self.ctx.apply(&[op]).await {
                 Ok(()) => {
                     tracing::info!(%job, instance = %me, "elected leader");
+                    self.ctx
+                        .node
+                        .events
+                        .emit(EngineEvent::LeadershipGained { job: job.clone() });
                     metrics::counter!("shardcron_elections_total", "job" => job.to_string())
                         .increment(1);
                     leading = true;
@@ -68,6 +73,10 @@ impl LeaderState {
             },
             ElectionDecision::Abdicate(op) => {
                 tracing::info!(%job, "server disabled: stepping down as leader");
+                self.ctx
+                    .node
+                    .events
+                    .emit(EngineEvent::LeadershipLost { job: job.clone() });
                 if let Err(e) = self.ctx.apply(&[op]).await {
                     if !e.is_no_node() {
                         tracing::warn!(%job, error = %e, "stepping down failed");

@@ -34,6 +34,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::JobConfig;
+use crate::events::{EventBus, Subscription};
 use crate::job::handlers::HandlerRegistry;
 use crate::job::SharedHandler;
 use crate::registry::mirror::Mirror;
@@ -116,6 +117,7 @@ pub struct NodeBuilder {
     strategies: StrategyRegistry,
     handlers: HandlerRegistry,
     options: NodeOptions,
+    events: EventBus,
 }
 
 impl NodeBuilder {
@@ -129,7 +131,15 @@ impl NodeBuilder {
             strategies: StrategyRegistry::new(),
             handlers: HandlerRegistry::new(),
             options: NodeOptions::default(),
+            events: EventBus::new(),
         }
+    }
+
+    /// The bus the node emits its events on (share one bus among several nodes, or subscribe
+    /// later through [`NodeHandle::subscribe`]).
+    pub fn event_bus(mut self, bus: EventBus) -> Self {
+        self.events = bus;
+        self
     }
 
     /// The instance id (default `{local ip}@-@{pid}`).
@@ -196,6 +206,7 @@ impl NodeBuilder {
             jobs: Mutex::new(BTreeMap::new()),
             options: self.options,
             name_prefix: format!("shardcron/{instance_id}/{n}"),
+            events: self.events,
             clock_skew_ms: Default::default(),
         });
         for spec in self.jobs {
@@ -291,6 +302,12 @@ impl NodeHandle {
     pub async fn trigger(&self, job: &JobName) -> Result<(), EngineError> {
         let job = job.clone();
         self.ask(|r| RegistryMsg::Trigger(job, r)).await
+    }
+
+    /// Subscribes to the node's events with a queue of `capacity`; overflow is counted, never
+    /// blocking a job.
+    pub fn subscribe(&self, name: &str, capacity: usize) -> Subscription {
+        self.node.events.subscribe(name, capacity)
     }
 
     /// Whether a session is open and the mirror is in sync.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::task::JoinHandle;
 
+use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::mirror::{FeedHandle, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
@@ -151,11 +152,19 @@ impl Actor for RegistryActor {
                 };
                 match ev {
                     MirrorEvent::Session(s) if s.is_terminal() => {
+                        state
+                            .node
+                            .events
+                            .emit(EngineEvent::SessionChanged { state: s });
                         tracing::warn!(state = ?s, "registry session ended; opening a new one");
                         state.teardown();
                         myself.send_message(RegistryMsg::Connect)?;
                     }
                     MirrorEvent::Session(s) => {
+                        state
+                            .node
+                            .events
+                            .emit(EngineEvent::SessionChanged { state: s });
                         let _ = active.session.send_message(SessionMsg::SessionState(s));
                     }
                     MirrorEvent::Resynced => {

@@ -9,6 +9,7 @@ use ractor::ActorRef;
 use tokio::task::JoinHandle;
 
 use crate::clock::SharedClock;
+use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
 use crate::job::{ExecutionSource, JobError, ShardingContext, SharedHandler};
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -28,6 +29,7 @@ pub(crate) struct RunRequest {
     pub(crate) listeners: Listeners,
     pub(crate) error_handler: Arc<dyn ErrorHandler>,
     pub(crate) clock: SharedClock,
+    pub(crate) events: EventBus,
     /// The cron instant this run answers, for the trigger-delay metric.
     pub(crate) scheduled: Option<DateTime<Utc>>,
 }
@@ -83,12 +85,39 @@ async fn run(req: RunRequest) -> RunReport {
         metrics::histogram!("shardcron_trigger_delay_seconds", "job" => req.job.to_string())
             .record(delay.as_secs_f64());
     }
+    let status = |state: RunState, message: String| {
+        if req.events.has_subscribers() {
+            req.events.emit(EngineEvent::RunStatus {
+                job: req.job.clone(),
+                task_id: req.task_id.clone(),
+                instance: req.instance.clone(),
+                items: info.items.clone(),
+                source: req.source,
+                state,
+                message,
+                at: req.clock.now(),
+            });
+        }
+    };
+    status(RunState::TaskRunning, String::new());
+    let execution_id = |item: ShardItem| format!("{}@-@{item}", req.task_id);
     let tasks: Vec<(ShardItem, JoinHandle<Result<(), JobError>>)> = req
         .contexts
         .into_iter()
         .map(|ctx| {
             let item = ctx.sharding_item;
             let handler = req.handler.clone();
+            if req.events.has_subscribers() {
+                req.events.emit(EngineEvent::ItemStarted {
+                    execution_id: execution_id(item),
+                    job: req.job.clone(),
+                    item,
+                    instance: req.instance.clone(),
+                    source: req.source,
+                    task_id: req.task_id.clone(),
+                    started_at,
+                });
+            }
             (
                 item,
                 tokio::spawn(async move { handler.run_item(ctx).await }),
@@ -107,6 +136,19 @@ async fn run(req: RunRequest) -> RunReport {
     let finished_at = req.clock.now();
     let mut escalated = false;
     for (item, result) in &results {
+        if req.events.has_subscribers() {
+            req.events.emit(EngineEvent::ItemFinished {
+                execution_id: execution_id(*item),
+                job: req.job.clone(),
+                item: *item,
+                instance: req.instance.clone(),
+                source: req.source,
+                task_id: req.task_id.clone(),
+                started_at,
+                finished_at,
+                failure: result.as_ref().err().map(|e| e.to_string()),
+            });
+        }
         let outcome = if result.is_ok() { "success" } else { "failure" };
         metrics::counter!("shardcron_executions_total", "job" => req.job.to_string(),
             "item" => item.to_string(), "outcome" => outcome, "source" => req.source.as_str())

@@ -7,12 +7,38 @@ use std::collections::BTreeSet;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::resharding::{self, ShardingStep};
+use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
+use crate::registry::Op;
 use crate::types::JobName;
+use crate::types::{InstanceId, ShardItem};
 use crate::view::JobView;
 
 use super::context::{JobEvent, SessionCtx};
+
+/// The owners a commit writes, item by item.
+fn assignment_of(commit: &[Op]) -> Vec<(ShardItem, InstanceId)> {
+    let mut out: Vec<(ShardItem, InstanceId)> = commit
+        .iter()
+        .filter_map(|op| {
+            let (path, data) = match op {
+                Op::Create { path, data, .. } | Op::Set { path, data, .. } => (path, data),
+                _ => return None,
+            };
+            match JobNode::parse(path) {
+                Ok((_, JobNode::ShardingInstance(item))) => {
+                    InstanceId::parse(String::from_utf8_lossy(data).into_owned())
+                        .ok()
+                        .map(|i| (item, i))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
 
 /// The ShardingActor.
 #[derive(Debug)]
@@ -84,6 +110,10 @@ impl ShardingState {
                 match self.ctx.apply(&commit).await {
                     Ok(()) => {
                         tracing::info!(%job, "sharding committed");
+                        self.ctx.node.events.emit(EngineEvent::ShardingChanged {
+                            job: job.clone(),
+                            assignment: assignment_of(&commit),
+                        });
                         metrics::counter!("shardcron_reshardings_total", "job" => job.to_string())
                             .increment(1);
                     }

@@ -21,6 +21,7 @@ pub mod clock;
 pub mod config;
 pub mod cron;
 pub mod decide;
+pub mod events;
 pub mod job;
 pub mod paths;
 pub mod registry;

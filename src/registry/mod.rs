@@ -212,7 +212,7 @@ impl fmt::Display for OpKind {
 }
 
 /// The state of a session, as seen by its client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum SessionState {
     /// Connected to a server; calls go through.
     Connected,
