@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::{
-    Connector, CreateMode, Op, OpKind, Registry, RegistryError, SessionState,
+    Connector, CreateMode, NodeEventKind, Op, OpKind, Registry, RegistryError, SessionState,
+    WatchEvent, WatchStream,
 };
 use support::backend::SessionControl;
 use support::zk;
@@ -143,7 +144,7 @@ async fn calls_are_bounded_by_the_call_timeout() {
         "took {:?}",
         started.elapsed()
     );
-    assert_eq!(t.session.op_counts().err(OpKind::Get), 1);
+    assert_eq!(t.session.session.op_counts().err(OpKind::Get), 1);
 }
 
 #[tokio::test]
@@ -290,4 +291,59 @@ async fn list_subtree_reads_thousands_of_nodes_in_pipelined_batches() {
     assert_eq!(delta.iter().collect::<Vec<_>>(), [(OpKind::List, 1, 0)]);
     tracing::info!("--- a missing root is an error, not an empty listing");
     assert!(s.list_subtree("/nope").await.unwrap_err().is_no_node());
+}
+
+/// zookeeper-client 0.11.2 forgets persistent watches on reconnect; the backend registers its
+/// watch again, once: no event is lost after the `Connected`, none is doubled.
+#[tokio::test]
+async fn a_recursive_watch_keeps_reporting_after_a_reconnect_without_duplicates() {
+    let backend = zk::backend();
+    let t = backend.open_zk(&namespace("rewatch")).await;
+    let s = t.session.clone();
+    let mut watch = s.watch_recursive("/").await.unwrap();
+    for round in 0..2 {
+        tracing::info!("--- cut and restore, round {round}");
+        t.control.disconnect().await;
+        let gone = |e: &WatchEvent| *e == WatchEvent::Session(SessionState::Disconnected);
+        next_matching(&mut watch, gone, "Session(Disconnected)").await;
+        t.control.reconnect().await;
+        let back = |e: &WatchEvent| *e == WatchEvent::Session(SessionState::Connected);
+        next_matching(&mut watch, back, "Session(Connected)").await;
+        let (a, b) = (format!("/a{round}"), format!("/b{round}"));
+        s.create(&a, b"", CreateMode::Persistent).await.unwrap();
+        s.create(&b, b"", CreateMode::Persistent).await.unwrap();
+        for expected in [&a, &b] {
+            let event = next_matching(&mut watch, |_| true, "the next node event").await;
+            let want = WatchEvent::Node {
+                kind: NodeEventKind::Created,
+                path: expected.clone(),
+            };
+            assert_eq!(event, want, "round {round}");
+        }
+    }
+}
+
+/// The next event matching `pred` (others skipped), failing with `what` after 30 s.
+async fn next_matching(
+    rx: &mut WatchStream,
+    mut pred: impl FnMut(&WatchEvent) -> bool,
+    what: &str,
+) -> WatchEvent {
+    let wait = Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(wait, async {
+        while let Some(event) = rx.recv().await {
+            if pred(&event) {
+                return Some(event);
+            }
+            seen.push(event);
+        }
+        None
+    })
+    .await;
+    match found {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("watch ended while waiting for {what}; saw {seen:?}"),
+        Err(_) => panic!("no {what} within {wait:?}; saw {seen:?}"),
+    }
 }

@@ -23,8 +23,9 @@ use crate::registry::{
 
 /// One ZooKeeper session. Built by [`super::ZkConnector`].
 pub struct ZkSession {
-    /// `None` once closed: dropping the last client handle is what ends a ZooKeeper session.
-    client: RwLock<Option<zk::Client>>,
+    /// `None` once closed: dropping the last client handle is what ends a ZooKeeper session. Shared
+    /// with watch forwarders, which borrow a handle only while they renew their watch.
+    client: Arc<RwLock<Option<zk::Client>>>,
     info: SessionInfo,
     zk_info: zk::SessionInfo,
     call_timeout: Duration,
@@ -69,7 +70,7 @@ impl ZkSession {
             closed.clone(),
         ));
         Self {
-            client: RwLock::new(Some(client)),
+            client: Arc::new(RwLock::new(Some(client))),
             info,
             zk_info,
             call_timeout,
@@ -272,7 +273,12 @@ impl Registry for ZkSession {
                 .await
                 .map_err(|e| call.error(e))?;
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(watching::forward(watcher, tx, self.closed.clone()));
+            let renew = watching::Renew {
+                client: Arc::downgrade(&self.client),
+                path: path.to_owned(),
+                bound: self.call_timeout,
+            };
+            tokio::spawn(watching::forward(watcher, tx, self.closed.clone(), renew));
             Ok(rx)
         })
         .await

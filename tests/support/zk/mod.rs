@@ -9,6 +9,7 @@
 //! Expiry uses the standard trick: a second client attaches to the session with its id and password
 //! and closes it, which ends the session on the server as a timeout would.
 
+pub mod proxied;
 pub mod proxy;
 pub mod server;
 
@@ -17,11 +18,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use shardcron::registry::zookeeper::{ZkConfig, ZkConnector, ZkSession};
+use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::{Connector, Registry, SessionState};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
+pub use self::proxied::ProxiedSession;
 pub use self::proxy::TcpProxy;
 pub use self::server::ZkServer;
 use super::backend::{Backend, SessionControl, TestSession};
@@ -97,7 +99,7 @@ impl ZkBackend {
 
     /// Opens a session through a fresh proxy and keeps the concrete types.
     pub async fn open_zk(&self, namespace: &str) -> ZkTestSession {
-        let proxy = TcpProxy::start(self.server.addr());
+        let proxy = Arc::new(TcpProxy::start(self.server.addr()));
         let connector = ZkConnector::new(self.config_via(&proxy.addr().to_string(), namespace));
         let session = connector
             .connect_session()
@@ -110,7 +112,10 @@ impl ZkBackend {
             proxy,
         };
         ZkTestSession {
-            session: Arc::new(session),
+            session: Arc::new(ProxiedSession {
+                session: Arc::new(session),
+                proxy: control.proxy.clone(),
+            }),
             control,
         }
     }
@@ -119,8 +124,8 @@ impl ZkBackend {
 /// A session opened through its own proxy, with its controls.
 #[derive(Debug)]
 pub struct ZkTestSession {
-    /// The session.
-    pub session: Arc<ZkSession>,
+    /// The session (`.session` for the [`ZkSession`] itself); it keeps its proxy alive.
+    pub session: Arc<ProxiedSession>,
     /// Its fault controls.
     pub control: ZkSessionControl,
 }
@@ -128,7 +133,7 @@ pub struct ZkTestSession {
 /// Fault controls of one proxied session.
 #[derive(Debug)]
 pub struct ZkSessionControl {
-    proxy: TcpProxy,
+    proxy: Arc<TcpProxy>,
     server: SocketAddr,
     zk_session: zk::SessionInfo,
     state: watch::Receiver<SessionState>,
