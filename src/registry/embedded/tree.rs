@@ -17,6 +17,9 @@ pub(super) struct Node {
     pub(super) data: Vec<u8>,
     pub(super) stat: Stat,
     pub(super) children: BTreeSet<String>,
+    /// How many children were ever created here: the next sequence number. Observed on ZooKeeper
+    /// 3.8, deletes bump `cversion` but not this, so the two differ once a child is deleted.
+    pub(super) child_creates: i32,
 }
 
 /// One applied change, for the watch dispatcher and the session's ephemeral bookkeeping.
@@ -61,6 +64,7 @@ impl Tree {
             data: Vec::new(),
             stat: Stat::default(),
             children: BTreeSet::new(),
+            child_creates: 0,
         };
         Self {
             nodes: HashMap::from([("/".to_owned(), root)]),
@@ -216,10 +220,10 @@ impl Tree {
                 path: parent_path.to_owned(),
             });
         }
-        // Like ZooKeeper, the sequence number is the parent's cversion: every child create and
-        // delete bumps it, so numbers only grow and a rolled-back multi-op reuses none.
+        // Like ZooKeeper, the sequence number counts the parent's child creates, so numbers only
+        // grow and a rolled-back multi-op reuses none.
         let created = if mode.is_sequential() {
-            format!("{path}{:010}", parent.stat.cversion)
+            format!("{path}{:010}", parent.child_creates)
         } else {
             path.to_owned()
         };
@@ -230,6 +234,7 @@ impl Tree {
         let parent_cversion = parent.stat.cversion;
         parent.children.insert(name);
         parent.stat.cversion += 1;
+        parent.child_creates += 1;
         parent.stat.num_children += 1;
         let owner = if mode.is_ephemeral() { session } else { 0 };
         let stat = Stat {
@@ -246,6 +251,7 @@ impl Tree {
             data: data.to_vec(),
             stat,
             children: BTreeSet::new(),
+            child_creates: 0,
         };
         self.nodes.insert(created.clone(), node);
         undo.push(Undo::Created {
@@ -289,6 +295,7 @@ impl Tree {
                     let parent = self.parent_mut(&path);
                     parent.children.remove(name_of(&path));
                     parent.stat.cversion = parent_cversion;
+                    parent.child_creates -= 1;
                     parent.stat.num_children -= 1;
                 }
                 Undo::Set { path, data, stat } => {
