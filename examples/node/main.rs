@@ -1,0 +1,250 @@
+//! An example node: runs shardcron jobs and prints one line per item execution and per resharding.
+//!
+//! ```text
+//! cargo run --example node                       # 3 instances on an in-process registry, demo jobs
+//! cargo run --example node -- --nodes 5 --jobs examples/jobs.yaml
+//! cargo run --example node -- --zk 127.0.0.1:2181 --namespace demo   # one instance per process
+//! ```
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `main.rs` | start-up, the nodes, and graceful shutdown on SIGINT / SIGTERM |
+//! | `args.rs` | the flags; a bad one exits with code 2 and names it |
+//! | `jobs.rs` | the demo job set and jobs files (`jobs:` list of configs with a `type:`) |
+//! | `demo.rs` | the jobs compiled in: `demo`, `orders`, `inventory` |
+//! | `report.rs` | the printed lines and the handler wrapper that prints them |
+//!
+//! Exit codes: 0 after a graceful shutdown, 1 when a node cannot start (the registry is
+//! unreachable, say), 2 for a bad flag or jobs file.
+
+mod args;
+mod demo;
+mod jobs;
+mod report;
+
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use shardcron::node::{NodeBuilder, NodeHandle};
+use shardcron::registry::embedded::EmbeddedServer;
+use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
+use shardcron::registry::Connector;
+use shardcron::{InstanceId, JobSpec, NodeOptions};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tracing_subscriber::EnvFilter;
+
+use args::{Args, Command};
+use report::{Console, Reported};
+
+/// How long a shutdown waits for running items: the demo's items are short, and an operator who
+/// pressed Ctrl-C does not want to wait ElasticJob's long default.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn main() -> ExitCode {
+    let args = match args::parse(std::env::args().skip(1)) {
+        Ok(Command::Run(args)) => args,
+        Ok(Command::Help) => {
+            print!("{}", args::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("node: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let jobs = match &args.jobs {
+        None => jobs::demo(),
+        Some(file) => match jobs::from_file(file) {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                eprintln!("node: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("node: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args, jobs)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("node: {}", chain(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error and its sources, `: `-separated, so that the root cause reaches the terminal.
+fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(&format!(": {e}"));
+        source = e.source();
+    }
+    text
+}
+
+/// SIGINT and SIGTERM, subscribed before anything starts so that neither can kill the process
+/// without a graceful shutdown.
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    fn subscribe() -> std::io::Result<Self> {
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Completes with the signal's name when either arrives.
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
+}
+
+/// One node to start: where it registers and as whom.
+struct Planned {
+    connector: Arc<dyn Connector>,
+    instance_id: Option<InstanceId>,
+    registry: String,
+}
+
+fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
+    if let Some(hosts) = &args.zk {
+        let mut config = ZkConfig::new(hosts, &args.namespace)?;
+        if let Some(timeout) = args.session_timeout {
+            config = config.with_session_timeout(timeout);
+        }
+        return Ok(vec![Planned {
+            connector: Arc::new(ZkConnector::new(config)),
+            instance_id: args.instance_id.clone(),
+            registry: format!("zookeeper:{hosts}"),
+        }]);
+    }
+    let server = EmbeddedServer::new();
+    let pid = std::process::id();
+    (0..args.nodes)
+        .map(|n| {
+            let mut connector = server.connector(&args.namespace);
+            if let Some(timeout) = args.session_timeout {
+                connector = connector.with_session_timeout(timeout);
+            }
+            let instance_id = match &args.instance_id {
+                Some(id) if args.nodes == 1 => id.clone(),
+                Some(id) => InstanceId::parse(format!("{id}-{n}"))?,
+                None => InstanceId::new("127.0.0.1", &format!("{pid}-{n}"))?,
+            };
+            Ok(Planned {
+                connector: Arc::new(connector),
+                instance_id: Some(instance_id),
+                registry: "embedded".to_owned(),
+            })
+        })
+        .collect()
+}
+
+async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
+    let mut signals = Signals::subscribe()?;
+    let console = Arc::new(Console::default());
+    for job in &jobs {
+        let cron = job.config.cron_expr().unwrap_or("");
+        console.line(
+            "job",
+            format_args!(
+                "job={} type={} items={} cron={cron:?}",
+                job.config.job_name,
+                job.job_type.root_data(),
+                job.config.sharding_total_count
+            ),
+        );
+    }
+    let mut nodes: Vec<NodeHandle> = Vec::new();
+    for planned in plan(&args)? {
+        let start = start_node(planned, &args.namespace, &jobs, &console);
+        let started = tokio::select! {
+            started = start => started,
+            name = signals.recv() => {
+                // Nodes already running still leave gracefully; the one starting is abandoned.
+                shutdown(&console, &nodes, name).await;
+                return Ok(());
+            }
+        };
+        match started {
+            Ok(node) => nodes.push(node),
+            Err(e) => {
+                shutdown(&console, &nodes, "start-failed").await;
+                return Err(e);
+            }
+        }
+    }
+    let name = signals.recv().await;
+    shutdown(&console, &nodes, name).await;
+    Ok(())
+}
+
+async fn start_node(
+    planned: Planned,
+    args_namespace: &str,
+    jobs: &[JobSpec],
+    console: &Arc<Console>,
+) -> Result<NodeHandle, Box<dyn Error>> {
+    let Planned {
+        connector,
+        instance_id,
+        registry,
+    } = planned;
+    let namespace = args_namespace;
+    let mirror = Arc::new(OnceLock::new());
+    let mut builder = NodeBuilder::new(connector).options(NodeOptions {
+        shutdown_timeout: SHUTDOWN_TIMEOUT,
+        ..NodeOptions::default()
+    });
+    if let Some(id) = instance_id {
+        builder = builder.instance_id(id);
+    }
+    for job in jobs {
+        let handler = Reported::new(job.handler.clone(), console.clone(), mirror.clone());
+        builder = builder.job_spec(JobSpec {
+            handler: Arc::new(handler),
+            ..job.clone()
+        });
+    }
+    let node = builder.start().await?;
+    let _ = mirror.set(node.mirror().clone());
+    console.line(
+        "node",
+        format_args!(
+            "instance={} registry={} namespace={}",
+            node.instance_id(),
+            registry,
+            namespace
+        ),
+    );
+    Ok(node)
+}
+
+async fn shutdown(console: &Console, nodes: &[NodeHandle], reason: &str) {
+    console.line(
+        "shutdown",
+        format_args!("reason={reason} nodes={}", nodes.len()),
+    );
+    futures::future::join_all(nodes.iter().map(NodeHandle::shutdown)).await;
+    console.line("stopped", format_args!("nodes={}", nodes.len()));
+}

@@ -1,0 +1,591 @@
+//! The example node (`examples/node`) as real processes: its output lines, its exit codes, and two
+//! processes sharing the work of a script job through a real ZooKeeper.
+//!
+//! The binary is the one `cargo test` builds beside the test binaries (`target/<profile>/examples`);
+//! `cargo test --test node_process` alone does not build examples, hence the check in
+//! [`example_binary`]. Every wait is on the processes' output lines, with a deadline that names what
+//! was expected.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Bound of one wait on a process's output or exit.
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// The example binary, built by `cargo test` or `cargo build --example node`.
+fn example_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    // target/<profile>/deps/node_process-<hash> -> target/<profile>/examples/node
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lies in target/<profile>/deps");
+    let binary = profile_dir.join("examples").join("node");
+    assert!(
+        binary.is_file(),
+        "the example binary {} is missing: build it with `cargo build --example node` \
+         (`cargo test` and `cargo test --all-targets` build it before running tests)",
+        binary.display()
+    );
+    binary
+}
+
+/// One output line of a node process.
+#[derive(Debug, Clone)]
+struct Line {
+    /// The process's label in this test.
+    node: String,
+    /// The line's kind (`exec`, `reshard`, `node`, ...), its second word.
+    kind: String,
+    /// Its `key=value` fields (quoted values are cut at their first space; no test reads those).
+    fields: BTreeMap<String, String>,
+    /// The whole line, for failure messages.
+    text: String,
+}
+
+impl Line {
+    fn parse(node: &str, text: String) -> Line {
+        let mut words = text.split(' ');
+        let _timestamp = words.next();
+        let kind = words.next().unwrap_or_default().to_owned();
+        let fields = words
+            .filter_map(|w| w.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        Line {
+            node: node.to_owned(),
+            kind,
+            fields,
+            text,
+        }
+    }
+
+    fn field(&self, key: &str) -> &str {
+        self.fields.get(key).map(String::as_str).unwrap_or_default()
+    }
+}
+
+/// The stdout lines of every process of a test, in arrival order.
+struct Output {
+    tx: Sender<Line>,
+    rx: Receiver<Line>,
+    seen: Vec<Line>,
+}
+
+impl Output {
+    fn new() -> Self {
+        let (tx, rx) = mpsc::channel();
+        Self {
+            tx,
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits until `pred` holds over the lines seen so far, re-checking at every new line.
+    fn wait_until(&mut self, what: &str, nodes: &[&NodeProcess], pred: impl Fn(&[Line]) -> bool) {
+        let deadline = Instant::now() + WITHIN;
+        while !pred(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(RecvTimeoutError::Timeout) => self.fail(
+                    &format!("timed out after {WITHIN:?} waiting for {what}"),
+                    nodes,
+                ),
+                Err(RecvTimeoutError::Disconnected) => unreachable!("Output holds a sender"),
+            }
+        }
+    }
+
+    fn fail(&self, why: &str, nodes: &[&NodeProcess]) -> ! {
+        let tail: Vec<&str> = self
+            .seen
+            .iter()
+            .rev()
+            .take(40)
+            .map(|l| l.text.as_str())
+            .collect();
+        let stderr: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("--- {} stderr:\n{}", n.label, n.stderr()))
+            .collect();
+        panic!(
+            "{why}\n--- last stdout lines, newest first:\n{}\n{}",
+            tail.join("\n"),
+            stderr.join("\n")
+        );
+    }
+
+    fn of_kind<'a>(lines: &'a [Line], kind: &'a str) -> impl Iterator<Item = &'a Line> + 'a {
+        lines.iter().filter(move |l| l.kind == kind)
+    }
+}
+
+/// A running example process; killed (SIGKILL) if the test ends without stopping it.
+struct NodeProcess {
+    label: String,
+    pid: libc::pid_t,
+    exit: Receiver<ExitStatus>,
+    exited: bool,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl NodeProcess {
+    fn spawn(label: &str, args: &[&str], env: &[(&str, &str)], output: &Output) -> NodeProcess {
+        let mut command = Command::new(example_binary());
+        command
+            .args(args)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning the example node {label}: {e}"));
+        let pid = libc::pid_t::try_from(child.id()).expect("a pid fits pid_t");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let tx = output.tx.clone();
+        let name = label.to_owned();
+        let stdout_reader = std::thread::spawn(move || {
+            for text in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(Line::parse(&name, text)).is_err() {
+                    return;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let stderr_reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr_pipe.read(&mut buf) {
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        NodeProcess {
+            label: label.to_owned(),
+            pid,
+            exit: wait_in_thread(child),
+            exited: false,
+            stderr,
+            readers: vec![stdout_reader, stderr_reader],
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill(2) has no memory effects; the pid is our child, not reaped before `exited`.
+        let rc = unsafe { libc::kill(self.pid, signal) };
+        assert_eq!(rc, 0, "kill({}, {signal}) failed", self.pid);
+    }
+
+    /// Waits for the process to exit, then for its output to be read to the end.
+    fn wait_exit(&mut self) -> ExitStatus {
+        let status = self.exit.recv_timeout(WITHIN).unwrap_or_else(|_| {
+            panic!(
+                "node {} did not exit within {WITHIN:?}; stderr:\n{}",
+                self.label,
+                self.stderr()
+            )
+        });
+        self.exited = true;
+        for reader in self.readers.drain(..) {
+            reader.join().expect("an output reader thread panicked");
+        }
+        status
+    }
+
+    /// SIGTERM, then the exit.
+    fn terminate(&mut self) -> ExitStatus {
+        self.signal(libc::SIGTERM);
+        self.wait_exit()
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        if !self.exited && self.exit.try_recv().is_err() {
+            // SAFETY: as in `signal`; the waiter thread has not reaped the child yet.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Reaps `child` on a thread of its own, so that a test can wait for the exit with a deadline.
+fn wait_in_thread(mut child: Child) -> Receiver<ExitStatus> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait() {
+            let _ = tx.send(status);
+        }
+    });
+    rx
+}
+
+/// Runs the example to its exit; for invocations that must fail before starting anything.
+fn run_to_exit(args: &[&str]) -> (ExitStatus, String) {
+    let output = Output::new();
+    let mut node = NodeProcess::spawn("refused", args, &[], &output);
+    let status = node.wait_exit();
+    let stderr = node.stderr();
+    (status, stderr)
+}
+
+#[test]
+fn the_example_without_arguments_runs_every_demo_item_and_exits_zero_on_sigterm() {
+    let mut output = Output::new();
+    let mut node = NodeProcess::spawn("demo", &[], &[], &output);
+
+    // --- the jobs are announced before the first node starts, so the first `node` line closes the list
+    output.wait_until("the first node to start", &[&node], |lines| {
+        Output::of_kind(lines, "node").next().is_some()
+    });
+    let expected: BTreeSet<(String, String)> = Output::of_kind(&output.seen, "job")
+        .flat_map(|l| {
+            let items: u32 = l
+                .field("items")
+                .parse()
+                .expect("a job line names its item count");
+            (0..items).map(|i| (l.field("job").to_owned(), i.to_string()))
+        })
+        .collect();
+    let jobs: BTreeSet<&str> = expected.iter().map(|(job, _)| job.as_str()).collect();
+    assert!(
+        jobs.contains("orders") && jobs.contains("inventory"),
+        "the demo set has a simple and a dataflow job: {jobs:?}"
+    );
+
+    // --- every item of every demo job runs, on three in-process instances
+    output.wait_until("an execution line for every demo item", &[&node], |lines| {
+        let ran: BTreeSet<(String, String)> = Output::of_kind(lines, "exec")
+            .map(|l| (l.field("job").to_owned(), l.field("item").to_owned()))
+            .collect();
+        ran.is_superset(&expected)
+    });
+    let instances: BTreeSet<&str> = Output::of_kind(&output.seen, "node")
+        .map(|l| l.field("instance"))
+        .collect();
+    let pid = node.pid.to_string();
+    for instance in &instances {
+        assert!(
+            instance.starts_with("127.0.0.1@-@") && instance.contains(&pid),
+            "in-process instances are 127.0.0.1@-@{{pid}}-{{n}}: {instance}"
+        );
+    }
+    let exec = Output::of_kind(&output.seen, "exec")
+        .find(|l| l.field("job") == "orders")
+        .expect("orders ran");
+    for key in ["instance", "source", "outcome", "duration_ms"] {
+        assert!(
+            !exec.field(key).is_empty(),
+            "an exec line has {key}=: {}",
+            exec.text
+        );
+    }
+    let failed = Output::of_kind(&output.seen, "exec")
+        .find(|l| l.field("outcome") == "error")
+        .expect("the Atlantis item of orders fails");
+    assert!(
+        failed.text.contains("error=\"no orders ship to Atlantis\""),
+        "{}",
+        failed.text
+    );
+    for job in &jobs {
+        assert!(
+            Output::of_kind(&output.seen, "reshard").any(|l| l.field("job") == *job),
+            "a reshard line for {job}"
+        );
+    }
+
+    // --- SIGTERM shuts every node down, then the process exits 0
+    let status = node.terminate();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit status; stderr:\n{}",
+        node.stderr()
+    );
+    output.wait_until("the stopped line", &[&node], |lines| {
+        Output::of_kind(lines, "stopped").next().is_some()
+    });
+    assert_eq!(
+        instances.len(),
+        3,
+        "three instances by default: {instances:?}"
+    );
+}
+
+#[test]
+fn bad_flags_exit_with_code_2_and_a_message_naming_the_flag() {
+    let cases: [(&[&str], &str); 9] = [
+        (&["--bogus"], "--bogus"),
+        (&["extra"], "extra"),
+        (&["--zk"], "--zk"),
+        (&["--zk", ""], "--zk"),
+        (&["--nodes", "0"], "--nodes"),
+        (&["--nodes=three"], "--nodes"),
+        (&["--zk", "127.0.0.1:2181", "--nodes", "2"], "--nodes"),
+        (&["--instance-id", "no-separator"], "--instance-id"),
+        (&["--session-timeout-ms", "-5"], "--session-timeout-ms"),
+    ];
+    for (args, flag) in cases {
+        let (status, stderr) = run_to_exit(args);
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "{args:?}: exit code; stderr:\n{stderr}"
+        );
+        assert!(
+            stderr.contains(flag),
+            "{args:?}: stderr names {flag}:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_jobs_file_exits_with_code_2_naming_the_file_and_the_field_or_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = |body: &str| format!("jobs:\n  - type: demo\n    jobName: reports\n{body}");
+    let cases: [(&str, String, &[&str]); 6] = [
+        (
+            "a wrong type of value is reported with its field and line",
+            job("    cron: '0/3 * * * * ?'\n    shardingTotalCount: many\n"),
+            &["shardingTotalCount", "line 5"],
+        ),
+        (
+            "an invalid config is reported per field by validation",
+            job("    cron: not a cron\n    shardingTotalCount: 2\n"),
+            &["jobs[0]", "cron"],
+        ),
+        (
+            "a job without a type",
+            "jobs:\n  - jobName: reports\n    shardingTotalCount: 2\n".to_owned(),
+            &["jobs[0]", "type"],
+        ),
+        (
+            "a job of an unknown type",
+            "jobs:\n  - type: nosuch\n    jobName: reports\n    shardingTotalCount: 2\n".to_owned(),
+            &["type", "nosuch"],
+        ),
+        (
+            "a script job without its command line",
+            "jobs:\n  - type: SCRIPT\n    jobName: cleanup\n    shardingTotalCount: 2\n".to_owned(),
+            &["script.command.line"],
+        ),
+        (
+            "a file without a jobs list",
+            "job:\n  - type: demo\n".to_owned(),
+            &["jobs"],
+        ),
+    ];
+    for (n, (what, text, needles)) in cases.into_iter().enumerate() {
+        let file = dir.path().join(format!("jobs-{n}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        let (status, stderr) = run_to_exit(&["--jobs", file.to_str().unwrap()]);
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "{what}: exit code; stderr:\n{stderr}"
+        );
+        for needle in needles.iter().chain([&file.to_str().unwrap()]) {
+            assert!(
+                stderr.contains(needle),
+                "{what}: stderr names {needle:?}:\n{stderr}"
+            );
+        }
+    }
+    let missing = dir.path().join("missing.yaml");
+    let (status, stderr) = run_to_exit(&["--jobs", missing.to_str().unwrap()]);
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "a missing jobs file: exit code; stderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("missing.yaml"),
+        "a missing jobs file is named:\n{stderr}"
+    );
+}
+
+/// One run of the script job, as the script logged it.
+#[derive(Debug, Clone)]
+struct ScriptRun {
+    /// The whole second the script started in: the fire second, as the items start within
+    /// milliseconds of their fire.
+    second: u64,
+    /// The instance the test started the process as.
+    instance: String,
+    item: u64,
+    /// `NORMAL`, `MISFIRE`, ... from the task id.
+    source: String,
+    line: String,
+}
+
+/// Parses the script's log: `{unix time} {instance} {context JSON}` per line.
+fn script_runs(log: &Path) -> Vec<ScriptRun> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let (time, instance, json) = match (parts.next(), parts.next(), parts.next()) {
+                (Some(t), Some(i), Some(j)) => (t, i, j),
+                _ => panic!("a script log line has a time, an instance and a context: {line:?}"),
+            };
+            let ctx: serde_json::Value = serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("the context is JSON ({e}): {line:?}"));
+            let task_id = ctx["taskId"].as_str().expect("the context has a taskId");
+            // {job}@-@{items}@-@{SOURCE}@-@{ip}@-@{suffix}@-@{run}
+            let parts: Vec<&str> = task_id.split("@-@").collect();
+            assert_eq!(
+                parts.get(3..5).map(|p| p.join("@-@")).as_deref(),
+                Some(instance),
+                "the task id names the instance that ran it: {line:?}"
+            );
+            ScriptRun {
+                second: time
+                    .split('.')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .expect("unix seconds"),
+                instance: instance.to_owned(),
+                item: ctx["shardingItem"]
+                    .as_u64()
+                    .expect("the context has a shardingItem"),
+                source: parts.get(2).copied().unwrap_or_default().to_owned(),
+                line: line.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// Fire seconds whose normal runs covered items 0..4 exactly once, run by both instances.
+fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
+    let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.source == "NORMAL") {
+        by_second.entry(run.second).or_default().push(run);
+    }
+    by_second
+        .into_iter()
+        .filter(|(_, runs)| {
+            let mut items: Vec<u64> = runs.iter().map(|r| r.item).collect();
+            items.sort_unstable();
+            let instances: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
+            items == [0, 1, 2, 3] && instances.len() == 2
+        })
+        .map(|(second, _)| second)
+        .collect()
+}
+
+#[test]
+fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire() {
+    let server = support::zk::server();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let script = dir.path().join("record.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# One line per item: the time, the instance, the context JSON (last argument).\n\
+             printf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).unwrap();
+    let jobs = dir.path().join("jobs.yaml");
+    std::fs::write(
+        &jobs,
+        format!(
+            "jobs:\n  - type: SCRIPT\n    jobName: ticks\n    cron: '* * * * * ?'\n    timeZone: UTC\n    \
+             shardingTotalCount: 4\n    props:\n      script.command.line: '{}'\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let namespace = format!("node-process-{}", std::process::id());
+    let connect = server.connect_string();
+    let mut output = Output::new();
+    let start = |label: &str, instance: &str, output: &Output| {
+        let args = [
+            "--zk",
+            connect.as_str(),
+            "--namespace",
+            namespace.as_str(),
+            "--jobs",
+            jobs.to_str().unwrap(),
+            "--instance-id",
+            instance,
+            "--session-timeout-ms",
+            "4000",
+        ];
+        NodeProcess::spawn(
+            label,
+            &args,
+            &[("SHARDCRON_TEST_INSTANCE", instance)],
+            output,
+        )
+    };
+
+    // --- two processes, one instance each, on one ZooKeeper
+    let mut a = start("a", "127.0.0.1@-@node-a", &output);
+    let mut b = start("b", "127.0.0.1@-@node-b", &output);
+
+    // --- every item runs, and sharding settles into a split between the two
+    output.wait_until(
+        "a fire of items 0..4 split between both processes",
+        &[&a, &b],
+        |lines| {
+            Output::of_kind(lines, "exec").next().is_some()
+                && !split_fires(&script_runs(&log)).is_empty()
+        },
+    );
+
+    // --- both leave gracefully
+    for node in [&mut a, &mut b] {
+        let status = node.terminate();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "node {} exit status; stderr:\n{}",
+            node.label,
+            node.stderr()
+        );
+    }
+    let runs = script_runs(&log);
+    let items: BTreeSet<u64> = runs.iter().map(|r| r.item).collect();
+    assert_eq!(items, BTreeSet::from([0, 1, 2, 3]), "every item ran");
+    let mut per_fire: BTreeMap<(u64, u64), Vec<&str>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.source == "NORMAL") {
+        per_fire
+            .entry((run.item, run.second))
+            .or_default()
+            .push(&run.line);
+    }
+    let twice: Vec<_> = per_fire
+        .iter()
+        .filter(|(_, lines)| lines.len() > 1)
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "items that ran twice in one fire second: {twice:#?}"
+    );
+}
