@@ -243,8 +243,8 @@ async fn op_counts_split_calls_by_kind_and_outcome() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_subtree_reads_thousands_of_nodes_in_pipelined_batches() {
-    const PARENTS: usize = 40;
+async fn list_subtree_reads_twenty_thousand_nodes_in_pipelined_batches() {
+    const PARENTS: usize = 200;
     const CHILDREN: usize = 100;
     let backend = zk::backend();
     let connector = ZkConnector::new(backend.config(&namespace("list")));
@@ -280,7 +280,7 @@ async fn list_subtree_reads_thousands_of_nodes_in_pipelined_batches() {
     let last = nodes.last().unwrap();
     assert_eq!(
         (last.path.as_str(), last.data.as_slice()),
-        ("/job/p039/c099", &b"99"[..])
+        ("/job/p199/c099", &b"99"[..])
     );
     assert!(
         took < Duration::from_secs(3),
