@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::election::{self, ElectionDecision};
-use crate::decide::resharding;
+use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
 use crate::types::JobName;
 use crate::view::JobView;
 
-use super::context::{JobEvent, SessionCtx};
+use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
 
 /// How often the leader looks whether a job's reconcile interval has passed.
 const RECONCILE_TICK: Duration = Duration::from_secs(60);
@@ -97,6 +97,15 @@ impl LeaderState {
         } else {
             None
         };
+        if reconcile {
+            let stale = reconcile::stale_records(&view, job, config.config().failover);
+            if !stale.is_empty() {
+                tracing::info!(%job, count = stale.len(), "clearing records of dead owners");
+                if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &stale).await {
+                    tracing::warn!(%job, error = %e, "clearing records of dead owners failed");
+                }
+            }
+        }
         if let Some(reason) = reason {
             if let Some(op) = resharding::flag(&view, job) {
                 tracing::info!(%job, %reason, "resharding needed");

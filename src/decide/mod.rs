@@ -7,10 +7,12 @@
 //! | [`election`] | whether to stand for leadership or abdicate |
 //! | [`resharding`] | whether a job needs resharding, and the plan's commit |
 //! | [`execution`] | which items a fire runs, and the writes around the run |
+//! | [`reconcile`] | which records of dead owners the leader clears |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
 
 pub mod election;
 pub mod execution;
+pub mod reconcile;
 pub mod failover;
 pub mod resharding;
 

@@ -1,0 +1,80 @@
+//! The leader's periodic clean-up: `running`, `failover` and `failovering` records whose owner is no
+//! longer a live instance describe runs that are over. With failover on, a record is kept until the
+//! failover handling has marked or claimed its item, so that the item is re-run, not forgotten.
+
+use crate::paths::JobNode;
+use crate::registry::Op;
+use crate::types::{InstanceId, JobName};
+use crate::view::JobView;
+
+/// The deletions that clear records of dead owners.
+pub fn stale_records(view: &JobView, job: &JobName, failover: bool) -> Vec<Op> {
+    let dead = |who: &str| InstanceId::parse(who).is_ok_and(|id| !view.instances.contains(&id));
+    let mut ops = Vec::new();
+    for (item, v) in &view.items {
+        // Safe to forget only when failover is off, or the item is already queued or taken over.
+        let handled = !failover
+            || view.failover_marks.contains(item)
+            || v.failovering
+                .as_ref()
+                .is_some_and(|t| view.instances.contains(t));
+        if v.running.as_deref().is_some_and(dead) && handled {
+            ops.push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
+        }
+        if v.failover.as_ref().is_some_and(|t| dead(t.as_str())) {
+            ops.push(Op::delete(JobNode::ShardingFailover(*item).to_path(job)));
+        }
+        let failovering_dead = v.failovering.as_ref().is_some_and(|t| dead(t.as_str()));
+        if failovering_dead && (!failover || view.failover_marks.contains(item)) {
+            ops.push(Op::delete(JobNode::ShardingFailovering(*item).to_path(job)));
+        }
+    }
+    ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::fixtures::*;
+    use crate::types::ShardItem;
+
+    #[test]
+    fn records_of_dead_owners_are_cleared_and_live_ones_kept() {
+        let a = inst("10.0.0.1@-@1");
+        let dead = inst("10.0.0.9@-@9");
+        let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a), (2, &a)]);
+        let v = with_item(v, 0, |i| i.running = Some(a.to_string()));
+        let v = with_item(v, 1, |i| i.running = Some(dead.to_string()));
+        let v = with_item(v, 2, |i| {
+            i.failover = Some(dead.clone());
+            i.failovering = Some(dead.clone())
+        });
+        assert_eq!(
+            stale_records(&v, &job(), false),
+            vec![
+                Op::delete("/orders/sharding/1/running"),
+                Op::delete("/orders/sharding/2/failover"),
+                Op::delete("/orders/sharding/2/failovering"),
+            ]
+        );
+    }
+
+    #[test]
+    fn with_failover_on_a_dead_owners_running_record_waits_until_its_item_is_marked() {
+        let a = inst("10.0.0.1@-@1");
+        let dead = inst("10.0.0.9@-@9");
+        let v = with_item(owned(view(&[&a], Some(&a)), &[(0, &a)]), 0, |i| {
+            i.running = Some(dead.to_string())
+        });
+        assert!(
+            stale_records(&v, &job(), true).is_empty(),
+            "not yet marked: kept"
+        );
+        let mut marked = v.clone();
+        marked.failover_marks.insert(ShardItem(0));
+        assert_eq!(
+            stale_records(&marked, &job(), true),
+            vec![Op::delete("/orders/sharding/0/running")]
+        );
+    }
+}
