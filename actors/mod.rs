@@ -30,6 +30,7 @@
 //! `RunFinished` back; nothing waits inside a handler.
 
 pub(crate) mod context;
+pub mod embed;
 pub(crate) mod executor;
 pub(crate) mod failover;
 pub(crate) mod leader;

@@ -190,6 +190,25 @@ impl NodeBuilder {
 
     /// Validates the jobs, checks that the registry answers, and starts the node's actor tree.
     pub async fn start(self) -> Result<NodeHandle, EngineError> {
+        self.start_under(None).await
+    }
+
+    /// Like [`NodeBuilder::start`], with the node's root actor linked under `supervisor`: the host
+    /// receives the usual supervision events when the shardcron subtree fails or ends. For a graceful
+    /// stop with the host's tree, the host calls `myself.stop_children_and_wait(..)` in its own
+    /// `post_stop` (ractor kills children without their `post_stop` otherwise); the node then drains
+    /// its running items (bounded by the shutdown timeout) and removes its ephemeral nodes.
+    pub async fn start_linked(
+        self,
+        supervisor: ractor::ActorCell,
+    ) -> Result<NodeHandle, EngineError> {
+        self.start_under(Some(supervisor)).await
+    }
+
+    async fn start_under(
+        self,
+        supervisor: Option<ractor::ActorCell>,
+    ) -> Result<NodeHandle, EngineError> {
         let instance_id = match self.instance_id {
             Some(id) => id,
             None => default_instance_id(),
@@ -225,9 +244,12 @@ impl NodeBuilder {
                 source,
             })?;
         probe.close().await;
-        let (actor, _) = Actor::spawn(Some(node.actor_name("node")), NodeActor, node.clone())
-            .await
-            .map_err(|e| EngineError::Actor(e.to_string()))?;
+        let name = Some(node.actor_name("node"));
+        let spawned = match supervisor {
+            Some(sup) => Actor::spawn_linked(name, NodeActor, node.clone(), sup).await,
+            None => Actor::spawn(name, NodeActor, node.clone()).await,
+        };
+        let (actor, _) = spawned.map_err(|e| EngineError::Actor(e.to_string()))?;
         Ok(NodeHandle { actor, node })
     }
 }
@@ -341,9 +363,36 @@ pub enum NodeMsg {}
 pub struct NodeState {
     node: Arc<NodeContext>,
     registry: Option<ActorRef<RegistryMsg>>,
+    restarts: std::collections::VecDeque<tokio::time::Instant>,
 }
 
+/// More restarts of the registry actor than this within [`RESTART_WINDOW`] fail the node, so the
+/// host's supervisor learns that the subtree cannot recover on its own.
+const MAX_RESTARTS: usize = 5;
+/// See [`MAX_RESTARTS`].
+const RESTART_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl NodeState {
+    async fn restart_registry(
+        &mut self,
+        myself: &ActorRef<NodeMsg>,
+        why: &str,
+    ) -> Result<(), ActorProcessingErr> {
+        let now = tokio::time::Instant::now();
+        self.restarts
+            .retain(|t| now.duration_since(*t) < RESTART_WINDOW);
+        if self.restarts.len() >= MAX_RESTARTS {
+            return Err(format!(
+                "registry actor ended {} times within {RESTART_WINDOW:?} (last: {why}); giving up",
+                self.restarts.len() + 1
+            )
+            .into());
+        }
+        self.restarts.push_back(now);
+        tracing::warn!(reason = %why, "registry actor ended; restarting it with a new session");
+        self.spawn_registry(myself).await
+    }
+
     async fn spawn_registry(
         &mut self,
         myself: &ActorRef<NodeMsg>,
@@ -373,6 +422,7 @@ impl Actor for NodeActor {
         let mut state = NodeState {
             node,
             registry: None,
+            restarts: Default::default(),
         };
         state.spawn_registry(&myself).await?;
         Ok(state)
@@ -384,21 +434,21 @@ impl Actor for NodeActor {
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        match evt {
-            SupervisionEvent::ActorFailed(cell, e)
-                if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) =>
-            {
-                tracing::error!(error = %e, "registry actor failed; restarting it with a new session");
-                state.spawn_registry(&myself).await?;
+        let current = state.registry.as_ref().map(|r| r.get_id());
+        let why = match &evt {
+            SupervisionEvent::ActorFailed(cell, e) if Some(cell.get_id()) == current => {
+                e.to_string()
             }
             SupervisionEvent::ActorTerminated(cell, _, reason)
-                if Some(cell.get_id()) == state.registry.as_ref().map(|r| r.get_id()) =>
+                if Some(cell.get_id()) == current =>
             {
-                tracing::warn!(?reason, "registry actor stopped; restarting it");
-                state.spawn_registry(&myself).await?;
+                reason.clone().unwrap_or_else(|| "terminated".to_owned())
             }
-            _ => {}
-        }
+            _ => return Ok(()),
+        };
+        // One helper for failed and terminated alike; past the restart intensity this returns an
+        // error, which fails the node and tells the host's supervisor.
+        state.restart_registry(&myself, &why).await?;
         Ok(())
     }
 

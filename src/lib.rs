@@ -38,7 +38,7 @@ pub use types::{IdError, InstanceId, JobName, ShardItem};
 mod actors;
 
 pub use actors::context::{JobSpec, JobType, NodeOptions};
-pub use actors::node;
+pub use actors::{embed, node};
 
 /// The README's examples compile as doc tests.
 #[cfg(doctest)]

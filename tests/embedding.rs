@@ -1,0 +1,276 @@
+//! shardcron inside a host's ractor tree: linked under the host's supervisor, a job implemented by a
+//! host actor, engine events delivered to a host actor, several nodes in one process.
+
+#[allow(dead_code)]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster::{instance, origin};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use shardcron::clock::TokioClock;
+use shardcron::config::JobConfig;
+use shardcron::embed::{forward_events, ActorJob};
+use shardcron::events::{Delivered, EngineEvent, EventBus};
+use shardcron::job::{JobError, ShardingContext};
+use shardcron::node::{NodeBuilder, NodeHandle};
+use shardcron::registry::embedded::EmbeddedServer;
+use shardcron::registry::Connector;
+use shardcron::{JobSpec, JobType};
+use tokio::sync::mpsc;
+
+const WITHIN: Duration = Duration::from_secs(60);
+
+async fn recv<T>(rx: &mut mpsc::UnboundedReceiver<T>, what: &str) -> T {
+    match tokio::time::timeout(WITHIN, rx.recv()).await {
+        Ok(Some(v)) => v,
+        _ => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// A host supervisor that reports the supervision events it receives.
+struct Host;
+
+impl Actor for Host {
+    type Msg = ();
+    type State = mpsc::UnboundedSender<String>;
+    type Arguments = mpsc::UnboundedSender<String>;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<()>,
+        tx: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(tx)
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _: ActorRef<()>,
+        evt: SupervisionEvent,
+        tx: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let line = match evt {
+            SupervisionEvent::ActorFailed(_, e) => format!("failed: {e}"),
+            SupervisionEvent::ActorTerminated(_, _, r) => format!("terminated: {r:?}"),
+            _ => return Ok(()),
+        };
+        let _ = tx.send(line);
+        Ok(())
+    }
+}
+
+fn builder(conn: Arc<dyn Connector>, n: u32) -> NodeBuilder {
+    NodeBuilder::new(conn)
+        .instance_id(instance(n))
+        .clock(Arc::new(TokioClock::starting_at(origin())))
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_host_supervisor_sees_the_subtree_terminate_and_fail() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (host, _) = Actor::spawn(None, Host, tx).await.unwrap();
+    tracing::info!("--- a node stopped on purpose: the host sees its termination");
+    let node = builder(conn.clone(), 1)
+        .start_linked(host.get_cell())
+        .await
+        .unwrap();
+    node.shutdown().await;
+    assert!(recv(&mut rx, "termination").await.starts_with("terminated"));
+    tracing::info!("--- a node whose registry actor keeps dying: the host sees it fail");
+    let node = builder(conn.clone(), 2)
+        .start_linked(host.get_cell())
+        .await
+        .unwrap();
+    for _ in 0..6 {
+        let name = node.actor_name("registry");
+        let Some(cell) = ractor::registry::where_is(name) else {
+            break;
+        };
+        cell.kill();
+        // The node restarts it on the next message round: wait for the new one to register.
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        while ractor::registry::where_is(node.actor_name("registry"))
+            .is_some_and(|c| c.get_id() == cell.get_id())
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::task::yield_now().await;
+        }
+    }
+    let line = recv(&mut rx, "the node's failure").await;
+    assert!(
+        line.starts_with("failed") && line.contains("giving up"),
+        "{line}"
+    );
+    host.stop(None);
+}
+
+/// The host's job actor.
+enum WorkerMsg {
+    RunItem(ShardingContext, RpcReplyPort<Result<(), JobError>>),
+}
+
+struct Worker;
+
+impl Actor for Worker {
+    type Msg = WorkerMsg;
+    type State = mpsc::UnboundedSender<(u32, String, String)>;
+    type Arguments = mpsc::UnboundedSender<(u32, String, String)>;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<WorkerMsg>,
+        tx: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(tx)
+    }
+
+    async fn handle(
+        &self,
+        _: ActorRef<WorkerMsg>,
+        msg: WorkerMsg,
+        tx: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let WorkerMsg::RunItem(ctx, reply) = msg;
+        let _ = tx.send((
+            ctx.sharding_item.0,
+            ctx.sharding_parameter.clone(),
+            ctx.job_name.to_string(),
+        ));
+        let _ = reply.send(Ok(()));
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_actor_receives_every_item_and_a_restarted_actor_gets_the_next_fire() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (worker, _) = Actor::spawn(Some("billing-worker".into()), Worker, tx.clone())
+        .await
+        .unwrap();
+    let job = JobConfig::new("billing", 2)
+        .cron("0/2 * * * * ?")
+        .time_zone("UTC")
+        .item_parameters("0=a,1=b");
+    let handler = Arc::new(ActorJob::new(
+        "billing-worker",
+        Duration::from_secs(5),
+        WorkerMsg::RunItem,
+    ));
+    let spec = JobSpec {
+        config: job,
+        job_type: JobType::Named("billing".into()),
+        handler,
+    };
+    let node = builder(conn, 1).job_spec(spec).start().await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        seen.push(recv(&mut rx, "both items at the job actor").await);
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            (0, "a".into(), "billing".into()),
+            (1, "b".into(), "billing".into())
+        ]
+    );
+    tracing::info!("--- the job actor dies; the host starts a new one under the same name");
+    worker.stop_and_wait(None, None).await.unwrap();
+    while rx.try_recv().is_ok() {}
+    let (tx2, mut rx2) = mpsc::unbounded_channel();
+    let (_worker2, _) = Actor::spawn(Some("billing-worker".into()), Worker, tx2)
+        .await
+        .unwrap();
+    let first = recv(&mut rx2, "the next fire at the new actor").await;
+    assert!(first.0 < 2);
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subscriber_sees_leadership_and_a_reshard_in_order() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (tx, mut rx) = mpsc::unbounded_channel::<Delivered>();
+    struct Sink;
+    impl Actor for Sink {
+        type Msg = Delivered;
+        type State = mpsc::UnboundedSender<Delivered>;
+        type Arguments = mpsc::UnboundedSender<Delivered>;
+        async fn pre_start(
+            &self,
+            _: ActorRef<Delivered>,
+            tx: Self::Arguments,
+        ) -> Result<Self::State, ActorProcessingErr> {
+            Ok(tx)
+        }
+        async fn handle(
+            &self,
+            _: ActorRef<Delivered>,
+            m: Delivered,
+            tx: &mut Self::State,
+        ) -> Result<(), ActorProcessingErr> {
+            let _ = tx.send(m);
+            Ok(())
+        }
+    }
+    let (sink, _) = Actor::spawn(None, Sink, tx).await.unwrap();
+    let recorder = cluster::Recorder::default();
+    let job = || {
+        JobConfig::new("orders", 4)
+            .cron("* * * * * ?")
+            .time_zone("UTC")
+    };
+    let spec = |h| JobSpec {
+        config: job(),
+        job_type: JobType::Named("orders".into()),
+        handler: h,
+    };
+    // Subscribed before the node starts, so its first election is seen.
+    let bus = EventBus::new();
+    forward_events(bus.subscribe("host", 1024), sink.clone(), |d| d);
+    let a: NodeHandle = builder(conn.clone(), 1)
+        .event_bus(bus)
+        .job_spec(spec(recorder.handler(Duration::ZERO)))
+        .start()
+        .await
+        .unwrap();
+    let b = builder(conn.clone(), 2)
+        .job_spec(spec(recorder.handler(Duration::ZERO)))
+        .start()
+        .await
+        .unwrap();
+    let mut kinds = Vec::new();
+    loop {
+        let d = recv(&mut rx, "leadership then a reshard over both instances").await;
+        assert_eq!(d.missed_before, 0, "nothing dropped");
+        match &d.event {
+            EngineEvent::LeadershipGained { .. } => kinds.push("leader"),
+            EngineEvent::ShardingChanged { assignment, .. } => {
+                kinds.push("sharded");
+                let owners: std::collections::BTreeSet<_> =
+                    assignment.iter().map(|(_, i)| i.clone()).collect();
+                if owners.len() == 2 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        kinds.first(),
+        Some(&"leader"),
+        "leadership comes before any reshard: {kinds:?}"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
