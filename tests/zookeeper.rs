@@ -7,7 +7,7 @@ mod support;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shardcron::registry::zookeeper::ZkConnector;
+use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::{
     Connector, CreateMode, NodeEventKind, Op, OpKind, Registry, RegistryError, SessionState,
     WatchEvent, WatchStream,
@@ -345,5 +345,34 @@ async fn next_matching(
         Ok(Some(event)) => event,
         Ok(None) => panic!("watch ended while waiting for {what}; saw {seen:?}"),
         Err(_) => panic!("no {what} within {wait:?}; saw {seen:?}"),
+    }
+}
+
+/// The launcher's stop and resume keep the port and the data, so a session outlives a server crash
+/// shorter than its timeout, ephemerals included.
+#[tokio::test]
+async fn a_session_outlives_a_server_restart_shorter_than_its_timeout() {
+    let server = zk::ZkServer::start();
+    let config = ZkConfig::new(&server.connect_string(), "restart")
+        .unwrap()
+        .with_session_timeout(Duration::from_secs(20));
+    let s = ZkConnector::new(config).connect().await.unwrap();
+    s.create("/mine", b"", CreateMode::Ephemeral).await.unwrap();
+    let mut state = s.session_state();
+    tracing::info!("--- the server crashes and comes back on the same port and data");
+    server.stop();
+    assert!(!server.is_running());
+    wait_state(&mut state, SessionState::Disconnected).await;
+    server.resume();
+    wait_state(&mut state, SessionState::Connected).await;
+    assert!(s.exists("/mine").await.unwrap().is_some());
+}
+
+async fn wait_state(rx: &mut tokio::sync::watch::Receiver<SessionState>, want: SessionState) {
+    let reached = async { rx.wait_for(|s| *s == want).await.map(|s| *s) };
+    match tokio::time::timeout(Duration::from_secs(30), reached).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => panic!("session dropped while waiting for {want:?}"),
+        Err(_) => panic!("session did not become {want:?} within 30s"),
     }
 }
