@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ValidatedConfig;
 use crate::decide::execution::{plan_run, FireSettings, LocalRuns};
+use crate::decide::failover;
 use crate::job::handlers::{ErrorHandler, Listeners};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext};
 use crate::paths::JobNode;
@@ -21,6 +22,7 @@ use crate::types::{JobName, ShardItem};
 use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, JobSpec, SessionCtx};
+use super::failover::FailoverMsg;
 use super::leader::LeaderMsg;
 use super::register::{register, registry_config};
 use super::run::{spawn_run, task_id, RunReport, RunRequest};
@@ -53,6 +55,11 @@ pub(crate) enum ExecutorMsg {
     Drain(RpcReplyPort<()>),
     /// The job is removed from this node: stop firing and stop.
     Remove,
+    /// The FailoverActor claimed these items of a crashed instance for this one: run them now
+    /// (source `Failover`), whatever runs already; the run's end removes the taker's records.
+    FailoverClaimed(Vec<ShardItem>),
+    /// Whether no run of this job is in progress here (the FailoverActor claims only then).
+    IsIdle(RpcReplyPort<bool>),
 }
 
 /// Arguments of the ExecutorActor.
@@ -173,16 +180,28 @@ impl ExecutorState {
         for i in &plan.run {
             self.local.misfire_flagged.remove(i);
         }
-        if plan.run.is_empty() {
+        self.launch(myself, source, scheduled, plan.run, plan.end_ops);
+    }
+
+    /// Hands `run` to a run task whose end applies `end_ops`; shared by fires and failover runs.
+    fn launch(
+        &mut self,
+        myself: &ActorRef<ExecutorMsg>,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        run: Vec<ShardItem>,
+        end_ops: Vec<Op>,
+    ) {
+        if run.is_empty() {
             return;
         }
+        let me = self.ctx.me().clone();
         self.next_run += 1;
         let run_id = self.next_run;
-        let task_id = task_id(&self.job, &plan.run, source, &me, run_id);
+        let task_id = task_id(&self.job, &run, source, &me, run_id);
         let c = self.config.config();
         let mut tokens = HashMap::new();
-        let contexts = plan
-            .run
+        let contexts = run
             .iter()
             .map(|item| {
                 let token = CancellationToken::new();
@@ -205,12 +224,12 @@ impl ExecutorState {
                 }
             })
             .collect();
-        self.local.running.extend(plan.run.iter().copied());
+        self.local.running.extend(run.iter().copied());
         self.runs.insert(
             run_id,
             ActiveRun {
-                items: plan.run.iter().copied().collect(),
-                end_ops: plan.end_ops,
+                items: run.iter().copied().collect(),
+                end_ops,
                 tokens,
             },
         );
@@ -225,6 +244,7 @@ impl ExecutorState {
             listeners: self.listeners.clone(),
             error_handler: self.error_handler.clone(),
             clock: self.ctx.node.clock.clone(),
+            events: self.ctx.node.events.clone(),
             scheduled,
         };
         spawn_run(req, myself.clone());
@@ -267,6 +287,10 @@ impl ExecutorState {
             for reply in self.drains.drain(..) {
                 let _ = reply.send(());
             }
+            // A busy instance claims marked items when its run ends (ElasticJob does the same).
+            if let Some(f) = self.ctx.failover() {
+                let _ = f.send_message(FailoverMsg::RunEnded(self.job.clone()));
+            }
         }
     }
 
@@ -307,9 +331,7 @@ impl ExecutorState {
                     let _ = l.send_message(LeaderMsg::Evaluate(self.job.clone()));
                 }
                 if let Some(f) = self.ctx.failover() {
-                    let _ = f.send_message(super::failover::FailoverMsg::ConfigChanged(
-                        self.job.clone(),
-                    ));
+                    let _ = f.send_message(FailoverMsg::ConfigChanged(self.job.clone()));
                 }
             }
             Err(e) => tracing::error!(job = %self.job, error = %e,
@@ -476,6 +498,19 @@ impl Actor for ExecutorActor {
                 }
             }
             ExecutorMsg::Remove => myself.stop(Some("job removed".into())),
+            ExecutorMsg::FailoverClaimed(items) if state.draining => {
+                // Not run: `failovering` names this instance, so its departure fails them over again.
+                tracing::info!(job = %state.job, ?items, "failover claim not run: draining");
+            }
+            ExecutorMsg::FailoverClaimed(items) => {
+                tracing::info!(job = %state.job, ?items, "running items taken over from a crashed instance");
+                let end_ops = failover::finish_ops(&state.job, &items);
+                state.launch(&myself, ExecutionSource::Failover, None, items, end_ops);
+            }
+            ExecutorMsg::IsIdle(reply) => {
+                let idle = state.runs.is_empty() && !state.draining && !state.disconnected;
+                let _ = reply.send(idle);
+            }
         }
         Ok(())
     }

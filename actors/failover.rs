@@ -1,16 +1,35 @@
-//! FailoverActor: keeps the failover nodes consistent with each job's `failover` setting. When a
-//! job's configuration turns failover off, the leader removes the `failover` and `failovering`
-//! records and the `leader/failover/items` marks, as ElasticJob's FailoverSettingsChangedJobListener
-//! does. Taking over the items of crashed instances is planned here as well (resilience issue).
+//! FailoverActor: re-runs the items a crashed instance was running (ElasticJob 3.0.2+ failover,
+//! with an atomic claim instead of a latch), and keeps the failover nodes consistent with each
+//! job's `failover` setting.
+//!
+//! - An instance node vanishes: the items it was running are marked in `leader/failover/items`.
+//! - On registration and after a re-list, runs of instances absent from `instances/` are marked too
+//!   (the whole cluster was down, or the vanishing was missed).
+//! - An idle instance claims marked items in one multi-op ([`crate::decide::failover::claim`]) and
+//!   hands them to its executor, which runs them at once; a busy one claims when its run ends
+//!   (the executor sends `RunEnded`). A lost race re-reads the marks and retries with what is left.
+//! - Failover turned off: the leader removes the `failover`/`failovering` records and the marks, as
+//!   ElasticJob's FailoverSettingsChangedJobListener does.
+
+use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use crate::decide::failover;
 use crate::paths::JobNode;
-use crate::registry::Op;
-use crate::types::JobName;
-use crate::view::JobView;
+use crate::registry::{NodeEventKind, Op};
+use crate::types::{InstanceId, JobName, ShardItem};
+use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
+use super::executor::ExecutorMsg;
+
+/// How long the executor may take to say whether it is idle (its mailbox may hold a fire).
+const IDLE_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Claims tried in one go before waiting for the next event: each lost race means another instance
+/// made progress, so the retries are few.
+const CLAIM_ATTEMPTS: usize = 3;
 
 /// The FailoverActor.
 #[derive(Debug)]
@@ -25,6 +44,8 @@ pub(crate) enum FailoverMsg {
     Resynced,
     /// A job's configuration changed.
     ConfigChanged(JobName),
+    /// A job's executor has no run in progress any more: claim what is marked.
+    RunEnded(JobName),
 }
 
 /// State of the FailoverActor.
@@ -50,12 +71,44 @@ pub(crate) fn clear_failover_ops(view: &JobView, job: &JobName) -> Vec<Op> {
     ops
 }
 
+/// What a job event asks of the FailoverActor.
+enum Reaction {
+    Nothing,
+    /// Failover may have been turned off or a new leader must clear: check the setting.
+    CheckSetting,
+    /// Another instance vanished: mark its runs, then claim.
+    Crashed(InstanceId),
+    /// This instance registered: mark orphaned runs, then claim.
+    Registered,
+    /// Marks or records changed, or a run ended somewhere: what is marked may be claimable now.
+    Claim,
+}
+
+fn reaction(ev: &JobEvent, me: &InstanceId) -> Reaction {
+    use NodeEventKind::{Created, Deleted};
+    match (&ev.node, ev.kind) {
+        (JobNode::LeaderElectionInstance, _) => Reaction::CheckSetting,
+        (JobNode::Instance(id), Deleted) if id != me => Reaction::Crashed(id.clone()),
+        (JobNode::Instance(id), Created) if id == me => Reaction::Registered,
+        (JobNode::LeaderFailoverItem(_), Created)
+        | (
+            JobNode::ShardingRunning(_)
+            | JobNode::ShardingFailover(_)
+            | JobNode::ShardingFailovering(_),
+            Deleted,
+        ) => Reaction::Claim,
+        _ => Reaction::Nothing,
+    }
+}
+
 impl FailoverState {
+    fn failover_on(&self, job: &JobName) -> bool {
+        self.ctx.config(job).is_some_and(|c| c.config().failover)
+    }
+
+    /// Clears the failover records when the job's failover is off and this instance leads.
     async fn check(&mut self, job: &JobName) {
-        let Some(config) = self.ctx.config(job) else {
-            return;
-        };
-        if config.config().failover {
+        if self.ctx.config(job).is_none() || self.failover_on(job) {
             return;
         }
         let view = JobView::read(self.ctx.mirror(), job);
@@ -69,6 +122,134 @@ impl FailoverState {
                 tracing::warn!(%job, error = %e, "clearing failover records failed");
             }
         }
+    }
+
+    /// Creates marks; one another survivor created meanwhile is as good as ours.
+    async fn mark(&self, job: &JobName, ops: Vec<Op>, why: &str) {
+        if ops.is_empty() {
+            return;
+        }
+        tracing::info!(%job, count = ops.len(), why, "marking items for failover");
+        // Java instances never create `leader/failover/items` at registration; we do not either.
+        let parent = JobNode::LeaderFailoverItems.to_path(job);
+        let result = match self.ctx.registry.ensure_path(&parent).await {
+            Ok(()) => apply_each_tolerant(&*self.ctx.registry, &ops).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            tracing::warn!(%job, error = %e, "marking items for failover failed");
+        }
+    }
+
+    async fn crashed(&mut self, job: &JobName, crashed: &InstanceId) {
+        if !self.failover_on(job) {
+            return;
+        }
+        let view = JobView::read(self.ctx.mirror(), job);
+        let ops = failover::marks_for_crashed(&view, job, crashed);
+        self.mark(job, ops, "instance vanished while running").await;
+        self.claim(job).await;
+    }
+
+    async fn orphans(&mut self, job: &JobName) {
+        if !self.failover_on(job) {
+            return;
+        }
+        let view = JobView::read(self.ctx.mirror(), job);
+        let ops = failover::marks_for_orphans(&view, job);
+        self.mark(job, ops, "runs of instances that are gone").await;
+        self.claim(job).await;
+    }
+
+    /// Whether the job's executor here has no run in progress. Asked, not tracked, so that a
+    /// restarted executor or FailoverActor never leaves a stale answer behind.
+    async fn executor_idle(&self, job: &JobName) -> bool {
+        let Some(exec) = self.ctx.executor(job) else {
+            return false;
+        };
+        matches!(
+            exec.call(ExecutorMsg::IsIdle, Some(IDLE_QUERY_TIMEOUT))
+                .await,
+            Ok(ractor::rpc::CallResult::Success(true))
+        )
+    }
+
+    /// Claims marked items if this instance may take them and is idle, and hands the claimed ones
+    /// to the executor.
+    async fn claim(&mut self, job: &JobName) {
+        if !self.failover_on(job) {
+            return;
+        }
+        let me = self.ctx.me().clone();
+        let mut view = JobView::read(self.ctx.mirror(), job);
+        let registered =
+            view.instances.contains(&me) && view.server_status(me.ip()) == ServerStatus::Enabled;
+        if view.failover_marks.is_empty() || !registered || !self.executor_idle(job).await {
+            return;
+        }
+        for _ in 0..CLAIM_ATTEMPTS {
+            // Spread the marks over the instances that could take them rather than take them all.
+            let share = view
+                .failover_marks
+                .len()
+                .div_ceil(view.available_instances().len().max(1));
+            let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
+                return;
+            };
+            match self.ctx.apply(&ops).await {
+                Ok(()) => return self.hand_over(job, items),
+                Err(e) if e.is_no_node() || e.is_node_exists() => {
+                    tracing::debug!(%job, ?items, "lost a failover claim race; re-reading marks");
+                    match self.marks_now(job).await {
+                        Some(marks) => view.failover_marks = marks,
+                        None => return,
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(%job, error = %e, "claiming failover items failed");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The marks as the registry has them now: the mirror may not show the winner's claim yet.
+    async fn marks_now(&self, job: &JobName) -> Option<std::collections::BTreeSet<ShardItem>> {
+        let parent = JobNode::LeaderFailoverItems.to_path(job);
+        match self.ctx.registry.children(&parent).await {
+            Ok(names) => Some(names.iter().filter_map(|n| n.parse().ok()).collect()),
+            Err(e) if e.is_no_node() => Some(Default::default()),
+            Err(e) => {
+                tracing::warn!(%job, error = %e, "re-reading failover marks failed");
+                None
+            }
+        }
+    }
+
+    fn hand_over(&self, job: &JobName, items: Vec<ShardItem>) {
+        tracing::info!(%job, ?items, instance = %self.ctx.me(), "claimed items for failover");
+        metrics::counter!("shardcron_failovers_total", "job" => job.to_string())
+            .increment(items.len() as u64);
+        match self.ctx.executor(job) {
+            Some(exec) => {
+                if exec
+                    .send_message(ExecutorMsg::FailoverClaimed(items))
+                    .is_err()
+                {
+                    tracing::warn!(%job, "executor gone after a failover claim; its session's end fails the items over again");
+                }
+            }
+            None => tracing::warn!(%job, "no executor after a failover claim"),
+        }
+    }
+
+    fn jobs(&self) -> Vec<JobName> {
+        self.ctx
+            .dir
+            .configs
+            .iter()
+            .map(|e| e.key().clone())
+            .collect()
     }
 }
 
@@ -92,24 +273,24 @@ impl Actor for FailoverActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            FailoverMsg::ConfigChanged(job) => state.check(&job).await,
-            FailoverMsg::Job(ev) => {
-                if matches!(ev.node, JobNode::LeaderElectionInstance) {
-                    state.check(&ev.job).await;
-                }
+            FailoverMsg::ConfigChanged(job) => {
+                state.check(&job).await;
+                state.orphans(&job).await;
             }
+            FailoverMsg::Job(ev) => match reaction(&ev, state.ctx.me()) {
+                Reaction::Nothing => {}
+                Reaction::CheckSetting => state.check(&ev.job).await,
+                Reaction::Crashed(id) => state.crashed(&ev.job, &id).await,
+                Reaction::Registered => state.orphans(&ev.job).await,
+                Reaction::Claim => state.claim(&ev.job).await,
+            },
             FailoverMsg::Resynced => {
-                let jobs: Vec<JobName> = state
-                    .ctx
-                    .dir
-                    .configs
-                    .iter()
-                    .map(|e| e.key().clone())
-                    .collect();
-                for job in jobs {
+                for job in state.jobs() {
                     state.check(&job).await;
+                    state.orphans(&job).await;
                 }
             }
+            FailoverMsg::RunEnded(job) => state.claim(&job).await,
         }
         Ok(())
     }
