@@ -213,3 +213,63 @@ async fn when_the_taker_crashes_during_a_failover_run_the_item_fails_over_again(
     assert!(again.at.timestamp() > fire);
     c.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_first_instance_back_after_a_cluster_outage_reruns_items_left_running_by_the_dead() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    tracing::info!("--- the registry as a cluster left it: instance 9 was running item 1");
+    let admin = conn.connect().await.unwrap();
+    let dead = instance(9);
+    admin.ensure_path("/orders/config").await.unwrap();
+    let yaml = orders(true).to_yaml().unwrap();
+    admin
+        .set("/orders/config", yaml.as_bytes(), None)
+        .await
+        .unwrap();
+    for i in 0..3 {
+        admin
+            .ensure_path(&format!("/orders/sharding/{i}/instance"))
+            .await
+            .unwrap();
+        admin
+            .set(
+                &format!("/orders/sharding/{i}/instance"),
+                dead.as_str().as_bytes(),
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    admin
+        .ensure_path("/orders/sharding/1/running")
+        .await
+        .unwrap();
+    admin
+        .set("/orders/sharding/1/running", dead.as_str().as_bytes(), None)
+        .await
+        .unwrap();
+    tracing::info!("--- one instance starts");
+    let rec = Recorder::default();
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(orders(true), rec.handler(WORK))],
+    )
+    .await;
+    let log = rec
+        .wait_until("a failover run", WITHIN, |log| !failovers(log).is_empty())
+        .await;
+    let taken = failovers(&log);
+    assert_eq!(taken.len(), 1);
+    assert_eq!(
+        (taken[0].item, &taken[0].instance),
+        (ShardItem(1), &instance(1))
+    );
+    assert!(
+        log.iter().all(|e| e.at >= taken[0].at),
+        "the recovered item runs before the first fire: {log:#?}"
+    );
+    node.shutdown().await;
+}
