@@ -107,12 +107,12 @@ impl Output {
     }
 
     fn fail(&self, why: &str, nodes: &[&NodeProcess]) -> ! {
-        let tail: Vec<&str> = self
+        let tail: Vec<String> = self
             .seen
             .iter()
             .rev()
             .take(40)
-            .map(|l| l.text.as_str())
+            .map(|l| format!("[{}] {}", l.node, l.text))
             .collect();
         let stderr: Vec<String> = nodes
             .iter()
@@ -281,6 +281,11 @@ fn the_example_without_arguments_runs_every_demo_item_and_exits_zero_on_sigterm(
     let instances: BTreeSet<&str> = Output::of_kind(&output.seen, "node")
         .map(|l| l.field("instance"))
         .collect();
+    assert_eq!(
+        instances.len(),
+        3,
+        "three instances by default: {instances:?}"
+    );
     let pid = node.pid.to_string();
     for instance in &instances {
         assert!(
@@ -324,11 +329,6 @@ fn the_example_without_arguments_runs_every_demo_item_and_exits_zero_on_sigterm(
     output.wait_until("the stopped line", &[&node], |lines| {
         Output::of_kind(lines, "stopped").next().is_some()
     });
-    assert_eq!(
-        instances.len(),
-        3,
-        "three instances by default: {instances:?}"
-    );
 }
 
 #[test]
@@ -475,6 +475,13 @@ fn script_runs(log: &Path) -> Vec<ScriptRun> {
         .collect()
 }
 
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs()
+}
+
 /// Fire seconds whose normal runs covered items 0..4 exactly once, run by both instances.
 fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
     let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
@@ -545,18 +552,32 @@ fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire
         )
     };
 
-    // --- two processes, one instance each, on one ZooKeeper
+    // --- one process alone runs every item
     let mut a = start("a", "127.0.0.1@-@node-a", &output);
-    let mut b = start("b", "127.0.0.1@-@node-b", &output);
+    output.wait_until("process a to run items 0..4", &[&a], |lines| {
+        let items: BTreeSet<&str> = Output::of_kind(lines, "exec")
+            .map(|l| l.field("item"))
+            .collect();
+        items == BTreeSet::from(["0", "1", "2", "3"])
+    });
 
-    // --- every item runs, and sharding settles into a split between the two
+    // --- a second process joins, and the items are resharded between the two
+    let joined = unix_seconds();
+    let mut b = start("b", "127.0.0.1@-@node-b", &output);
     output.wait_until(
-        "a fire of items 0..4 split between both processes",
+        "a fire of items 0..4 split between both processes after b joined",
         &[&a, &b],
         |lines| {
-            Output::of_kind(lines, "exec").next().is_some()
-                && !split_fires(&script_runs(&log)).is_empty()
+            Output::of_kind(lines, "exec").any(|l| l.node == "b")
+                && split_fires(&script_runs(&log))
+                    .iter()
+                    .any(|second| *second > joined)
         },
+    );
+    let reshards = Output::of_kind(&output.seen, "reshard").filter(|l| l.node == "a");
+    assert!(
+        reshards.count() >= 2,
+        "process a printed its first sharding and the resharding when b joined"
     );
 
     // --- both leave gracefully
