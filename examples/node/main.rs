@@ -23,6 +23,7 @@ mod jobs;
 mod report;
 
 use std::error::Error;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let jobs = match &args.jobs {
         None => jobs::demo(),
