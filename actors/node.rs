@@ -103,6 +103,9 @@ pub enum EngineError {
     /// The actor system refused a message or a spawn.
     #[error("actor error: {0}")]
     Actor(String),
+    /// A metrics or admin endpoint could not start.
+    #[error("operations endpoint could not start")]
+    Endpoint(#[source] crate::admin::AdminError),
 }
 
 static NODE_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -118,6 +121,8 @@ pub struct NodeBuilder {
     handlers: HandlerRegistry,
     options: NodeOptions,
     events: EventBus,
+    metrics_addr: Option<std::net::SocketAddr>,
+    admin_addr: Option<std::net::SocketAddr>,
 }
 
 impl NodeBuilder {
@@ -132,7 +137,26 @@ impl NodeBuilder {
             handlers: HandlerRegistry::new(),
             options: NodeOptions::default(),
             events: EventBus::new(),
+            metrics_addr: None,
+            admin_addr: None,
         }
+    }
+
+    /// Serves Prometheus metrics (`GET /metrics`) on `addr`; off unless asked. Unauthenticated:
+    /// pass a loopback address such as `127.0.0.1:0` (a free port, see
+    /// [`NodeHandle::metrics_addr`]) unless scrapers must reach it from elsewhere. See
+    /// [`crate::admin`].
+    pub fn metrics(mut self, addr: std::net::SocketAddr) -> Self {
+        self.metrics_addr = Some(addr);
+        self
+    }
+
+    /// Serves `/healthz`, `/readyz` and `/dump/{job}` on `addr`; off unless asked. Unauthenticated
+    /// and a dump shows every node's data: pass a loopback address such as `127.0.0.1:0` (see
+    /// [`NodeHandle::admin_addr`]). See [`crate::admin`].
+    pub fn admin(mut self, addr: std::net::SocketAddr) -> Self {
+        self.admin_addr = Some(addr);
+        self
     }
 
     /// The bus the node emits its events on (share one bus among several nodes, or subscribe
@@ -214,6 +238,7 @@ impl NodeBuilder {
             None => default_instance_id(),
         };
         let n = NODE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let (metrics_addr, admin_addr) = (self.metrics_addr, self.admin_addr);
         let mut jobs = BTreeMap::new();
         let node = Arc::new(NodeContext {
             instance_id: instance_id.clone(),
@@ -244,13 +269,91 @@ impl NodeBuilder {
                 source,
             })?;
         probe.close().await;
+        // Bound before the actors start, so a taken port fails the start with nothing to undo.
+        let endpoints = Arc::new(Endpoints::start(&node, metrics_addr, admin_addr).await?);
         let name = Some(node.actor_name("node"));
         let spawned = match supervisor {
             Some(sup) => Actor::spawn_linked(name, NodeActor, node.clone(), sup).await,
             None => Actor::spawn(name, NodeActor, node.clone()).await,
         };
         let (actor, _) = spawned.map_err(|e| EngineError::Actor(e.to_string()))?;
-        Ok(NodeHandle { actor, node })
+        Ok(NodeHandle {
+            actor,
+            node,
+            endpoints,
+        })
+    }
+}
+
+/// The node's operations endpoints, those it was asked for.
+#[derive(Debug, Default)]
+struct Endpoints {
+    metrics: Option<crate::admin::EndpointServer>,
+    admin: Option<crate::admin::EndpointServer>,
+}
+
+impl Endpoints {
+    async fn start(
+        node: &Arc<NodeContext>,
+        metrics: Option<std::net::SocketAddr>,
+        admin: Option<std::net::SocketAddr>,
+    ) -> Result<Self, EngineError> {
+        use crate::admin::EndpointServer;
+        let probe: Arc<dyn crate::admin::NodeProbe> = Arc::new(Probe(node.clone()));
+        let mut out = Self::default();
+        if let Some(addr) = metrics {
+            let server = EndpointServer::metrics(addr, probe.clone()).await;
+            out.metrics = Some(server.map_err(EngineError::Endpoint)?);
+        }
+        if let Some(addr) = admin {
+            out.admin = Some(
+                EndpointServer::admin(addr, probe)
+                    .await
+                    .map_err(EngineError::Endpoint)?,
+            );
+        }
+        Ok(out)
+    }
+
+    async fn shutdown(&self) {
+        for server in self.metrics.iter().chain(&self.admin) {
+            server.shutdown().await;
+        }
+    }
+}
+
+/// What the endpoints read from the node (the admin layer does not know the actors).
+#[derive(Debug)]
+struct Probe(Arc<NodeContext>);
+
+#[async_trait::async_trait]
+impl crate::admin::NodeProbe for Probe {
+    fn instance_id(&self) -> &InstanceId {
+        &self.0.instance_id
+    }
+
+    fn mirror(&self) -> &Mirror {
+        &self.0.mirror
+    }
+
+    fn jobs(&self) -> Vec<JobName> {
+        let jobs = self.0.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        jobs.keys().cloned().collect()
+    }
+
+    async fn is_ready(&self) -> bool {
+        is_ready(&self.0).await
+    }
+
+    fn connector(&self) -> Arc<dyn Connector> {
+        self.0.connector.clone()
+    }
+}
+
+async fn is_ready(node: &NodeContext) -> bool {
+    match ActorRef::<RegistryMsg>::where_is(node.actor_name("registry")) {
+        Some(r) => ractor::call!(r, RegistryMsg::IsReady).unwrap_or(false),
+        None => false,
     }
 }
 
@@ -269,6 +372,7 @@ fn default_instance_id() -> InstanceId {
 pub struct NodeHandle {
     actor: ActorRef<NodeMsg>,
     node: Arc<NodeContext>,
+    endpoints: Arc<Endpoints>,
 }
 
 impl NodeHandle {
@@ -299,7 +403,7 @@ impl NodeHandle {
         make: impl FnOnce(RpcReplyPort<Result<T, EngineError>>) -> RegistryMsg,
     ) -> Result<T, EngineError> {
         let reg = self.registry().ok_or(EngineError::NoSession)?;
-        reg.call(|r| make(r), None)
+        reg.call(make, None)
             .await
             .map_err(|e| EngineError::Actor(e.to_string()))?
             .success_or(EngineError::Actor("no reply".into()))?
@@ -334,10 +438,17 @@ impl NodeHandle {
 
     /// Whether a session is open and the mirror is in sync.
     pub async fn is_ready(&self) -> bool {
-        match self.registry() {
-            Some(r) => ractor::call!(r, RegistryMsg::IsReady).unwrap_or(false),
-            None => false,
-        }
+        is_ready(&self.node).await
+    }
+
+    /// The address `GET /metrics` is served on, when [`NodeBuilder::metrics`] asked for it.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoints.metrics.as_ref().map(|s| s.local_addr())
+    }
+
+    /// The address of the admin endpoints, when [`NodeBuilder::admin`] asked for them.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoints.admin.as_ref().map(|s| s.local_addr())
     }
 
     /// Stops gracefully: stop firing, let running items finish (up to the shutdown timeout), then
@@ -347,6 +458,8 @@ impl NodeHandle {
             .actor
             .stop_and_wait(Some("shutdown".into()), None)
             .await;
+        // After the drain, so scrapes and probes answer while items finish.
+        self.endpoints.shutdown().await;
     }
 }
 

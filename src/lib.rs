@@ -10,6 +10,7 @@
 //! | identifiers | [`types`] | [`JobName`], [`InstanceId`], [`ShardItem`] |
 //! | domain | [`config`], [`cron`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, sharding strategies, typed registry nodes |
 //! | registry | [`registry`] | the [`registry::Registry`] trait, its ZooKeeper and embedded backends, the local [`registry::mirror`] |
+//! | operations | [`admin`] | Prometheus scrape endpoint, health, readiness and dump endpoints |
 //! | engine | `actors` (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes |
 //!
 //! `src/` is the domain and never imports the actor layer; the actor layer only applies decisions
@@ -17,6 +18,7 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod cron;

@@ -82,19 +82,23 @@ impl EmbeddedSession {
         f: impl FnOnce(&mut ServerState, &str) -> Result<T>,
     ) -> Result<T> {
         self.server.count(kind);
-        validate_path(path)?;
-        let mut state = self.server.lock();
-        if let Some(refused) = state.refuse(self.id, kind, path) {
-            return Err(refused);
-        }
-        if state.take_fault(self.id, kind, path) {
-            return Err(RegistryError::Injected {
-                op: kind,
-                path: path.to_owned(),
-            });
-        }
-        let abs = absolute(&self.chroot, path);
-        f(&mut state, &abs).map_err(|e| relative_error(&self.chroot, e))
+        let result = (|| {
+            validate_path(path)?;
+            let mut state = self.server.lock();
+            if let Some(refused) = state.refuse(self.id, kind, path) {
+                return Err(refused);
+            }
+            if state.take_fault(self.id, kind, path) {
+                return Err(RegistryError::Injected {
+                    op: kind,
+                    path: path.to_owned(),
+                });
+            }
+            let abs = absolute(&self.chroot, path);
+            f(&mut state, &abs).map_err(|e| relative_error(&self.chroot, e))
+        })();
+        op_metric(kind, result.is_ok());
+        result
     }
 
     /// Applies a transaction of absolute-path operations, notifying the watches on success.
@@ -196,34 +200,38 @@ impl Registry for EmbeddedSession {
             source: Box::new(source),
         };
         self.server.count(OpKind::Multi);
-        for (index, op) in ops.iter().enumerate() {
-            validate_path(op.path()).map_err(|e| failed(index, e))?;
-        }
-        let first = ops.first().map_or("/", Op::path);
-        let mut state = self.server.lock();
-        if let Some(refused) = state.refuse(self.id, OpKind::Multi, first) {
-            return Err(refused);
-        }
-        match state.take_multi_fault(self.id, ops) {
-            Some(MultiFault::Whole(index)) => {
-                return Err(RegistryError::Injected {
-                    op: OpKind::Multi,
-                    path: ops[index].path().to_owned(),
-                })
+        let result = (|| {
+            for (index, op) in ops.iter().enumerate() {
+                validate_path(op.path()).map_err(|e| failed(index, e))?;
             }
-            Some(MultiFault::Op(index)) => {
-                let op = ops[index].kind();
-                let path = ops[index].path().to_owned();
-                return Err(failed(index, RegistryError::Injected { op, path }));
+            let first = ops.first().map_or("/", Op::path);
+            let mut state = self.server.lock();
+            if let Some(refused) = state.refuse(self.id, OpKind::Multi, first) {
+                return Err(refused);
             }
-            None => {}
-        }
-        let abs_ops: Vec<Op> = ops
-            .iter()
-            .map(|op| with_path(op.clone(), absolute(&self.chroot, op.path())))
-            .collect();
-        self.apply(&mut state, &abs_ops)
-            .map_err(|(index, e)| failed(index, relative_error(&self.chroot, e)))
+            match state.take_multi_fault(self.id, ops) {
+                Some(MultiFault::Whole(index)) => {
+                    return Err(RegistryError::Injected {
+                        op: OpKind::Multi,
+                        path: ops[index].path().to_owned(),
+                    })
+                }
+                Some(MultiFault::Op(index)) => {
+                    let op = ops[index].kind();
+                    let path = ops[index].path().to_owned();
+                    return Err(failed(index, RegistryError::Injected { op, path }));
+                }
+                None => {}
+            }
+            let abs_ops: Vec<Op> = ops
+                .iter()
+                .map(|op| with_path(op.clone(), absolute(&self.chroot, op.path())))
+                .collect();
+            self.apply(&mut state, &abs_ops)
+                .map_err(|(index, e)| failed(index, relative_error(&self.chroot, e)))
+        })();
+        op_metric(OpKind::Multi, result.is_ok());
+        result
     }
 
     async fn watch_recursive(&self, path: &str) -> Result<WatchStream> {
@@ -323,4 +331,15 @@ fn relative_error(chroot: &str, e: RegistryError) -> RegistryError {
         },
         other => other,
     }
+}
+
+/// Counts one finished call by kind and outcome, as the ZooKeeper backend does.
+fn op_metric(kind: OpKind, ok: bool) {
+    metrics::counter!(
+        "shardcron_registry_operations_total",
+        "backend" => "embedded",
+        "kind" => kind.as_str(),
+        "outcome" => if ok { "ok" } else { "error" },
+    )
+    .increment(1);
 }

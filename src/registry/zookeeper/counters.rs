@@ -39,10 +39,10 @@ impl OpCounters {
         let table = if ok { &self.ok } else { &self.err };
         table[index(kind)].fetch_add(1, Ordering::Relaxed);
         metrics::counter!(
-            "shardcron_registry_ops_total",
+            "shardcron_registry_operations_total",
             "backend" => "zookeeper",
-            "op" => kind.as_str(),
-            "outcome" => if ok { "ok" } else { "err" },
+            "kind" => kind.as_str(),
+            "outcome" => if ok { "ok" } else { "error" },
         )
         .increment(1);
     }

@@ -1,0 +1,309 @@
+//! A job's nodes as the node's mirror holds them beside the registry's, with the differences marked
+//! (ElasticJob's `dump` command, plus the comparison that tells whether the mirror is behind).
+//!
+//! [`diff`] is pure: two listings in, one entry per path out. The admin endpoint reads the mirror
+//! and the registry, calls it, and renders the result as text ([`JobDump::to_text`]) or JSON.
+
+use std::collections::BTreeMap;
+
+use serde::{Serialize, Serializer};
+
+/// One copy of a node: its data and the stat fields that identify its version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeCopy {
+    /// The node's data (shown as UTF-8, invalid bytes replaced).
+    #[serde(serialize_with = "lossy")]
+    pub data: Vec<u8>,
+    /// The data version.
+    pub version: i32,
+    /// The transaction that created the node: a new incarnation has a new one.
+    pub czxid: i64,
+    /// The owning session of an ephemeral node, 0 otherwise.
+    pub ephemeral_owner: i64,
+}
+
+impl NodeCopy {
+    /// A copy from data and a stat.
+    pub fn new(data: &[u8], stat: &crate::registry::Stat) -> Self {
+        Self {
+            data: data.to_vec(),
+            version: stat.version,
+            czxid: stat.czxid,
+            ephemeral_owner: stat.ephemeral_owner,
+        }
+    }
+
+    /// Whether two copies are the same node at the same version. The mirror keeps no current
+    /// child counts (no event reports them), so only data, version and incarnation are compared.
+    fn same_as(&self, other: &NodeCopy) -> bool {
+        self.data == other.data && self.version == other.version && self.czxid == other.czxid
+    }
+}
+
+fn lossy<S: Serializer>(data: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(data))
+}
+
+/// How the mirror's copy of a node compares with the registry's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difference {
+    /// Both hold the node at the same version.
+    Same,
+    /// Both hold the node, with other data, version or incarnation.
+    Differs,
+    /// Only the mirror holds it: deleted in the registry, the event not applied yet (or lost).
+    MirrorOnly,
+    /// Only the registry holds it: created there, the event not applied yet (or lost).
+    RegistryOnly,
+}
+
+impl Difference {
+    /// The one-character mark of the text dump.
+    pub fn mark(self) -> char {
+        match self {
+            Self::Same => '=',
+            Self::Differs => '~',
+            Self::MirrorOnly => '-',
+            Self::RegistryOnly => '+',
+        }
+    }
+}
+
+/// One path of a dump.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DumpEntry {
+    /// The node's path within the namespace.
+    pub path: String,
+    /// How the two copies compare.
+    pub status: Difference,
+    /// The mirror's copy.
+    pub mirror: Option<NodeCopy>,
+    /// The registry's copy.
+    pub registry: Option<NodeCopy>,
+}
+
+/// Compares the mirror's listing of a subtree with the registry's: one entry per path in either,
+/// parents before children (ordered segment by segment, so `/a/b` follows `/a` directly).
+///
+/// ```
+/// use shardcron::admin::dump::{diff, Difference, NodeCopy};
+/// let copy = |data: &str, version| NodeCopy { data: data.into(), version, czxid: 1, ephemeral_owner: 0 };
+/// let entries = diff(
+///     [("/j".to_owned(), copy("", 0)), ("/j/config".to_owned(), copy("a", 0))],
+///     [("/j".to_owned(), copy("", 0)), ("/j/config".to_owned(), copy("b", 1))],
+/// );
+/// assert_eq!(entries[1].status, Difference::Differs);
+/// ```
+pub fn diff(
+    mirror: impl IntoIterator<Item = (String, NodeCopy)>,
+    registry: impl IntoIterator<Item = (String, NodeCopy)>,
+) -> Vec<DumpEntry> {
+    let mut both: BTreeMap<Vec<String>, DumpEntry> = BTreeMap::new();
+    for (path, copy) in mirror {
+        slot(&mut both, path).mirror = Some(copy);
+    }
+    for (path, copy) in registry {
+        slot(&mut both, path).registry = Some(copy);
+    }
+    both.into_values()
+        .map(|mut e| {
+            e.status = match (&e.mirror, &e.registry) {
+                (Some(m), Some(r)) if m.same_as(r) => Difference::Same,
+                (Some(_), Some(_)) => Difference::Differs,
+                (Some(_), None) => Difference::MirrorOnly,
+                (None, _) => Difference::RegistryOnly,
+            };
+            e
+        })
+        .collect()
+}
+
+/// The entry of `path`, keyed segment by segment so that children follow their parent.
+fn slot(both: &mut BTreeMap<Vec<String>, DumpEntry>, path: String) -> &mut DumpEntry {
+    let key = path.split('/').map(str::to_owned).collect();
+    both.entry(key).or_insert_with(|| DumpEntry {
+        path,
+        status: Difference::Same,
+        mirror: None,
+        registry: None,
+    })
+}
+
+/// A job's dump: every node in the mirror or the registry, compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JobDump {
+    /// The job.
+    pub job: String,
+    /// The instance whose mirror was compared.
+    pub instance: String,
+    /// Whether that mirror claimed to be in sync when it was read.
+    pub mirror_synced: bool,
+    /// How many entries are not [`Difference::Same`].
+    pub differences: usize,
+    /// The entries, parents first.
+    pub nodes: Vec<DumpEntry>,
+}
+
+impl JobDump {
+    /// A dump of `entries`, counting the differences.
+    pub fn new(job: String, instance: String, mirror_synced: bool, nodes: Vec<DumpEntry>) -> Self {
+        let differences = nodes
+            .iter()
+            .filter(|e| e.status != Difference::Same)
+            .count();
+        Self {
+            job,
+            instance,
+            mirror_synced,
+            differences,
+            nodes,
+        }
+    }
+
+    /// The text form: a header, then one line per node, `{mark} {path} {data}`; a node that
+    /// differs shows both copies. Data is quoted and escaped, so every node is one line.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "# job {} as instance {} mirrors it (mirror {}) and as the registry holds it: \
+             {} nodes, {} differences\n\
+             # '=' same, '~' differs, '-' only in the mirror, '+' only in the registry\n",
+            self.job,
+            self.instance,
+            if self.mirror_synced {
+                "in sync"
+            } else {
+                "NOT in sync"
+            },
+            self.nodes.len(),
+            self.differences,
+        );
+        let show = |c: &NodeCopy| {
+            let mut s = format!("{:?}", String::from_utf8_lossy(&c.data));
+            if c.version != 0 {
+                s.push_str(&format!(" v{}", c.version));
+            }
+            if c.ephemeral_owner != 0 {
+                s.push_str(&format!(" ephemeral:{:#x}", c.ephemeral_owner));
+            }
+            s
+        };
+        for e in &self.nodes {
+            let copies = match (&e.mirror, &e.registry) {
+                (Some(m), Some(r)) if e.status == Difference::Differs => {
+                    format!("mirror {} | registry {}", show(m), show(r))
+                }
+                (_, Some(c)) | (Some(c), None) => show(c),
+                (None, None) => String::new(),
+            };
+            out.push_str(&format!("{} {} {}\n", e.status.mark(), e.path, copies));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(data: &str, version: i32, czxid: i64) -> NodeCopy {
+        NodeCopy {
+            data: data.as_bytes().to_vec(),
+            version,
+            czxid,
+            ephemeral_owner: 0,
+        }
+    }
+
+    #[test]
+    fn each_kind_of_difference_is_told_apart() {
+        type Side = Option<NodeCopy>;
+        let cases: [(&str, Side, Side, Difference); 6] = [
+            (
+                "same",
+                Some(copy("a", 1, 5)),
+                Some(copy("a", 1, 5)),
+                Difference::Same,
+            ),
+            (
+                "data",
+                Some(copy("a", 1, 5)),
+                Some(copy("b", 1, 5)),
+                Difference::Differs,
+            ),
+            (
+                "version",
+                Some(copy("a", 1, 5)),
+                Some(copy("a", 2, 5)),
+                Difference::Differs,
+            ),
+            (
+                "reborn",
+                Some(copy("a", 0, 5)),
+                Some(copy("a", 0, 9)),
+                Difference::Differs,
+            ),
+            (
+                "deleted",
+                Some(copy("a", 0, 5)),
+                None,
+                Difference::MirrorOnly,
+            ),
+            (
+                "created",
+                None,
+                Some(copy("a", 0, 5)),
+                Difference::RegistryOnly,
+            ),
+        ];
+        for (name, mirror, registry, want) in cases {
+            let path = format!("/j/{name}");
+            let entries = diff(
+                mirror.map(|c| (path.clone(), c)),
+                registry.map(|c| (path.clone(), c)),
+            );
+            assert_eq!(entries.len(), 1, "{name}");
+            assert_eq!(entries[0].status, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn entries_are_ordered_parents_first_segment_by_segment() {
+        let paths = ["/j/a-b", "/j/a/b", "/j", "/j/a"];
+        let entries = diff(paths.map(|p| (p.to_owned(), copy("", 0, 1))), []);
+        let got: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(got, ["/j", "/j/a", "/j/a/b", "/j/a-b"]);
+    }
+
+    #[test]
+    fn the_text_dump_marks_each_line_and_counts_differences() {
+        let entries = diff(
+            [
+                ("/j".to_owned(), copy("T", 0, 1)),
+                ("/j/config".to_owned(), copy("cron: x\nitems: 2", 1, 2)),
+                ("/j/gone".to_owned(), copy("", 0, 3)),
+            ],
+            [
+                ("/j".to_owned(), copy("T", 0, 1)),
+                ("/j/config".to_owned(), copy("cron: y", 2, 2)),
+                ("/j/new".to_owned(), copy("x", 0, 4)),
+            ],
+        );
+        let dump = JobDump::new("j".into(), "10.0.0.1@-@1".into(), true, entries);
+        assert_eq!(dump.differences, 3);
+        let text = dump.to_text();
+        let lines: Vec<&str> = text.lines().skip(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "= /j \"T\"",
+                "~ /j/config mirror \"cron: x\\nitems: 2\" v1 | registry \"cron: y\" v2",
+                "- /j/gone \"\"",
+                "+ /j/new \"x\"",
+            ]
+        );
+        let json = serde_json::to_value(&dump).unwrap();
+        assert_eq!(json["nodes"][3]["status"], "registry_only");
+        assert_eq!(json["nodes"][1]["mirror"]["data"], "cron: x\nitems: 2");
+    }
+}
