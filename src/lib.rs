@@ -11,6 +11,7 @@
 //! | domain | [`config`], [`cron`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, sharding strategies, typed registry nodes |
 //! | registry | [`registry`] | the [`registry::Registry`] trait, its ZooKeeper and embedded backends, the local [`registry::mirror`] |
 //! | operations | [`admin`] | Prometheus scrape endpoint, health, readiness and dump endpoints |
+//! | operations | [`ops`] | the operations API on the registry: job, item and server statuses; trigger, disable, shutdown, remove; config get/set |
 //! | engine | `actors` (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes |
 //!
 //! `src/` is the domain and never imports the actor layer; the actor layer only applies decisions
@@ -25,6 +26,7 @@ pub mod cron;
 pub mod decide;
 pub mod events;
 pub mod job;
+pub mod ops;
 pub mod paths;
 pub mod registry;
 pub mod sharding;

@@ -1,0 +1,153 @@
+//! Reading and rewriting a job's `config` node (ElasticJob's `JobConfigurationAPI`).
+//!
+//! A rewrite is validated as the engine would validate it (built-in strategy and handler names,
+//! the job's kind from its root data), so a config the engine would refuse never reaches the
+//! registry. It is written at the version that was read: an operator who edits a stale copy is
+//! told, instead of silently undoing someone else's change.
+
+use serde::Serialize;
+
+use super::{Ops, OpsError};
+use crate::config::{ConfigError, ConfigErrors, JobConfig, JobKind, ValidationContext};
+use crate::paths::JobNode;
+use crate::registry::RegistryError;
+use crate::types::JobName;
+
+/// The `config` node as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredConfig {
+    /// The job.
+    pub job_name: JobName,
+    /// The YAML text.
+    pub yaml: String,
+    /// The node's data version: pass it to [`Ops::config_set_at`] to write over exactly this text.
+    pub version: i32,
+}
+
+impl Ops {
+    /// The job's stored config and its version.
+    pub async fn config_get(&self, job: &JobName) -> Result<StoredConfig, OpsError> {
+        let (data, stat) = self
+            .registry
+            .get(&JobNode::Config.to_path(job))
+            .await
+            .map_err(|source| unknown_or(job, source, read_error))?;
+        Ok(StoredConfig {
+            job_name: job.clone(),
+            yaml: String::from_utf8_lossy(&data).into_owned(),
+            version: stat.version,
+        })
+    }
+
+    /// Validates `yaml` and writes it over the config as it is now. Returns the new version.
+    ///
+    /// Only the read-to-write window is protected here; an editor that showed the config to a
+    /// person should use [`Ops::config_set_at`] with the version it showed.
+    pub async fn config_set(&self, job: &JobName, yaml: &str) -> Result<i32, OpsError> {
+        let config = self.checked_config(job, yaml).await?;
+        let version = self.config_get(job).await?.version;
+        self.write_config(job, &config, version).await
+    }
+
+    /// Validates `yaml` and writes it only if the config is still at `version`
+    /// ([`OpsError::ConfigChanged`] otherwise). Returns the new version.
+    pub async fn config_set_at(
+        &self,
+        job: &JobName,
+        yaml: &str,
+        version: i32,
+    ) -> Result<i32, OpsError> {
+        let config = self.checked_config(job, yaml).await?;
+        self.write_config(job, &config, version).await
+    }
+
+    /// Parses and validates a new config for `job`, naming every bad field.
+    async fn checked_config(&self, job: &JobName, yaml: &str) -> Result<JobConfig, OpsError> {
+        let config = JobConfig::from_yaml(yaml).map_err(|source| OpsError::ConfigYaml {
+            job: job.clone(),
+            source,
+        })?;
+        let (root, _) = self
+            .registry
+            .get(&JobNode::Root.to_path(job))
+            .await
+            .map_err(|source| unknown_or(job, source, read_error))?;
+        // The root holds the job's type as the first instance registered it: only SCRIPT changes
+        // what validation asks for (a command line).
+        let kind = if root.trim_ascii() == b"SCRIPT" {
+            JobKind::Script
+        } else {
+            JobKind::Simple
+        };
+        let mut problems = match config.validate(&ValidationContext::builtin(kind)) {
+            Ok(_) => Vec::new(),
+            Err(ConfigErrors(problems)) => problems,
+        };
+        if config.job_name != job.as_str() {
+            problems.push(ConfigError {
+                field: "jobName",
+                problem: format!(
+                    "is {:?}, but the config is written to job {job}; a job cannot be renamed",
+                    config.job_name
+                ),
+            });
+        }
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(OpsError::InvalidConfig {
+                job: job.clone(),
+                source: ConfigErrors(problems),
+            })
+        }
+    }
+
+    async fn write_config(
+        &self,
+        job: &JobName,
+        config: &JobConfig,
+        version: i32,
+    ) -> Result<i32, OpsError> {
+        // Written in the Java layout (sorted keys, nulls left out) with unknown fields kept.
+        let yaml = config.to_yaml().map_err(|source| OpsError::ConfigYaml {
+            job: job.clone(),
+            source,
+        })?;
+        match self
+            .registry
+            .set(
+                &JobNode::Config.to_path(job),
+                yaml.as_bytes(),
+                Some(version),
+            )
+            .await
+        {
+            Ok(stat) => Ok(stat.version),
+            Err(e) if e.is_bad_version() => Err(OpsError::ConfigChanged {
+                job: job.clone(),
+                version,
+            }),
+            Err(source) => Err(unknown_or(job, source, |job, source| {
+                OpsError::WriteConfig { job, source }
+            })),
+        }
+    }
+}
+
+fn read_error(job: JobName, source: RegistryError) -> OpsError {
+    OpsError::ReadJob { job, source }
+}
+
+/// A missing node means the job is unknown (or was removed meanwhile); other errors are `other`.
+fn unknown_or(
+    job: &JobName,
+    source: RegistryError,
+    other: impl FnOnce(JobName, RegistryError) -> OpsError,
+) -> OpsError {
+    if source.is_no_node() {
+        OpsError::UnknownJob { job: job.clone() }
+    } else {
+        other(job.clone(), source)
+    }
+}

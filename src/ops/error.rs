@@ -1,0 +1,205 @@
+//! [`OpsError`]: why an operations call failed, sorted by what the caller should do about it
+//! ([`OpsError::class`]): fix the input, accept the refusal, or retry once the registry answers.
+
+use crate::config::{ConfigErrors, ConfigYamlError};
+use crate::registry::RegistryError;
+use crate::types::{InstanceId, JobName, ShardItem};
+
+/// What kind of failure an [`OpsError`] is; the CLI maps it to its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The request names something that does not exist or carries an invalid config.
+    BadInput,
+    /// The request is valid but the cluster's state forbids it now.
+    Refused,
+    /// The registry failed.
+    Failed,
+}
+
+/// Why an operations call failed. Each registry variant names the step that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    /// No `/{job}` node, or no `config` under it.
+    #[error("unknown job {job}")]
+    UnknownJob {
+        /// The job asked for.
+        job: JobName,
+    },
+    /// The job has no `servers/{ip}` node for this IP.
+    #[error("job {job} has no server {ip}")]
+    UnknownServer {
+        /// The job.
+        job: JobName,
+        /// The IP asked for.
+        ip: String,
+    },
+    /// The job has no live instance with this id.
+    #[error("job {job} has no live instance {instance}")]
+    UnknownInstance {
+        /// The job.
+        job: JobName,
+        /// The instance asked for.
+        instance: InstanceId,
+    },
+    /// The item is past the job's `shardingTotalCount`.
+    #[error("job {job} has no item {item} (shardingTotalCount is {total})")]
+    UnknownItem {
+        /// The job.
+        job: JobName,
+        /// The item asked for.
+        item: ShardItem,
+        /// The job's item count.
+        total: i32,
+    },
+    /// The new config is not YAML or has a field of the wrong type (the message names it).
+    #[error("new config for job {job}: {source}")]
+    ConfigYaml {
+        /// The job.
+        job: JobName,
+        /// The parser's error.
+        #[source]
+        source: ConfigYamlError,
+    },
+    /// The new config failed validation; every problem names its field.
+    #[error("new config for job {job} refused: {source}")]
+    InvalidConfig {
+        /// The job.
+        job: JobName,
+        /// Every problem.
+        #[source]
+        source: ConfigErrors,
+    },
+    /// The config changed between the read of `version` and the write.
+    #[error("config of job {job} changed meanwhile (it is no longer at version {version}); read it again")]
+    ConfigChanged {
+        /// The job.
+        job: JobName,
+        /// The version the write expected.
+        version: i32,
+    },
+    /// The job still has live instances, and removal was not forced.
+    #[error("job {job} is still run by {} instance(s) ({}); shut them down or force the removal", .instances.len(), list(.instances))]
+    StillRunning {
+        /// The job.
+        job: JobName,
+        /// Its live instances.
+        instances: Vec<InstanceId>,
+    },
+    /// A trigger needs a live instance to take it.
+    #[error("job {job} has no live instance to trigger")]
+    NoLiveInstance {
+        /// The job.
+        job: JobName,
+    },
+    /// Listing the namespace's jobs failed.
+    #[error("listing jobs: {source}")]
+    ListJobs {
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Reading a job's nodes failed.
+    #[error("reading job {job}: {source}")]
+    ReadJob {
+        /// The job.
+        job: JobName,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Writing the config node failed.
+    #[error("writing the config of job {job}: {source}")]
+    WriteConfig {
+        /// The job.
+        job: JobName,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Creating a trigger node failed.
+    #[error("triggering job {job} on {instance}: {source}")]
+    Trigger {
+        /// The job.
+        job: JobName,
+        /// The instance whose trigger node failed.
+        instance: InstanceId,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Writing `servers/{ip}` failed.
+    #[error("setting server {ip} of job {job}: {source}")]
+    SetServer {
+        /// The job.
+        job: JobName,
+        /// The server.
+        ip: String,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Creating or deleting `sharding/{i}/disabled` failed.
+    #[error("setting item {item} of job {job}: {source}")]
+    SetItem {
+        /// The job.
+        job: JobName,
+        /// The item.
+        item: ShardItem,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Deleting `instances/{id}` failed.
+    #[error("shutting down job {job} on {instance}: {source}")]
+    Shutdown {
+        /// The job.
+        job: JobName,
+        /// The instance.
+        instance: InstanceId,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Deleting the job's subtree failed.
+    #[error("removing job {job}: {source}")]
+    Remove {
+        /// The job.
+        job: JobName,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+}
+
+fn list(ids: &[InstanceId]) -> String {
+    ids.iter()
+        .map(InstanceId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl OpsError {
+    /// What kind of failure this is.
+    pub fn class(&self) -> ErrorClass {
+        use OpsError::*;
+        match self {
+            UnknownJob { .. }
+            | UnknownServer { .. }
+            | UnknownInstance { .. }
+            | UnknownItem { .. }
+            | ConfigYaml { .. }
+            | InvalidConfig { .. } => ErrorClass::BadInput,
+            ConfigChanged { .. } | StillRunning { .. } | NoLiveInstance { .. } => {
+                ErrorClass::Refused
+            }
+            ListJobs { .. }
+            | ReadJob { .. }
+            | WriteConfig { .. }
+            | Trigger { .. }
+            | SetServer { .. }
+            | SetItem { .. }
+            | Shutdown { .. }
+            | Remove { .. } => ErrorClass::Failed,
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The operations API: what ElasticJob's `JobStatisticsAPI`, `ShardingStatisticsAPI`,
+//! `JobOperateAPI` and `JobConfigurationAPI` do, over one registry session.
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `mod.rs` | [`Ops`] and the statistics calls: [`Ops::jobs`], [`Ops::job`], [`Ops::servers`] |
+//! | `report.rs` | the reports and the pure status rules ([`JobStatus`], [`ItemStatus`]) |
+//! | `snapshot.rs` | one job's subtree read in one listing |
+//! | `configure.rs` | [`Ops::config_get`], [`Ops::config_set`]: validated, version-checked writes |
+//! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
+//!
+//! Operations act on the cluster only by writing the nodes the engine watches (the layout
+//! contract's "operations API" rows), so they work the same on shardcron and Java instances. Reads
+//! list the registry directly: this is an operator's path, never an execution's.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use shardcron::ops::{JobStatus, Ops};
+//! use shardcron::registry::{embedded::EmbeddedServer, CreateMode, Registry};
+//! let session = Arc::new(EmbeddedServer::new().connector("ops").open());
+//! session.create("/orders", b"SCRIPT", CreateMode::Persistent).await.unwrap();
+//! let yaml = b"jobName: orders\nshardingTotalCount: 2\ncron: 0/5 * * * * ?\n";
+//! session.create("/orders/config", yaml, CreateMode::Persistent).await.unwrap();
+//! let jobs = Ops::new(session).jobs().await.unwrap();
+//! assert_eq!(jobs[0].status, JobStatus::Crashed); // no instance runs it
+//! # });
+//! ```
+
+mod configure;
+mod error;
+mod operate;
+mod report;
+mod snapshot;
+
+use std::sync::Arc;
+
+use crate::registry::Registry;
+use crate::types::JobName;
+
+pub use configure::StoredConfig;
+pub use error::{ErrorClass, OpsError};
+pub use operate::{RemoveMode, ShutdownScope, Target};
+pub use report::{
+    ItemLine, ItemStatus, JobBrief, JobDetail, JobStatus, ServerBrief, ServerLine, ServerState,
+};
+use snapshot::JobSnapshot;
+
+/// The operations API over one registry session (rooted at the namespace).
+#[derive(Debug, Clone)]
+pub struct Ops {
+    registry: Arc<dyn Registry>,
+}
+
+impl Ops {
+    /// Operates on the namespace `registry` is rooted at.
+    pub fn new(registry: Arc<dyn Registry>) -> Self {
+        Self { registry }
+    }
+
+    /// The session.
+    pub fn registry(&self) -> &Arc<dyn Registry> {
+        &self.registry
+    }
+
+    /// Every job (a child of the namespace root with a `config` node), by name.
+    pub async fn jobs(&self) -> Result<Vec<JobBrief>, OpsError> {
+        Ok(self
+            .snapshots()
+            .await?
+            .iter()
+            .map(|(job, snap)| report::job_brief(job, snap))
+            .collect())
+    }
+
+    /// One job: config, instances, servers, leader and every item's owner and status.
+    pub async fn job(&self, job: &JobName) -> Result<JobDetail, OpsError> {
+        let snap = self.snapshot(job).await?;
+        Ok(report::job_detail(job, &snap))
+    }
+
+    /// Every server IP of every job, with its instances, its jobs and how many disable it.
+    pub async fn servers(&self) -> Result<Vec<ServerBrief>, OpsError> {
+        let snaps = self.snapshots().await?;
+        Ok(report::server_briefs(snaps.iter().map(|(j, s)| (j, s))))
+    }
+
+    /// Reads one job; a job without a root or a `config` node is unknown.
+    async fn snapshot(&self, job: &JobName) -> Result<JobSnapshot, OpsError> {
+        let read = JobSnapshot::read(self.registry.as_ref(), job)
+            .await
+            .map_err(|source| OpsError::ReadJob {
+                job: job.clone(),
+                source,
+            })?;
+        match read {
+            Some(snap) if snap.config_yaml.is_some() => Ok(snap),
+            _ => Err(OpsError::UnknownJob { job: job.clone() }),
+        }
+    }
+
+    /// Reads every job, skipping children of the root that are not jobs or vanish meanwhile.
+    async fn snapshots(&self) -> Result<Vec<(JobName, JobSnapshot)>, OpsError> {
+        let names = self
+            .registry
+            .children("/")
+            .await
+            .map_err(|source| OpsError::ListJobs { source })?;
+        let mut out = Vec::new();
+        for name in names {
+            // `zookeeper` and other tools' nodes are not job names.
+            let Ok(job) = JobName::new(name) else {
+                continue;
+            };
+            match self.snapshot(&job).await {
+                Ok(snap) => out.push((job, snap)),
+                Err(OpsError::UnknownJob { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests;
