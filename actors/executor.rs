@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ValidatedConfig;
 use crate::decide::execution::{plan_run, FireSettings, LocalRuns};
 use crate::decide::failover;
+use crate::events::EngineEvent;
 use crate::job::handlers::{ErrorHandler, Listeners};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext};
 use crate::paths::JobNode;
@@ -60,6 +61,9 @@ pub(crate) enum ExecutorMsg {
     FailoverClaimed(Vec<ShardItem>),
     /// Whether no run of this job is in progress here (the FailoverActor claims only then).
     IsIdle(RpcReplyPort<bool>),
+    /// The session has been disconnected too long: cancel every running item (cooperative jobs
+    /// stop before a survivor may take them over).
+    CancelRunning,
 }
 
 /// Arguments of the ExecutorActor.
@@ -173,6 +177,10 @@ impl ExecutorState {
         if !plan.flagged.is_empty() {
             metrics::counter!("shardcron_misfires_total", "job" => self.job.to_string())
                 .increment(plan.flagged.len() as u64);
+            self.ctx.node.events.emit(EngineEvent::Misfired {
+                job: self.job.clone(),
+                items: plan.flagged.clone(),
+            });
         }
         self.local
             .misfire_flagged
@@ -498,6 +506,13 @@ impl Actor for ExecutorActor {
                 }
             }
             ExecutorMsg::Remove => myself.stop(Some("job removed".into())),
+            ExecutorMsg::CancelRunning => {
+                for run in state.runs.values() {
+                    for t in run.tokens.values() {
+                        t.cancel();
+                    }
+                }
+            }
             ExecutorMsg::FailoverClaimed(items) if state.draining => {
                 // Not run: `failovering` names this instance, so its departure fails them over again.
                 tracing::info!(job = %state.job, ?items, "failover claim not run: draining");

@@ -16,6 +16,7 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::failover;
+use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::{NodeEventKind, Op};
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -228,6 +229,11 @@ impl FailoverState {
 
     fn hand_over(&self, job: &JobName, items: Vec<ShardItem>) {
         tracing::info!(%job, ?items, instance = %self.ctx.me(), "claimed items for failover");
+        self.ctx.node.events.emit(EngineEvent::FailoverClaimed {
+            job: job.clone(),
+            items: items.clone(),
+        });
+        metrics::counter!("shardcron_failover_claims_total", "job" => job.to_string()).increment(1);
         metrics::counter!("shardcron_failovers_total", "job" => job.to_string())
             .increment(items.len() as u64);
         match self.ctx.executor(job) {

@@ -79,10 +79,13 @@ impl RegistryState {
         Ok(session)
     }
 
-    fn teardown(&mut self) {
+    /// Ends the subtree of a dead session and waits for it (no drain: nothing can be written), so
+    /// the next session's actors can take the same names.
+    async fn teardown(&mut self) {
         if let Some(active) = self.active.take() {
             active.forward.abort();
-            active.session.stop(Some("session ended".into()));
+            let _ = active.session.send_message(SessionMsg::Abandon);
+            let _ = tokio::time::timeout(Duration::from_secs(5), active.session.wait(None)).await;
         }
     }
 }
@@ -157,7 +160,7 @@ impl Actor for RegistryActor {
                             .events
                             .emit(EngineEvent::SessionChanged { state: s });
                         tracing::warn!(state = ?s, "registry session ended; opening a new one");
-                        state.teardown();
+                        state.teardown().await;
                         myself.send_message(RegistryMsg::Connect)?;
                     }
                     MirrorEvent::Session(s) => {

@@ -39,6 +39,10 @@ pub(crate) enum SessionMsg {
     RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// Run a job's items now.
     Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// The session is gone (expired): stop without draining, cancelling what runs.
+    Abandon,
+    /// The disconnection numbered `epoch` has lasted two thirds of the session timeout.
+    DisconnectDeadline(u64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +61,11 @@ pub(crate) struct SessionActorState {
     children: HashMap<ActorId, Child>,
     /// Jobs removed on purpose: their executors' termination is not a failure.
     removing: Vec<JobName>,
+    /// Set when the session expired: no drain on stop.
+    abandoned: bool,
+    /// Counts disconnections; `Some` while disconnected.
+    disconnected: Option<u64>,
+    epochs: u64,
 }
 
 impl SessionActorState {
@@ -156,6 +165,9 @@ impl Actor for SessionActor {
             ctx,
             children: HashMap::new(),
             removing: Vec::new(),
+            abandoned: false,
+            disconnected: None,
+            epochs: 0,
         };
         let cell = myself.get_cell();
         for child in [
@@ -210,6 +222,31 @@ impl Actor for SessionActor {
                 for e in state.ctx.dir.executors.iter() {
                     let _ = e.value().send_message(ExecutorMsg::SessionState(s));
                 }
+                match s {
+                    SessionState::Disconnected if state.disconnected.is_none() => {
+                        // Running items must stop before the session can expire and a survivor
+                        // takes them over: cancel them at two thirds of the negotiated timeout.
+                        state.epochs += 1;
+                        let epoch = state.epochs;
+                        state.disconnected = Some(epoch);
+                        let after = state.ctx.registry.session_info().timeout * 2 / 3;
+                        myself.send_after(after, move || SessionMsg::DisconnectDeadline(epoch));
+                    }
+                    SessionState::Connected => state.disconnected = None,
+                    _ => {}
+                }
+            }
+            SessionMsg::DisconnectDeadline(epoch) => {
+                if state.disconnected == Some(epoch) {
+                    tracing::warn!("registry disconnected for 2/3 of the session timeout: cancelling running items");
+                    for e in state.ctx.dir.executors.iter() {
+                        let _ = e.value().send_message(ExecutorMsg::CancelRunning);
+                    }
+                }
+            }
+            SessionMsg::Abandon => {
+                state.abandoned = true;
+                myself.stop(Some("session expired".into()));
             }
             SessionMsg::AddJob(spec, reply) => {
                 let job = match super::register::job_name(&spec.config) {
@@ -299,6 +336,15 @@ impl Actor for SessionActor {
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        if state.abandoned {
+            // The session is dead: nothing can be written; the executors cancel their items as
+            // they stop.
+            state.children.clear();
+            myself
+                .stop_children_and_wait(Some("session expired".into()), None)
+                .await;
+            return Ok(());
+        }
         let timeout = state.ctx.node.options.shutdown_timeout;
         let executors: Vec<_> = state
             .ctx

@@ -1,0 +1,151 @@
+//! Losing the registry session, on the embedded registry with paused time: a disconnection stops new
+//! runs and cancels running items before the session could expire; a reconnection resumes without
+//! re-running anything; an expiry builds a new session and the node rejoins on its own.
+
+#[allow(dead_code)]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster::{instance, start_node, Recorder};
+use shardcron::config::JobConfig;
+use shardcron::job::{FnJob, JobError, ShardingContext, SharedHandler};
+use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
+use shardcron::registry::{Connector, Registry};
+use tokio::sync::watch;
+
+const WITHIN: Duration = Duration::from_secs(120);
+
+/// The session id owning `instances/{id}` of `job`, read by an admin session.
+async fn session_of(admin: &Arc<dyn Registry>, job: &str, n: u32) -> i64 {
+    let path = format!("/{job}/instances/{}", instance(n));
+    admin
+        .exists(&path)
+        .await
+        .unwrap()
+        .expect("instance node exists")
+        .ephemeral_owner
+}
+
+/// A handler that records, runs `work` unless cancelled, and counts cancellations.
+fn cancellable(
+    rec: &Recorder,
+    work: Duration,
+    cancelled: Arc<watch::Sender<usize>>,
+) -> SharedHandler {
+    let inner = rec.handler(Duration::ZERO);
+    Arc::new(FnJob(move |ctx: ShardingContext| {
+        let (inner, cancelled) = (inner.clone(), cancelled.clone());
+        async move {
+            let token = ctx.cancellation.clone();
+            inner.run_item(ctx).await?;
+            tokio::select! {
+                _ = tokio::time::sleep(work) => Ok(()),
+                _ = token.cancelled() => {
+                    cancelled.send_modify(|n| *n += 1);
+                    Err(JobError::Cancelled("session lost".into()))
+                }
+            }
+        }
+    }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_disconnection_cancels_running_items_before_expiry_and_a_reconnection_resumes() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn = server
+        .connector("loss")
+        .with_session_timeout(Duration::from_secs(6));
+    let conn: Arc<dyn Connector> = Arc::new(conn);
+    let admin = conn.connect().await.unwrap();
+    let rec = Recorder::default();
+    let cancelled = Arc::new(watch::channel(0usize).0);
+    let mut cancellations = cancelled.subscribe();
+    let job = JobConfig::new("long", 1)
+        .cron("0/10 * * * * ?")
+        .time_zone("UTC");
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(
+            job,
+            cancellable(&rec, Duration::from_secs(8), cancelled.clone()),
+        )],
+    )
+    .await;
+    rec.wait_until("the long item starts", WITHIN, |log| !log.is_empty())
+        .await;
+    tracing::info!("--- the node's connection drops during the run");
+    let session = session_of(&admin, "long", 1).await;
+    server.disconnect(session);
+    let started = tokio::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(6), cancellations.wait_for(|n| *n > 0))
+        .await
+        .expect("the running item is cancelled before the 6 s session timeout")
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(3) && waited < Duration::from_secs(5),
+        "at about 2/3 of the timeout: {waited:?}"
+    );
+    let runs_while_cut = rec.all().len();
+    tracing::info!("--- the connection comes back within the timeout");
+    server.reconnect(session);
+    rec.wait_until("the next fire after the reconnect", WITHIN, |log| {
+        log.len() > runs_while_cut
+    })
+    .await;
+    assert_eq!(
+        session_of(&admin, "long", 1).await,
+        session,
+        "the same session resumed"
+    );
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: EmbeddedConnector = server
+        .connector("loss")
+        .with_session_timeout(Duration::from_secs(6));
+    let conn: Arc<dyn Connector> = Arc::new(conn);
+    let admin = conn.connect().await.unwrap();
+    let rec = Recorder::default();
+    let job = JobConfig::new("orders", 2)
+        .cron("* * * * * ?")
+        .time_zone("UTC");
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(job, rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("first runs", WITHIN, |log| log.len() >= 4)
+        .await;
+    let old = session_of(&admin, "orders", 1).await;
+    tracing::info!("--- the session expires");
+    server.expire(old);
+    let before = rec.all().len();
+    rec.wait_until("runs on a new session", WITHIN, |log| {
+        log.len() >= before + 6
+    })
+    .await;
+    let new = session_of(&admin, "orders", 1).await;
+    assert_ne!(new, old, "a new session registered the instance again");
+    let leader = admin
+        .get("/orders/leader/election/instance")
+        .await
+        .unwrap()
+        .0;
+    assert_eq!(
+        leader,
+        instance(1).as_str().as_bytes(),
+        "leadership taken again"
+    );
+    node.shutdown().await;
+}
