@@ -12,8 +12,8 @@
 
 pub mod election;
 pub mod execution;
-pub mod reconcile;
 pub mod failover;
+pub mod reconcile;
 pub mod resharding;
 
 #[cfg(test)]
