@@ -22,6 +22,10 @@ pub(crate) const MAX_HEAD_BYTES: usize = 8 * 1024;
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long writing a response may take before the connection is dropped.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long, and how many bytes, a closing connection waits for the client's leftover input.
+const LINGER_TIME: Duration = Duration::from_secs(1);
+/// See [`LINGER_TIME`].
+const LINGER_BYTES: usize = 64 * 1024;
 /// Connections served at once; further ones wait in the listener's backlog.
 pub(crate) const MAX_CONNECTIONS: usize = 32;
 
@@ -225,7 +229,26 @@ async fn serve_connection(mut stream: TcpStream, handler: Arc<dyn Handler>) {
         stream.shutdown().await
     };
     // The client may have gone; nothing to tell it then.
-    let _ = tokio::time::timeout(WRITE_TIMEOUT, write).await;
+    if let Ok(Ok(())) = tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        linger(&mut stream).await;
+    }
+}
+
+/// Reads and drops what the client still sends (a body, the rest of an oversized head) until it
+/// closes, within bounds: closing a socket with unread input makes the kernel reset the
+/// connection, and the client could lose the answer it has not read yet.
+async fn linger(stream: &mut TcpStream) {
+    let drain = async {
+        let mut sink = [0u8; 1024];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }
 
 /// Accepts connections on `listener` until `stop` fires, answering each with `handler`.
