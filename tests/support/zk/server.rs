@@ -259,3 +259,184 @@ fn spawn_from_spawner(mut cmd: Command) -> Child {
         ),
     }
 }
+
+/// A three-server ZooKeeper ensemble on loopback, each server with its own client, quorum and
+/// election ports and data directory, so that a test can kill its leader and watch clients move.
+///
+/// Every server is spawned like [`ZkServer`] (from the spawner thread, with `PDEATHSIG`), and all
+/// are killed on drop.
+#[derive(Debug)]
+pub struct ZkEnsemble {
+    dir: tempfile::TempDir,
+    members: Vec<EnsembleMember>,
+}
+
+/// One server of a [`ZkEnsemble`].
+#[derive(Debug)]
+struct EnsembleMember {
+    client_port: u16,
+    child: Mutex<Option<Child>>,
+}
+
+impl ZkEnsemble {
+    /// How many servers an ensemble has.
+    pub const SIZE: usize = 3;
+
+    /// Starts three servers and waits until each serves as leader or follower.
+    pub fn start() -> ZkEnsemble {
+        let classpath = classpath();
+        let dir = tempfile::Builder::new()
+            .prefix("shardcron-zk-ensemble-")
+            .tempdir()
+            .expect("creating the ensemble's directory");
+        // Ports are taken while every listener is still open, so that no two are the same.
+        let listeners: Vec<TcpListener> = (0..3 * Self::SIZE)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("finding a free loopback port"))
+            .collect();
+        let ports: Vec<u16> = listeners
+            .iter()
+            .map(|l| l.local_addr().expect("a bound listener's address").port())
+            .collect();
+        drop(listeners);
+        let peers: String = (0..Self::SIZE)
+            .map(|i| {
+                format!(
+                    "server.{}=127.0.0.1:{}:{}\n",
+                    i + 1,
+                    ports[3 * i + 1],
+                    ports[3 * i + 2]
+                )
+            })
+            .collect();
+        let mut members = Vec::new();
+        for i in 0..Self::SIZE {
+            let home = dir.path().join(format!("server-{}", i + 1));
+            let data = home.join("data");
+            std::fs::create_dir_all(&data).expect("creating a member's dataDir");
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("writing myid");
+            let config = format!(
+                "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\nclientPort={port}\n\
+                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n\
+                 maxClientCnxns=0\nminSessionTimeout={min}\nmaxSessionTimeout=60000\nforceSync=no\n\
+                 {peers}",
+                data = data.display(),
+                port = ports[3 * i],
+                min = 2 * TICK_MS,
+            );
+            std::fs::write(home.join("zoo.cfg"), config).expect("writing a member's zoo.cfg");
+            std::fs::write(home.join("classpath"), &classpath).expect("writing classpath");
+            members.push(EnsembleMember {
+                client_port: ports[3 * i],
+                child: Mutex::new(None),
+            });
+        }
+        let ensemble = ZkEnsemble { dir, members };
+        for i in 0..Self::SIZE {
+            ensemble.spawn(i);
+        }
+        for i in 0..Self::SIZE {
+            ensemble.wait_serving(i);
+        }
+        ensemble
+    }
+
+    /// `127.0.0.1:{p1},127.0.0.1:{p2},127.0.0.1:{p3}`: every server, for clients.
+    pub fn connect_string(&self) -> String {
+        let hosts: Vec<String> = (0..Self::SIZE).map(|i| self.addr(i).to_string()).collect();
+        hosts.join(",")
+    }
+
+    /// The client address of server `i` (0-based).
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.members[i].client_port))
+    }
+
+    /// Sends a four-letter command to server `i`.
+    pub fn four_letter(&self, i: usize, command: &str) -> std::io::Result<String> {
+        let mut stream = TcpStream::connect_timeout(&self.addr(i), Duration::from_secs(2))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(command.as_bytes())?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        Ok(answer)
+    }
+
+    /// The server's `Mode:` as `srvr` reports it (`leader`, `follower`), `None` when it does not
+    /// answer or serves no clients yet.
+    pub fn mode(&self, i: usize) -> Option<String> {
+        let answer = self.four_letter(i, "srvr").ok()?;
+        answer
+            .lines()
+            .find_map(|l| l.strip_prefix("Mode: "))
+            .map(str::to_owned)
+    }
+
+    /// The index of the server that is the leader now, if one is.
+    pub fn leader(&self) -> Option<usize> {
+        (0..Self::SIZE).find(|&i| self.mode(i).as_deref() == Some("leader"))
+    }
+
+    /// Kills server `i` (SIGKILL) and waits for it to exit.
+    pub fn kill(&self, i: usize) {
+        if let Some(mut child) = self.members[i].child.lock().unwrap().take() {
+            // Already gone is fine: the point is that it is not running.
+            let _ = child.kill();
+            child.wait().expect("waiting for a killed ensemble server");
+        }
+    }
+
+    /// The log of server `i` so far.
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.home(i).join("server.log")).unwrap_or_default()
+    }
+
+    fn home(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("server-{}", i + 1))
+    }
+
+    fn spawn(&self, i: usize) {
+        let home = self.home(i);
+        let log = std::fs::File::create(home.join("server.log")).expect("creating a member's log");
+        let mut cmd = Command::new("java");
+        cmd.args(["-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .arg("-Djava.net.preferIPv4Stack=true")
+            .arg("-Dzookeeper.admin.enableServer=false")
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+            .arg("-cp")
+            .arg(std::fs::read_to_string(home.join("classpath")).unwrap())
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(home.join("zoo.cfg"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        *self.members[i].child.lock().unwrap() = Some(spawn_from_spawner(cmd));
+    }
+
+    /// Polls `srvr` until server `i` serves as a member of a quorum.
+    fn wait_serving(&self, i: usize) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if matches!(self.mode(i).as_deref(), Some("leader" | "follower")) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "ensemble server {} (port {}) did not join a quorum within {START_TIMEOUT:?}; \
+                     its log:\n{}",
+                    i + 1,
+                    self.members[i].client_port,
+                    self.log(i)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for ZkEnsemble {
+    fn drop(&mut self) {
+        for i in 0..Self::SIZE {
+            self.kill(i);
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! Chaos on a real ZooKeeper with separate processes: example nodes run a script job (`chaos`, 4
+//! items every second, failover on, misfire off) whose script logs every item run; a fault is
+//! injected (a node killed or frozen, ZooKeeper stopped, an ensemble's leader killed, nodes coming
+//! and going, bad data written into the registry); the log is then checked.
+//!
+//! Every scenario asserts that every item ran at every fire while an instance was up, except in
+//! the window the fault itself makes (at most the session timeout + 2 s); that no item ran twice
+//! for one fire, except one failover re-run of each item a crashed instance was running; and that
+//! leadership and sharding converge afterwards (read through a ZooKeeper session of the test's
+//! own). Each prints its report line (`[chaos] ...`, visible with `--nocapture`).
+//!
+//! The scenarios run one at a time (a static lock): each starts its own ZooKeeper and nodes, and
+//! the machine has two cores.
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/backend.rs"]
+mod backend;
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/chaos/mod.rs"]
+mod chaos;
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/zk/mod.rs"]
+mod zk;
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use chaos::log::{Crash, Expect, Window};
+use chaos::{instance, now, Cluster, ITEMS, JOB, SESSION_TIMEOUT};
+use zk::server::{ZkEnsemble, ZkServer};
+
+/// How long a scenario watches the job after it has converged again.
+const AFTERWARDS: f64 = 3.0;
+
+/// The window a fault may cost: the session timeout + 2 s.
+fn fault_window() -> f64 {
+    SESSION_TIMEOUT.as_secs_f64() + 2.0
+}
+
+/// One scenario at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Starts `labels` and waits until they share the job and complete a fire; returns that second.
+fn start_all(cluster: &mut Cluster, labels: &[&str]) -> u64 {
+    for label in labels {
+        cluster.start(label);
+    }
+    cluster.converge(labels);
+    cluster.wait_complete_fire(JOB, ITEMS, now())
+}
+
+/// The chaos job's expectations from `from` to [`AFTERWARDS`] seconds from now.
+fn expect(from: u64, windows: Vec<Window>, crashes: Vec<Crash>) -> Expect {
+    Expect {
+        job: JOB.to_owned(),
+        items: ITEMS,
+        from,
+        to: (now() + AFTERWARDS).floor() as u64,
+        windows,
+        crashes,
+    }
+}
+
+#[test]
+fn a_leader_killed_during_a_run_has_its_running_items_rerun_once_and_its_items_taken_over() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "kill9", "");
+    phase("three nodes share the job");
+    let from = start_all(&mut cluster, &["a", "b", "c"]);
+
+    phase("kill -9 the leader while it runs its items");
+    let victim = cluster.leader();
+    cluster.wait_running(&victim);
+    let crashed = now();
+    cluster.node(&victim).kill9();
+    let survivors: Vec<&str> = ["a", "b", "c"]
+        .into_iter()
+        .filter(|l| *l != victim)
+        .collect();
+
+    phase("the survivors elect a leader and share all four items");
+    let took = cluster.converge(&survivors);
+    eprintln!("[chaos] kill -9: converged {took:?} after the kill was noticed by this test");
+    let report = cluster.verdict(
+        "kill -9 of the leader",
+        &expect(
+            from,
+            vec![Window {
+                what: "kill -9".into(),
+                from: crashed,
+                until: crashed + fault_window(),
+            }],
+            vec![Crash {
+                instance: instance(&victim),
+                at: crashed,
+            }],
+        ),
+    );
+    assert!(
+        !report.reruns.is_empty(),
+        "the items the leader was running were re-run by failover: {report}"
+    );
+}
+
+#[test]
+fn a_node_frozen_past_its_session_loses_its_items_and_after_resuming_rejoins_without_running_them()
+{
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "sigstop", "");
+    phase("three nodes share the job");
+    let from = start_all(&mut cluster, &["a", "b", "c"]);
+
+    phase("SIGSTOP a follower while it runs its items");
+    let leader = cluster.leader();
+    let victim = ["a", "b", "c"]
+        .into_iter()
+        .find(|l| *l != leader)
+        .expect("two followers");
+    let others: Vec<&str> = ["a", "b", "c"]
+        .into_iter()
+        .filter(|l| *l != victim)
+        .collect();
+    cluster.wait_running(victim);
+    let stopped = now();
+    cluster.node(victim).signal(libc::SIGSTOP);
+
+    phase("while it is stopped, the others take its items over");
+    cluster.converge(&others);
+    let taken_over = cluster.wait_complete_fire(JOB, ITEMS, now());
+    assert!(
+        now() - stopped > SESSION_TIMEOUT.as_secs_f64(),
+        "the node stayed stopped past its session timeout"
+    );
+
+    phase("SIGCONT: it notices the lost session and re-registers");
+    let resumed = now();
+    cluster.node(victim).signal(libc::SIGCONT);
+    cluster.converge(&["a", "b", "c"]);
+    let stderr = cluster.node(victim).stderr();
+    assert!(
+        stderr.contains("registry session ended"),
+        "the resumed node says it lost its session:\n{stderr}"
+    );
+    let report = cluster.verdict(
+        "SIGSTOP past the session timeout, then SIGCONT",
+        &expect(
+            from,
+            vec![Window {
+                what: "SIGSTOP".into(),
+                from: stopped,
+                until: stopped + fault_window(),
+            }],
+            vec![Crash {
+                instance: instance(victim),
+                at: stopped,
+            }],
+        ),
+    );
+    eprintln!(
+        "[chaos] SIGSTOP: full fire by the others at {taken_over} ({:.1} s after the stop); resumed at {resumed:.1}: {report}",
+        taken_over as f64 - stopped
+    );
+}
+
+#[test]
+fn zookeeper_restarted_within_the_session_timeout_costs_no_item_beyond_its_outage() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "zk-bounce", "");
+    phase("three nodes share the job");
+    let from = start_all(&mut cluster, &["a", "b", "c"]);
+
+    phase("ZooKeeper is killed and started again on the same data");
+    let down = now();
+    zk.stop();
+    // The outage itself: the fault's length, not a wait for a state.
+    std::thread::sleep(Duration::from_millis(1500));
+    zk.resume();
+    let up = now();
+    eprintln!("[chaos] zk bounce: ZooKeeper was down {:.1} s", up - down);
+    assert!(
+        up - down < SESSION_TIMEOUT.as_secs_f64(),
+        "the outage stayed within the session timeout (the JVM took {:.1} s to come back)",
+        up - down
+    );
+
+    phase("the same instances, leader and owners, and fires go on");
+    cluster.converge(&["a", "b", "c"]);
+    cluster.verdict(
+        "ZooKeeper restarted within the session timeout",
+        &expect(
+            from,
+            vec![Window {
+                what: "ZooKeeper down".into(),
+                from: down,
+                until: up + 2.0,
+            }],
+            Vec::new(),
+        ),
+    );
+}
+
+#[test]
+fn zookeeper_down_longer_than_the_session_timeout_is_survived_by_every_node_on_its_own() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "zk-outage", "");
+    phase("three nodes share the job");
+    let from = start_all(&mut cluster, &["a", "b", "c"]);
+
+    phase("ZooKeeper is down for longer than the session timeout");
+    let down = now();
+    zk.stop();
+    // The outage itself: the fault's length, not a wait for a state.
+    std::thread::sleep(SESSION_TIMEOUT + Duration::from_secs(3));
+    zk.resume();
+    let up = now();
+    eprintln!("[chaos] zk outage: ZooKeeper was down {:.1} s", up - down);
+
+    phase("every node reconnects, leadership and sharding converge, fires resume");
+    let took = cluster.converge(&["a", "b", "c"]);
+    eprintln!("[chaos] zk outage: converged {took:?} after ZooKeeper served again");
+    for label in ["a", "b", "c"] {
+        assert!(cluster.node(label).is_running(), "node {label} is still up");
+    }
+    cluster.verdict(
+        "ZooKeeper down past the session timeout",
+        &expect(
+            from,
+            vec![Window {
+                what: "ZooKeeper down".into(),
+                from: down,
+                until: up + fault_window(),
+            }],
+            Vec::new(),
+        ),
+    );
+}
+
+#[test]
+fn nodes_on_an_ensemble_move_to_another_server_when_its_leader_is_killed_and_keep_firing() {
+    let _serial = serial();
+    let ensemble = ZkEnsemble::start();
+    let mut cluster = Cluster::new(&ensemble.connect_string(), "ensemble", "");
+    phase("three nodes on a three-server ensemble");
+    let from = start_all(&mut cluster, &["a", "b", "c"]);
+
+    phase("kill the ensemble's leader");
+    let leader = ensemble.leader().expect("a serving ensemble has a leader");
+    let killed = now();
+    ensemble.kill(leader);
+
+    phase("the two others elect a leader; the nodes reconnect there and fire on");
+    let took = cluster.converge(&["a", "b", "c"]);
+    eprintln!("[chaos] ensemble: server {} killed; converged after {took:?}", leader + 1);
+    cluster.verdict(
+        "ensemble leader killed",
+        &expect(
+            from,
+            vec![Window {
+                what: "ensemble leader killed".into(),
+                from: killed,
+                until: killed + fault_window(),
+            }],
+            Vec::new(),
+        ),
+    );
+}
+
+#[test]
+fn a_node_joining_and_another_leaving_gracefully_reshard_at_the_next_fire() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "join-leave", "");
+    phase("two nodes share the job");
+    let from = start_all(&mut cluster, &["a", "b"]);
+
+    phase("c joins");
+    let joined = now();
+    cluster.start("c");
+    cluster.converge(&["a", "b", "c"]);
+    let resharded = now();
+    let c = instance("c");
+    let first_by_c = cluster.wait_runs("c to run an item", |runs| {
+        runs.iter()
+            .find(|r| r.job == JOB && r.instance == c && r.source == "NORMAL")
+            .map(|r| r.at)
+    });
+    assert!(
+        first_by_c < resharded.ceil() + 1.0,
+        "the new assignment took effect at the next fire: c first ran at {first_by_c:.2}, the \
+         registry showed the new assignment by {resharded:.2}"
+    );
+
+    phase("a leaves gracefully (SIGTERM)");
+    let leaving = now();
+    let status = cluster.node("a").terminate();
+    assert_eq!(status.code(), Some(0), "a exits 0 after SIGTERM");
+    let left = now();
+    cluster.converge(&["b", "c"]);
+    let report = cluster.verdict(
+        "join, then graceful leave",
+        &expect(
+            from,
+            vec![
+                Window {
+                    what: "join".into(),
+                    from: joined,
+                    until: joined + 2.0,
+                },
+                Window {
+                    what: "graceful leave".into(),
+                    from: leaving,
+                    until: left + 2.0,
+                },
+            ],
+            Vec::new(),
+        ),
+    );
+    assert!(report.reruns.is_empty(), "a graceful leave needs no failover");
+}
+
+/// The extra jobs of the bad-input scenario: a job whose config and sharding get broken, one with
+/// a ghost owner and a short reconcile interval, a script that hangs, a script that does not exist.
+const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
+    jobName: victim
+    cron: '* * * * * ?'
+    timeZone: UTC
+    shardingTotalCount: 2
+    misfire: false
+    overwrite: true
+    props:
+      script.command.line: '{record}'
+  - type: SCRIPT
+    jobName: orphan
+    cron: '* * * * * ?'
+    timeZone: UTC
+    shardingTotalCount: 2
+    misfire: false
+    reconcileIntervalMinutes: 1
+    overwrite: true
+    props:
+      script.command.line: '{record}'
+  - type: SCRIPT
+    jobName: hang
+    cron: '* * * * * ?'
+    timeZone: UTC
+    shardingTotalCount: 1
+    misfire: false
+    overwrite: true
+    props:
+      script.command.line: '{hang}'
+  - type: SCRIPT
+    jobName: missing
+    cron: '* * * * * ?'
+    timeZone: UTC
+    shardingTotalCount: 1
+    misfire: false
+    overwrite: true
+    props:
+      script.command.line: /nonexistent/chaos-missing.sh
+";
+
+#[test]
+fn bad_registry_data_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "bad-input", BAD_INPUT_JOBS);
+    let (connect, ns) = (cluster.connect.clone(), cluster.namespace.clone());
+    phase("two nodes run the healthy job beside the ones about to break");
+    let from = start_all(&mut cluster, &["a", "b"]);
+    cluster.wait_complete_fire("victim", 2, now());
+    cluster.wait_complete_fire("orphan", 2, now());
+    cluster.wait_runs("the hanging script to start", |runs| {
+        runs.iter().find(|r| r.job == "hang").map(|_| ())
+    });
+
+    phase("orphan's item 0 names an instance that does not exist");
+    let ghost = "127.0.0.1@-@ghost";
+    chaos::registry::set_data(&connect, &ns, "/orphan/sharding/0/instance", ghost);
+    let ghosted = now();
+
+    phase("invalid YAML in victim's config");
+    let config = chaos::registry::get_data(&connect, &ns, "/victim/config");
+    chaos::registry::set_data(&connect, &ns, "/victim/config", "cron: [unclosed\n  : -");
+    cluster.wait_runs("an error naming victim's invalid config", |_| {
+        let text = cluster.stderr();
+        text.lines()
+            .find(|l| l.contains("victim") && l.contains("config"))
+            .map(str::to_owned)
+    });
+    let after_yaml = cluster.wait_complete_fire("victim", 2, now() + 1.0);
+
+    phase("a shardingTotalCount of 100000 in victim's config");
+    let huge = config.replace("shardingTotalCount: 2", "shardingTotalCount: 100000");
+    assert_ne!(huge, config, "victim's config names its item count:\n{config}");
+    chaos::registry::set_data(&connect, &ns, "/victim/config", &huge);
+    // The nodes have no event to wait on here: a few fires' worth of time lets a bad reaction show.
+    let huge_at = now();
+    cluster.wait_complete_fire(JOB, ITEMS, huge_at + 3.0);
+    let victim_items: std::collections::BTreeSet<u32> = cluster
+        .runs()
+        .iter()
+        .filter(|r| r.job == "victim" && r.at > huge_at + 2.0)
+        .map(|r| r.item)
+        .collect();
+    eprintln!(
+        "[chaos] bad input: victim ran items {:?} with a count of 100000",
+        victim_items.iter().take(10).collect::<Vec<_>>()
+    );
+
+    phase("victim's config is restored; it runs its two items again");
+    chaos::registry::set_data(&connect, &ns, "/victim/config", &config);
+    let restored = now();
+    cluster.wait_complete_fire("victim", 2, restored + 1.0);
+
+    phase("the missing script is reported; the hanging one holds only its own item");
+    let text = cluster.stderr();
+    assert!(
+        text.contains("chaos-missing.sh"),
+        "the missing script is named in an error:\n{text}"
+    );
+
+    phase("the reconcile gives orphan's item 0 to a live instance again");
+    let orphan_fixed = cluster.wait_runs_within(
+        "orphan's item 0 to run again (reconcile every minute)",
+        Duration::from_secs(75),
+        |runs| {
+            runs.iter()
+                .find(|r| r.job == "orphan" && r.item == 0 && r.at > ghosted + 2.0)
+                .map(|r| r.at)
+        },
+    );
+    eprintln!(
+        "[chaos] bad input: after YAML victim complete at {after_yaml}; orphan item 0 back {:.1} s after the ghost",
+        orphan_fixed - ghosted
+    );
+    cluster.verdict("bad input", &expect(from, Vec::new(), Vec::new()));
+}
+
+/// Marks a phase of a scenario in the test's output (the test has no tracing subscriber: the nodes
+/// are other processes).
+fn phase(what: &str) {
+    eprintln!("[chaos] --- {what}");
+}

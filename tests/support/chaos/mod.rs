@@ -1,0 +1,274 @@
+//! Chaos harness: a ZooKeeper (started by the test) and example nodes as separate processes, a
+//! script job that logs every item run to a file, faults, and the verdict on the log.
+//!
+//! ```text
+//!   test ── NodeProc a ─┐                    record.sh (one line per item, ~0.5 s)
+//!        ── NodeProc b ─┼── ZooKeeper  ──►   runs.log: {date +%s.%N} {instance} {context JSON}
+//!        ── NodeProc c ─┘                    log::check → Report (lost, duplicated, re-runs)
+//!        ── registry::snapshot (the test's own session: owners, leader, instances)
+//! ```
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `mod.rs` | [`Cluster`]: the temp dir, the script, the jobs file, the nodes, waits on the log |
+//! | `process.rs` | [`process::NodeProc`]: one node process and its signals |
+//! | `log.rs` | the script's log and [`log::check`] |
+//! | `registry.rs` | reading owners and leader through ZooKeeper; waiting for convergence |
+//!
+//! The nodes are outside the test, so the only way to know their state is to look: waits poll
+//! the log file or the registry with a deadline that names what was expected.
+
+pub mod log;
+pub mod process;
+pub mod registry;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use self::log::{Expect, Report, Run};
+use self::process::NodeProc;
+
+/// The session timeout every node asks for.
+pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+/// The job every scenario checks.
+pub const JOB: &str = "chaos";
+/// Its item count.
+pub const ITEMS: u32 = 4;
+/// How long a wait on the log or the registry may take.
+pub const WITHIN: Duration = Duration::from_secs(30);
+
+/// Now, in unix seconds, on the clock the script's `date` reads.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs_f64()
+}
+
+/// The instance id of the node labelled `label`.
+pub fn instance(label: &str) -> String {
+    format!("127.0.0.1@-@chaos-{label}")
+}
+
+/// One scenario's world: its directory, namespace, jobs file, log and node processes.
+#[derive(Debug)]
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    /// The namespace the nodes share.
+    pub namespace: String,
+    /// The ZooKeeper connect string the nodes use.
+    pub connect: String,
+    jobs: PathBuf,
+    log: PathBuf,
+    nodes: BTreeMap<String, NodeProc>,
+}
+
+impl Cluster {
+    /// Writes the scripts and a jobs file with the `chaos` job (4 items every second, failover
+    /// on, misfire off) followed by `extra_jobs` (YAML list entries; `{record}` and `{hang}` name
+    /// the scripts).
+    pub fn new(connect: &str, scenario: &str, extra_jobs: &str) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("shardcron-chaos-")
+            .tempdir()
+            .expect("creating the scenario's directory");
+        let log = dir.path().join("runs.log");
+        let record = dir.path().join("record.sh");
+        let hang = dir.path().join("hang.sh");
+        let line = format!(
+            "printf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
+            log.display()
+        );
+        write_script(
+            &record,
+            &format!("#!/bin/sh\n# One line per item run, then half a second of work.\n{line}sleep 0.5\n"),
+        );
+        write_script(
+            &hang,
+            &format!(
+                "#!/bin/sh\n# Logs, then hangs for as long as its node lives.\n{line}\
+                 while kill -0 $PPID 2>/dev/null; do sleep 0.2; done\n"
+            ),
+        );
+        let jobs = dir.path().join("jobs.yaml");
+        let text = format!(
+            "jobs:\n  - type: SCRIPT\n    jobName: {JOB}\n    cron: '* * * * * ?'\n    timeZone: UTC\n    \
+             shardingTotalCount: {ITEMS}\n    failover: true\n    misfire: false\n    overwrite: true\n    \
+             props:\n      script.command.line: '{record}'\n{extra}",
+            record = record.display(),
+            extra = extra_jobs
+                .replace("{record}", &record.display().to_string())
+                .replace("{hang}", &hang.display().to_string()),
+        );
+        std::fs::write(&jobs, text).expect("writing the jobs file");
+        Cluster {
+            dir,
+            namespace: format!("chaos-{scenario}-{}", std::process::id()),
+            connect: connect.to_owned(),
+            jobs,
+            log,
+            nodes: BTreeMap::new(),
+        }
+    }
+
+    /// Starts the node labelled `label` as instance [`instance`]`(label)`.
+    pub fn start(&mut self, label: &str) -> &mut NodeProc {
+        let args: Vec<String> = [
+            "--zk",
+            &self.connect,
+            "--namespace",
+            &self.namespace,
+            "--jobs",
+            &self.jobs.display().to_string(),
+            "--instance-id",
+            &instance(label),
+            "--session-timeout-ms",
+            &SESSION_TIMEOUT.as_millis().to_string(),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let node = NodeProc::spawn(self.dir.path(), label, &instance(label), &args);
+        self.nodes.insert(label.to_owned(), node);
+        self.node(label)
+    }
+
+    /// The node labelled `label`.
+    pub fn node(&mut self, label: &str) -> &mut NodeProc {
+        self.nodes
+            .get_mut(label)
+            .unwrap_or_else(|| panic!("no node {label} was started"))
+    }
+
+    /// Every run logged so far.
+    pub fn runs(&self) -> Vec<Run> {
+        log::read_runs(&self.log)
+    }
+
+    /// Polls the log until `pred` holds; fails naming `what` and showing the nodes' output.
+    pub fn wait_runs<T>(&self, what: &str, pred: impl FnMut(&[Run]) -> Option<T>) -> T {
+        self.wait_runs_within(what, WITHIN, pred)
+    }
+
+    /// [`Cluster::wait_runs`] with a deadline of `within`.
+    pub fn wait_runs_within<T>(
+        &self,
+        what: &str,
+        within: Duration,
+        mut pred: impl FnMut(&[Run]) -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(found) = pred(&self.runs()) {
+                return found;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out after {within:?} waiting for {what}\n{}", self.dump());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for a fire at or after `after` at which every item of `job` ran; returns its second.
+    pub fn wait_complete_fire(&self, job: &str, items: u32, after: f64) -> u64 {
+        let first = after.ceil() as u64;
+        self.wait_runs(
+            &format!("a fire at or after {first} at which all {items} items of {job} ran"),
+            |runs| {
+                let mut by_second: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+                for r in runs.iter().filter(|r| r.job == job && r.source == "NORMAL") {
+                    if r.second() >= first {
+                        by_second.entry(r.second()).or_default().push(r.item);
+                    }
+                }
+                by_second.into_iter().find_map(|(second, mut got)| {
+                    got.sort_unstable();
+                    got.dedup();
+                    (got == (0..items).collect::<Vec<_>>()).then_some(second)
+                })
+            },
+        )
+    }
+
+    /// Waits until `label`'s node has just started a normal run of the chaos job (within the last
+    /// 200 ms), so that a fault injected now lands while the run is going; returns when it started.
+    pub fn wait_running(&self, label: &str) -> f64 {
+        let who = instance(label);
+        self.wait_runs(&format!("{who} to be running an item of {JOB}"), |runs| {
+            let now = now();
+            runs.iter()
+                .rev()
+                .find(|r| r.job == JOB && r.instance == who && r.source == "NORMAL")
+                .filter(|r| now - r.at < 0.2)
+                .map(|r| r.at)
+        })
+    }
+
+    /// Waits until the chaos job has converged on the nodes labelled `live`; returns how long it
+    /// took.
+    pub fn converge(&self, live: &[&str]) -> Duration {
+        let ids: Vec<String> = live.iter().map(|l| instance(l)).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        registry::wait_converged(&self.connect, &self.namespace, JOB, &ids, ITEMS, WITHIN).1
+    }
+
+    /// The current leader of the chaos job, as a node label.
+    pub fn leader(&self) -> String {
+        let snapshot = registry::snapshot(&self.connect, &self.namespace, JOB)
+            .unwrap_or_else(|e| panic!("reading the leader: {e}"));
+        let leader = snapshot.leader.expect("a converged job has a leader");
+        leader
+            .strip_prefix("127.0.0.1@-@chaos-")
+            .unwrap_or_else(|| panic!("the leader {leader} is one of the test's nodes"))
+            .to_owned()
+    }
+
+    /// Waits until the last second to check is over and its runs are logged, then checks the log.
+    /// Prints the report (visible with `--nocapture`) and fails, with the nodes' output, when it
+    /// is not clean.
+    pub fn verdict(&self, scenario: &str, expect: &Expect) -> Report {
+        let ready = expect.to as f64 + 1.5;
+        while now() < ready {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let report = log::check(&self.runs(), expect);
+        eprintln!("[chaos] {scenario}: {report}");
+        assert!(
+            report.is_clean(),
+            "{scenario}: the log shows lost, duplicated or wrongly re-run items:\n{report}\n{}",
+            self.dump()
+        );
+        report
+    }
+
+    /// Every node's stderr, concatenated.
+    pub fn stderr(&self) -> String {
+        self.nodes.values().map(NodeProc::stderr).collect()
+    }
+
+    /// Every node's stderr and the tail of its stdout, for failure messages.
+    pub fn dump(&self) -> String {
+        let mut text = String::new();
+        for (label, node) in &self.nodes {
+            let stdout = node.stdout();
+            let tail: Vec<&str> = stdout.lines().rev().take(15).collect();
+            text.push_str(&format!(
+                "--- node {label} ({}) stderr:\n{}\n--- its last stdout lines, newest first:\n{}\n",
+                node.instance,
+                node.stderr(),
+                tail.join("\n")
+            ));
+        }
+        text
+    }
+}
+
+fn write_script(path: &std::path::Path, text: &str) {
+    std::fs::write(path, text).expect("writing a script");
+    let mut permissions = std::fs::metadata(path)
+        .expect("a script just written")
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(path, permissions).expect("making a script executable");
+}

@@ -1,0 +1,139 @@
+//! [`NodeProc`]: one example node as a separate process, with the faults a test injects into it
+//! (`kill -9`, `SIGSTOP`/`SIGCONT`, `SIGTERM`). Its stdout and stderr go to files, so that a slow
+//! reader can never block the node, and a failing test can show them.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a node may take to exit after SIGTERM or SIGKILL.
+const EXIT_WITHIN: Duration = Duration::from_secs(30);
+
+/// The example node binary, built by `cargo test` or `cargo build --example node`.
+pub fn example_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    // target/<profile>/deps/chaos-<hash> -> target/<profile>/examples/node
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary lies in target/<profile>/deps");
+    let binary = profile_dir.join("examples").join("node");
+    assert!(
+        binary.is_file(),
+        "the example binary {} is missing: build it with `cargo build --example node` \
+         (`cargo test` builds it before running tests)",
+        binary.display()
+    );
+    binary
+}
+
+/// A running example node. Killed (SIGKILL, which also ends a stopped process) on drop, and by the
+/// kernel when the test thread that spawned it ends (`PR_SET_PDEATHSIG`).
+#[derive(Debug)]
+pub struct NodeProc {
+    /// The instance id it registers as (`127.0.0.1@-@chaos-a`).
+    pub instance: String,
+    child: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    exit: Option<ExitStatus>,
+}
+
+impl NodeProc {
+    /// Starts the example with `args`; the script jobs it runs see `SHARDCRON_TEST_INSTANCE`.
+    pub fn spawn(dir: &Path, label: &str, instance: &str, args: &[String]) -> NodeProc {
+        let stdout = dir.join(format!("{label}.stdout"));
+        let stderr = dir.join(format!("{label}.stderr"));
+        let mut command = Command::new(example_binary());
+        command
+            .args(args)
+            .env("SHARDCRON_TEST_INSTANCE", instance)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).expect("creating a node's stdout file"))
+            .stderr(std::fs::File::create(&stderr).expect("creating a node's stderr file"));
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning the example node {instance}: {e}"));
+        NodeProc {
+            instance: instance.to_owned(),
+            child,
+            stdout,
+            stderr,
+            exit: None,
+        }
+    }
+
+    /// What the node printed on stdout so far (`node`, `exec`, `reshard` lines).
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// What the node logged on stderr so far (warnings and errors).
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Whether the process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().expect("polling a node's exit");
+        }
+        self.exit.is_none()
+    }
+
+    /// Sends `signal` to the node.
+    pub fn signal(&mut self, signal: libc::c_int) {
+        assert!(self.is_running(), "{} exited before the signal", self.instance);
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
+        // SAFETY: kill(2) has no memory effects; the child is not reaped while it runs.
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(rc, 0, "kill({pid}, {signal}) failed");
+    }
+
+    /// `kill -9`, then the exit.
+    pub fn kill9(&mut self) {
+        self.signal(libc::SIGKILL);
+        self.wait_exit();
+    }
+
+    /// SIGTERM (a graceful shutdown), then the exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        self.signal(libc::SIGTERM);
+        self.wait_exit()
+    }
+
+    /// Waits for the exit, failing with the node's stderr after [`EXIT_WITHIN`].
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + EXIT_WITHIN;
+        while self.is_running() {
+            assert!(
+                Instant::now() < deadline,
+                "{} did not exit within {EXIT_WITHIN:?}; stderr:\n{}",
+                self.instance,
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.exit.expect("the loop ends on an exit")
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        if self.is_running() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
