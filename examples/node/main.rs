@@ -125,7 +125,9 @@ impl Signals {
 struct Planned {
     connector: Arc<dyn Connector>,
     instance_id: Option<InstanceId>,
+    /// What the `node` line says it registered on.
     registry: String,
+    namespace: String,
 }
 
 fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
@@ -138,6 +140,7 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
             connector: Arc::new(ZkConnector::new(config)),
             instance_id: args.instance_id.clone(),
             registry: format!("zookeeper:{hosts}"),
+            namespace: args.namespace.clone(),
         }]);
     }
     let server = EmbeddedServer::new();
@@ -157,6 +160,7 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
                 connector: Arc::new(connector),
                 instance_id: Some(instance_id),
                 registry: "embedded".to_owned(),
+                namespace: args.namespace.clone(),
             })
         })
         .collect()
@@ -179,7 +183,7 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     }
     let mut nodes: Vec<NodeHandle> = Vec::new();
     for planned in plan(&args)? {
-        let start = start_node(planned, &args.namespace, &jobs, &console);
+        let start = start_node(planned, &jobs, &console);
         let started = tokio::select! {
             started = start => started,
             name = signals.recv() => {
@@ -203,7 +207,6 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
 
 async fn start_node(
     planned: Planned,
-    args_namespace: &str,
     jobs: &[JobSpec],
     console: &Arc<Console>,
 ) -> Result<NodeHandle, Box<dyn Error>> {
@@ -211,8 +214,9 @@ async fn start_node(
         connector,
         instance_id,
         registry,
+        namespace,
     } = planned;
-    let namespace = args_namespace;
+    // The handlers are built before the node, and the node's mirror exists only once it started.
     let mirror = Arc::new(OnceLock::new());
     let mut builder = NodeBuilder::new(connector).options(NodeOptions {
         shutdown_timeout: SHUTDOWN_TIMEOUT,
