@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{assignment, instance, start_node, Execution, Recorder};
+use cluster::{assignment, complete_fires, every_second, instance, start_node, Recorder};
 use shardcron::config::JobConfig;
 use shardcron::job::ExecutionSource;
 use shardcron::registry::embedded::EmbeddedServer;
@@ -17,29 +17,6 @@ use shardcron::registry::Connector;
 use shardcron::ShardItem;
 
 const WITHIN: Duration = Duration::from_secs(60);
-
-fn every_second(name: &str, items: i32) -> JobConfig {
-    JobConfig::new(name, items)
-        .cron("* * * * * ?")
-        .time_zone("UTC")
-}
-
-/// Fires (cron instants, as seconds) at which every item in `0..items` ran exactly once.
-fn complete_fires(log: &[Execution], items: u32) -> Vec<i64> {
-    let mut by_fire: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
-    for e in log.iter().filter(|e| e.source == ExecutionSource::Normal) {
-        by_fire.entry(e.at.timestamp()).or_default().push(e.item.0);
-    }
-    by_fire
-        .into_iter()
-        .filter(|(_, v)| {
-            let mut v = v.clone();
-            v.sort();
-            v == (0..items).collect::<Vec<_>>()
-        })
-        .map(|(k, _)| k)
-        .collect()
-}
 
 #[tokio::test(start_paused = true)]
 async fn three_instances_share_eight_items_as_the_spec_says_and_each_item_runs_once_per_fire() {
@@ -444,95 +421,4 @@ async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept(
         );
     }
     node.shutdown().await;
-}
-
-/// An error handler that records what it is given.
-#[derive(Debug, Default)]
-struct Collect(std::sync::Mutex<Vec<String>>);
-
-impl shardcron::job::handlers::ErrorHandler for Collect {
-    fn handle(
-        &self,
-        _job: &shardcron::JobName,
-        _item: Option<ShardItem>,
-        error: &shardcron::job::JobError,
-    ) -> shardcron::job::handlers::ErrorAction {
-        self.0.lock().unwrap().push(error.to_string());
-        shardcron::job::handlers::ErrorAction::Continue
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_clock_far_from_the_registrys_refuses_runs_through_the_error_handler() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
-    let collect = Arc::new(Collect::default());
-    let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
-    handlers
-        .register_error_handler("COLLECT", collect.clone())
-        .unwrap();
-    // The node's clock reads March 2026 (paused tokio time); the embedded registry stamps nodes with
-    // the machine's real clock, months later: far past 60 s.
-    let strict = every_second("strict", 1)
-        .max_time_diff_seconds(60)
-        .error_handler("COLLECT");
-    let relaxed = every_second("relaxed", 1);
-    let node = shardcron::node::NodeBuilder::new(conn.clone())
-        .instance_id(instance(1))
-        .clock(Arc::new(shardcron::clock::TokioClock::starting_at(
-            cluster::origin(),
-        )))
-        .handlers(handlers)
-        .job(strict, "recorded", rec.handler(Duration::ZERO))
-        .job(relaxed, "recorded", rec.handler(Duration::ZERO))
-        .start()
-        .await
-        .unwrap();
-    rec.wait_until("five runs of the job without a limit", WITHIN, |log| {
-        log.len() >= 5
-    })
-    .await;
-    assert!(
-        rec.all().iter().all(|e| e.job == "relaxed"),
-        "the strict job never ran"
-    );
-    let refused = collect.0.lock().unwrap().clone();
-    assert!(
-        refused
-            .iter()
-            .any(|m| m.contains("refused") && m.contains("clock")),
-        "refusals reach the error handler: {refused:?}"
-    );
-    node.shutdown().await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
-    let first = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
-    rec.wait_until("the first instance runs", WITHIN, |log| !log.is_empty())
-        .await;
-    let other = shardcron::JobSpec {
-        config: every_second("orders", 2),
-        job_type: shardcron::JobType::Named("something-else".into()),
-        handler: rec.handler(Duration::ZERO),
-    };
-    let second = start_node(conn.clone(), instance(2), vec![]).await;
-    let err = second.add_job(other).await.unwrap_err().to_string();
-    assert!(
-        err.contains("orders") && err.contains("recorded"),
-        "names the job and the running type: {err}"
-    );
-    first.shutdown().await;
-    second.shutdown().await;
 }

@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{assignment, instance, start_node_with_clock, Execution, Recorder};
+use cluster::{
+    assignment, complete_fires, every_second, instance, start_node_with_clock, Execution, Recorder,
+};
 use shardcron::config::JobConfig;
 use shardcron::job::ExecutionSource;
 use shardcron::node::NodeHandle;
@@ -36,28 +38,6 @@ fn namespace(test: &str) -> String {
 
 fn connector(ns: &str) -> Arc<dyn Connector> {
     Arc::new(ZkConnector::new(zk::backend().config(ns)))
-}
-
-fn every_second(name: &str, items: i32) -> JobConfig {
-    JobConfig::new(name, items)
-        .cron("* * * * * ?")
-        .time_zone("UTC")
-}
-
-fn complete_fires(log: &[Execution], items: u32) -> Vec<i64> {
-    let mut by_fire: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
-    for e in log.iter().filter(|e| e.source == ExecutionSource::Normal) {
-        by_fire.entry(e.at.timestamp()).or_default().push(e.item.0);
-    }
-    by_fire
-        .into_iter()
-        .filter(|(_, v)| {
-            let mut v = v.clone();
-            v.sort();
-            v == (0..items).collect::<Vec<_>>()
-        })
-        .map(|(k, _)| k)
-        .collect()
 }
 
 fn no_item_twice_per_fire(log: &[Execution]) {

@@ -1,6 +1,7 @@
 //! A cluster of nodes for engine tests: N instances on one registry, running jobs whose handler
 //! records every item execution, and waits on that record (never on sleeps).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -208,4 +209,28 @@ pub fn init_tracing() {
         )
         .with_test_writer()
         .try_init();
+}
+
+/// A job of `items` items firing every second (UTC).
+pub fn every_second(name: &str, items: i32) -> JobConfig {
+    JobConfig::new(name, items)
+        .cron("* * * * * ?")
+        .time_zone("UTC")
+}
+
+/// Fires (cron instants, as seconds) at which every item in `0..items` ran exactly once.
+pub fn complete_fires(log: &[Execution], items: u32) -> Vec<i64> {
+    let mut by_fire: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+    for e in log.iter().filter(|e| e.source == ExecutionSource::Normal) {
+        by_fire.entry(e.at.timestamp()).or_default().push(e.item.0);
+    }
+    by_fire
+        .into_iter()
+        .filter(|(_, v)| {
+            let mut v = v.clone();
+            v.sort();
+            v == (0..items).collect::<Vec<_>>()
+        })
+        .map(|(k, _)| k)
+        .collect()
 }

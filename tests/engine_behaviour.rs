@@ -1,0 +1,261 @@
+//! Engine behaviours around a run on the embedded registry with paused time: clock-skew refusal,
+//! job-type conflicts, queued triggers, listeners, and live failover settings.
+
+#[allow(dead_code)]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster::{complete_fires, every_second, instance, start_node, Recorder};
+use shardcron::config::JobConfig;
+use shardcron::registry::embedded::EmbeddedServer;
+use shardcron::registry::Connector;
+use shardcron::ShardItem;
+
+const WITHIN: Duration = Duration::from_secs(60);
+
+/// An error handler that records what it is given.
+#[derive(Debug, Default)]
+struct Collect(std::sync::Mutex<Vec<String>>);
+
+impl shardcron::job::handlers::ErrorHandler for Collect {
+    fn handle(
+        &self,
+        _job: &shardcron::JobName,
+        _item: Option<ShardItem>,
+        error: &shardcron::job::JobError,
+    ) -> shardcron::job::handlers::ErrorAction {
+        self.0.lock().unwrap().push(error.to_string());
+        shardcron::job::handlers::ErrorAction::Continue
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clock_far_from_the_registrys_refuses_runs_through_the_error_handler() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let collect = Arc::new(Collect::default());
+    let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
+    handlers
+        .register_error_handler("COLLECT", collect.clone())
+        .unwrap();
+    // The node's clock reads March 2026 (paused tokio time); the embedded registry stamps nodes with
+    // the machine's real clock, months later: far past 60 s.
+    let strict = every_second("strict", 1)
+        .max_time_diff_seconds(60)
+        .error_handler("COLLECT");
+    let relaxed = every_second("relaxed", 1);
+    let node = shardcron::node::NodeBuilder::new(conn.clone())
+        .instance_id(instance(1))
+        .clock(Arc::new(shardcron::clock::TokioClock::starting_at(
+            cluster::origin(),
+        )))
+        .handlers(handlers)
+        .job(strict, "recorded", rec.handler(Duration::ZERO))
+        .job(relaxed, "recorded", rec.handler(Duration::ZERO))
+        .start()
+        .await
+        .unwrap();
+    rec.wait_until("five runs of the job without a limit", WITHIN, |log| {
+        log.len() >= 5
+    })
+    .await;
+    assert!(
+        rec.all().iter().all(|e| e.job == "relaxed"),
+        "the strict job never ran"
+    );
+    let refused = collect.0.lock().unwrap().clone();
+    assert!(
+        refused
+            .iter()
+            .any(|m| m.contains("refused") && m.contains("clock")),
+        "refusals reach the error handler: {refused:?}"
+    );
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let first = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("the first instance runs", WITHIN, |log| !log.is_empty())
+        .await;
+    let other = shardcron::JobSpec {
+        config: every_second("orders", 2),
+        job_type: shardcron::JobType::Named("something-else".into()),
+        handler: rec.handler(Duration::ZERO),
+    };
+    let second = start_node(conn.clone(), instance(2), vec![]).await;
+    let err = second.add_job(other).await.unwrap_err().to_string();
+    assert!(
+        err.contains("orders") && err.contains("recorded"),
+        "names the job and the running type: {err}"
+    );
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trigger_that_arrives_during_a_run_is_queued_for_after_it() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let job = JobConfig::new("batch", 1).one_off();
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(job, rec.handler(Duration::from_secs(5)))],
+    )
+    .await;
+    let name = shardcron::JobName::new("batch").unwrap();
+    node.trigger(&name).await.unwrap();
+    rec.wait_until("the first run starts", WITHIN, |log| log.len() == 1)
+        .await;
+    tracing::info!("--- a second trigger while the first run takes 5 s");
+    node.trigger(&name).await.unwrap();
+    let log = rec
+        .wait_until("the queued run", WITHIN, |log| log.len() == 2)
+        .await;
+    assert_eq!(
+        log[1].at - log[0].at,
+        chrono::Duration::seconds(5),
+        "runs right after the first"
+    );
+    node.shutdown().await;
+}
+
+#[derive(Debug, Default)]
+struct CountingListener(std::sync::Mutex<Vec<String>>);
+
+impl shardcron::job::handlers::JobListener for CountingListener {
+    fn before_run(&self, info: &shardcron::job::handlers::RunInfo) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("before {:?}", info.items));
+    }
+    fn after_run(
+        &self,
+        info: &shardcron::job::handlers::RunInfo,
+        outcome: &shardcron::job::handlers::RunOutcome,
+    ) {
+        self.0.lock().unwrap().push(format!(
+            "after {:?} ok={}",
+            info.items,
+            outcome.is_success()
+        ));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn listeners_named_in_the_config_hear_before_and_after_each_run() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let listener = Arc::new(CountingListener::default());
+    let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
+    handlers
+        .register_listener("COUNT", listener.clone())
+        .unwrap();
+    let node = shardcron::node::NodeBuilder::new(conn)
+        .instance_id(instance(1))
+        .clock(Arc::new(shardcron::clock::TokioClock::starting_at(
+            cluster::origin(),
+        )))
+        .handlers(handlers)
+        .job(
+            every_second("heard", 2).listener("COUNT"),
+            "recorded",
+            rec.handler(Duration::ZERO),
+        )
+        .start()
+        .await
+        .unwrap();
+    rec.wait_until("two runs", WITHIN, |log| log.len() >= 4)
+        .await;
+    node.shutdown().await;
+    let heard = listener.0.lock().unwrap().clone();
+    assert!(heard.len() >= 4, "{heard:?}");
+    for pair in heard.chunks(2) {
+        assert!(
+            pair[0].starts_with("before")
+                && pair[1].starts_with("after")
+                && pair[1].ends_with("ok=true"),
+            "{heard:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn turning_failover_off_clears_the_failover_records() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let rec = Recorder::default();
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(
+            every_second("orders", 2).failover(true),
+            rec.handler(Duration::ZERO),
+        )],
+    )
+    .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 2).is_empty()
+    })
+    .await;
+    let admin = conn.connect().await.unwrap();
+    tracing::info!("--- failover records left from an earlier takeover");
+    admin
+        .ensure_path("/orders/leader/failover/items/1")
+        .await
+        .unwrap();
+    admin
+        .create(
+            "/orders/sharding/0/failovering",
+            instance(1).as_str().as_bytes(),
+            shardcron::registry::CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    tracing::info!("--- failover is turned off in the registry");
+    let off = every_second("orders", 2).failover(false).to_yaml().unwrap();
+    admin
+        .set("/orders/config", off.as_bytes(), None)
+        .await
+        .unwrap();
+    let mut changes = admin.watch_recursive("/orders").await.unwrap();
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let marks = admin
+            .children("/orders/leader/failover/items")
+            .await
+            .unwrap();
+        let failovering = admin
+            .exists("/orders/sharding/0/failovering")
+            .await
+            .unwrap();
+        if marks.is_empty() && failovering.is_none() {
+            break;
+        }
+        tokio::time::timeout_at(deadline, changes.recv())
+            .await
+            .expect("failover records cleared");
+    }
+    node.shutdown().await;
+}
