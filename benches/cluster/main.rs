@@ -1,0 +1,173 @@
+//! `cargo bench --bench cluster [-- --quick] [-- --only 1,3]`: shardcron's cluster figures against
+//! their targets, in one table.
+//!
+//! | module | scenario |
+//! | --- | --- |
+//! | `delay` | 1 trigger delay and 2 registry traffic: two instances, one job of 4 items every second |
+//! | `failover` | 3 kill -9 of an instance (a child process) and graceful leave |
+//! | `many` | 4 many jobs on one node (child process): registration, memory, idle CPU, threads, watches |
+//! | `throughput` | 5 one node: 1,000 jobs a second on ZooKeeper; item executions a second embedded |
+//! | `versus` | 6 beside tokio-cron-scheduler, each in a child process |
+//!
+//! Support: `fleet` (backends, nodes, op counters), `probe` (the delay-recording handler, `/proc`,
+//! four-letter words), `report` (the table, percentiles), `child` (re-running this binary).
+//!
+//! A real ZooKeeper is started as the tests start it (`tests/support/zk/server.rs`). `cargo test`
+//! runs bench targets without `--bench`; the binary then only says how to run it, so the test
+//! suite does not pay for the benchmark.
+
+mod child;
+mod delay;
+mod failover;
+mod fleet;
+mod many;
+mod probe;
+mod report;
+// Formatted with the tests it belongs to, not from here.
+#[rustfmt::skip]
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/support/zk/server.rs"]
+mod server;
+mod throughput;
+mod versus;
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+/// How much of each scenario to run.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    fires: u64,
+    failover_rounds: usize,
+    many_jobs: usize,
+    zk_jobs: usize,
+    embedded_jobs: (usize, i32),
+    window_s: u64,
+    versus: [usize; 2],
+}
+
+const FULL: Sizes = Sizes {
+    fires: 120,
+    failover_rounds: 5,
+    many_jobs: 10_000,
+    zk_jobs: 1_000,
+    embedded_jobs: (100, 1_000),
+    window_s: 10,
+    versus: [1_000, 10_000],
+};
+
+const QUICK: Sizes = Sizes {
+    fires: 8,
+    failover_rounds: 1,
+    many_jobs: 1_000,
+    zk_jobs: 1_000,
+    embedded_jobs: (100, 1_000),
+    window_s: 3,
+    versus: [100, 1_000],
+};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--child") {
+        return run_child(&args[1..]);
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    if !quick && !args.iter().any(|a| a == "--bench") {
+        println!("cluster bench: run it with `cargo bench --bench cluster [-- --quick]`");
+        return;
+    }
+    let only: BTreeSet<u32> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| (1..=6).collect());
+    let sizes = if quick { QUICK } else { FULL };
+    let started = Instant::now();
+    eprintln!(
+        "cluster bench ({} mode): starting ZooKeeper",
+        if quick { "quick" } else { "full" }
+    );
+    let zk = server::ZkServer::start();
+    let addr = zk.addr();
+    let mut table = report::Table::default();
+    let rt = runtime();
+    if only.contains(&1) || only.contains(&2) {
+        eprintln!("--- 1, 2: trigger delay and registry traffic");
+        rt.block_on(delay::run(addr, sizes.fires, &mut table));
+    }
+    if only.contains(&3) {
+        eprintln!("--- 3: failover and graceful leave");
+        rt.block_on(failover::run(addr, sizes.failover_rounds, &mut table));
+    }
+    if only.contains(&4) {
+        eprintln!("--- 4: many jobs on one node");
+        many::run(addr, sizes.many_jobs, &mut table);
+    }
+    if only.contains(&5) {
+        eprintln!("--- 5: throughput");
+        rt.block_on(throughput::run(
+            addr,
+            sizes.zk_jobs,
+            sizes.embedded_jobs,
+            sizes.window_s,
+            &mut table,
+        ));
+    }
+    if only.contains(&6) {
+        eprintln!("--- 6: beside tokio-cron-scheduler");
+        versus::run(&sizes.versus, sizes.window_s, &mut table);
+    }
+    drop(rt);
+    println!("{}", table.render());
+    println!(
+        "{} mode, {} figures missed their target, {:.0} s; machine: {} cores, {}",
+        if quick { "quick" } else { "full" },
+        table.missed(),
+        started.elapsed().as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu_model()
+    );
+}
+
+/// Runs the child scenario named by `args[0]`.
+fn run_child(args: &[String]) {
+    let kind = args.first().map(String::as_str).unwrap_or_default();
+    let kv = child::args(&args[1..]);
+    let num = |k: &str| -> u64 {
+        kv.get(k)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("child {kind}: {k}=N is required"))
+    };
+    let rt = runtime();
+    match kind {
+        "victim" => rt.block_on(failover::victim(kv["zk"], kv["ns"])),
+        "many" => rt.block_on(many::child(kv["zk"], num("jobs") as usize)),
+        "versus" => rt.block_on(versus::child(
+            kv["system"],
+            num("jobs") as usize,
+            num("seconds"),
+        )),
+        other => panic!("unknown child {other:?}"),
+    }
+}
+
+/// `/proc/cpuinfo`'s first model name.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split_once(':')
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}

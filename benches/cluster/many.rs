@@ -1,0 +1,141 @@
+//! Scenario 4: many jobs on one node, on ZooKeeper: N jobs of 1 item every 10 s (all on the same
+//! instants, so that a quiet window lies between fires). Run in a child process of its own, so its
+//! resident memory, threads and CPU time are this scenario's alone.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+
+use crate::child::{self, Results};
+use crate::fleet::{self, Backend};
+use crate::probe::{self, DelayLog};
+use crate::report::{dur, Stats, Table};
+
+const PERIOD: i64 = 10;
+
+/// The child: registers `jobs` jobs, waits for one fire of all of them, then measures a quiet
+/// window and prints one `result` line.
+pub(crate) async fn child(zk: &str, jobs: usize) {
+    let addr: SocketAddr = zk.parse().expect("many: zk=ADDR");
+    let log = Arc::new(DelayLog::default());
+    let c = Backend::Zk(addr).connector(&fleet::namespace("many"), Duration::from_secs(10));
+    let names: Vec<String> = (0..jobs).map(|i| format!("many-{i}")).collect();
+    let configs = names
+        .iter()
+        .map(|n| {
+            (
+                fleet::job(n, 1, "0/10 * * * * ?", true),
+                probe::delay_handler(log.clone(), PERIOD, 0),
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let node = fleet::start_node(c.connector.clone(), fleet::instance(1), configs).await;
+    let registered = fleet::wait_registered(&node, &names, Duration::from_secs(120)).await;
+    let register = started.elapsed();
+    // One fire of every job after registration.
+    let fire = probe::next_instant(PERIOD, 0);
+    probe::sleep_until_wall(fire, Duration::ZERO).await;
+    let mark = log.mark();
+    let fired_all = log
+        .wait_count(
+            log.count().max(mark as u64) + jobs as u64,
+            Duration::from_secs(PERIOD as u64 - 1),
+        )
+        .await;
+    let fire_took = (Utc::now() - fire).to_std().unwrap_or_default();
+    let delays = Stats::of(log.delays_since(mark));
+    // The quiet window: from just after the fire to just before the next one.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (cpu0, t0) = (probe::cpu_time(), Instant::now());
+    probe::sleep_until_wall(fire, Duration::from_millis(PERIOD as u64 * 1000 - 300)).await;
+    let (cpu, quiet) = (probe::cpu_time() - cpu0, t0.elapsed());
+    let wchs = probe::four_letter(addr, "wchs").unwrap_or_default();
+    let total_watches = wchs
+        .lines()
+        .find_map(|l| l.strip_prefix("Total watches:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    let mut r = Results::default();
+    r.put("registered", registered as u64);
+    r.put("register_us", register.as_micros() as u64);
+    r.put("fired_all", fired_all as u64);
+    r.put("fire_us", fire_took.as_micros() as u64);
+    r.put("fire_p50_us", delays.p50.as_micros() as u64);
+    r.put("fire_p99_us", delays.p99.as_micros() as u64);
+    r.put("cpu_us", cpu.as_micros() as u64);
+    r.put("quiet_us", quiet.as_micros() as u64);
+    r.put("rss_kib", probe::status_field("VmRSS"));
+    r.put("threads", probe::status_field("Threads"));
+    r.put("server_watches", total_watches);
+    r.put("watch_calls", c.counts().watches);
+    r.print();
+    // Exit without a graceful shutdown of thousands of jobs: the figures are taken, and the
+    // session's ephemerals go with the process.
+    std::process::exit(0);
+}
+
+/// Runs scenario 4 with `jobs` jobs.
+pub(crate) fn run(zk: SocketAddr, jobs: usize, table: &mut Table) {
+    let r = child::run(&["many", &format!("zk={zk}"), &format!("jobs={jobs}")]);
+    let s = format!("4 many jobs, ZooKeeper, {jobs} x 1 item / 10 s");
+    let us = |k: &str| Duration::from_micros(r.get(k));
+    table.check(
+        &s,
+        "time to register all",
+        dur(us("register_us")),
+        "< 15 s",
+        r.get("registered") == 1 && us("register_us") < Duration::from_secs(15),
+    );
+    let rss = r.get("rss_kib") as f64 / 1024.0;
+    table.check(
+        &s,
+        "resident memory (VmRSS)",
+        format!("{rss:.1} MiB"),
+        "< 150 MB",
+        rss * 1.048_576 < 150.0,
+    );
+    let cpu = 100.0 * us("cpu_us").as_secs_f64() / us("quiet_us").as_secs_f64().max(1e-9);
+    table.check(
+        &s,
+        &format!("idle CPU over {} between fires", dur(us("quiet_us"))),
+        format!("{cpu:.2} % of a core"),
+        "< 2 %",
+        cpu < 2.0,
+    );
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+    table.check(
+        &s,
+        "threads",
+        r.get("threads").to_string(),
+        &format!("<= {}", 2 * cores + 8),
+        r.get("threads") <= 2 * cores + 8,
+    );
+    table.check(
+        &s,
+        "recursive watches (wchs total; watch calls)",
+        format!("{}; {}", r.get("server_watches"), r.get("watch_calls")),
+        "1",
+        r.get("server_watches") == 1 && r.get("watch_calls") == 1,
+    );
+    table.info(
+        &s,
+        "one fire of all jobs: last item started after",
+        format!(
+            "{}{}",
+            dur(us("fire_us")),
+            if r.get("fired_all") == 1 {
+                ""
+            } else {
+                " (INCOMPLETE)"
+            }
+        ),
+    );
+    table.info(
+        &s,
+        "  its trigger delay p50 / p99",
+        format!("{} / {}", dur(us("fire_p50_us")), dur(us("fire_p99_us"))),
+    );
+}
