@@ -274,3 +274,140 @@ async fn a_subscriber_sees_leadership_and_a_reshard_in_order() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// A job actor that keeps items without answering until it is killed.
+struct Hoarder;
+
+impl Actor for Hoarder {
+    type Msg = WorkerMsg;
+    type State = (
+        mpsc::UnboundedSender<u32>,
+        Vec<RpcReplyPort<Result<(), JobError>>>,
+    );
+    type Arguments = mpsc::UnboundedSender<u32>;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<WorkerMsg>,
+        tx: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok((tx, Vec::new()))
+    }
+
+    async fn handle(
+        &self,
+        _: ActorRef<WorkerMsg>,
+        msg: WorkerMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let WorkerMsg::RunItem(ctx, reply) = msg;
+        let _ = state.0.send(ctx.sharding_item.0);
+        state.1.push(reply);
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn killing_the_job_actor_fails_its_in_flight_items_and_the_restarted_actor_takes_the_next_fire(
+) {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (hoarder, _) = Actor::spawn(Some("slow-worker".into()), Hoarder, tx)
+        .await
+        .unwrap();
+    let bus = EventBus::new();
+    let mut events = bus.subscribe("test", 1024);
+    let job = JobConfig::new("slow", 1)
+        .cron("0/10 * * * * ?")
+        .time_zone("UTC");
+    let handler = Arc::new(ActorJob::new(
+        "slow-worker",
+        Duration::from_secs(60),
+        WorkerMsg::RunItem,
+    ));
+    let spec = JobSpec {
+        config: job,
+        job_type: JobType::Named("slow".into()),
+        handler,
+    };
+    let node = builder(conn, 1)
+        .event_bus(bus)
+        .job_spec(spec)
+        .start()
+        .await
+        .unwrap();
+    recv(&mut rx, "the item at the hoarding actor").await;
+    tracing::info!("--- the job actor is killed with the item in flight");
+    hoarder.kill();
+    let failure = loop {
+        let d = tokio::time::timeout(WITHIN, events.events.recv())
+            .await
+            .expect("an item result")
+            .unwrap();
+        if let EngineEvent::ItemFinished { failure, .. } = d.event {
+            break failure;
+        }
+    };
+    let failure = failure.expect("the in-flight item failed");
+    assert!(failure.contains("slow-worker"), "{failure}");
+    tracing::info!("--- the host restarts its actor under the same name");
+    let (tx2, mut rx2) = mpsc::unbounded_channel();
+    let (_worker, _) = Actor::spawn(Some("slow-worker".into()), Worker, tx2)
+        .await
+        .unwrap();
+    recv(&mut rx2, "the next fire at the restarted actor").await;
+    let ok = loop {
+        let d = tokio::time::timeout(WITHIN, events.events.recv())
+            .await
+            .expect("an item result")
+            .unwrap();
+        if let EngineEvent::ItemFinished { failure, .. } = d.event {
+            break failure.is_none();
+        }
+    };
+    assert!(ok, "the next fire succeeds");
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_nodes_and_the_hosts_own_named_actors_share_one_process() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    // Host actors with the plain names the engine's actors would have without scoping.
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let (_t, _) = Actor::spawn(Some("trigger".into()), Worker, tx.clone())
+        .await
+        .unwrap();
+    let (_l, _) = Actor::spawn(Some("leader".into()), Worker, tx)
+        .await
+        .unwrap();
+    let rec = cluster::Recorder::default();
+    let spec = || JobSpec {
+        config: JobConfig::new("orders", 2)
+            .cron("* * * * * ?")
+            .time_zone("UTC"),
+        job_type: JobType::Named("orders".into()),
+        handler: rec.handler(Duration::ZERO),
+    };
+    let a = builder(conn.clone(), 1)
+        .job_spec(spec())
+        .start()
+        .await
+        .unwrap();
+    let b = builder(conn.clone(), 2)
+        .job_spec(spec())
+        .start()
+        .await
+        .unwrap();
+    assert_ne!(a.actor_name("trigger"), b.actor_name("trigger"));
+    let (one, two) = (instance(1), instance(2));
+    rec.wait_until("both nodes run items", WITHIN, |log| {
+        log.iter().any(|e| e.instance == one) && log.iter().any(|e| e.instance == two)
+    })
+    .await;
+    a.shutdown().await;
+    b.shutdown().await;
+}
