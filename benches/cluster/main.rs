@@ -40,6 +40,7 @@ struct Sizes {
     fires: u64,
     failover_rounds: usize,
     many_jobs: usize,
+    many_period_s: i64,
     zk_jobs: usize,
     embedded_jobs: (usize, i32),
     window_s: u64,
@@ -50,6 +51,7 @@ const FULL: Sizes = Sizes {
     fires: 120,
     failover_rounds: 5,
     many_jobs: 10_000,
+    many_period_s: 10,
     zk_jobs: 1_000,
     embedded_jobs: (100, 1_000),
     window_s: 10,
@@ -57,12 +59,13 @@ const FULL: Sizes = Sizes {
 };
 
 const QUICK: Sizes = Sizes {
-    fires: 8,
+    fires: 5,
     failover_rounds: 1,
     many_jobs: 1_000,
-    zk_jobs: 1_000,
-    embedded_jobs: (100, 1_000),
-    window_s: 3,
+    many_period_s: 5,
+    zk_jobs: 200,
+    embedded_jobs: (20, 1_000),
+    window_s: 2,
     versus: [100, 1_000],
 };
 
@@ -109,7 +112,7 @@ fn main() {
     }
     if only.contains(&4) {
         eprintln!("--- 4: many jobs on one node");
-        many::run(addr, sizes.many_jobs, &mut table);
+        many::run(addr, sizes.many_jobs, sizes.many_period_s, &mut table);
     }
     if only.contains(&5) {
         eprintln!("--- 5: throughput");
@@ -149,7 +152,11 @@ fn run_child(args: &[String]) {
     let rt = runtime();
     match kind {
         "victim" => rt.block_on(failover::victim(kv["zk"], kv["ns"])),
-        "many" => rt.block_on(many::child(kv["zk"], num("jobs") as usize)),
+        "many" => rt.block_on(many::child(
+            kv["zk"],
+            num("jobs") as usize,
+            num("period") as i64,
+        )),
         "versus" => rt.block_on(versus::child(
             kv["system"],
             num("jobs") as usize,

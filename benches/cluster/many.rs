@@ -1,4 +1,4 @@
-//! Scenario 4: many jobs on one node, on ZooKeeper: N jobs of 1 item every 10 s (all on the same
+//! Scenario 4: many jobs on one node, on ZooKeeper: N jobs of 1 item every 10 s (quick mode: every 5 s) (all on the same
 //! instants, so that a quiet window lies between fires). Run in a child process of its own, so its
 //! resident memory, threads and CPU time are this scenario's alone.
 
@@ -13,11 +13,9 @@ use crate::fleet::{self, Backend};
 use crate::probe::{self, DelayLog};
 use crate::report::{dur, Stats, Table};
 
-const PERIOD: i64 = 10;
-
 /// The child: registers `jobs` jobs, waits for one fire of all of them, then measures a quiet
 /// window and prints one `result` line.
-pub(crate) async fn child(zk: &str, jobs: usize) {
+pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     let addr: SocketAddr = zk.parse().expect("many: zk=ADDR");
     let log = Arc::new(DelayLog::default());
     let c = Backend::Zk(addr).connector(&fleet::namespace("many"), Duration::from_secs(10));
@@ -26,8 +24,8 @@ pub(crate) async fn child(zk: &str, jobs: usize) {
         .iter()
         .map(|n| {
             (
-                fleet::job(n, 1, "0/10 * * * * ?", true),
-                probe::delay_handler(log.clone(), PERIOD, 0),
+                fleet::job(n, 1, &format!("0/{period} * * * * ?"), true),
+                probe::delay_handler(log.clone(), period, 0),
             )
         })
         .collect();
@@ -36,13 +34,13 @@ pub(crate) async fn child(zk: &str, jobs: usize) {
     let registered = fleet::wait_registered(&node, &names, Duration::from_secs(120)).await;
     let register = started.elapsed();
     // One fire of every job after registration.
-    let fire = probe::next_instant(PERIOD, 0);
+    let fire = probe::next_instant(period, 0);
     probe::sleep_until_wall(fire, Duration::ZERO).await;
     let mark = log.mark();
     let fired_all = log
         .wait_count(
             log.count().max(mark as u64) + jobs as u64,
-            Duration::from_secs(PERIOD as u64 - 1),
+            Duration::from_secs(period as u64 - 1),
         )
         .await;
     let fire_took = (Utc::now() - fire).to_std().unwrap_or_default();
@@ -50,7 +48,7 @@ pub(crate) async fn child(zk: &str, jobs: usize) {
     // The quiet window: from just after the fire to just before the next one.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (cpu0, t0) = (probe::cpu_time(), Instant::now());
-    probe::sleep_until_wall(fire, Duration::from_millis(PERIOD as u64 * 1000 - 300)).await;
+    probe::sleep_until_wall(fire, Duration::from_millis(period as u64 * 1000 - 300)).await;
     let (cpu, quiet) = (probe::cpu_time() - cpu0, t0.elapsed());
     let wchs = probe::four_letter(addr, "wchs").unwrap_or_default();
     let total_watches = wchs
@@ -78,9 +76,14 @@ pub(crate) async fn child(zk: &str, jobs: usize) {
 }
 
 /// Runs scenario 4 with `jobs` jobs.
-pub(crate) fn run(zk: SocketAddr, jobs: usize, table: &mut Table) {
-    let r = child::run(&["many", &format!("zk={zk}"), &format!("jobs={jobs}")]);
-    let s = format!("4 many jobs, ZooKeeper, {jobs} x 1 item / 10 s");
+pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
+    let r = child::run(&[
+        "many",
+        &format!("zk={zk}"),
+        &format!("jobs={jobs}"),
+        &format!("period={period}"),
+    ]);
+    let s = format!("4 many jobs, ZooKeeper, {jobs} x 1 item / {period} s");
     let us = |k: &str| Duration::from_micros(r.get(k));
     table.check(
         &s,
