@@ -25,6 +25,7 @@ pub mod config;
 pub mod cron;
 pub mod decide;
 pub mod events;
+pub mod history;
 pub mod job;
 pub mod ops;
 pub mod paths;

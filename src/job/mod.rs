@@ -8,6 +8,7 @@
 
 pub mod dataflow;
 pub mod handlers;
+pub mod http;
 pub mod script;
 
 use std::fmt;

@@ -1,0 +1,241 @@
+//! What a command line needs to show the history (`history NAME [--item N] [--since T]
+//! [--failed]`): where the history lives, parsing the flags, and a table to print. Pure.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::record::ExecutionRecord;
+use super::{HistoryError, DEFAULT_SQLITE_FILE};
+use crate::types::ShardItem;
+
+/// Where a history lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryTarget {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL.
+    Postgres(String),
+}
+
+impl HistoryTarget {
+    /// `postgres://…` or `postgresql://…` is PostgreSQL; `sqlite://PATH`, `sqlite:PATH` or a plain
+    /// path is a SQLite file; an empty string is [`DEFAULT_SQLITE_FILE`].
+    ///
+    /// ```
+    /// use shardcron::history::HistoryTarget;
+    /// assert_eq!(
+    ///     HistoryTarget::parse("/var/lib/shardcron/history.db"),
+    ///     HistoryTarget::Sqlite("/var/lib/shardcron/history.db".into())
+    /// );
+    /// assert!(matches!(HistoryTarget::parse("postgres://db/jobs"), HistoryTarget::Postgres(_)));
+    /// ```
+    pub fn parse(target: &str) -> Self {
+        let target = target.trim();
+        if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+            return Self::Postgres(target.to_owned());
+        }
+        let path = target
+            .strip_prefix("sqlite://")
+            .or_else(|| target.strip_prefix("sqlite:"))
+            .unwrap_or(target);
+        if path.is_empty() {
+            Self::Sqlite(PathBuf::from(DEFAULT_SQLITE_FILE))
+        } else {
+            Self::Sqlite(PathBuf::from(path))
+        }
+    }
+}
+
+/// Parses `--since`: an RFC 3339 instant (`2026-03-02T10:00:00Z`), a UTC date (`2026-03-02`,
+/// midnight), or an age before `now` (`90s`, `15m`, `2h`, `7d`).
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use shardcron::history::parse_since;
+/// let now = Utc.with_ymd_and_hms(2026, 3, 2, 10, 0, 0).unwrap();
+/// assert_eq!(parse_since("2h", now).unwrap(), Utc.with_ymd_and_hms(2026, 3, 2, 8, 0, 0).unwrap());
+/// ```
+pub fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, HistoryError> {
+    let invalid = || HistoryError::InvalidSince {
+        value: value.to_owned(),
+    };
+    let v = value.trim();
+    if let Ok(at) = DateTime::parse_from_rfc3339(v) {
+        return Ok(at.to_utc());
+    }
+    if let Ok(day) = NaiveDate::parse_from_str(v, "%Y-%m-%d") {
+        return Ok(day.and_hms_opt(0, 0, 0).ok_or_else(invalid)?.and_utc());
+    }
+    let unit_at = v.len().checked_sub(1).ok_or_else(invalid)?;
+    let (number, unit) = v.split_at(unit_at);
+    let n: i64 = number.parse().map_err(|_| invalid())?;
+    let age = match unit {
+        "s" => chrono::Duration::try_seconds(n),
+        "m" => chrono::Duration::try_minutes(n),
+        "h" => chrono::Duration::try_hours(n),
+        "d" => chrono::Duration::try_days(n),
+        _ => None,
+    }
+    .filter(|d| *d >= chrono::Duration::zero())
+    .ok_or_else(invalid)?;
+    now.checked_sub_signed(age).ok_or_else(invalid)
+}
+
+/// Parses `--item`.
+pub fn parse_item(value: &str) -> Result<ShardItem, HistoryError> {
+    value
+        .trim()
+        .parse()
+        .map(ShardItem)
+        .map_err(|_| HistoryError::InvalidItem {
+            value: value.to_owned(),
+        })
+}
+
+/// The records as an aligned text table, newest first as given: start, duration, item, source,
+/// host, result and failure cause.
+pub fn render_executions(records: &[ExecutionRecord]) -> String {
+    let header = [
+        "START (UTC)",
+        "TOOK",
+        "ITEM",
+        "SOURCE",
+        "HOST",
+        "RESULT",
+        "CAUSE",
+    ];
+    let rows: Vec<[String; 7]> = records
+        .iter()
+        .map(|r| {
+            let took = match r.complete_time {
+                Some(end) => format!("{}ms", (end - r.start_time).num_milliseconds()),
+                None => "-".to_owned(),
+            };
+            let result = match (r.complete_time, r.is_success) {
+                (None, _) => "RUNNING",
+                (Some(_), true) => "OK",
+                (Some(_), false) => "FAILED",
+            };
+            [
+                r.start_time.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+                took,
+                r.sharding_item.to_string(),
+                r.execution_source.clone(),
+                format!("{} ({})", r.hostname, r.ip),
+                result.to_owned(),
+                // One line per record: a multi-line cause would break the table.
+                r.failure_cause
+                    .as_deref()
+                    .unwrap_or("")
+                    .replace(['\n', '\r'], " "),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in &rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 2, 10, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn since_takes_an_instant_a_date_or_an_age() {
+        let table = [
+            (
+                "2026-03-01T08:30:00Z",
+                Utc.with_ymd_and_hms(2026, 3, 1, 8, 30, 0),
+            ),
+            (
+                "2026-03-01T10:30:00+02:00",
+                Utc.with_ymd_and_hms(2026, 3, 1, 8, 30, 0),
+            ),
+            ("2026-03-01", Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0)),
+            ("90s", Utc.with_ymd_and_hms(2026, 3, 2, 9, 58, 30)),
+            ("15m", Utc.with_ymd_and_hms(2026, 3, 2, 9, 45, 0)),
+            ("7d", Utc.with_ymd_and_hms(2026, 2, 23, 10, 0, 0)),
+        ];
+        for (input, expected) in table {
+            assert_eq!(
+                parse_since(input, now()).unwrap(),
+                expected.unwrap(),
+                "{input}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_since_or_item_is_refused_naming_the_flag() {
+        for bad in ["", "yesterday", "5w", "-5m", "h"] {
+            let err = parse_since(bad, now()).unwrap_err();
+            assert!(err.to_string().starts_with("--since"), "{bad}: {err}");
+        }
+        assert!(parse_item("x")
+            .unwrap_err()
+            .to_string()
+            .starts_with("--item"));
+        assert_eq!(parse_item(" 3 ").unwrap(), ShardItem(3));
+    }
+
+    #[test]
+    fn targets_are_told_apart_by_their_scheme() {
+        assert_eq!(
+            HistoryTarget::parse(""),
+            HistoryTarget::Sqlite(DEFAULT_SQLITE_FILE.into())
+        );
+        assert_eq!(
+            HistoryTarget::parse("sqlite:///tmp/h.db"),
+            HistoryTarget::Sqlite("/tmp/h.db".into())
+        );
+        assert_eq!(
+            HistoryTarget::parse("postgresql://u@db/jobs"),
+            HistoryTarget::Postgres("postgresql://u@db/jobs".into())
+        );
+    }
+
+    #[test]
+    fn the_table_shows_one_aligned_line_per_record() {
+        let record = |item, cause: Option<&str>| ExecutionRecord {
+            id: format!("t@-@{item}"),
+            job_name: "orders".into(),
+            task_id: "t".into(),
+            hostname: "h1".into(),
+            ip: "10.0.0.1".into(),
+            sharding_item: item,
+            execution_source: "NORMAL_TRIGGER".into(),
+            failure_cause: cause.map(str::to_owned),
+            is_success: cause.is_none(),
+            start_time: now(),
+            complete_time: Some(now() + chrono::Duration::milliseconds(1500)),
+        };
+        let table = render_executions(&[record(1, Some("boom\nagain")), record(0, None)]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[1].contains("1500ms") && lines[1].ends_with("FAILED  boom again"));
+        assert!(lines[2].ends_with("OK"));
+        assert_eq!(lines[0].find("ITEM"), lines[1].find("1  "));
+    }
+}

@@ -1,0 +1,308 @@
+//! The records of the history, ElasticJob's `JobExecutionEvent` and `JobStatusTraceEvent`, and how
+//! an [`EngineEvent`] becomes one. Pure: no IO, table-tested below.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::events::{EngineEvent, RunState};
+use crate::job::ExecutionSource;
+use crate::types::{JobName, ShardItem};
+
+/// ElasticJob's `Source` of a status trace: every record this engine writes comes from a Lite
+/// executor.
+pub const LITE_EXECUTOR: &str = "LITE_EXECUTOR";
+
+/// One item execution (a row of `JOB_EXECUTION_LOG`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionRecord {
+    /// Unique id of the execution: `{task_id}@-@{item}`.
+    pub id: String,
+    /// The job.
+    pub job_name: String,
+    /// The run's task id.
+    pub task_id: String,
+    /// Host name of the instance that ran the item.
+    pub hostname: String,
+    /// IP of the instance that ran the item (from its instance id).
+    pub ip: String,
+    /// The item.
+    pub sharding_item: u32,
+    /// Why it ran, as ElasticJob names it ([`source_name`]).
+    pub execution_source: String,
+    /// Why it failed; `None` while it runs and when it succeeded.
+    pub failure_cause: Option<String>,
+    /// Whether it ended successfully (`false` while it runs).
+    pub is_success: bool,
+    /// When it started.
+    pub start_time: DateTime<Utc>,
+    /// When it ended; `None` while it runs.
+    pub complete_time: Option<DateTime<Utc>>,
+}
+
+/// One status change of a run (a row of `JOB_STATUS_TRACE_LOG`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusRecord {
+    /// Unique id: `{task_id}@-@{state}`, so a redelivered status is written once.
+    pub id: String,
+    /// The job.
+    pub job_name: String,
+    /// The task id of the run a failover run takes over; empty otherwise (ElasticJob's default).
+    pub original_task_id: String,
+    /// The run's task id.
+    pub task_id: String,
+    /// The instance id of the instance running it.
+    pub slave_id: String,
+    /// Who reported it: always [`LITE_EXECUTOR`].
+    pub source: String,
+    /// ElasticJob's `ExecutionType`: `READY`, or `FAILOVER` for a run taken over from a crashed
+    /// instance.
+    pub execution_type: String,
+    /// The run's items, as Java prints a list: `[0, 1, 2]`.
+    pub sharding_item: String,
+    /// The new status: `TASK_STAGING`, `TASK_RUNNING`, `TASK_FINISHED` or `TASK_ERROR`.
+    pub state: String,
+    /// The failures of an errored run; empty otherwise.
+    pub message: String,
+    /// When the status changed.
+    pub creation_time: DateTime<Utc>,
+}
+
+/// What the history writes for one engine event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryWrite {
+    /// An item started: insert its execution row, unfinished.
+    ExecutionStarted(ExecutionRecord),
+    /// An item ended: complete its execution row (inserting it when its start was missed).
+    ExecutionFinished(ExecutionRecord),
+    /// A run changed status: insert a trace row.
+    Status(StatusRecord),
+}
+
+/// What the history is asked for: one job's executions, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryQuery {
+    /// The job.
+    pub job: JobName,
+    /// Only this item.
+    pub item: Option<ShardItem>,
+    /// Only executions started at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// Only executions that ended in failure.
+    pub failed_only: bool,
+    /// At most this many records.
+    pub limit: u32,
+}
+
+impl HistoryQuery {
+    /// The default number of records a query returns.
+    pub const DEFAULT_LIMIT: u32 = 100;
+
+    /// The newest [`HistoryQuery::DEFAULT_LIMIT`] executions of `job`, unfiltered.
+    pub fn job(job: JobName) -> Self {
+        Self {
+            job,
+            item: None,
+            since: None,
+            failed_only: false,
+            limit: Self::DEFAULT_LIMIT,
+        }
+    }
+}
+
+/// ElasticJob's name for an execution source (`JobExecutionEvent.ExecutionSource`); `MANUAL`,
+/// which ElasticJob-Lite does not record, for a trigger.
+pub fn source_name(source: ExecutionSource) -> &'static str {
+    match source {
+        ExecutionSource::Normal => "NORMAL_TRIGGER",
+        ExecutionSource::Misfire => "MISFIRE",
+        ExecutionSource::Failover => "FAILOVER",
+        ExecutionSource::Manual => "MANUAL",
+    }
+}
+
+/// ElasticJob's name for a run state (`JobStatusTraceEvent.State`).
+pub fn state_name(state: RunState) -> &'static str {
+    match state {
+        RunState::TaskStaging => "TASK_STAGING",
+        RunState::TaskRunning => "TASK_RUNNING",
+        RunState::TaskFinished => "TASK_FINISHED",
+        RunState::TaskError => "TASK_ERROR",
+    }
+}
+
+/// The row(s) to write for `event`, or `None` for events the history does not keep (sharding,
+/// leadership, sessions). `hostname` is this host's name: events carry only the instance id.
+pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
+    match event {
+        EngineEvent::ItemStarted {
+            execution_id,
+            job,
+            item,
+            instance,
+            source,
+            task_id,
+            started_at,
+        } => Some(HistoryWrite::ExecutionStarted(ExecutionRecord {
+            id: execution_id.clone(),
+            job_name: job.to_string(),
+            task_id: task_id.clone(),
+            hostname: hostname.to_owned(),
+            ip: instance.ip().to_owned(),
+            sharding_item: item.0,
+            execution_source: source_name(*source).to_owned(),
+            failure_cause: None,
+            is_success: false,
+            start_time: *started_at,
+            complete_time: None,
+        })),
+        EngineEvent::ItemFinished {
+            execution_id,
+            job,
+            item,
+            instance,
+            source,
+            task_id,
+            started_at,
+            finished_at,
+            failure,
+        } => Some(HistoryWrite::ExecutionFinished(ExecutionRecord {
+            id: execution_id.clone(),
+            job_name: job.to_string(),
+            task_id: task_id.clone(),
+            hostname: hostname.to_owned(),
+            ip: instance.ip().to_owned(),
+            sharding_item: item.0,
+            execution_source: source_name(*source).to_owned(),
+            failure_cause: failure.clone(),
+            is_success: failure.is_none(),
+            start_time: *started_at,
+            complete_time: Some(*finished_at),
+        })),
+        EngineEvent::RunStatus {
+            job,
+            task_id,
+            instance,
+            items,
+            source,
+            state,
+            message,
+            at,
+        } => Some(HistoryWrite::Status(StatusRecord {
+            id: format!("{task_id}@-@{}", state_name(*state)),
+            job_name: job.to_string(),
+            original_task_id: String::new(),
+            task_id: task_id.clone(),
+            slave_id: instance.to_string(),
+            source: LITE_EXECUTOR.to_owned(),
+            execution_type: match source {
+                ExecutionSource::Failover => "FAILOVER",
+                _ => "READY",
+            }
+            .to_owned(),
+            sharding_item: java_list(items),
+            state: state_name(*state).to_owned(),
+            message: message.clone(),
+            creation_time: *at,
+        })),
+        _ => None,
+    }
+}
+
+/// `[0, 1, 2]`, as Java's `List.toString` prints the items ElasticJob stores.
+fn java_list(items: &[ShardItem]) -> String {
+    let inner: Vec<String> = items.iter().map(|i| i.0.to_string()).collect();
+    format!("[{}]", inner.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::InstanceId;
+
+    fn at(s: u32) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_770_000_000 + i64::from(s), 0).unwrap()
+    }
+
+    fn job() -> JobName {
+        JobName::new("orders").unwrap()
+    }
+
+    fn instance() -> InstanceId {
+        InstanceId::parse("10.1.2.3@-@42").unwrap()
+    }
+
+    #[test]
+    fn a_finished_item_becomes_a_completed_execution_row_naming_its_failure() {
+        let event = EngineEvent::ItemFinished {
+            execution_id: "t@-@1".into(),
+            job: job(),
+            item: ShardItem(1),
+            instance: instance(),
+            source: ExecutionSource::Misfire,
+            task_id: "t".into(),
+            started_at: at(0),
+            finished_at: at(2),
+            failure: Some("boom".into()),
+        };
+        assert_eq!(
+            to_write(&event, "host-a"),
+            Some(HistoryWrite::ExecutionFinished(ExecutionRecord {
+                id: "t@-@1".into(),
+                job_name: "orders".into(),
+                task_id: "t".into(),
+                hostname: "host-a".into(),
+                ip: "10.1.2.3".into(),
+                sharding_item: 1,
+                execution_source: "MISFIRE".into(),
+                failure_cause: Some("boom".into()),
+                is_success: false,
+                start_time: at(0),
+                complete_time: Some(at(2)),
+            }))
+        );
+    }
+
+    #[test]
+    fn a_status_change_becomes_a_trace_row_with_elasticjob_names() {
+        let event = EngineEvent::RunStatus {
+            job: job(),
+            task_id: "t".into(),
+            instance: instance(),
+            items: vec![ShardItem(0), ShardItem(2)],
+            source: ExecutionSource::Failover,
+            state: RunState::TaskError,
+            message: "item 2: boom".into(),
+            at: at(5),
+        };
+        let Some(HistoryWrite::Status(row)) = to_write(&event, "host-a") else {
+            panic!("a status row");
+        };
+        assert_eq!(row.id, "t@-@TASK_ERROR");
+        assert_eq!(row.slave_id, "10.1.2.3@-@42");
+        assert_eq!(row.source, "LITE_EXECUTOR");
+        assert_eq!(row.execution_type, "FAILOVER");
+        assert_eq!(row.sharding_item, "[0, 2]");
+        assert_eq!(row.state, "TASK_ERROR");
+        assert_eq!(row.message, "item 2: boom");
+    }
+
+    #[test]
+    fn events_other_than_executions_and_statuses_are_not_kept() {
+        let event = EngineEvent::LeadershipGained { job: job() };
+        assert_eq!(to_write(&event, "host-a"), None);
+    }
+
+    #[test]
+    fn every_source_has_an_elasticjob_name() {
+        let names: Vec<_> = [
+            ExecutionSource::Normal,
+            ExecutionSource::Misfire,
+            ExecutionSource::Failover,
+            ExecutionSource::Manual,
+        ]
+        .into_iter()
+        .map(source_name)
+        .collect();
+        assert_eq!(names, ["NORMAL_TRIGGER", "MISFIRE", "FAILOVER", "MANUAL"]);
+    }
+}

@@ -1,0 +1,389 @@
+//! HTTP jobs (ElasticJob's `HTTP` type): one HTTP request per item.
+//!
+//! The request comes from the job's `props`, with ElasticJob's keys:
+//!
+//! | key | meaning | default |
+//! | --- | --- | --- |
+//! | `http.uri` | `http://` or `https://` URI | required |
+//! | `http.method` | `GET`, `POST`, `PUT`, `DELETE`, … (case-insensitive) | required |
+//! | `http.data` | the body of a `POST` or `PUT`; the query string of any other method | none |
+//! | `http.connect.timeout.milliseconds` | time to connect (TCP and TLS) | 3000 |
+//! | `http.read.timeout.milliseconds` | time to wait for each read of the response | 5000 |
+//! | `http.content.type` | the `Content-Type` header | none |
+//!
+//! The item's [`ShardingContext`], as ElasticJob's JSON, travels in the `shardingContext` header.
+//! A bad value is refused when the job is built, with an [`HttpJobError`] naming the key.
+//!
+//! **Unlike ElasticJob**, which only logs a non-2xx answer, a response status of **400 or more
+//! fails the item** with [`JobError::Failed`] naming the method, URI and status (and the start of
+//! the body): a job whose endpoint rejects it should show up as failed in the history and reach
+//! the error handler. Redirects are followed (at most 10); a final 1xx–3xx status succeeds.
+//!
+//! A connection that cannot be made, a timeout and a response that cannot be read fail the item.
+//! When the item is cancelled the request is dropped, which closes its connection, and the item
+//! fails with [`JobError::Cancelled`]. `https` uses rustls with the Mozilla root certificates.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderValue, CONTENT_TYPE};
+use reqwest::{Method, Url};
+
+use super::{ItemHandler, JobError, ShardingContext};
+
+/// The `props` key of the URI.
+pub const URI_PROP: &str = "http.uri";
+/// The `props` key of the method.
+pub const METHOD_PROP: &str = "http.method";
+/// The `props` key of the body (or query string).
+pub const DATA_PROP: &str = "http.data";
+/// The `props` key of the connect timeout.
+pub const CONNECT_TIMEOUT_PROP: &str = "http.connect.timeout.milliseconds";
+/// The `props` key of the read timeout.
+pub const READ_TIMEOUT_PROP: &str = "http.read.timeout.milliseconds";
+/// The `props` key of the content type.
+pub const CONTENT_TYPE_PROP: &str = "http.content.type";
+/// The header carrying the sharding context JSON, as ElasticJob names it.
+pub const SHARDING_CONTEXT_HEADER: &str = "shardingContext";
+
+/// ElasticJob's default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3000);
+/// ElasticJob's default read timeout.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// How much of an error response's body goes into the failure.
+const BODY_EXCERPT_CHARS: usize = 200;
+
+/// Why an HTTP job could not be built from its configuration. Each variant names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpJobError {
+    /// Reading a required key: it is absent or blank.
+    #[error("props key {key:?} is missing; an HTTP job needs it")]
+    MissingProp {
+        /// The key.
+        key: &'static str,
+    },
+    /// Parsing `http.uri`.
+    #[error("props key {key:?}: {value:?} is not an http or https URI")]
+    InvalidUri {
+        /// The key.
+        key: &'static str,
+        /// The value as configured.
+        value: String,
+    },
+    /// Parsing `http.method`.
+    #[error("props key {key:?}: {value:?} is not an HTTP method")]
+    InvalidMethod {
+        /// The key.
+        key: &'static str,
+        /// The value as configured.
+        value: String,
+    },
+    /// Parsing a timeout.
+    #[error("props key {key:?}: {value:?} is not a positive number of milliseconds")]
+    InvalidTimeout {
+        /// The key.
+        key: &'static str,
+        /// The value as configured.
+        value: String,
+    },
+    /// Parsing `http.content.type`.
+    #[error("props key {key:?}: {value:?} is not a valid header value")]
+    InvalidContentType {
+        /// The key.
+        key: &'static str,
+        /// The value as configured.
+        value: String,
+    },
+    /// Building the HTTP client (its TLS configuration).
+    #[error("building the HTTP client")]
+    BuildClient {
+        /// The client's error.
+        #[source]
+        source: reqwest::Error,
+    },
+}
+
+/// A job that sends one HTTP request per item.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use shardcron::job::http::HttpJob;
+/// let props = BTreeMap::from([
+///     ("http.uri".to_owned(), "https://example.com/sync".to_owned()),
+///     ("http.method".to_owned(), "post".to_owned()),
+///     ("http.data".to_owned(), r#"{"full":true}"#.to_owned()),
+///     ("http.content.type".to_owned(), "application/json".to_owned()),
+/// ]);
+/// let job = HttpJob::from_props(&props).unwrap();
+/// assert_eq!(job.method().as_str(), "POST");
+/// assert_eq!(job.read_timeout().as_millis(), 5000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpJob {
+    url: Url,
+    /// The URI without its password, for logs and failures.
+    shown: String,
+    method: Method,
+    data: Option<String>,
+    content_type: Option<HeaderValue>,
+    connect_timeout: Duration,
+    read_timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl HttpJob {
+    /// Reads the request from the job's `props` (see the module docs for the keys).
+    pub fn from_props(props: &BTreeMap<String, String>) -> Result<Self, HttpJobError> {
+        let required = |key: &'static str| {
+            props
+                .get(key)
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .ok_or(HttpJobError::MissingProp { key })
+        };
+        let uri = required(URI_PROP)?;
+        let invalid_uri = || HttpJobError::InvalidUri {
+            key: URI_PROP,
+            value: uri.to_owned(),
+        };
+        let mut url = Url::parse(uri).map_err(|_| invalid_uri())?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(invalid_uri());
+        }
+        let method_text = required(METHOD_PROP)?;
+        let method =
+            Method::from_bytes(method_text.to_ascii_uppercase().as_bytes()).map_err(|_| {
+                HttpJobError::InvalidMethod {
+                    key: METHOD_PROP,
+                    value: method_text.to_owned(),
+                }
+            })?;
+        let data = props.get(DATA_PROP).filter(|d| !d.is_empty()).cloned();
+        if let Some(query) = data.as_deref().filter(|_| !is_write(&method)) {
+            // ElasticJob appends the data as the query string of a method without a body.
+            let joined = match url.query() {
+                Some(existing) if !existing.is_empty() => format!("{existing}&{query}"),
+                _ => query.to_owned(),
+            };
+            url.set_query(Some(&joined));
+        }
+        let content_type = match props.get(CONTENT_TYPE_PROP).map(|v| v.trim()) {
+            None | Some("") => None,
+            Some(value) => Some(HeaderValue::from_str(value).map_err(|_| {
+                HttpJobError::InvalidContentType {
+                    key: CONTENT_TYPE_PROP,
+                    value: value.to_owned(),
+                }
+            })?),
+        };
+        let connect_timeout = timeout(props, CONNECT_TIMEOUT_PROP, DEFAULT_CONNECT_TIMEOUT)?;
+        let read_timeout = timeout(props, READ_TIMEOUT_PROP, DEFAULT_READ_TIMEOUT)?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .read_timeout(read_timeout)
+            .build()
+            .map_err(|source| HttpJobError::BuildClient { source })?;
+        let mut shown = url.clone();
+        if shown.password().is_some() {
+            // Only fails for URLs that cannot carry credentials, which this one does.
+            let _ = shown.set_password(Some("***"));
+        }
+        Ok(Self {
+            shown: shown.to_string(),
+            url,
+            method,
+            data,
+            content_type,
+            connect_timeout,
+            read_timeout,
+            client,
+        })
+    }
+
+    /// The URI requested (with `http.data` as its query string for a method without a body).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The body sent with a `POST` or `PUT`.
+    pub fn body(&self) -> Option<&str> {
+        self.data.as_deref().filter(|_| is_write(&self.method))
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> Duration {
+        self.read_timeout
+    }
+
+    /// Sends the request and reads the whole response.
+    async fn send(&self, ctx: &ShardingContext) -> Result<(), JobError> {
+        let context = HeaderValue::from_bytes(ctx.to_json().as_bytes()).map_err(|e| {
+            JobError::failed(format!(
+                "the sharding context cannot travel in the {SHARDING_CONTEXT_HEADER} header: {e}"
+            ))
+        })?;
+        let mut request = self
+            .client
+            .request(self.method.clone(), self.url.clone())
+            .header(SHARDING_CONTEXT_HEADER, context);
+        if let Some(content_type) = &self.content_type {
+            request = request.header(CONTENT_TYPE, content_type.clone());
+        }
+        if let Some(body) = self.body() {
+            request = request.body(body.to_owned());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.request_failed("sending", &e))?;
+        let status = response.status();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| self.request_failed("reading the response of", &e))?;
+        if status.as_u16() >= 400 {
+            return Err(JobError::Failed(format!(
+                "{} {} answered {status}: {}",
+                self.method,
+                self.shown,
+                excerpt(&body)
+            )));
+        }
+        tracing::debug!(
+            job = %ctx.job_name, item = %ctx.sharding_item, %status, body = %excerpt(&body),
+            "HTTP job answered"
+        );
+        Ok(())
+    }
+
+    /// A failure naming the step, the request and, for a timeout, which limit was hit.
+    fn request_failed(&self, step: &str, e: &reqwest::Error) -> JobError {
+        let what = format!("{step} {} {}", self.method, self.shown);
+        if e.is_connect() {
+            if e.is_timeout() {
+                return JobError::Failed(format!(
+                    "{what}: no connection within the connect timeout of {} ms",
+                    self.connect_timeout.as_millis()
+                ));
+            }
+            return JobError::Failed(format!("{what}: cannot connect: {}", chain(e)));
+        }
+        if e.is_timeout() {
+            return JobError::Failed(format!(
+                "{what}: nothing read within the read timeout of {} ms",
+                self.read_timeout.as_millis()
+            ));
+        }
+        JobError::Failed(format!("{what}: {}", chain(e)))
+    }
+}
+
+#[async_trait]
+impl ItemHandler for HttpJob {
+    async fn run_item(&self, ctx: ShardingContext) -> Result<(), JobError> {
+        if ctx.is_cancelled() {
+            return Err(JobError::Cancelled(format!(
+                "{} {} was cancelled before it was sent",
+                self.method, self.shown
+            )));
+        }
+        tokio::select! {
+            biased;
+            // Dropping the request future closes its connection: the server sees the abort.
+            () = ctx.cancelled() => Err(JobError::Cancelled(format!(
+                "{} {} was aborted because the item was cancelled",
+                self.method, self.shown
+            ))),
+            result = self.send(&ctx) => result,
+        }
+    }
+}
+
+/// Whether `method` carries `http.data` as its body, as in ElasticJob.
+fn is_write(method: &Method) -> bool {
+    *method == Method::POST || *method == Method::PUT
+}
+
+fn timeout(
+    props: &BTreeMap<String, String>,
+    key: &'static str,
+    default: Duration,
+) -> Result<Duration, HttpJobError> {
+    let Some(value) = props.get(key) else {
+        return Ok(default);
+    };
+    match value.trim().parse::<u64>() {
+        // Java's 0 means "wait forever"; an item that can hang forever is refused instead.
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(HttpJobError::InvalidTimeout {
+            key,
+            value: value.clone(),
+        }),
+    }
+}
+
+/// The start of a body, on one line.
+fn excerpt(body: &str) -> String {
+    let mut text: String = body.chars().take(BODY_EXCERPT_CHARS).collect();
+    if body.chars().count() > BODY_EXCERPT_CHARS {
+        text.push('…');
+    }
+    text.replace(['\r', '\n'], " ")
+}
+
+/// `error: cause: cause` (reqwest's own message omits the OS error).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text += &format!(": {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn data_is_the_query_string_of_a_method_without_a_body() {
+        let job = HttpJob::from_props(&props(&[
+            (URI_PROP, "http://h/path?a=1"),
+            (METHOD_PROP, "get"),
+            (DATA_PROP, "b=2"),
+        ]))
+        .unwrap();
+        assert_eq!(job.url().as_str(), "http://h/path?a=1&b=2");
+        assert_eq!(job.body(), None);
+    }
+
+    #[test]
+    fn a_password_in_the_uri_is_masked_in_failures() {
+        let job = HttpJob::from_props(&props(&[
+            (URI_PROP, "https://u:secret@h/x"),
+            (METHOD_PROP, "DELETE"),
+        ]))
+        .unwrap();
+        assert_eq!(job.shown, "https://u:***@h/x");
+    }
+}
