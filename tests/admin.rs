@@ -148,6 +148,10 @@ async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histo
         after > before,
         "executions went from {before} to {after}:\n{second}"
     );
+    assert!(
+        second.contains("# HELP shardcron_executions_total "),
+        "the engine's metrics are described:\n{second}"
+    );
     let buckets = sample_sum(
         &second,
         "shardcron_trigger_delay_seconds_bucket",

@@ -42,9 +42,58 @@ pub fn prometheus_handle() -> Result<PrometheusHandle, RecorderError> {
 }
 
 fn install() -> Result<PrometheusHandle, BuildError> {
-    PrometheusBuilder::new()
+    let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS_BUCKETS)?
-        .install_recorder()
+        .install_recorder()?;
+    describe();
+    Ok(handle)
+}
+
+/// The `# HELP` lines of the engine's counters and histograms. Kept here rather than beside each
+/// `counter!` call so that the one list of what a scrape shows lives in one place, next to
+/// `README-metrics.md`.
+fn describe() {
+    use metrics::{describe_counter, describe_histogram, Unit};
+    describe_counter!(
+        "shardcron_executions_total",
+        "Item executions that ended, by job, item, outcome (success, failure) and source \
+         (normal, misfire, failover, manual)."
+    );
+    describe_histogram!(
+        "shardcron_trigger_delay_seconds",
+        Unit::Seconds,
+        "Delay from a fire's scheduled instant to the start of its run, by job."
+    );
+    describe_histogram!(
+        "shardcron_execution_duration_seconds",
+        Unit::Seconds,
+        "Duration of a run (all of this instance's items of one fire), by job."
+    );
+    describe_counter!(
+        "shardcron_elections_total",
+        "Leader elections this instance won, by job."
+    );
+    describe_counter!(
+        "shardcron_reshardings_total",
+        "Sharding plans this instance committed as leader, by job."
+    );
+    describe_counter!(
+        "shardcron_misfires_total",
+        "Items flagged misfire because they still ran at a fire, by job."
+    );
+    describe_counter!(
+        "shardcron_failovers_total",
+        "Items of crashed instances this instance claimed, by job."
+    );
+    describe_counter!(
+        "shardcron_events_dropped_total",
+        "Engine events dropped because a subscriber's queue was full, by subscriber."
+    );
+    describe_counter!(
+        "shardcron_registry_operations_total",
+        "Registry calls that finished, by backend (zookeeper, embedded), kind and outcome \
+         (ok, error); a multi-op counts once."
+    );
 }
 
 /// Appends this node's gauges, in the Prometheus text format, computed from its mirror now:
