@@ -1,0 +1,354 @@
+//! The HTTP job type against a tiny HTTP/1.1 server on loopback that records what arrives and
+//! answers as each test asks (or never answers).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use shardcron::job::http::{HttpJob, HttpJobError, SHARDING_CONTEXT_HEADER};
+use shardcron::job::{ExecutionSource, ItemHandler, JobError, ShardingContext};
+use shardcron::{InstanceId, JobName, ShardItem};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A bound on every wait, so a broken job fails the test instead of hanging it.
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// One request as the server read it.
+#[derive(Debug)]
+struct Received {
+    method: String,
+    target: String,
+    headers: BTreeMap<String, String>,
+    body: String,
+}
+
+/// What the server does once it has read a request.
+#[derive(Debug, Clone, Copy)]
+enum Answer {
+    Status(u16, &'static str),
+    /// Never answers; reports when the client closes the connection.
+    Never,
+}
+
+/// The server's reports.
+#[derive(Debug)]
+enum Seen {
+    Request(Received),
+    ClientClosed,
+}
+
+/// Serves `answer` to every connection on a free loopback port.
+async fn server(answer: Answer) -> (SocketAddr, mpsc::UnboundedReceiver<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            tokio::spawn(serve(conn, answer, tx.clone()));
+        }
+    });
+    (addr, rx)
+}
+
+async fn serve(mut conn: TcpStream, answer: Answer, seen: mpsc::UnboundedSender<Seen>) {
+    let Some(request) = read_request(&mut conn).await else {
+        return;
+    };
+    let _ = seen.send(Seen::Request(request));
+    match answer {
+        Answer::Status(code, body) => {
+            let response = format!(
+                "HTTP/1.1 {code} Test\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(response.as_bytes()).await;
+        }
+        Answer::Never => {
+            let mut rest = [0u8; 64];
+            // Zero bytes (or an error) means the client has gone.
+            while matches!(conn.read(&mut rest).await, Ok(n) if n > 0) {}
+            let _ = seen.send(Seen::ClientClosed);
+        }
+    }
+}
+
+async fn read_request(conn: &mut TcpStream) -> Option<Received> {
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = conn.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut start = lines.next()?.split(' ');
+    let (method, target) = (start.next()?.to_owned(), start.next()?.to_owned());
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .map_or(0, |v| v.parse().unwrap());
+    let mut body = data[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = conn.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Received {
+        method,
+        target,
+        headers,
+        body: String::from_utf8(body).unwrap(),
+    })
+}
+
+async fn next(seen: &mut mpsc::UnboundedReceiver<Seen>) -> Seen {
+    tokio::time::timeout(WITHIN, seen.recv())
+        .await
+        .expect("the server saw something in time")
+        .expect("the server is running")
+}
+
+fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn context(item: u32) -> ShardingContext {
+    ShardingContext {
+        job_name: JobName::new("sync").unwrap(),
+        task_id: format!("sync@-@{item}@-@READY@-@10.0.0.1@-@1@-@7"),
+        sharding_total_count: 3,
+        job_parameter: "full".into(),
+        sharding_item: ShardItem(item),
+        sharding_parameter: "Beijing".into(),
+        source: ExecutionSource::Normal,
+        instance_id: InstanceId::parse("10.0.0.1@-@1").unwrap(),
+        cancellation: CancellationToken::new(),
+        resharding: Default::default(),
+    }
+}
+
+async fn run(job: &HttpJob, ctx: ShardingContext) -> Result<(), JobError> {
+    tokio::time::timeout(WITHIN, job.run_item(ctx))
+        .await
+        .expect("the item ends in time")
+}
+
+#[tokio::test]
+async fn a_post_delivers_its_method_body_content_type_and_sharding_context() {
+    let (addr, mut seen) = server(Answer::Status(200, "ok")).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/sync?from=test")),
+        ("http.method", "post"),
+        ("http.data", r#"{"full":true}"#),
+        ("http.content.type", "application/json"),
+    ]))
+    .unwrap();
+
+    run(&job, context(1)).await.expect("a 200 succeeds");
+
+    let Seen::Request(request) = next(&mut seen).await else {
+        panic!("a request first");
+    };
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.target, "/sync?from=test");
+    assert_eq!(request.body, r#"{"full":true}"#);
+    assert_eq!(request.headers["content-type"], "application/json");
+    let header = &request.headers[&SHARDING_CONTEXT_HEADER.to_ascii_lowercase()];
+    let context: serde_json::Value = serde_json::from_str(header).unwrap();
+    assert_eq!(context["jobName"], "sync");
+    assert_eq!(context["shardingItem"], 1);
+    assert_eq!(context["shardingTotalCount"], 3);
+    assert_eq!(context["shardingParameter"], "Beijing");
+    assert_eq!(context["jobParameter"], "full");
+}
+
+#[tokio::test]
+async fn a_get_sends_its_data_as_the_query_string_and_no_body() {
+    let (addr, mut seen) = server(Answer::Status(204, "")).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/report")),
+        ("http.method", "GET"),
+        ("http.data", "day=monday"),
+    ]))
+    .unwrap();
+
+    run(&job, context(0)).await.expect("a 204 succeeds");
+
+    let Seen::Request(request) = next(&mut seen).await else {
+        panic!("a request first");
+    };
+    assert_eq!(request.method, "GET");
+    assert_eq!(request.target, "/report?day=monday");
+    assert_eq!(request.body, "");
+    assert!(!request.headers.contains_key("content-type"));
+}
+
+#[tokio::test]
+async fn a_500_fails_the_item_naming_the_status_and_the_body() {
+    let (addr, _seen) = server(Answer::Status(500, "database down")).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/sync")),
+        ("http.method", "PUT"),
+    ]))
+    .unwrap();
+
+    let err = run(&job, context(2)).await.unwrap_err();
+
+    let JobError::Failed(message) = &err else {
+        panic!("a failure, not {err:?}");
+    };
+    assert!(message.contains("500"), "{message}");
+    assert!(message.contains("database down"), "{message}");
+    assert!(
+        message.contains(&format!("PUT http://{addr}/sync")),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_hits_the_read_timeout() {
+    let (addr, mut seen) = server(Answer::Never).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/slow")),
+        ("http.method", "GET"),
+        ("http.read.timeout.milliseconds", "300"),
+    ]))
+    .unwrap();
+
+    let err = run(&job, context(0)).await.unwrap_err();
+
+    assert!(err.to_string().contains("read timeout of 300 ms"), "{err}");
+    assert!(matches!(next(&mut seen).await, Seen::Request(_)));
+    assert!(
+        matches!(next(&mut seen).await, Seen::ClientClosed),
+        "the timed-out connection is closed"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_fails_the_item() {
+    // A port that was free a moment ago and has no listener now.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/")),
+        ("http.method", "GET"),
+    ]))
+    .unwrap();
+
+    let err = run(&job, context(0)).await.unwrap_err();
+
+    let message = err.to_string();
+    assert!(message.contains("cannot connect"), "{message}");
+    assert!(message.to_lowercase().contains("refused"), "{message}");
+}
+
+#[tokio::test]
+async fn cancelling_the_item_aborts_the_request() {
+    let (addr, mut seen) = server(Answer::Never).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/slow")),
+        ("http.method", "POST"),
+        ("http.read.timeout.milliseconds", "600000"),
+    ]))
+    .unwrap();
+    let ctx = context(0);
+    let cancel = ctx.cancellation.clone();
+    let item = tokio::spawn(async move { job.run_item(ctx).await });
+
+    tracing::info!("--- the request reaches the server, then the item is cancelled");
+    assert!(matches!(next(&mut seen).await, Seen::Request(_)));
+    cancel.cancel();
+
+    let result = tokio::time::timeout(WITHIN, item).await.unwrap().unwrap();
+    assert!(matches!(result, Err(JobError::Cancelled(_))), "{result:?}");
+    assert!(
+        matches!(next(&mut seen).await, Seen::ClientClosed),
+        "the server sees the connection closed"
+    );
+}
+
+#[test]
+fn bad_props_are_refused_naming_the_prop() {
+    let table: [(&[(&str, &str)], &str); 9] = [
+        (&[("http.method", "GET")], "http.uri"),
+        (&[("http.uri", "http://h/")], "http.method"),
+        (&[("http.uri", " "), ("http.method", "GET")], "http.uri"),
+        (
+            &[("http.uri", "ftp://h/"), ("http.method", "GET")],
+            "http.uri",
+        ),
+        (
+            &[("http.uri", "not a uri"), ("http.method", "GET")],
+            "http.uri",
+        ),
+        (
+            &[("http.uri", "http://h/"), ("http.method", "GE T")],
+            "http.method",
+        ),
+        (
+            &[
+                ("http.uri", "http://h/"),
+                ("http.method", "GET"),
+                ("http.connect.timeout.milliseconds", "soon"),
+            ],
+            "http.connect.timeout.milliseconds",
+        ),
+        (
+            &[
+                ("http.uri", "http://h/"),
+                ("http.method", "GET"),
+                ("http.read.timeout.milliseconds", "0"),
+            ],
+            "http.read.timeout.milliseconds",
+        ),
+        (
+            &[
+                ("http.uri", "http://h/"),
+                ("http.method", "GET"),
+                ("http.content.type", "text/plain; x=\u{1}"),
+            ],
+            "http.content.type",
+        ),
+    ];
+    for (pairs, key) in table {
+        let err = HttpJob::from_props(&props(pairs)).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("{key:?}")),
+            "{pairs:?}: {err}"
+        );
+        assert!(!matches!(err, HttpJobError::BuildClient { .. }));
+    }
+}
+
+#[test]
+fn https_uris_are_accepted_and_the_defaults_are_elasticjobs() {
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", "https://example.com/hook"),
+        ("http.method", "post"),
+    ]))
+    .unwrap();
+    assert_eq!(job.url().scheme(), "https");
+    assert_eq!(job.connect_timeout(), Duration::from_millis(3000));
+    assert_eq!(job.read_timeout(), Duration::from_millis(5000));
+}
