@@ -24,9 +24,12 @@ const ITEMS: i32 = 4;
 const VICTIM_SESSION: Duration = Duration::from_secs(2);
 const WITHIN: Duration = Duration::from_secs(30);
 
-/// Item starts as the survivor saw them: (instance, item, source, when).
+/// One item start: (instance, item, source, when).
+type Start = (InstanceId, u32, ExecutionSource, Instant);
+
+/// Item starts as the nodes' handlers saw them.
 #[derive(Debug, Default, Clone)]
-struct Starts(Arc<Mutex<Vec<(InstanceId, u32, ExecutionSource, Instant)>>>);
+struct Starts(Arc<Mutex<Vec<Start>>>);
 
 impl Starts {
     fn handler(&self) -> SharedHandler {
@@ -47,11 +50,7 @@ impl Starts {
     }
 
     /// Waits (polling every 5 ms; a bench harness, not engine code) until `pred` holds.
-    async fn wait<T>(
-        &self,
-        what: &str,
-        mut pred: impl FnMut(&[(InstanceId, u32, ExecutionSource, Instant)]) -> Option<T>,
-    ) -> T {
+    async fn wait<T>(&self, what: &str, mut pred: impl FnMut(&[Start]) -> Option<T>) -> T {
         let deadline = Instant::now() + WITHIN;
         loop {
             if let Some(t) = pred(&self.0.lock().unwrap()) {
