@@ -53,12 +53,26 @@ fn start_all(cluster: &mut Cluster, labels: &[&str]) -> u64 {
 }
 
 /// The chaos job's expectations from `from` to [`AFTERWARDS`] seconds from now.
+/// The chaos job's expectations from `from` until [`AFTERWARDS`] seconds past both now and the end
+/// of the last window, so that the state after every fault is watched too.
 fn expect(from: u64, windows: Vec<Window>, crashes: Vec<Crash>) -> Expect {
+    expect_job(JOB, ITEMS, from, windows, crashes)
+}
+
+/// [`expect`] for any job.
+fn expect_job(
+    job: &str,
+    items: u32,
+    from: u64,
+    windows: Vec<Window>,
+    crashes: Vec<Crash>,
+) -> Expect {
+    let last = windows.iter().map(|w| w.until).fold(now(), f64::max);
     Expect {
-        job: JOB.to_owned(),
-        items: ITEMS,
+        job: job.to_owned(),
+        items,
         from,
-        to: (now() + AFTERWARDS).floor() as u64,
+        to: (last + AFTERWARDS).floor() as u64,
         windows,
         crashes,
     }
@@ -87,6 +101,7 @@ fn a_leader_killed_during_a_run_has_its_running_items_rerun_once_and_its_items_t
     eprintln!("[chaos] kill -9: converged {took:?} after the kill was noticed by this test");
     let report = cluster.verdict(
         "kill -9 of the leader",
+        &survivors,
         &expect(
             from,
             vec![Window {
@@ -148,6 +163,7 @@ fn a_node_frozen_past_its_session_loses_its_items_and_after_resuming_rejoins_wit
     );
     let report = cluster.verdict(
         "SIGSTOP past the session timeout, then SIGCONT",
+        &["a", "b", "c"],
         &expect(
             from,
             vec![Window {
@@ -193,12 +209,13 @@ fn zookeeper_restarted_within_the_session_timeout_costs_no_item_beyond_its_outag
     cluster.converge(&["a", "b", "c"]);
     cluster.verdict(
         "ZooKeeper restarted within the session timeout",
+        &["a", "b", "c"],
         &expect(
             from,
             vec![Window {
                 what: "ZooKeeper down".into(),
                 from: down,
-                until: up + 2.0,
+                until: down + fault_window(),
             }],
             Vec::new(),
         ),
@@ -230,6 +247,7 @@ fn zookeeper_down_longer_than_the_session_timeout_is_survived_by_every_node_on_i
     }
     cluster.verdict(
         "ZooKeeper down past the session timeout",
+        &["a", "b", "c"],
         &expect(
             from,
             vec![Window {
@@ -257,9 +275,13 @@ fn nodes_on_an_ensemble_move_to_another_server_when_its_leader_is_killed_and_kee
 
     phase("the two others elect a leader; the nodes reconnect there and fire on");
     let took = cluster.converge(&["a", "b", "c"]);
-    eprintln!("[chaos] ensemble: server {} killed; converged after {took:?}", leader + 1);
+    eprintln!(
+        "[chaos] ensemble: server {} killed; converged after {took:?}",
+        leader + 1
+    );
     cluster.verdict(
         "ensemble leader killed",
+        &["a", "b", "c"],
         &expect(
             from,
             vec![Window {
@@ -305,6 +327,7 @@ fn a_node_joining_and_another_leaving_gracefully_reshard_at_the_next_fire() {
     cluster.converge(&["b", "c"]);
     let report = cluster.verdict(
         "join, then graceful leave",
+        &["b", "c"],
         &expect(
             from,
             vec![
@@ -322,27 +345,20 @@ fn a_node_joining_and_another_leaving_gracefully_reshard_at_the_next_fire() {
             Vec::new(),
         ),
     );
-    assert!(report.reruns.is_empty(), "a graceful leave needs no failover");
+    assert!(
+        report.reruns.is_empty(),
+        "a graceful leave needs no failover"
+    );
 }
 
-/// The extra jobs of the bad-input scenario: a job whose config and sharding get broken, one with
-/// a ghost owner and a short reconcile interval, a script that hangs, a script that does not exist.
+/// The extra jobs of the bad-input scenario: a job whose config gets broken, a script that hangs,
+/// a script that does not exist.
 const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
     jobName: victim
     cron: '* * * * * ?'
     timeZone: UTC
     shardingTotalCount: 2
     misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{record}'
-  - type: SCRIPT
-    jobName: orphan
-    cron: '* * * * * ?'
-    timeZone: UTC
-    shardingTotalCount: 2
-    misfire: false
-    reconcileIntervalMinutes: 1
     overwrite: true
     props:
       script.command.line: '{record}'
@@ -367,7 +383,7 @@ const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
 ";
 
 #[test]
-fn bad_registry_data_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
+fn a_bad_config_a_huge_item_count_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "bad-input", BAD_INPUT_JOBS);
@@ -375,72 +391,156 @@ fn bad_registry_data_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothi
     phase("two nodes run the healthy job beside the ones about to break");
     let from = start_all(&mut cluster, &["a", "b"]);
     cluster.wait_complete_fire("victim", 2, now());
-    cluster.wait_complete_fire("orphan", 2, now());
     cluster.wait_runs("the hanging script to start", |runs| {
         runs.iter().find(|r| r.job == "hang").map(|_| ())
     });
 
-    phase("orphan's item 0 names an instance that does not exist");
-    let ghost = "127.0.0.1@-@ghost";
-    chaos::registry::set_data(&connect, &ns, "/orphan/sharding/0/instance", ghost);
-    let ghosted = now();
-
     phase("invalid YAML in victim's config");
     let config = chaos::registry::get_data(&connect, &ns, "/victim/config");
+    let seen = cluster.stderr().len();
     chaos::registry::set_data(&connect, &ns, "/victim/config", "cron: [unclosed\n  : -");
-    cluster.wait_runs("an error naming victim's invalid config", |_| {
-        let text = cluster.stderr();
-        text.lines()
+    let error = cluster.wait_runs("an error naming victim's invalid config", |_| {
+        cluster.stderr()[seen..]
+            .lines()
             .find(|l| l.contains("victim") && l.contains("config"))
             .map(str::to_owned)
     });
-    let after_yaml = cluster.wait_complete_fire("victim", 2, now() + 1.0);
+    eprintln!("[chaos] bad input: invalid YAML reported as: {error}");
+    cluster.wait_complete_fire("victim", 2, now() + 1.0);
 
     phase("a shardingTotalCount of 100000 in victim's config");
     let huge = config.replace("shardingTotalCount: 2", "shardingTotalCount: 100000");
-    assert_ne!(huge, config, "victim's config names its item count:\n{config}");
-    chaos::registry::set_data(&connect, &ns, "/victim/config", &huge);
-    // The nodes have no event to wait on here: a few fires' worth of time lets a bad reaction show.
+    assert_ne!(
+        huge, config,
+        "victim's config names its item count:\n{config}"
+    );
+    let seen = cluster.stderr().len();
     let huge_at = now();
+    chaos::registry::set_data(&connect, &ns, "/victim/config", &huge);
+    // Nothing to wait on: a few fires of the healthy job give a bad reaction time to show.
     cluster.wait_complete_fire(JOB, ITEMS, huge_at + 3.0);
-    let victim_items: std::collections::BTreeSet<u32> = cluster
+    let victim_runs = cluster
         .runs()
         .iter()
-        .filter(|r| r.job == "victim" && r.at > huge_at + 2.0)
-        .map(|r| r.item)
+        .filter(|r| r.job == "victim" && r.at > huge_at + 1.0)
+        .count();
+    let said: Vec<String> = cluster.stderr()[seen..]
+        .lines()
+        .filter(|l| l.contains("victim"))
+        .take(2)
+        .map(|l| l.chars().take(300).collect())
         .collect();
-    eprintln!(
-        "[chaos] bad input: victim ran items {:?} with a count of 100000",
-        victim_items.iter().take(10).collect::<Vec<_>>()
+    eprintln!("[chaos] bad input: count 100000: victim ran {victim_runs} items; logged {said:?}");
+    assert!(
+        !said.is_empty(),
+        "the refused count is reported, naming victim"
     );
 
     phase("victim's config is restored; it runs its two items again");
     chaos::registry::set_data(&connect, &ns, "/victim/config", &config);
     let restored = now();
-    cluster.wait_complete_fire("victim", 2, restored + 1.0);
+    cluster.wait_complete_fire("victim", 2, restored);
 
-    phase("the missing script is reported; the hanging one holds only its own item");
+    phase("the missing script is reported; the hanging one ran once and holds only its item");
     let text = cluster.stderr();
-    assert!(
-        text.contains("chaos-missing.sh"),
-        "the missing script is named in an error:\n{text}"
+    let missing = text
+        .lines()
+        .find(|l| l.contains("chaos-missing.sh"))
+        .unwrap_or_else(|| panic!("the missing script is named in an error:\n{text}"));
+    eprintln!("[chaos] bad input: missing script reported as: {missing}");
+    let hangs = cluster.runs().iter().filter(|r| r.job == "hang").count();
+    assert_eq!(
+        hangs, 1,
+        "the hanging item is not started again while it runs"
     );
 
-    phase("the reconcile gives orphan's item 0 to a live instance again");
-    let orphan_fixed = cluster.wait_runs_within(
-        "orphan's item 0 to run again (reconcile every minute)",
+    phase("every job lost nothing beyond what its own fault made");
+    let healthy = |job: &str, items: u32, windows: Vec<Window>| {
+        cluster.verdict(
+            &format!("bad input ({job})"),
+            &["a", "b"],
+            &expect_job(job, items, from, windows, Vec::new()),
+        )
+    };
+    healthy(JOB, ITEMS, Vec::new());
+    healthy(
+        "victim",
+        2,
+        vec![Window {
+            what: "shardingTotalCount 100000".into(),
+            from: huge_at,
+            until: restored + 2.0,
+        }],
+    );
+}
+
+/// The extra job of the ghost-owner scenario: reconciled every minute, the shortest interval.
+const ORPHAN_JOB: &str = "  - type: SCRIPT
+    jobName: orphan
+    cron: '* * * * * ?'
+    timeZone: UTC
+    shardingTotalCount: 2
+    misfire: false
+    reconcileIntervalMinutes: 1
+    overwrite: true
+    props:
+      script.command.line: '{record}'
+";
+
+#[test]
+#[ignore = "engine bug: an item whose sharding/{i}/instance names a nonexistent instance is not run until the reconcile tick (58 s here), no error logged"]
+fn an_item_whose_owner_names_a_nonexistent_instance_gets_a_live_owner_within_the_fault_window() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::new(&zk.connect_string(), "ghost", ORPHAN_JOB);
+    let (connect, ns) = (cluster.connect.clone(), cluster.namespace.clone());
+    phase("two nodes run the healthy job and orphan");
+    let from = start_all(&mut cluster, &["a", "b"]);
+    cluster.wait_complete_fire("orphan", 2, now());
+
+    phase("orphan's item 0 names an instance that does not exist");
+    let ghosted = now();
+    chaos::registry::set_data(
+        &connect,
+        &ns,
+        "/orphan/sharding/0/instance",
+        "127.0.0.1@-@ghost",
+    );
+    // Up to the reconcile interval (one minute), so that a slow fix is measured, not just failed.
+    chaos::registry::wait_converged(
+        &connect,
+        &ns,
+        "orphan",
+        &[&instance("a"), &instance("b")],
+        2,
         Duration::from_secs(75),
-        |runs| {
-            runs.iter()
-                .find(|r| r.job == "orphan" && r.item == 0 && r.at > ghosted + 2.0)
-                .map(|r| r.at)
-        },
     );
     eprintln!(
-        "[chaos] bad input: after YAML victim complete at {after_yaml}; orphan item 0 back {:.1} s after the ghost",
-        orphan_fixed - ghosted
+        "[chaos] ghost owner: orphan's item 0 owned by a live instance {:.1} s after the write",
+        now() - ghosted
     );
-    cluster.verdict("bad input", &expect(from, Vec::new(), Vec::new()));
+
+    phase("orphan lost item 0 only within the fault window; the healthy job lost nothing");
+    cluster.verdict(
+        "ghost owner (chaos)",
+        &["a", "b"],
+        &expect(from, Vec::new(), Vec::new()),
+    );
+    cluster.verdict(
+        "ghost owner (orphan)",
+        &["a", "b"],
+        &expect_job(
+            "orphan",
+            2,
+            from,
+            vec![Window {
+                what: "ghost owner".into(),
+                from: ghosted,
+                until: ghosted + fault_window(),
+            }],
+            Vec::new(),
+        ),
+    );
 }
 
 /// Marks a phase of a scenario in the test's output (the test has no tracing subscriber: the nodes

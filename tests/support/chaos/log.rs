@@ -48,7 +48,8 @@ pub fn read_runs(log: &Path) -> Vec<Run> {
 
 fn parse_line(line: &str) -> Run {
     let mut parts = line.splitn(3, ' ');
-    let (Some(time), Some(instance), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
+    let (Some(time), Some(instance), Some(json)) = (parts.next(), parts.next(), parts.next())
+    else {
         panic!("a script log line has a time, an instance and a context: {line:?}")
     };
     let ctx: serde_json::Value = serde_json::from_str(json)
@@ -176,7 +177,10 @@ pub fn check(runs: &[Run], expect: &Expect) -> Report {
     };
     let mut normal: BTreeMap<(u64, u32), Vec<&Run>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.source == "NORMAL") {
-        normal.entry((run.second(), run.item)).or_default().push(run);
+        normal
+            .entry((run.second(), run.item))
+            .or_default()
+            .push(run);
     }
     for second in expect.from..=expect.to {
         for item in 0..expect.items {
@@ -232,7 +236,9 @@ pub fn check(runs: &[Run], expect: &Expect) -> Report {
             .filter(|s| window.covers(*s))
             .max();
         let recovered = last_lost.map_or(0.0, |s| (s + 1) as f64 - window.from);
-        report.recovery.push((window.what.clone(), recovered.max(0.0)));
+        report
+            .recovery
+            .push((window.what.clone(), recovered.max(0.0)));
     }
     report
 }

@@ -164,7 +164,10 @@ impl Cluster {
                 return found;
             }
             if Instant::now() > deadline {
-                panic!("timed out after {within:?} waiting for {what}\n{}", self.dump());
+                panic!(
+                    "timed out after {within:?} waiting for {what}\n{}",
+                    self.dump()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -224,10 +227,10 @@ impl Cluster {
             .to_owned()
     }
 
-    /// Waits until the last second to check is over and its runs are logged, then checks the log.
-    /// Prints the report (visible with `--nocapture`) and fails, with the nodes' output, when it
-    /// is not clean.
-    pub fn verdict(&self, scenario: &str, expect: &Expect) -> Report {
+    /// Waits until the last second to check is over and its runs are logged, then checks the log
+    /// and that the chaos job is still converged on the nodes labelled `live`. Prints the report
+    /// (visible with `--nocapture`) and fails, with the nodes' output, when it is not clean.
+    pub fn verdict(&self, scenario: &str, live: &[&str], expect: &Expect) -> Report {
         let ready = expect.to as f64 + 1.5;
         while now() < ready {
             std::thread::sleep(Duration::from_millis(50));
@@ -239,6 +242,7 @@ impl Cluster {
             "{scenario}: the log shows lost, duplicated or wrongly re-run items:\n{report}\n{}",
             self.dump()
         );
+        self.converge(live);
         report
     }
 

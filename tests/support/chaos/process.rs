@@ -94,7 +94,11 @@ impl NodeProc {
 
     /// Sends `signal` to the node.
     pub fn signal(&mut self, signal: libc::c_int) {
-        assert!(self.is_running(), "{} exited before the signal", self.instance);
+        assert!(
+            self.is_running(),
+            "{} exited before the signal",
+            self.instance
+        );
         let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
         // SAFETY: kill(2) has no memory effects; the child is not reaped while it runs.
         let rc = unsafe { libc::kill(pid, signal) };
