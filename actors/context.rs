@@ -157,6 +157,26 @@ pub(crate) struct Directory {
     pub(crate) configs: DashMap<JobName, Arc<ValidatedConfig>>,
 }
 
+impl Directory {
+    /// Stops every actor the directory names and waits for them (bounded), so that a new
+    /// incarnation of the session subtree can register the same names.
+    pub(crate) async fn stop_all(&self) {
+        let mut cells: Vec<ractor::ActorCell> = Vec::new();
+        cells.extend(read(&self.leader).map(|r| r.get_cell()));
+        cells.extend(read(&self.sharding).map(|r| r.get_cell()));
+        cells.extend(read(&self.failover).map(|r| r.get_cell()));
+        cells.extend(read(&self.trigger).map(|r| r.get_cell()));
+        cells.extend(self.executors.iter().map(|e| e.value().get_cell()));
+        let stops = cells.iter().map(|c| {
+            c.stop_and_wait(
+                Some("session subtree restarting".into()),
+                Some(Duration::from_secs(5)),
+            )
+        });
+        futures::future::join_all(stops).await;
+    }
+}
+
 fn read<T: Clone>(slot: &RwLock<Option<T>>) -> Option<T> {
     slot.read().unwrap_or_else(|p| p.into_inner()).clone()
 }

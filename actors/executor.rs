@@ -30,6 +30,10 @@ use super::run::{spawn_run, task_id, RunReport, RunRequest};
 use super::sharding::ShardingMsg;
 use super::trigger::TriggerMsg;
 
+/// The stop reason of an executor whose job was removed (API, operator shutdown of this instance,
+/// job deleted from the registry): its supervisor forgets the job instead of restarting it.
+pub(crate) const JOB_REMOVED: &str = "job removed";
+
 /// The ExecutorActor.
 #[derive(Debug)]
 pub(crate) struct ExecutorActor;
@@ -385,10 +389,20 @@ impl ExecutorState {
                 myself.send_message(ExecutorMsg::TriggerNow)?;
             }
             (JobNode::Instance(id), NodeEventKind::Deleted) if *id == me => {
+                // The event may be stale: a re-list after a new session reports the old session's
+                // node as deleted after this executor registered its own. Ask the registry (a rare
+                // path, never a run's) whether this session's node stands.
+                let path = ev.node.to_path(&self.job);
+                let session = self.ctx.registry.session_info().id;
+                if let Ok(Some(stat)) = self.ctx.registry.exists(&path).await {
+                    if stat.ephemeral_owner == session {
+                        return Ok(());
+                    }
+                }
                 if self.instance_node_pending {
                     self.instance_node_pending = false;
                     let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
-                    let op = Op::create(ev.node.to_path(&self.job), data, CreateMode::Ephemeral);
+                    let op = Op::create(path, data, CreateMode::Ephemeral);
                     self.ctx.apply(&[op]).await?;
                 } else if !self.draining {
                     tracing::info!(job = %self.job, "instance node removed by an operator: shutting the job down here");
@@ -505,7 +519,24 @@ impl Actor for ExecutorActor {
                     state.drains.push(reply);
                 }
             }
-            ExecutorMsg::Remove => myself.stop(Some("job removed".into())),
+            ExecutorMsg::Remove => {
+                // Leave the job's coordination at once: the others reshard without this instance,
+                // and one of them leads if this one did.
+                let view = JobView::read(state.ctx.mirror(), &state.job);
+                let me = state.ctx.me().clone();
+                let mut ops = vec![Op::delete(
+                    JobNode::Instance(me.clone()).to_path(&state.job),
+                )];
+                if view.leader.as_ref() == Some(&me) {
+                    ops.push(Op::delete(
+                        JobNode::LeaderElectionInstance.to_path(&state.job),
+                    ));
+                }
+                if let Err(e) = apply_each_tolerant(&*state.ctx.registry, &ops).await {
+                    tracing::warn!(job = %state.job, error = %e, "leaving the job's coordination failed");
+                }
+                myself.stop(Some(JOB_REMOVED.into()));
+            }
             ExecutorMsg::CancelRunning => {
                 for run in state.runs.values() {
                     for t in run.tokens.values() {

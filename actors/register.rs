@@ -66,6 +66,9 @@ fn step<'a>(job: &'a JobName, what: &'static str) -> impl Fn(RegistryError) -> E
 /// Registers `spec` for this instance on the session.
 pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registered, EngineError> {
     let local = validate(&ctx.node, &spec.config, &spec.job_type)?;
+    if let Some(done) = register_in_one_write(ctx, spec, &local).await? {
+        return Ok(done);
+    }
     let job = local.job_name().clone();
     let reg = &*ctx.registry;
     let mirror = ctx.mirror();
@@ -202,6 +205,102 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         config: Arc::new(config),
         instance_node_pending,
     })
+}
+
+/// The common case in one multi-op, decided from the mirror: whatever is missing is created. When
+/// the mirror is behind (another instance registers the same job at the same moment) or the case is
+/// unusual (a job root of another type, an instance node of an earlier session), it returns `None`
+/// and the step-by-step path runs.
+async fn register_in_one_write(
+    ctx: &SessionCtx,
+    spec: &JobSpec,
+    local: &ValidatedConfig,
+) -> Result<Option<Registered>, EngineError> {
+    let job = local.job_name();
+    let mirror = ctx.mirror();
+    let me = ctx.me();
+    let path = |n: JobNode| n.to_path(job);
+    let mut ops = Vec::new();
+    match mirror.data(&path(JobNode::Root)) {
+        None => ops.push(Op::create(
+            path(JobNode::Root),
+            spec.job_type.root_data(),
+            CreateMode::Persistent,
+        )),
+        Some(d) if &*d == spec.job_type.root_data().as_bytes() => {}
+        Some(_) => return Ok(None),
+    }
+    let ours = || {
+        spec.config
+            .to_yaml()
+            .map_err(|e| EngineError::InvalidConfig {
+                job: job.to_string(),
+                reason: e.to_string(),
+            })
+    };
+    let config = match mirror.data(&path(JobNode::Config)) {
+        None => {
+            ops.push(Op::create(
+                path(JobNode::Config),
+                ours()?,
+                CreateMode::Persistent,
+            ));
+            local.clone()
+        }
+        Some(_) if spec.config.overwrite => {
+            ops.push(Op::set(path(JobNode::Config), ours()?));
+            local.clone()
+        }
+        Some(data) => match registry_config(ctx, &path(JobNode::Config), &data, &spec.job_type) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(%job, error = %e, "the registry's config is invalid; running with the local one");
+                local.clone()
+            }
+        },
+    };
+    for parent in [
+        JobNode::Servers,
+        JobNode::Instances,
+        JobNode::Sharding,
+        JobNode::Leader,
+        JobNode::LeaderElection,
+        JobNode::LeaderSharding,
+    ] {
+        if !mirror.exists(&path(parent.clone())) {
+            ops.push(Op::create(path(parent), "", CreateMode::Persistent));
+        }
+    }
+    let status = if config.config().disabled {
+        ServerStatus::Disabled
+    } else {
+        ServerStatus::Enabled
+    };
+    let server = path(JobNode::Server(me.ip().to_owned()));
+    if mirror.exists(&server) {
+        ops.push(Op::set(server, status.as_data()));
+    } else {
+        ops.push(Op::create(server, status.as_data(), CreateMode::Persistent));
+    }
+    let instance = path(JobNode::Instance(me.clone()));
+    if mirror.exists(&instance) {
+        return Ok(None);
+    }
+    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+    ops.push(Op::create(instance, data, CreateMode::Ephemeral));
+    for (item, v) in &JobView::read(mirror, job).items {
+        if v.running.as_deref() == Some(me.as_str()) {
+            ops.push(Op::delete(path(JobNode::ShardingRunning(*item))));
+        }
+    }
+    match ctx.apply(&ops).await {
+        Ok(()) => Ok(Some(Registered {
+            config: Arc::new(config),
+            instance_node_pending: false,
+        })),
+        Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => Ok(None),
+        Err(e) => Err(step(job, "registering in one write")(e)),
+    }
 }
 
 /// Parses and validates the config found in the registry, naming the path on failure.

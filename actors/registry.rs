@@ -280,6 +280,8 @@ impl Actor for RegistryActor {
                 .as_ref()
                 .map(|a| a.ctx.clone())
                 .expect("checked above");
+            // Its children may outlive it for a moment: stop them so the new ones can take the names.
+            ctx.dir.stop_all().await;
             let ctx = SessionCtx {
                 dir: Arc::new(Directory::default()),
                 ..ctx

@@ -12,13 +12,36 @@ use crate::registry::SessionState;
 use crate::types::JobName;
 
 use super::context::{write, JobEvent, JobSpec, SessionCtx};
-use super::executor::{ExecutorActor, ExecutorArgs, ExecutorMsg};
+use super::executor::{ExecutorActor, ExecutorArgs, ExecutorMsg, JOB_REMOVED};
 use super::failover::{FailoverActor, FailoverMsg};
 use super::leader::{LeaderActor, LeaderMsg};
 use super::node::EngineError;
 use super::registry::lock_jobs;
 use super::sharding::{ShardingActor, ShardingMsg};
 use super::trigger::TriggerActor;
+
+/// How long to wait before trying again to start a child whose restart failed.
+const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Spawns (and so registers) the executor of `job`, recording its ref in the directory.
+async fn spawn_executor(
+    ctx: &SessionCtx,
+    supervisor: &ActorCell,
+    job: &JobName,
+) -> Result<ActorCell, ActorProcessingErr> {
+    let spec = lock_jobs(&ctx.node)
+        .get(job)
+        .cloned()
+        .ok_or_else(|| EngineError::UnknownJob(job.clone()))?;
+    let args = ExecutorArgs {
+        ctx: ctx.clone(),
+        spec,
+    };
+    let name = Some(ctx.node.actor_name(&format!("executor/{job}")));
+    let (r, _) = Actor::spawn_linked(name, ExecutorActor, args, supervisor.clone()).await?;
+    ctx.dir.executors.insert(job.clone(), r.clone());
+    Ok(r.get_cell())
+}
 
 /// The SessionActor.
 #[derive(Debug)]
@@ -41,12 +64,15 @@ pub(crate) enum SessionMsg {
     Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// The session is gone (expired): stop without draining, cancelling what runs.
     Abandon,
+    /// Try again to start a child whose restart failed.
+    Restart(Child),
     /// The disconnection numbered `epoch` has lasted two thirds of the session timeout.
     DisconnectDeadline(u64),
 }
 
+/// A child of the SessionActor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Child {
+pub(crate) enum Child {
     Leader,
     Sharding,
     Failover,
@@ -109,25 +135,7 @@ impl SessionActorState {
                 write(&ctx.dir.trigger, Some(r.clone()));
                 r.get_cell()
             }
-            Child::Executor(job) => {
-                let spec = lock_jobs(&ctx.node)
-                    .get(job)
-                    .cloned()
-                    .ok_or_else(|| EngineError::UnknownJob(job.clone()))?;
-                let args = ExecutorArgs {
-                    ctx: ctx.clone(),
-                    spec,
-                };
-                let (r, _) = Actor::spawn_linked(
-                    name(&format!("executor/{job}")),
-                    ExecutorActor,
-                    args,
-                    myself.clone(),
-                )
-                .await?;
-                ctx.dir.executors.insert(job.clone(), r.clone());
-                r.get_cell()
-            }
+            Child::Executor(job) => spawn_executor(&ctx, myself, job).await?,
         };
         self.children.insert(cell.get_id(), child);
         Ok(())
@@ -179,11 +187,19 @@ impl Actor for SessionActor {
             state.spawn(&cell, child).await?;
         }
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
-        for job in jobs {
-            // One job that cannot register (bad config, a conflicting job root) must not keep the
-            // others from running: report it and go on.
-            if let Err(e) = state.spawn(&cell, Child::Executor(job.clone())).await {
-                tracing::error!(%job, error = %e, "job not started on this session");
+        // Every job registers at once (its writes pipelined on the session), not one after another.
+        let spawns = jobs
+            .iter()
+            .map(|job| spawn_executor(&state.ctx, &cell, job));
+        let results = futures::future::join_all(spawns).await;
+        for (job, result) in jobs.into_iter().zip(results) {
+            match result {
+                Ok(child) => {
+                    state.children.insert(child.get_id(), Child::Executor(job));
+                }
+                // One job that cannot register (bad config, a conflicting job root) must not keep
+                // the others from running: report it and go on.
+                Err(e) => tracing::error!(%job, error = %e, "job not started on this session"),
             }
         }
         Ok(state)
@@ -241,6 +257,18 @@ impl Actor for SessionActor {
                     tracing::warn!("registry disconnected for 2/3 of the session timeout: cancelling running items");
                     for e in state.ctx.dir.executors.iter() {
                         let _ = e.value().send_message(ExecutorMsg::CancelRunning);
+                    }
+                }
+            }
+            SessionMsg::Restart(child) => {
+                let gone = match &child {
+                    Child::Executor(job) => !lock_jobs(&state.ctx.node).contains_key(job),
+                    _ => false,
+                };
+                if !gone {
+                    if let Err(e) = state.spawn(&myself.get_cell(), child.clone()).await {
+                        tracing::warn!(?child, error = %e, retry_in = ?RESTART_RETRY, "restart failed; retrying");
+                        myself.send_after(RESTART_RETRY, move || SessionMsg::Restart(child));
                     }
                 }
             }
@@ -312,8 +340,17 @@ impl Actor for SessionActor {
             return Ok(());
         };
         if let Child::Executor(job) = &child {
-            if let Some(pos) = state.removing.iter().position(|j| j == job) {
+            let asked = state.removing.iter().position(|j| j == job);
+            if let Some(pos) = asked {
                 state.removing.remove(pos);
+            }
+            let removed = asked.is_some() || reason == JOB_REMOVED;
+            if removed || !lock_jobs(&state.ctx.node).contains_key(job) {
+                if reason == JOB_REMOVED && asked.is_none() {
+                    // Removed from the registry side (operator shutdown, job deleted): this node
+                    // forgets the job until it is added again.
+                    lock_jobs(&state.ctx.node).remove(job);
+                }
                 state
                     .ctx
                     .dir
@@ -322,13 +359,16 @@ impl Actor for SessionActor {
                 state.ctx.dir.configs.remove(job);
                 return Ok(());
             }
-            if !lock_jobs(&state.ctx.node).contains_key(job) {
-                return Ok(());
-            }
         }
         tracing::warn!(?child, %reason, "session child ended; restarting it");
-        // The same helper restarts every kind of child, failed or terminated.
-        state.spawn(&myself.get_cell(), child).await
+        // The same helper restarts every kind of child, failed or terminated. A child that cannot
+        // start again (the registry refuses its registration) is retried later, never taking the
+        // session down with it.
+        if let Err(e) = state.spawn(&myself.get_cell(), child.clone()).await {
+            tracing::warn!(?child, error = %e, retry_in = ?RESTART_RETRY, "restart failed; retrying");
+            myself.send_after(RESTART_RETRY, move || SessionMsg::Restart(child));
+        }
+        Ok(())
     }
 
     async fn post_stop(

@@ -475,8 +475,6 @@ async fn config_set_changes_the_fire_rate_and_refuses_invalid_or_stale_configs()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "engine: an executor stopped by its own instance/root deletion is restarted by the \
-            SessionActor (not in `removing`), which re-registers the job"]
 async fn shutting_an_instance_down_hands_its_items_to_the_others() {
     let mut c = Cluster::new("shutdown").await;
     let job = every_second("orders", 4);
@@ -566,8 +564,6 @@ async fn remove_is_refused_while_instances_run_the_job() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "engine: an executor stopped by its own instance/root deletion is restarted by the \
-            SessionActor (not in `removing`), which re-registers the job"]
 async fn remove_with_force_deletes_the_job_and_the_other_jobs_go_on() {
     let mut c = orders_and_beacon("remove").await;
     tracing::info!("--- ctl remove --force deletes the job; the beacon job goes on");
