@@ -510,7 +510,13 @@ impl PgServer {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGQUIT is PostgreSQL's immediate shutdown: unlike SIGKILL, the postmaster still removes
+        // its shared memory segment on the way out.
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
+        // SAFETY: signalling our own child, which has not been reaped yet.
+        if unsafe { libc::kill(pid, libc::SIGQUIT) } != 0 {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }
