@@ -94,6 +94,9 @@ pub struct Crash {
     pub instance: String,
     /// When it happened, in unix seconds.
     pub at: f64,
+    /// Whether its interrupted items must be re-run (a crash the cluster sees for sure), or only
+    /// may be, at most once (a session that may or may not have expired).
+    pub required: bool,
 }
 
 /// What a scenario expects of one job's log.
@@ -201,7 +204,17 @@ pub fn check(runs: &[Run], expect: &Expect) -> Report {
     }
     // Items a crash interrupted: the crashed instance's normal runs still going at the crash.
     let mut interrupted: BTreeSet<u32> = BTreeSet::new();
+    let mut required: BTreeSet<u32> = BTreeSet::new();
     for crash in &expect.crashes {
+        let items: Vec<u32> = runs
+            .iter()
+            .filter(|r| r.source == "NORMAL" && r.instance == crash.instance)
+            .filter(|r| r.at <= crash.at && r.at > crash.at - RUN_SECONDS)
+            .map(|r| r.item)
+            .collect();
+        if crash.required {
+            required.extend(items.iter().copied());
+        }
         interrupted.extend(
             runs.iter()
                 .filter(|r| r.source == "NORMAL" && r.instance == crash.instance)
@@ -222,7 +235,7 @@ pub fn check(runs: &[Run], expect: &Expect) -> Report {
             .bad_reruns
             .extend(runs.iter().skip(allowed).map(|r| r.line.clone()));
     }
-    report.missing_reruns = interrupted
+    report.missing_reruns = required
         .iter()
         .filter(|i| !rerun.contains_key(i))
         .map(|i| format!("item {i}"))
