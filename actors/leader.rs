@@ -154,8 +154,14 @@ impl Actor for LeaderActor {
                     ) | (JobNode::Server(_), _)
                 );
                 let election = matches!(ev.node, JobNode::LeaderElectionInstance | JobNode::Config);
-                if membership || election {
-                    state.evaluate(&ev.job, membership, false).await;
+                // A commit computed before the latest membership change may have just landed: look
+                // again whether the assignment fits the instances now available.
+                let committed = matches!(
+                    (&ev.node, ev.kind),
+                    (JobNode::LeaderShardingNecessary, NodeEventKind::Deleted)
+                );
+                if membership || election || committed {
+                    state.evaluate(&ev.job, membership, committed).await;
                 }
             }
             LeaderMsg::Resynced => {

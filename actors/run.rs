@@ -99,6 +99,8 @@ async fn run(req: RunRequest) -> RunReport {
             });
         }
     };
+    // Staging covers the run's planning and its markers, which the executor wrote just before.
+    status(RunState::TaskStaging, String::new());
     status(RunState::TaskRunning, String::new());
     let execution_id = |item: ShardItem| format!("{}@-@{item}", req.task_id);
     let tasks: Vec<(ShardItem, JoinHandle<Result<(), JobError>>)> = req
@@ -166,6 +168,15 @@ async fn run(req: RunRequest) -> RunReport {
                 .unwrap_or_default()
                 .as_secs_f64(),
         );
+    let failures: Vec<String> = results
+        .iter()
+        .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("item {i}: {e}")))
+        .collect();
+    if failures.is_empty() {
+        status(RunState::TaskFinished, String::new());
+    } else {
+        status(RunState::TaskError, failures.join("; "));
+    }
     let outcome = RunOutcome {
         results,
         started_at,

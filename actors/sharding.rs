@@ -157,13 +157,20 @@ impl Actor for ShardingActor {
         match msg {
             ShardingMsg::ShardIfNecessary(job) => state.shard(&job).await?,
             ShardingMsg::Job(ev) => {
+                // The leader shards as soon as the flag is up, not at its next fire: the new plan is
+                // then ready before the fire (no sharding on a run's path), and a leaving instance's
+                // items move at once.
+                let flagged = matches!(
+                    (&ev.node, ev.kind),
+                    (JobNode::LeaderShardingNecessary, NodeEventKind::Created)
+                );
                 let unblocks = matches!(
                     (&ev.node, ev.kind),
                     (JobNode::ShardingRunning(_), NodeEventKind::Deleted)
                         | (JobNode::LeaderElectionInstance, _)
                         | (JobNode::Instance(_), _)
                 );
-                if unblocks && state.waiting.contains(&ev.job) {
+                if flagged || (unblocks && state.waiting.contains(&ev.job)) {
                     state.shard(&ev.job).await?;
                 }
             }

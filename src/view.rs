@@ -106,20 +106,34 @@ impl JobView {
             .and_then(|d| instance_of(&d));
         view.sharding_necessary = mirror.exists(&path(JobNode::LeaderShardingNecessary));
         view.sharding_processing = mirror.exists(&path(JobNode::LeaderShardingProcessing));
-        for name in mirror.children(&path(JobNode::Sharding)) {
+        // This runs at every fire of every job: build item paths in one reused buffer rather than
+        // formatting each node's path from scratch.
+        let sharding = path(JobNode::Sharding);
+        let mut buf = String::with_capacity(sharding.len() + 24);
+        for name in mirror.children(&sharding) {
             let Ok(item) = name.parse::<ShardItem>() else {
                 continue;
             };
-            let data = |n: JobNode| mirror.data(&path(n));
+            buf.clear();
+            buf.push_str(&sharding);
+            buf.push('/');
+            buf.push_str(&name);
+            buf.push('/');
+            let base = buf.len();
+            let mut node = |leaf: &str| {
+                buf.truncate(base);
+                buf.push_str(leaf);
+                mirror.data(&buf)
+            };
+            let owner_data = node("instance");
             let iv = ItemView {
-                owner: data(JobNode::ShardingInstance(item)).and_then(|d| instance_of(&d)),
-                has_owner_node: mirror.exists(&path(JobNode::ShardingInstance(item))),
-                running: data(JobNode::ShardingRunning(item))
-                    .map(|d| String::from_utf8_lossy(&d).trim().to_owned()),
-                misfire: mirror.exists(&path(JobNode::ShardingMisfire(item))),
-                disabled: mirror.exists(&path(JobNode::ShardingDisabled(item))),
-                failover: data(JobNode::ShardingFailover(item)).and_then(|d| instance_of(&d)),
-                failovering: data(JobNode::ShardingFailovering(item)).and_then(|d| instance_of(&d)),
+                has_owner_node: owner_data.is_some(),
+                owner: owner_data.and_then(|d| instance_of(&d)),
+                running: node("running").map(|d| String::from_utf8_lossy(&d).trim().to_owned()),
+                misfire: node("misfire").is_some(),
+                disabled: node("disabled").is_some(),
+                failover: node("failover").and_then(|d| instance_of(&d)),
+                failovering: node("failovering").and_then(|d| instance_of(&d)),
             };
             view.items.insert(item, iv);
         }
