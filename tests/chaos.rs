@@ -395,7 +395,7 @@ const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
 ";
 
 #[test]
-fn a_bad_config_a_huge_item_count_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
+fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "bad-input", BAD_INPUT_JOBS);
