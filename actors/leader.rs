@@ -13,8 +13,10 @@ use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
+use crate::registry::{CreateMode, Op};
+use crate::types::InstanceId;
 use crate::types::JobName;
-use crate::view::JobView;
+use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
 
@@ -46,6 +48,50 @@ pub(crate) struct LeaderState {
 }
 
 impl LeaderState {
+    /// An item's owner changed: when this instance leads and the owner cannot run it (written by
+    /// hand or by a stale tool), say so and reshard rather than wait for the reconcile tick.
+    async fn check_owner(&mut self, job: &JobName, item: crate::types::ShardItem) {
+        // O(1) in the number of items: a commit of a huge plan sends one event per item.
+        let mirror = self.ctx.mirror();
+        let me = self.ctx.me();
+        let node = |n: JobNode| n.to_path(job);
+        let leads = mirror
+            .data(&node(JobNode::LeaderElectionInstance))
+            .is_some_and(|d| &*d == me.as_str().as_bytes());
+        if !leads
+            || mirror.exists(&node(JobNode::LeaderShardingNecessary))
+            || mirror.exists(&node(JobNode::LeaderShardingProcessing))
+        {
+            return;
+        }
+        let path = node(JobNode::ShardingInstance(item));
+        let Some(data) = mirror.data(&path) else {
+            return;
+        };
+        let owner = String::from_utf8_lossy(&data).trim().to_owned();
+        let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
+            mirror.exists(&node(JobNode::Instance(o.clone())))
+                && mirror
+                    .data(&node(JobNode::Server(o.ip().to_owned())))
+                    .is_none_or(|d| ServerStatus::from_data(&d) == ServerStatus::Enabled)
+        });
+        if available {
+            return;
+        }
+        tracing::warn!(%job, %item, %owner, %path,
+            "an item is assigned to an instance that is not available: resharding");
+        let op = Op::create(
+            node(JobNode::LeaderShardingNecessary),
+            "",
+            CreateMode::Persistent,
+        );
+        if let Err(e) = self.ctx.apply(&[op]).await {
+            if !e.is_node_exists() {
+                tracing::warn!(%job, error = %e, "raising the resharding flag failed");
+            }
+        }
+    }
+
     /// Election first; then, while leading, flags resharding when `instances_changed` or when the
     /// reconcile check finds a reason.
     async fn evaluate(&mut self, job: &JobName, instances_changed: bool, reconcile: bool) {
@@ -68,7 +114,14 @@ impl LeaderState {
                         .increment(1);
                     leading = true;
                 }
-                Err(e) if e.is_node_exists() => {}
+                Err(e) if e.is_node_exists() => {
+                    // The mirror may not show yet that this instance itself won a moment ago:
+                    // ask the registry who leads (a rare path, never a run's).
+                    let path = JobNode::LeaderElectionInstance.to_path(job);
+                    if let Ok((data, _)) = self.ctx.registry.get(&path).await {
+                        leading = &*data == me.as_str().as_bytes();
+                    }
+                }
                 Err(e) => tracing::warn!(%job, error = %e, "standing for leadership failed"),
             },
             ElectionDecision::Abdicate(op) => {
@@ -153,6 +206,10 @@ impl Actor for LeaderActor {
                         NodeEventKind::Created | NodeEventKind::Deleted
                     ) | (JobNode::Server(_), _)
                 );
+                if let JobNode::ShardingInstance(item) = &ev.node {
+                    state.check_owner(&ev.job, *item).await;
+                    return Ok(());
+                }
                 let election = matches!(ev.node, JobNode::LeaderElectionInstance | JobNode::Config);
                 // A commit computed before the latest membership change may have just landed: look
                 // again whether the assignment fits the instances now available.

@@ -17,6 +17,22 @@ use crate::view::JobView;
 
 use super::context::{JobEvent, SessionCtx};
 
+/// The most operations one multi-op carries. ZooKeeper refuses a request past `jute.maxbuffer`
+/// (1 MiB by default) and drops the connection; a plan for a huge `shardingTotalCount` is therefore
+/// committed in chunks. Followers see no partial plan: `processing` stays up until the last chunk,
+/// which also removes `necessary`, and a leader that dies mid-way leaves `necessary` up for the next.
+const MAX_OPS_PER_MULTI: usize = 1000;
+
+async fn apply_in_chunks(
+    ctx: &SessionCtx,
+    ops: &[Op],
+) -> Result<(), crate::registry::RegistryError> {
+    for chunk in ops.chunks(MAX_OPS_PER_MULTI) {
+        ctx.apply(chunk).await?;
+    }
+    Ok(())
+}
+
 /// The owners a commit writes, item by item.
 fn assignment_of(commit: &[Op]) -> Vec<(ShardItem, InstanceId)> {
     let mut out: Vec<(ShardItem, InstanceId)> = commit
@@ -107,7 +123,7 @@ impl ShardingState {
                         return Ok(());
                     }
                 }
-                match self.ctx.apply(&commit).await {
+                match apply_in_chunks(&self.ctx, &commit).await {
                     Ok(()) => {
                         tracing::info!(%job, "sharding committed");
                         self.ctx.node.events.emit(EngineEvent::ShardingChanged {
