@@ -79,7 +79,6 @@ fn expect_job(
 }
 
 #[test]
-#[ignore = "engine bug (intermittent, 1 run in 3): after the leader is killed the new leader never reshards; the dead leader keeps its items"]
 fn a_leader_killed_during_a_run_has_its_running_items_rerun_once_and_its_items_taken_over() {
     let _serial = serial();
     let zk = ZkServer::start();
@@ -447,7 +446,6 @@ fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() 
 }
 
 #[test]
-#[ignore = "engine bug: shardingTotalCount 100000 makes the leader retry a sharding multi-op too large for ZooKeeper; each try drops its connection and the healthy job loses fires"]
 fn a_huge_item_count_is_reported_and_costs_the_healthy_job_nothing() {
     let _serial = serial();
     let zk = ZkServer::start();
@@ -528,7 +526,6 @@ const ORPHAN_JOB: &str = "  - type: SCRIPT
 ";
 
 #[test]
-#[ignore = "engine bug: an item whose sharding/{i}/instance names a nonexistent instance is not run until the reconcile tick (58 s here), no error logged"]
 fn an_item_whose_owner_names_a_nonexistent_instance_gets_a_live_owner_within_the_fault_window() {
     let _serial = serial();
     let zk = ZkServer::start();

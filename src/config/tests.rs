@@ -141,8 +141,21 @@ fn each_invalid_config_names_its_field() {
     let table: Vec<(JobConfig, &str, &str)> = vec![
         (base().items(3).tap_name(""), "jobName", "empty"),
         (base().tap_name("a/b"), "jobName", "'/'"),
-        (base().items(0), "shardingTotalCount", "at least 1, is 0"),
-        (base().items(-2), "shardingTotalCount", "at least 1, is -2"),
+        (
+            base().items(0),
+            "shardingTotalCount",
+            "between 1 and 10000, is 0",
+        ),
+        (
+            base().items(-2),
+            "shardingTotalCount",
+            "between 1 and 10000, is -2",
+        ),
+        (
+            base().items(100_000),
+            "shardingTotalCount",
+            "between 1 and 10000, is 100000",
+        ),
         (base().cron("* * * * *"), "cron", "needs seconds"),
         (
             base().cron("0 0 12 * * MON"),

@@ -21,6 +21,11 @@ use crate::cron::CronSchedule;
 use crate::timezone::JobTimeZone;
 use crate::{JobName, ShardItem};
 
+/// The largest `shardingTotalCount` accepted. Every item costs at least two registry nodes and a
+/// share of every sharding commit; past this the registry, not the jobs, becomes the work, and a
+/// count this large is far more likely a typo than a plan.
+pub const MAX_SHARDING_TOTAL_COUNT: u32 = 10_000;
+
 /// What kind of job the config belongs to; only SCRIPT jobs need a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobKind {
@@ -189,11 +194,14 @@ impl JobConfig {
             .ok();
         let total = u32::try_from(self.sharding_total_count)
             .ok()
-            .filter(|t| *t >= 1);
+            .filter(|t| (1..=MAX_SHARDING_TOTAL_COUNT).contains(t));
         if total.is_none() {
             report(
                 "shardingTotalCount",
-                format!("must be at least 1, is {}", self.sharding_total_count),
+                format!(
+                    "must be between 1 and {MAX_SHARDING_TOTAL_COUNT}, is {}",
+                    self.sharding_total_count
+                ),
             );
         }
         let schedule = match self.cron_expr().map(CronSchedule::parse) {
