@@ -233,7 +233,6 @@ impl FailoverState {
             job: job.clone(),
             items: items.clone(),
         });
-        metrics::counter!("shardcron_failover_claims_total", "job" => job.to_string()).increment(1);
         metrics::counter!("shardcron_failovers_total", "job" => job.to_string())
             .increment(items.len() as u64);
         match self.ctx.executor(job) {

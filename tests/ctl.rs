@@ -710,7 +710,7 @@ async fn the_cli_exits_with_2_on_bad_input_naming_it_and_1_when_refused() {
         (&["jobs", "--force"], 2, "--force"),
         (&["job", "no/such"], 2, "NAME"),
         (&["job", "nosuch"], 2, "unknown job nosuch"),
-        (&["history", "orders"], 2, "not available yet"),
+        (&["history", "orders", "--since", "yesterday"], 2, "--since"),
         (&["trigger"], 2, "NAME"),
     ];
     for (args, code, named) in cases {

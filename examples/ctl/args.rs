@@ -25,7 +25,10 @@ commands:
   enable NAME [--server IP | --item N]    undo disable
   shutdown NAME [--instance ID]           stop the job on every instance, or on one
   remove NAME [--force]                   delete the job (refused while instances run it)
-  history NAME                            execution history (not available yet)
+  history NAME [--db TARGET] [--item N] [--since T] [--failed]
+                                          item executions recorded by nodes with a history:
+                                          TARGET is a SQLite file (default shardcron-history.db)
+                                          or postgres://...; T is RFC 3339, a date, or 90s/15m/2h/7d
 
 flags:
   --zk HOSTS        ZooKeeper connect string (host:port,...)
@@ -46,8 +49,25 @@ pub(crate) enum Parsed {
     Run(Invocation),
     /// Print the usage and exit.
     Help,
-    /// The reserved `history` command.
-    History,
+    /// `history`: reads the execution history, no registry needed.
+    History(HistoryArgs),
+}
+
+/// What `history` asks for.
+#[derive(Debug)]
+pub(crate) struct HistoryArgs {
+    /// Where the history is (SQLite path or PostgreSQL URL; empty for the default file).
+    pub(crate) db: String,
+    /// The job.
+    pub(crate) job: JobName,
+    /// One item only.
+    pub(crate) item: Option<String>,
+    /// Not before this (as given; parsed against the current time).
+    pub(crate) since: Option<String>,
+    /// Failures only.
+    pub(crate) failed: bool,
+    /// Print JSON.
+    pub(crate) json: bool,
 }
 
 /// A command and where to run it.
@@ -91,8 +111,8 @@ pub(crate) enum Command {
     Shutdown(JobName, ShutdownScope),
     /// `remove NAME [--force]`.
     Remove(JobName, RemoveMode),
-    /// `history ...`: reserved.
-    History,
+    /// `history NAME ...`.
+    History(HistoryArgs),
 }
 
 /// Why the command line was refused; every variant names the flag or argument.
@@ -151,7 +171,7 @@ pub(crate) enum ArgsError {
 }
 
 /// Flags, in the order of `Flags::values`; `true` when the flag takes a value.
-const FLAGS: [(&str, bool); 8] = [
+const FLAGS: [(&str, bool); 11] = [
     ("--zk", true),
     ("--namespace", true),
     ("--json", false),
@@ -160,6 +180,9 @@ const FLAGS: [(&str, bool); 8] = [
     ("--instance", true),
     ("--force", false),
     ("--version", true),
+    ("--db", true),
+    ("--since", true),
+    ("--failed", false),
 ];
 
 /// The flags given, by position in [`FLAGS`]; a switch holds an empty value.
@@ -229,8 +252,11 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, Ar
     let json = flags.take("--json").is_some();
     let (hosts, namespace) = (flags.take("--zk"), flags.take("--namespace"));
     let command = command(&mut flags, words)?;
-    if let Command::History = command {
-        return Ok(Parsed::History);
+    if let Command::History(mut history) = command {
+        // The history lives in a database, not the registry: --zk and --namespace (often part of
+        // an alias) are accepted and unused.
+        history.json = json;
+        return Ok(Parsed::History(history));
     }
     let zk = zk_config(hosts, namespace)?;
     Ok(Parsed::Run(Invocation { zk, json, command }))
@@ -305,8 +331,7 @@ fn command(flags: &mut Flags, words: Vec<String>) -> Result<Command, ArgsError> 
         "enable" => ("enable", words.collect()),
         "shutdown" => ("shutdown", words.collect()),
         "remove" => ("remove", words.collect()),
-        // Reserved for the execution history, whatever its arguments.
-        "history" => return Ok(Command::History),
+        "history" => ("history", words.collect()),
         _ => return Err(ArgsError::UnknownCommand(first)),
     };
     let mut pos = Positional {
@@ -318,6 +343,14 @@ fn command(flags: &mut Flags, words: Vec<String>) -> Result<Command, ArgsError> 
         "servers" => Command::Servers,
         "job" => Command::Job(pos.job()?),
         "trigger" => Command::Trigger(pos.job()?),
+        "history" => Command::History(HistoryArgs {
+            db: flags.take("--db").unwrap_or_default(),
+            job: pos.job()?,
+            item: flags.take("--item"),
+            since: flags.take("--since"),
+            failed: flags.take("--failed").is_some(),
+            json: false,
+        }),
         "config get" => Command::ConfigGet(pos.job()?),
         "config set" => {
             let job = pos.job()?;

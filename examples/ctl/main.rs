@@ -80,10 +80,7 @@ fn main() -> ExitCode {
             print!("{}", args::USAGE);
             return ExitCode::SUCCESS;
         }
-        Ok(Parsed::History) => {
-            eprintln!("ctl: history: not available yet");
-            return ExitCode::from(BAD_INPUT);
-        }
+        Ok(Parsed::History(history)) => return run_history(history),
         Err(e) => {
             eprintln!("ctl: {e}");
             return ExitCode::from(BAD_INPUT);
@@ -228,7 +225,7 @@ async fn execute(
                 format!("job {job} removed (shut down on {})", or_none(&names)),
             );
         }
-        Command::History => unreachable!("history is answered before connecting"),
+        Command::History(_) => unreachable!("history is answered before connecting"),
     }
     Ok(())
 }
@@ -259,5 +256,62 @@ fn or_none(names: &[&str]) -> String {
         "nothing".to_owned()
     } else {
         names.join(", ")
+    }
+}
+
+/// `history`: reads the execution history directly; no registry is involved.
+fn run_history(args: args::HistoryArgs) -> ExitCode {
+    use shardcron::history::{parse_item, parse_since, render_executions, History, HistoryQuery};
+    let mut query = HistoryQuery::job(args.job.clone());
+    match args.item.as_deref().map(parse_item).transpose() {
+        Ok(item) => query.item = item,
+        Err(e) => {
+            eprintln!("ctl: --item: {e}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
+    match args
+        .since
+        .as_deref()
+        .map(|s| parse_since(s, chrono::Utc::now()))
+        .transpose()
+    {
+        Ok(since) => query.since = since,
+        Err(e) => {
+            eprintln!("ctl: --since: {e}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
+    query.failed_only = args.failed;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ctl: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let history = History::open(&args.db).await?;
+        history.query(&query).await
+    });
+    match result {
+        Ok(records) if args.json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&records).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(records) => {
+            print!("{}", render_executions(&records));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ctl: history: {e}");
+            ExitCode::from(REFUSED)
+        }
     }
 }

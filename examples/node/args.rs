@@ -1,6 +1,7 @@
 //! The command line, parsed by hand: a handful of `--flag VALUE` (or `--flag=VALUE`) options,
 //! each checked here so that a typo exits with code 2 and names the flag before anything starts.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use shardcron::InstanceId;
 /// The usage text printed by `--help` and pointed to by errors.
 pub(crate) const USAGE: &str = "\
 usage: node [--zk HOSTS] [--namespace NS] [--jobs FILE] [--nodes N]
-            [--instance-id ID] [--session-timeout-ms MS]
+            [--instance-id ID] [--session-timeout-ms MS] [--metrics ADDR] [--admin ADDR]
 
 Runs shardcron nodes and prints one line per item execution and per resharding.
 
@@ -23,6 +24,9 @@ Runs shardcron nodes and prints one line per item execution and per resharding.
   --nodes N                 embedded instances in this process (default 3; not with --zk)
   --instance-id ID          instance id ip@-@suffix (embedded: each node gets ID-n)
   --session-timeout-ms MS   registry session timeout
+  --metrics ADDR            serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464); off unless given
+  --admin ADDR              serve /healthz, /readyz and /dump/{job} on ADDR (e.g. 127.0.0.1:8081)
+                            With several embedded nodes, node n listens on the port + n.
   -h, --help                this text
 ";
 
@@ -56,6 +60,10 @@ pub(crate) struct Args {
     pub(crate) instance_id: Option<InstanceId>,
     /// The session timeout to ask for.
     pub(crate) session_timeout: Option<Duration>,
+    /// Where to serve Prometheus metrics.
+    pub(crate) metrics: Option<SocketAddr>,
+    /// Where to serve the health and dump endpoints.
+    pub(crate) admin: Option<SocketAddr>,
 }
 
 /// Why the command line was refused; every variant names the flag.
@@ -87,13 +95,15 @@ pub(crate) enum ArgsError {
     NodesWithZk,
 }
 
-const FLAGS: [&str; 6] = [
+const FLAGS: [&str; 8] = [
     "--zk",
     "--namespace",
     "--jobs",
     "--nodes",
     "--instance-id",
     "--session-timeout-ms",
+    "--metrics",
+    "--admin",
 ];
 
 /// Parses the arguments after the program name.
@@ -126,7 +136,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
             return Err(ArgsError::Repeated(flag));
         }
     }
-    let [zk, namespace, jobs, nodes, instance_id, session_timeout] = values;
+    let [zk, namespace, jobs, nodes, instance_id, session_timeout, metrics, admin] = values;
     let bad = |flag, value: &str, reason: String| ArgsError::BadValue {
         flag,
         value: value.to_owned(),
@@ -179,6 +189,18 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
             }
         },
     };
+    let address = |flag: &'static str, value: Option<String>| match value {
+        None => Ok(None),
+        Some(v) => v.parse::<SocketAddr>().map(Some).map_err(|e| {
+            bad(
+                flag,
+                &v,
+                format!("{e}; expected ip:port such as 127.0.0.1:9464"),
+            )
+        }),
+    };
+    let metrics = address("--metrics", metrics)?;
+    let admin = address("--admin", admin)?;
     Ok(Command::Run(Args {
         zk,
         namespace,
@@ -186,5 +208,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
         nodes,
         instance_id,
         session_timeout,
+        metrics,
+        admin,
     }))
 }

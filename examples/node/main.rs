@@ -128,6 +128,19 @@ struct Planned {
     /// What the `node` line says it registered on.
     registry: String,
     namespace: String,
+    metrics: Option<std::net::SocketAddr>,
+    admin: Option<std::net::SocketAddr>,
+}
+
+/// The address for node `n`: the given port plus `n`, so several embedded nodes do not collide
+/// (port 0 stays 0: any free port).
+fn nth(addr: Option<std::net::SocketAddr>, n: usize) -> Option<std::net::SocketAddr> {
+    addr.map(|mut a| {
+        if a.port() != 0 {
+            a.set_port(a.port().saturating_add(n as u16));
+        }
+        a
+    })
 }
 
 fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
@@ -141,6 +154,8 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
             instance_id: args.instance_id.clone(),
             registry: format!("zookeeper:{hosts}"),
             namespace: args.namespace.clone(),
+            metrics: args.metrics,
+            admin: args.admin,
         }]);
     }
     let server = EmbeddedServer::new();
@@ -161,6 +176,8 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
                 instance_id: Some(instance_id),
                 registry: "embedded".to_owned(),
                 namespace: args.namespace.clone(),
+                metrics: nth(args.metrics, n),
+                admin: nth(args.admin, n),
             })
         })
         .collect()
@@ -215,6 +232,8 @@ async fn start_node(
         instance_id,
         registry,
         namespace,
+        metrics,
+        admin,
     } = planned;
     // The handlers are built before the node, and the node's mirror exists only once it started.
     let mirror = Arc::new(OnceLock::new());
@@ -224,6 +243,12 @@ async fn start_node(
     });
     if let Some(id) = instance_id {
         builder = builder.instance_id(id);
+    }
+    if let Some(addr) = metrics {
+        builder = builder.metrics(addr);
+    }
+    if let Some(addr) = admin {
+        builder = builder.admin(addr);
     }
     for job in jobs {
         let handler = Reported::new(job.handler.clone(), console.clone(), mirror.clone());
@@ -237,10 +262,14 @@ async fn start_node(
     console.line(
         "node",
         format_args!(
-            "instance={} registry={} namespace={}",
+            "instance={} registry={} namespace={} metrics={} admin={}",
             node.instance_id(),
             registry,
-            namespace
+            namespace,
+            node.metrics_addr()
+                .map_or("off".to_owned(), |a| a.to_string()),
+            node.admin_addr()
+                .map_or("off".to_owned(), |a| a.to_string()),
         ),
     );
     Ok(node)

@@ -51,7 +51,7 @@ fn install() -> Result<PrometheusHandle, BuildError> {
 
 /// The `# HELP` lines of the engine's counters and histograms. Kept here rather than beside each
 /// `counter!` call so that the one list of what a scrape shows lives in one place, next to
-/// `README-metrics.md`.
+/// the README (section "Metrics and health endpoints").
 fn describe() {
     use metrics::{describe_counter, describe_histogram, Unit};
     describe_counter!(

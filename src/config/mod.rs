@@ -22,7 +22,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use items::{parse_item_parameters, ItemParameterError};
-pub use validate::{ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext};
+pub use validate::{
+    ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext,
+    MAX_SHARDING_TOTAL_COUNT,
+};
 pub use yaml::ConfigYamlError;
 
 /// The built-in sharding strategies; an absent `jobShardingStrategyType` means the first.
