@@ -12,6 +12,7 @@ use shardcron::InstanceId;
 pub(crate) const USAGE: &str = "\
 usage: node [--zk HOSTS] [--namespace NS] [--jobs FILE] [--nodes N]
             [--instance-id ID] [--session-timeout-ms MS] [--metrics ADDR] [--admin ADDR]
+            [--history TARGET]
 
 Runs shardcron nodes and prints one line per item execution and per resharding.
 
@@ -27,6 +28,9 @@ Runs shardcron nodes and prints one line per item execution and per resharding.
   --metrics ADDR            serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464); off unless given
   --admin ADDR              serve /healthz, /readyz and /dump/{job} on ADDR (e.g. 127.0.0.1:8081)
                             With several embedded nodes, node n listens on the port + n.
+  --history TARGET          record every item execution and run status (ElasticJob's
+                            JOB_EXECUTION_LOG / JOB_STATUS_TRACE_LOG) in a SQLite file or at a
+                            postgres://... URL; read it with `ctl history NAME --db TARGET`
   -h, --help                this text
 ";
 
@@ -64,6 +68,8 @@ pub(crate) struct Args {
     pub(crate) metrics: Option<SocketAddr>,
     /// Where to serve the health and dump endpoints.
     pub(crate) admin: Option<SocketAddr>,
+    /// Where to record the execution history.
+    pub(crate) history: Option<String>,
 }
 
 /// Why the command line was refused; every variant names the flag.
@@ -95,7 +101,7 @@ pub(crate) enum ArgsError {
     NodesWithZk,
 }
 
-const FLAGS: [&str; 8] = [
+const FLAGS: [&str; 9] = [
     "--zk",
     "--namespace",
     "--jobs",
@@ -104,6 +110,7 @@ const FLAGS: [&str; 8] = [
     "--session-timeout-ms",
     "--metrics",
     "--admin",
+    "--history",
 ];
 
 /// Parses the arguments after the program name.
@@ -136,7 +143,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
             return Err(ArgsError::Repeated(flag));
         }
     }
-    let [zk, namespace, jobs, nodes, instance_id, session_timeout, metrics, admin] = values;
+    let [zk, namespace, jobs, nodes, instance_id, session_timeout, metrics, admin, history] =
+        values;
     let bad = |flag, value: &str, reason: String| ArgsError::BadValue {
         flag,
         value: value.to_owned(),
@@ -210,5 +218,6 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
         session_timeout,
         metrics,
         admin,
+        history,
     }))
 }

@@ -28,6 +28,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use shardcron::events::EventBus;
+use shardcron::history::History;
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
@@ -198,9 +200,19 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
             ),
         );
     }
+    // One bus for every node of this process: the history (when asked for) records them all.
+    let bus = EventBus::new();
+    let history = match &args.history {
+        Some(target) => {
+            let history = History::open(target).await?;
+            console.line("history", format_args!("target={target}"));
+            Some(history.attach(&bus))
+        }
+        None => None,
+    };
     let mut nodes: Vec<NodeHandle> = Vec::new();
     for planned in plan(&args)? {
-        let start = start_node(planned, &jobs, &console);
+        let start = start_node(planned, &jobs, &console, &bus);
         let started = tokio::select! {
             started = start => started,
             name = signals.recv() => {
@@ -219,6 +231,10 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     }
     let name = signals.recv().await;
     shutdown(&console, &nodes, name).await;
+    if let Some(history) = history {
+        // Writes what is still queued before the process exits.
+        history.close().await;
+    }
     Ok(())
 }
 
@@ -226,6 +242,7 @@ async fn start_node(
     planned: Planned,
     jobs: &[JobSpec],
     console: &Arc<Console>,
+    bus: &EventBus,
 ) -> Result<NodeHandle, Box<dyn Error>> {
     let Planned {
         connector,
@@ -237,10 +254,12 @@ async fn start_node(
     } = planned;
     // The handlers are built before the node, and the node's mirror exists only once it started.
     let mirror = Arc::new(OnceLock::new());
-    let mut builder = NodeBuilder::new(connector).options(NodeOptions {
-        shutdown_timeout: SHUTDOWN_TIMEOUT,
-        ..NodeOptions::default()
-    });
+    let mut builder = NodeBuilder::new(connector)
+        .event_bus(bus.clone())
+        .options(NodeOptions {
+            shutdown_timeout: SHUTDOWN_TIMEOUT,
+            ..NodeOptions::default()
+        });
     if let Some(id) = instance_id {
         builder = builder.instance_id(id);
     }
