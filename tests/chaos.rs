@@ -18,6 +18,9 @@ mod backend;
 #[allow(dead_code, unreachable_pub)]
 #[path = "support/chaos/mod.rs"]
 mod chaos;
+#[allow(dead_code)]
+#[path = "support/example_bin.rs"]
+mod example_bin;
 #[allow(dead_code, unreachable_pub)]
 #[path = "support/zk/mod.rs"]
 mod zk;

@@ -4,62 +4,22 @@
 //! The binary is built by the first test that needs it ([`example_binary`]). Every wait is on the
 //! processes' output lines, with a deadline that names what was expected.
 
+#[path = "support/example_bin.rs"]
+mod example_bin;
 mod support;
+use example_bin::example_binary;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Bound of one wait on a process's output or exit.
 const WITHIN: Duration = Duration::from_secs(30);
-
-/// The example binary, built once per test binary with `cargo build --example node`.
-///
-/// `cargo test --all-targets` builds examples only as test harnesses (`examples/node-<hash>`), not
-/// the plain binary, and a binary left by an earlier build may be stale: building it here (a no-op
-/// when it is fresh) runs the code under test. The nested cargo waits for the build lock like any
-/// other; `cargo test` does not hold it while tests run.
-fn example_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's own path");
-        // target/<profile>/deps/node_process-<hash> -> target/<profile>/examples/node
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary lies in target/<profile>/deps");
-        let target_dir = profile_dir.parent().expect("target/<profile> has a parent");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--example", "node"])
-            .env("CARGO_TARGET_DIR", target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir
-            .file_name()
-            .is_some_and(|name| name == "release")
-        {
-            cargo.arg("--release");
-        }
-        let built = cargo.output().expect("running cargo build --example node");
-        assert!(
-            built.status.success(),
-            "cargo build --example node failed:\n{}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        let binary = profile_dir.join("examples").join("node");
-        assert!(
-            binary.is_file(),
-            "cargo build --example node left no binary at {}",
-            binary.display()
-        );
-        binary
-    })
-}
 
 /// One output line of a node process.
 #[derive(Debug, Clone)]

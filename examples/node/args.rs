@@ -44,7 +44,7 @@ pub(crate) const DEFAULT_NODES: usize = 3;
 #[derive(Debug)]
 pub(crate) enum Command {
     /// Run nodes.
-    Run(Args),
+    Run(Box<Args>),
     /// Print the usage and exit.
     Help,
 }
@@ -209,7 +209,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
     };
     let metrics = address("--metrics", metrics)?;
     let admin = address("--admin", admin)?;
-    Ok(Command::Run(Args {
+    Ok(Command::Run(Box::new(Args {
         zk,
         namespace,
         jobs: jobs.map(PathBuf::from),
@@ -219,5 +219,5 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
         metrics,
         admin,
         history,
-    }))
+    })))
 }

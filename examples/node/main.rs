@@ -47,7 +47,7 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     let args = match args::parse(std::env::args().skip(1)) {
-        Ok(Command::Run(args)) => args,
+        Ok(Command::Run(args)) => *args,
         Ok(Command::Help) => {
             print!("{}", args::USAGE);
             return ExitCode::SUCCESS;

@@ -10,22 +10,9 @@ use std::time::{Duration, Instant};
 /// How long a node may take to exit after SIGTERM or SIGKILL.
 const EXIT_WITHIN: Duration = Duration::from_secs(30);
 
-/// The example node binary, built by `cargo test` or `cargo build --example node`.
+/// The example node binary (built, or found fresh, on first use).
 pub fn example_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's own path");
-    // target/<profile>/deps/chaos-<hash> -> target/<profile>/examples/node
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary lies in target/<profile>/deps");
-    let binary = profile_dir.join("examples").join("node");
-    assert!(
-        binary.is_file(),
-        "the example binary {} is missing: build it with `cargo build --example node` \
-         (`cargo test` builds it before running tests)",
-        binary.display()
-    );
-    binary
+    crate::example_bin::example_binary().to_path_buf()
 }
 
 /// A running example node. Killed (SIGKILL, which also ends a stopped process) on drop, and by the
