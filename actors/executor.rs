@@ -367,11 +367,9 @@ impl ExecutorState {
                 NodeEventKind::Deleted,
             ) => self.resume_parked(myself).await,
             (JobNode::ShardingInstance(item), _) => {
-                let view_owner = JobView::read(self.ctx.mirror(), &self.job)
-                    .items
-                    .get(item)
-                    .and_then(|v| v.owner.clone());
-                if view_owner.as_ref() != Some(&me) {
+                // One event per item when a plan is committed: read that item's owner only.
+                let owner = self.ctx.mirror().data(&ev.node.to_path(&self.job));
+                if owner.as_deref() != Some(me.as_str().as_bytes()) {
                     for run in self.runs.values() {
                         if let Some(t) = run.tokens.get(item) {
                             t.cancel();

@@ -181,6 +181,12 @@ impl FailoverState {
         if !self.failover_on(job) {
             return;
         }
+        // Every `running` deletion of the job asks for a claim: answer the common "no mark" case
+        // without reading the whole job.
+        let marks = JobNode::LeaderFailoverItems.to_path(job);
+        if self.ctx.mirror().children(&marks).is_empty() {
+            return;
+        }
         let me = self.ctx.me().clone();
         let mut view = JobView::read(self.ctx.mirror(), job);
         let registered =

@@ -69,6 +69,8 @@ pub(crate) enum ShardingMsg {
     Job(JobEvent),
     /// The mirror was re-listed: retry every waiting job.
     Resynced,
+    /// Retry a waiting job (after a burst of `running` deletions).
+    Retry(JobName),
 }
 
 /// State of the ShardingActor.
@@ -77,7 +79,13 @@ pub(crate) struct ShardingState {
     ctx: SessionCtx,
     /// Jobs whose sharding waits for running items to end.
     waiting: BTreeSet<JobName>,
+    /// Waiting jobs with a retry already on its way.
+    retrying: BTreeSet<JobName>,
 }
+
+/// How long a burst of `running` deletions (one per item at the end of a run) is gathered before
+/// a waiting job is looked at again: one check of the whole job instead of one per item.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl ShardingState {
     async fn shard(&mut self, job: &JobName) -> Result<(), ActorProcessingErr> {
@@ -161,12 +169,13 @@ impl Actor for ShardingActor {
         Ok(ShardingState {
             ctx,
             waiting: BTreeSet::new(),
+            retrying: BTreeSet::new(),
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
@@ -186,8 +195,20 @@ impl Actor for ShardingActor {
                         | (JobNode::LeaderElectionInstance, _)
                         | (JobNode::Instance(_), _)
                 );
-                if flagged || (unblocks && state.waiting.contains(&ev.job)) {
+                if flagged {
                     state.shard(&ev.job).await?;
+                } else if unblocks
+                    && state.waiting.contains(&ev.job)
+                    && state.retrying.insert(ev.job.clone())
+                {
+                    let job = ev.job.clone();
+                    myself.send_after(RETRY_AFTER, move || ShardingMsg::Retry(job));
+                }
+            }
+            ShardingMsg::Retry(job) => {
+                state.retrying.remove(&job);
+                if state.waiting.contains(&job) {
+                    state.shard(&job).await?;
                 }
             }
             ShardingMsg::Resynced => {
