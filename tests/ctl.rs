@@ -9,6 +9,9 @@ mod backend;
 #[allow(dead_code)]
 #[path = "support/cluster.rs"]
 mod cluster;
+#[allow(dead_code)]
+#[path = "support/example_bin.rs"]
+mod example_bin;
 #[allow(dead_code, unreachable_pub)]
 #[path = "support/zk/mod.rs"]
 mod zk;
@@ -149,20 +152,9 @@ impl CtlOutput {
     }
 }
 
-/// The CLI binary: `target/debug/examples/ctl`, beside this test binary's `deps/` directory.
+/// The CLI binary, built (or found fresh) on first use.
 fn ctl_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test binary under target/{profile}/deps");
-    let ctl = profile.join("examples").join("ctl");
-    assert!(
-        ctl.exists(),
-        "{} is missing: build it with `cargo test --all-targets` or `cargo build --example ctl`",
-        ctl.display()
-    );
-    ctl
+    example_bin::example("ctl")
 }
 
 async fn ctl(ns: &str, args: &[&str]) -> CtlOutput {

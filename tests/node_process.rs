@@ -4,6 +4,7 @@
 //! The binary is built by the first test that needs it ([`example_binary`]). Every wait is on the
 //! processes' output lines, with a deadline that names what was expected.
 
+#[allow(dead_code)]
 #[path = "support/example_bin.rs"]
 mod example_bin;
 mod support;

@@ -12,7 +12,7 @@ const EXIT_WITHIN: Duration = Duration::from_secs(30);
 
 /// The example node binary (built, or found fresh, on first use).
 pub fn example_binary() -> PathBuf {
-    crate::example_bin::example_binary().to_path_buf()
+    crate::example_bin::example_binary()
 }
 
 /// A running example node. Killed (SIGKILL, which also ends a stopped process) on drop, and by the
