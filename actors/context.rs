@@ -194,6 +194,8 @@ pub(crate) struct SessionCtx {
     pub(crate) registry: Arc<dyn Registry>,
     /// Refs of the session's actors and the jobs' current configs.
     pub(crate) dir: Arc<Directory>,
+    /// Run markers of concurrent runs, combined into multi-ops.
+    pub(crate) writes: super::batch::WriteBatcher,
 }
 
 impl SessionCtx {

@@ -166,7 +166,7 @@ impl ExecutorState {
             &self.local,
             only.as_ref(),
         );
-        if let Err(e) = self.ctx.apply(&plan.start_ops).await {
+        if let Err(e) = self.ctx.writes.apply(plan.start_ops.clone()).await {
             if e.is_node_exists() || e.is_no_node() {
                 // The mirror was behind our own earlier writes: apply what still applies.
                 if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &plan.start_ops).await {
@@ -273,7 +273,7 @@ impl ExecutorState {
         for i in &run.items {
             self.local.running.remove(i);
         }
-        if let Err(e) = self.ctx.apply(&run.end_ops).await {
+        if let Err(e) = self.ctx.writes.apply(run.end_ops.clone()).await {
             tracing::debug!(job = %self.job, error = %e, "removing running markers one by one");
             if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &run.end_ops).await {
                 tracing::warn!(job = %self.job, error = %e, "removing running markers failed");

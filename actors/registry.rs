@@ -329,6 +329,7 @@ async fn connect(
         node: state.node.clone(),
         registry: registry.clone(),
         dir: Arc::new(Directory::default()),
+        writes: super::batch::WriteBatcher::start(registry.clone()),
     };
     let session = state.spawn_session(myself, ctx.clone()).await?;
     let me = myself.clone();

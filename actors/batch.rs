@@ -1,0 +1,149 @@
+//! Batching the run markers of every job that starts (or ends) at the same moment into one multi-op.
+//!
+//! At a busy instant hundreds of executors write their `running` markers together. Each one hands
+//! its operations to the session's [`WriteBatcher`] and waits for its own answer; the batcher's task
+//! takes everything queued while the previous multi-op was in flight and sends it as one (in chunks
+//! of at most [`MAX_OPS`]). When a combined multi-op fails, each submission is applied on its own, so
+//! one job's conflict is its own answer and never another job's. No timer: a lone submission goes out
+//! at once, and batches form only under load.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::registry::{Op, Registry, RegistryError};
+
+use super::context::apply_ops;
+
+/// The most operations one combined multi-op carries (ZooKeeper refuses requests past 1 MiB).
+const MAX_OPS: usize = 1000;
+
+type Submission = (Vec<Op>, oneshot::Sender<Result<(), RegistryError>>);
+
+/// Combines concurrent writes of one session into multi-ops. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteBatcher {
+    tx: mpsc::UnboundedSender<Submission>,
+}
+
+impl WriteBatcher {
+    /// Starts the batcher's task on `registry`; it ends when every handle is dropped.
+    pub(crate) fn start(registry: Arc<dyn Registry>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(registry, rx));
+        Self { tx }
+    }
+
+    /// Applies `ops` atomically (as one multi-op or within a larger one) and returns their own
+    /// outcome.
+    pub(crate) async fn apply(&self, ops: Vec<Op>) -> Result<(), RegistryError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let (reply, answer) = oneshot::channel();
+        if self.tx.send((ops, reply)).is_err() {
+            return Err(RegistryError::Closed);
+        }
+        answer.await.unwrap_or(Err(RegistryError::Closed))
+    }
+}
+
+async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submission>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let mut count = batch[0].0.len();
+        // Everything that queued up meanwhile goes in the same write, up to the size limit.
+        while count < MAX_OPS {
+            match rx.try_recv() {
+                Ok(next) => {
+                    count += next.0.len();
+                    batch.push(next);
+                }
+                Err(_) => break,
+            }
+        }
+        if batch.len() == 1 {
+            let (ops, reply) = batch.pop().expect("one submission");
+            let _ = reply.send(apply_ops(&*registry, &ops).await);
+            continue;
+        }
+        let combined: Vec<Op> = batch
+            .iter()
+            .flat_map(|(ops, _)| ops.iter().cloned())
+            .collect();
+        let together = if combined.len() <= MAX_OPS {
+            apply_ops(&*registry, &combined).await
+        } else {
+            Err(RegistryError::Backend {
+                op: crate::registry::OpKind::Multi,
+                path: "/".into(),
+                reason: "batch over the size limit".into(),
+            })
+        };
+        match together {
+            Ok(()) => {
+                for (_, reply) in batch {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+            Err(e) if e.is_fatal() => {
+                let expired = matches!(e, RegistryError::SessionExpired);
+                for (_, reply) in batch {
+                    let dead = if expired {
+                        RegistryError::SessionExpired
+                    } else {
+                        RegistryError::Closed
+                    };
+                    let _ = reply.send(Err(dead));
+                }
+            }
+            Err(_) => {
+                // One submission's conflict must not fail the others: each on its own.
+                for (ops, reply) in batch {
+                    let _ = reply.send(apply_ops(&*registry, &ops).await);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::embedded::EmbeddedServer;
+    use crate::registry::{Connector, CreateMode, OpKind};
+
+    #[tokio::test]
+    async fn concurrent_submissions_share_multi_ops_and_a_conflict_stays_its_own() {
+        let server = EmbeddedServer::new();
+        let reg = server.connector("batch").connect().await.unwrap();
+        let batcher = WriteBatcher::start(reg.clone());
+        reg.create("/taken", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let before = server.op_counts().get(&OpKind::Multi).copied().unwrap_or(0);
+        let writes = (0..50).map(|i| {
+            let b = batcher.clone();
+            async move {
+                b.apply(vec![Op::create(
+                    format!("/n{i}"),
+                    "",
+                    CreateMode::Persistent,
+                )])
+                .await
+            }
+        });
+        let conflict = batcher.apply(vec![Op::create("/taken", "", CreateMode::Persistent)]);
+        let (results, conflict) = tokio::join!(futures::future::join_all(writes), conflict);
+        assert!(results.iter().all(Result::is_ok));
+        assert!(conflict.unwrap_err().is_node_exists());
+        for i in 0..50 {
+            assert!(reg.exists(&format!("/n{i}")).await.unwrap().is_some());
+        }
+        let multis = server.op_counts().get(&OpKind::Multi).copied().unwrap_or(0) - before;
+        assert!(
+            multis < 50,
+            "batched: {multis} multi-ops for 50 submissions"
+        );
+    }
+}
