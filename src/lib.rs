@@ -8,11 +8,14 @@
 //! | layer | modules | what it holds |
 //! | --- | --- | --- |
 //! | identifiers | [`types`] | [`JobName`], [`InstanceId`], [`ShardItem`] |
-//! | domain | [`config`], [`cron`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, sharding strategies, typed registry nodes |
+//! | domain | [`config`], [`cron`], [`timezone`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, job time zones, sharding strategies, typed registry nodes |
 //! | registry | [`registry`] | the [`registry::Registry`] trait, its ZooKeeper and embedded backends, the local [`registry::mirror`] |
+//! | decisions | [`view`], [`decide`] | a job's nodes read from the mirror; election, resharding, runs, failover and reconcile as pure functions returning registry operations |
+//! | jobs | [`job`], [`clock`] | the sharding context, simple, dataflow, script and HTTP jobs, error handlers and listeners; the injected wall clock |
+//! | events | [`events`], [`history`] | engine events on bounded per-subscriber queues; the execution history on SQLite or PostgreSQL |
 //! | operations | [`admin`] | Prometheus scrape endpoint, health, readiness and dump endpoints |
 //! | operations | [`ops`] | the operations API on the registry: job, item and server statuses; trigger, disable, shutdown, remove; config get/set |
-//! | engine | `actors` (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes |
+//! | engine | [`node`], [`embed`] (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes; its builder and handle; embedding in a host's ractor tree |
 //!
 //! `src/` is the domain and never imports the actor layer; the actor layer only applies decisions
 //! that the domain computes. See `ARCHITECTURE.md` for the actor tree and the flow of an event.
