@@ -9,21 +9,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{assignment, complete_fires, every_second, instance, start_node, Recorder};
+use cluster::{assignment, complete_fires, every_second, instance, start_node, start_nodes};
 use shardcron::config::JobConfig;
 use shardcron::job::ExecutionSource;
-use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::registry::Connector;
 use shardcron::ShardItem;
 
 const WITHIN: Duration = Duration::from_secs(60);
 
 #[tokio::test(start_paused = true)]
 async fn three_instances_share_eight_items_as_the_spec_says_and_each_item_runs_once_per_fire() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     tracing::info!("--- three instances join");
     let mut nodes = Vec::new();
     for n in [1, 2, 3] {
@@ -64,21 +59,15 @@ async fn three_instances_share_eight_items_as_the_spec_says_and_each_item_runs_o
 
 #[tokio::test(start_paused = true)]
 async fn a_fourth_instance_joining_gets_items_at_the_next_fire() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
-    let mut nodes = Vec::new();
-    for n in [1, 2, 3] {
-        nodes.push(
-            start_node(
-                conn.clone(),
-                instance(n),
-                vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
-            )
-            .await,
-        );
-    }
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let mut nodes = start_nodes(
+        &conn,
+        &[1, 2, 3],
+        &every_second("orders", 8),
+        &rec,
+        Duration::ZERO,
+    )
+    .await;
     rec.wait_until("a complete fire", WITHIN, |log| {
         !complete_fires(log, 8).is_empty()
     })
@@ -110,21 +99,15 @@ async fn a_fourth_instance_joining_gets_items_at_the_next_fire() {
 
 #[tokio::test(start_paused = true)]
 async fn a_count_change_in_the_registry_reshards_from_eight_to_three_items() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
-    let mut nodes = Vec::new();
-    for n in [1, 2] {
-        nodes.push(
-            start_node(
-                conn.clone(),
-                instance(n),
-                vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
-            )
-            .await,
-        );
-    }
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let nodes = start_nodes(
+        &conn,
+        &[1, 2],
+        &every_second("orders", 8),
+        &rec,
+        Duration::ZERO,
+    )
+    .await;
     rec.wait_until("a complete fire of 8", WITHIN, |log| {
         !complete_fires(log, 8).is_empty()
     })
@@ -162,21 +145,15 @@ async fn a_count_change_in_the_registry_reshards_from_eight_to_three_items() {
 
 #[tokio::test(start_paused = true)]
 async fn disabling_a_server_moves_its_items_to_the_others() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
-    let mut nodes = Vec::new();
-    for n in [1, 2, 3] {
-        nodes.push(
-            start_node(
-                conn.clone(),
-                instance(n),
-                vec![(every_second("orders", 6), rec.handler(Duration::ZERO))],
-            )
-            .await,
-        );
-    }
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let nodes = start_nodes(
+        &conn,
+        &[1, 2, 3],
+        &every_second("orders", 6),
+        &rec,
+        Duration::ZERO,
+    )
+    .await;
     rec.wait_until("a complete fire", WITHIN, |log| {
         !complete_fires(log, 6).is_empty()
     })
@@ -217,10 +194,7 @@ async fn disabling_a_server_moves_its_items_to_the_others() {
 
 #[tokio::test(start_paused = true)]
 async fn fires_missed_while_the_item_runs_are_made_up_once_after_the_run() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     // The first run takes 3.5 s of a 1 s cron, so three fires are missed; later runs are instant.
     let slow_once = {
         let inner = rec.handler(Duration::ZERO);
@@ -277,10 +251,7 @@ async fn fires_missed_while_the_item_runs_are_made_up_once_after_the_run() {
 
 #[tokio::test(start_paused = true)]
 async fn a_manual_trigger_runs_every_item_once_and_a_one_off_job_runs_only_when_triggered() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let job = || {
         (
             JobConfig::new("once", 4).one_off(),
@@ -323,10 +294,7 @@ async fn a_manual_trigger_runs_every_item_once_and_a_one_off_job_runs_only_when_
 
 #[tokio::test(start_paused = true)]
 async fn killed_engine_actors_are_restarted_and_back_at_work() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let node = start_node(
         conn.clone(),
         instance(1),
@@ -354,10 +322,7 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
 
 #[tokio::test(start_paused = true)]
 async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let node = start_node(
         conn.clone(),
         instance(1),

@@ -234,3 +234,35 @@ pub fn complete_fires(log: &[Execution], items: u32) -> Vec<i64> {
         .map(|(k, _)| k)
         .collect()
 }
+
+/// An embedded registry for one test: its server, a connector on `namespace`, and a recorder on
+/// paused-time clocks.
+pub fn embedded(
+    namespace: &str,
+) -> (
+    shardcron::registry::embedded::EmbeddedServer,
+    Arc<dyn Connector>,
+    Recorder,
+) {
+    init_tracing();
+    let server = shardcron::registry::embedded::EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector(namespace));
+    (server, conn, Recorder::default())
+}
+
+/// Starts one node per instance number, each running `job` with a handler recording into `rec`
+/// that takes `work`.
+pub async fn start_nodes(
+    conn: &Arc<dyn Connector>,
+    instances: &[u32],
+    job: &JobConfig,
+    rec: &Recorder,
+    work: Duration,
+) -> Vec<NodeHandle> {
+    let mut nodes = Vec::new();
+    for n in instances {
+        let jobs = vec![(job.clone(), rec.handler(work))];
+        nodes.push(start_node(conn.clone(), instance(*n), jobs).await);
+    }
+    nodes
+}
