@@ -32,6 +32,8 @@
 pub(crate) mod batch;
 pub(crate) mod context;
 pub mod embed;
+pub(crate) mod endpoints;
+pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod failover;
 pub(crate) mod leader;

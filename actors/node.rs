@@ -38,75 +38,14 @@ use crate::events::{EventBus, Subscription};
 use crate::job::handlers::HandlerRegistry;
 use crate::job::SharedHandler;
 use crate::registry::mirror::Mirror;
-use crate::registry::{Connector, RegistryError};
+use crate::registry::Connector;
 use crate::sharding::StrategyRegistry;
 use crate::types::{InstanceId, JobName};
 
 use super::context::{JobSpec, JobType, NodeContext, NodeOptions};
+use super::endpoints::{is_ready, Endpoints};
+pub use super::error::EngineError;
 use super::registry::{RegistryActor, RegistryMsg};
-
-/// Errors of the engine's API.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    /// A job's configuration is invalid.
-    #[error("job {job}: invalid config: {reason}")]
-    InvalidConfig {
-        /// The job (or the config path).
-        job: String,
-        /// Every problem found, each naming its field.
-        reason: String,
-    },
-    /// The job root in the registry belongs to a job of another type that is running.
-    #[error(
-        "job {job}: the registry holds a running job of type {running:?}; refusing to take it over"
-    )]
-    JobTypeConflict {
-        /// The job.
-        job: String,
-        /// The type the registry names.
-        running: String,
-    },
-    /// A registry step of the job's registration failed.
-    #[error("job {job}: {step} failed")]
-    Registry {
-        /// The job.
-        job: String,
-        /// The step.
-        step: &'static str,
-        /// The registry's error.
-        #[source]
-        source: RegistryError,
-    },
-    /// The job could not be started.
-    #[error("job {job} could not start: {reason}")]
-    JobStart {
-        /// The job.
-        job: JobName,
-        /// Why.
-        reason: String,
-    },
-    /// No job of this name runs on the node.
-    #[error("no job named {0} on this node")]
-    UnknownJob(JobName),
-    /// No registry session is open right now.
-    #[error("no registry session is open")]
-    NoSession,
-    /// The first connection to the registry failed.
-    #[error("cannot reach the registry at {target}")]
-    Connect {
-        /// What was tried.
-        target: String,
-        /// The registry's error.
-        #[source]
-        source: RegistryError,
-    },
-    /// The actor system refused a message or a spawn.
-    #[error("actor error: {0}")]
-    Actor(String),
-    /// A metrics or admin endpoint could not start.
-    #[error("operations endpoint could not start")]
-    Endpoint(#[source] crate::admin::AdminError),
-}
 
 static NODE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -282,78 +221,6 @@ impl NodeBuilder {
             node,
             endpoints,
         })
-    }
-}
-
-/// The node's operations endpoints, those it was asked for.
-#[derive(Debug, Default)]
-struct Endpoints {
-    metrics: Option<crate::admin::EndpointServer>,
-    admin: Option<crate::admin::EndpointServer>,
-}
-
-impl Endpoints {
-    async fn start(
-        node: &Arc<NodeContext>,
-        metrics: Option<std::net::SocketAddr>,
-        admin: Option<std::net::SocketAddr>,
-    ) -> Result<Self, EngineError> {
-        use crate::admin::EndpointServer;
-        let probe: Arc<dyn crate::admin::NodeProbe> = Arc::new(Probe(node.clone()));
-        let mut out = Self::default();
-        if let Some(addr) = metrics {
-            let server = EndpointServer::metrics(addr, probe.clone()).await;
-            out.metrics = Some(server.map_err(EngineError::Endpoint)?);
-        }
-        if let Some(addr) = admin {
-            out.admin = Some(
-                EndpointServer::admin(addr, probe)
-                    .await
-                    .map_err(EngineError::Endpoint)?,
-            );
-        }
-        Ok(out)
-    }
-
-    async fn shutdown(&self) {
-        for server in self.metrics.iter().chain(&self.admin) {
-            server.shutdown().await;
-        }
-    }
-}
-
-/// What the endpoints read from the node (the admin layer does not know the actors).
-#[derive(Debug)]
-struct Probe(Arc<NodeContext>);
-
-#[async_trait::async_trait]
-impl crate::admin::NodeProbe for Probe {
-    fn instance_id(&self) -> &InstanceId {
-        &self.0.instance_id
-    }
-
-    fn mirror(&self) -> &Mirror {
-        &self.0.mirror
-    }
-
-    fn jobs(&self) -> Vec<JobName> {
-        let jobs = self.0.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        jobs.keys().cloned().collect()
-    }
-
-    async fn is_ready(&self) -> bool {
-        is_ready(&self.0).await
-    }
-
-    fn connector(&self) -> Arc<dyn Connector> {
-        self.0.connector.clone()
-    }
-}
-
-async fn is_ready(node: &NodeContext) -> bool {
-    match ActorRef::<RegistryMsg>::where_is(node.actor_name("registry")) {
-        Some(r) => ractor::call!(r, RegistryMsg::IsReady).unwrap_or(false),
-        None => false,
     }
 }
 

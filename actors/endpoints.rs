@@ -1,0 +1,85 @@
+//! The node's HTTP endpoints (metrics, health, dump), started and stopped with it.
+
+use std::sync::Arc;
+
+use crate::registry::mirror::Mirror;
+use crate::registry::Connector;
+use crate::types::{InstanceId, JobName};
+
+use ractor::ActorRef;
+
+use super::context::NodeContext;
+use super::error::EngineError;
+use super::registry::RegistryMsg;
+
+/// The node's operations endpoints, those it was asked for.
+#[derive(Debug, Default)]
+pub(crate) struct Endpoints {
+    pub(crate) metrics: Option<crate::admin::EndpointServer>,
+    pub(crate) admin: Option<crate::admin::EndpointServer>,
+}
+
+impl Endpoints {
+    pub(crate) async fn start(
+        node: &Arc<NodeContext>,
+        metrics: Option<std::net::SocketAddr>,
+        admin: Option<std::net::SocketAddr>,
+    ) -> Result<Self, EngineError> {
+        use crate::admin::EndpointServer;
+        let probe: Arc<dyn crate::admin::NodeProbe> = Arc::new(Probe(node.clone()));
+        let mut out = Self::default();
+        if let Some(addr) = metrics {
+            let server = EndpointServer::metrics(addr, probe.clone()).await;
+            out.metrics = Some(server.map_err(EngineError::Endpoint)?);
+        }
+        if let Some(addr) = admin {
+            out.admin = Some(
+                EndpointServer::admin(addr, probe)
+                    .await
+                    .map_err(EngineError::Endpoint)?,
+            );
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn shutdown(&self) {
+        for server in self.metrics.iter().chain(&self.admin) {
+            server.shutdown().await;
+        }
+    }
+}
+
+/// What the endpoints read from the node (the admin layer does not know the actors).
+#[derive(Debug)]
+struct Probe(Arc<NodeContext>);
+
+#[async_trait::async_trait]
+impl crate::admin::NodeProbe for Probe {
+    fn instance_id(&self) -> &InstanceId {
+        &self.0.instance_id
+    }
+
+    fn mirror(&self) -> &Mirror {
+        &self.0.mirror
+    }
+
+    fn jobs(&self) -> Vec<JobName> {
+        let jobs = self.0.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        jobs.keys().cloned().collect()
+    }
+
+    async fn is_ready(&self) -> bool {
+        is_ready(&self.0).await
+    }
+
+    fn connector(&self) -> Arc<dyn Connector> {
+        self.0.connector.clone()
+    }
+}
+
+pub(crate) async fn is_ready(node: &NodeContext) -> bool {
+    match ActorRef::<RegistryMsg>::where_is(node.actor_name("registry")) {
+        Some(r) => ractor::call!(r, RegistryMsg::IsReady).unwrap_or(false),
+        None => false,
+    }
+}
