@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ValidatedConfig;
 use crate::decide::execution::{plan_run, FireSettings, LocalRuns};
 use crate::decide::failover;
+use crate::decide::prepare::{plan_prepare, release_ops};
 use crate::events::EngineEvent;
 use crate::job::handlers::{ErrorHandler, Listeners};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext};
@@ -41,6 +42,12 @@ pub(crate) struct ExecutorActor;
 /// Messages of the ExecutorActor.
 #[derive(Debug)]
 pub(crate) enum ExecutorMsg {
+    /// The cron fires soon, for `scheduled`: write the free items' `running` markers now so the
+    /// fire itself needs no write.
+    Prepare {
+        /// The instant the cron names.
+        scheduled: DateTime<Utc>,
+    },
     /// The cron fired for `scheduled`.
     Fire {
         /// The instant the cron named.
@@ -132,14 +139,18 @@ impl ExecutorState {
     ) {
         if self.draining || self.disconnected {
             tracing::debug!(job = %self.job, "fire skipped: draining or disconnected");
+            self.release_marks().await;
             return;
         }
         let me = self.ctx.me().clone();
         let view = JobView::read(self.ctx.mirror(), &self.job);
         if view.server_status(me.ip()) == ServerStatus::Disabled {
+            self.release_marks().await;
             return;
         }
         if view.sharding_necessary || view.sharding_processing {
+            // The leader waits for running items to end: markers written ahead must go.
+            self.release_marks().await;
             self.parked = Some((source, scheduled));
             self.resharding.set(true);
             if view.leader.as_ref() == Some(&me) {
@@ -155,6 +166,7 @@ impl ExecutorState {
                 self.refuse(format!(
                     "local clock differs from the registry's by {skew:?}, over {limit:?}"
                 ));
+                self.release_marks().await;
                 return;
             }
         }
@@ -178,6 +190,9 @@ impl ExecutorState {
                 return;
             }
         }
+        for i in &plan.unmarked {
+            self.local.marked.remove(i);
+        }
         if !plan.flagged.is_empty() {
             metrics::counter!("shardcron_misfires_total", "job" => self.job.to_string())
                 .increment(plan.flagged.len() as u64);
@@ -193,6 +208,45 @@ impl ExecutorState {
             self.local.misfire_flagged.remove(i);
         }
         self.launch(myself, source, scheduled, plan.run, plan.end_ops);
+    }
+
+    /// Writes the `running` markers of the coming fire's free items (one multi-op, off the
+    /// instant). A failed write marks nothing: the fire then writes what it needs itself.
+    async fn prepare(&mut self, scheduled: DateTime<Utc>) {
+        if self.draining || self.disconnected {
+            return;
+        }
+        let me = self.ctx.me().clone();
+        let view = JobView::read(self.ctx.mirror(), &self.job);
+        if view.server_status(me.ip()) == ServerStatus::Disabled {
+            return;
+        }
+        let plan = plan_prepare(&view, &self.job, &me, self.settings(), &self.local);
+        if plan.ops.is_empty() {
+            return;
+        }
+        match self.ctx.writes.apply(plan.ops).await {
+            Ok(()) => self.local.marked.extend(plan.items),
+            Err(e) => {
+                tracing::debug!(job = %self.job, %scheduled, error = %e,
+                    "markers not written ahead; the fire writes them")
+            }
+        }
+    }
+
+    /// Deletes the markers written ahead that no run will use.
+    async fn release_marks(&mut self) {
+        if self.local.marked.is_empty() {
+            return;
+        }
+        let ops = release_ops(&self.job, self.local.marked.iter().copied());
+        match apply_each_tolerant(&*self.ctx.registry, &ops).await {
+            Ok(()) => self.local.marked.clear(),
+            // Kept: the next fire uses them, or a new session clears this instance's markers.
+            Err(e) => {
+                tracing::warn!(job = %self.job, error = %e, "releasing markers written ahead failed")
+            }
+        }
     }
 
     /// Hands `run` to a run task whose end applies `end_ops`; shared by fires and failover runs.
@@ -316,6 +370,9 @@ impl ExecutorState {
                 let new = Arc::new(new);
                 let reschedule = new.config().cron != self.config.config().cron
                     || new.config().time_zone != self.config.config().time_zone;
+                if reschedule || !new.config().monitor_execution {
+                    self.release_marks().await;
+                }
                 self.config = new.clone();
                 self.ctx.dir.configs.insert(self.job.clone(), new.clone());
                 if let Ok(l) = self
@@ -485,6 +542,7 @@ impl Actor for ExecutorActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            ExecutorMsg::Prepare { scheduled } => state.prepare(scheduled).await,
             ExecutorMsg::Fire { scheduled } => {
                 state
                     .start(&myself, ExecutionSource::Normal, Some(scheduled), None)
@@ -508,6 +566,7 @@ impl Actor for ExecutorActor {
             ExecutorMsg::SessionState(s) => state.disconnected = s == SessionState::Disconnected,
             ExecutorMsg::Drain(reply) => {
                 state.draining = true;
+                state.release_marks().await;
                 if let Some(t) = state.ctx.trigger() {
                     let _ = t.send_message(TriggerMsg::Unschedule(state.job.clone()));
                 }
@@ -522,9 +581,10 @@ impl Actor for ExecutorActor {
                 // and one of them leads if this one did.
                 let view = JobView::read(state.ctx.mirror(), &state.job);
                 let me = state.ctx.me().clone();
-                let mut ops = vec![Op::delete(
+                let mut ops = release_ops(&state.job, std::mem::take(&mut state.local.marked));
+                ops.push(Op::delete(
                     JobNode::Instance(me.clone()).to_path(&state.job),
-                )];
+                ));
                 if view.leader.as_ref() == Some(&me) {
                     ops.push(Op::delete(
                         JobNode::LeaderElectionInstance.to_path(&state.job),

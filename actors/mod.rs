@@ -29,6 +29,7 @@
 //! registry read), writes its `running` markers in one multi-op, runs the items in a task, and gets
 //! `RunFinished` back; nothing waits inside a handler.
 
+pub(crate) mod alarm;
 pub(crate) mod batch;
 pub(crate) mod context;
 pub mod embed;

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedHandle, MirrorEvent};
+use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 use crate::types::JobName;
 
@@ -316,12 +316,31 @@ impl Actor for RegistryActor {
     }
 }
 
+/// How long a `running` marker may stay in the mirror with its data unread.
+const RUN_MARKER_SETTLE: Duration = Duration::from_secs(1);
+
+/// `running` markers come and go around every run; nobody needs their data (the owner's id) at
+/// once, so the mirror reads it only for markers that outlive [`RUN_MARKER_SETTLE`], or before it
+/// applies any other change. A run then costs the mirror no registry read.
+fn feed_options() -> FeedOptions {
+    FeedOptions {
+        lazy_data: Some(Arc::new(|path: &str| {
+            matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
+        })),
+        settle: RUN_MARKER_SETTLE,
+    }
+}
+
 async fn connect(
     state: &mut RegistryState,
     myself: &ActorRef<RegistryMsg>,
 ) -> Result<(), ActorProcessingErr> {
     let registry = state.node.connector.connect().await?;
-    let feed = state.node.mirror.feed(registry.clone(), "/").await?;
+    let feed = state
+        .node
+        .mirror
+        .feed_with(registry.clone(), "/", feed_options())
+        .await?;
     state.generation += 1;
     let generation = state.generation;
     let (mut events, handle) = feed.split();

@@ -1,19 +1,33 @@
 //! TriggerActor: one timer schedule for every job of the node. It keeps each job's next fire in
-//! one ordered queue and arms a single timer for the earliest; when it rings, every due job gets
+//! one ordered queue and arms a single [`Alarm`] for the earliest; when it rings, every due job gets
 //! `ExecutorMsg::Fire` and its next instant is queued. No task or timer per job.
+//!
+//! A job that monitors executions is also sent `ExecutorMsg::Prepare` [`PREPARE_LEAD`] before each
+//! instant, so its `running` markers are written ahead and the instant itself waits on no write.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::task::JoinHandle;
 
 use crate::config::ValidatedConfig;
 use crate::types::JobName;
 
+use super::alarm::Alarm;
 use super::context::SessionCtx;
 use super::executor::ExecutorMsg;
+
+/// How long before a monitored job's instant its markers are written: several ZooKeeper round
+/// trips, and time for a busy instant's markers to go out in a few large multi-ops.
+pub(crate) const PREPARE_LEAD: chrono::TimeDelta = chrono::TimeDelta::milliseconds(200);
+
+/// What a queue entry asks of its job (prepare sorts before fire at the same instant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Prepare,
+    Fire,
+}
 
 /// The TriggerActor.
 #[derive(Debug)]
@@ -35,16 +49,27 @@ pub(crate) enum TriggerMsg {
 #[derive(Debug)]
 pub(crate) struct TriggerState {
     ctx: SessionCtx,
-    next: HashMap<JobName, (DateTime<Utc>, std::sync::Arc<ValidatedConfig>)>,
-    queue: BTreeSet<(DateTime<Utc>, JobName)>,
-    timer: Option<JoinHandle<Result<(), ractor::MessagingErr<TriggerMsg>>>>,
+    /// Each scheduled job's next instant, the prepare entry queued for it (if any), its config.
+    next: HashMap<JobName, Scheduled>,
+    queue: BTreeSet<(DateTime<Utc>, Phase, JobName)>,
+    alarm: Alarm,
     generation: u64,
+}
+
+#[derive(Debug)]
+struct Scheduled {
+    at: DateTime<Utc>,
+    prepare_at: Option<DateTime<Utc>>,
+    config: std::sync::Arc<ValidatedConfig>,
 }
 
 impl TriggerState {
     fn unschedule(&mut self, job: &JobName) {
-        if let Some((at, _)) = self.next.remove(job) {
-            self.queue.remove(&(at, job.clone()));
+        if let Some(s) = self.next.remove(job) {
+            self.queue.remove(&(s.at, Phase::Fire, job.clone()));
+            if let Some(p) = s.prepare_at {
+                self.queue.remove(&(p, Phase::Prepare, job.clone()));
+            }
         }
     }
 
@@ -53,27 +78,83 @@ impl TriggerState {
         job: JobName,
         config: std::sync::Arc<ValidatedConfig>,
         after: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) {
+        let at = config.next_fire_after(after);
+        self.schedule_at(job, config, at, now);
+    }
+
+    fn schedule_at(
+        &mut self,
+        job: JobName,
+        config: std::sync::Arc<ValidatedConfig>,
+        at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
     ) {
         self.unschedule(&job);
-        if let Some(at) = config.next_fire_after(after) {
-            self.queue.insert((at, job.clone()));
-            self.next.insert(job, (at, config));
+        let Some(at) = at else {
+            return;
+        };
+        self.queue.insert((at, Phase::Fire, job.clone()));
+        // Too close to prepare: the fire writes its markers itself.
+        let prepare_at = (config.config().monitor_execution && at - PREPARE_LEAD > now)
+            .then(|| at - PREPARE_LEAD);
+        if let Some(p) = prepare_at {
+            self.queue.insert((p, Phase::Prepare, job.clone()));
         }
+        self.next.insert(
+            job,
+            Scheduled {
+                at,
+                prepare_at,
+                config,
+            },
+        );
     }
 
     fn arm(&mut self, myself: &ActorRef<TriggerMsg>) {
-        if let Some(t) = self.timer.take() {
-            t.abort();
-        }
         self.generation += 1;
-        let Some((first, _)) = self.queue.first() else {
+        let Some((first, _, _)) = self.queue.first() else {
+            self.alarm.disarm();
             return;
         };
         let delay = (*first - self.ctx.node.clock.now())
             .to_std()
             .unwrap_or(Duration::ZERO);
-        let generation = self.generation;
-        self.timer = Some(myself.send_after(delay, move || TriggerMsg::Tick(generation)));
+        self.alarm.arm(myself, delay, self.generation);
+    }
+
+    /// Sends every entry due at `now` and queues the fired jobs' next instants.
+    fn ring(&mut self, now: DateTime<Utc>) {
+        while let Some((at, phase, job)) = self.queue.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.queue.pop_first();
+            let exec = self.ctx.executor(&job);
+            if phase == Phase::Prepare {
+                if let (Some(exec), Some(s)) = (exec, self.next.get_mut(&job)) {
+                    s.prepare_at = None;
+                    let _ = exec.send_message(ExecutorMsg::Prepare { scheduled: s.at });
+                }
+                continue;
+            }
+            let Some(s) = self.next.remove(&job) else {
+                continue;
+            };
+            if let Some(p) = s.prepare_at {
+                self.queue.remove(&(p, Phase::Prepare, job.clone()));
+            }
+            if let Some(exec) = exec {
+                let _ = exec.send_message(ExecutorMsg::Fire { scheduled: at });
+            }
+            // Fires missed while the node was busy or asleep collapse into the one just sent.
+            let next = match s.config.next_fire_after(at) {
+                Some(n) if n <= now => s.config.next_fire_after(now),
+                next => next,
+            };
+            self.schedule_at(job, s.config, next, now);
+        }
     }
 }
 
@@ -87,11 +168,12 @@ impl Actor for TriggerActor {
         myself: ActorRef<Self::Msg>,
         ctx: SessionCtx,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let alarm = Alarm::new(&myself, ctx.node.clock.is_real_time());
         let mut state = TriggerState {
             ctx,
             next: HashMap::new(),
             queue: BTreeSet::new(),
-            timer: None,
+            alarm,
             generation: 0,
         };
         // After a restart, the jobs already running are scheduled again from their current configs.
@@ -104,7 +186,7 @@ impl Actor for TriggerActor {
             .map(|e| (e.key().clone(), e.value().clone()))
             .collect();
         for (job, config) in jobs {
-            state.schedule_after(job, config, now);
+            state.schedule_after(job, config, now, now);
         }
         state.arm(&myself);
         Ok(state)
@@ -119,7 +201,7 @@ impl Actor for TriggerActor {
         match msg {
             TriggerMsg::Schedule(job, config) => {
                 let now = state.ctx.node.clock.now();
-                state.schedule_after(job, config, now);
+                state.schedule_after(job, config, now, now);
                 state.arm(&myself);
             }
             TriggerMsg::Unschedule(job) => {
@@ -128,28 +210,10 @@ impl Actor for TriggerActor {
             }
             TriggerMsg::Tick(generation) => {
                 if generation != state.generation {
-                    return Ok(()); // a timer armed before the queue changed
+                    return Ok(()); // an alarm armed before the queue changed
                 }
                 let now = state.ctx.node.clock.now();
-                while let Some((at, job)) = state.queue.first().cloned() {
-                    if at > now {
-                        break;
-                    }
-                    state.queue.pop_first();
-                    let Some((_, config)) = state.next.remove(&job) else {
-                        continue;
-                    };
-                    if let Some(exec) = state.ctx.executor(&job) {
-                        let _ = exec.send_message(ExecutorMsg::Fire { scheduled: at });
-                    }
-                    // Fires missed while the node was busy or asleep collapse into the one just sent.
-                    let after = if config.next_fire_after(at).is_some_and(|n| n <= now) {
-                        now
-                    } else {
-                        at
-                    };
-                    state.schedule_after(job, config, after);
-                }
+                state.ring(now);
                 state.arm(&myself);
             }
         }
@@ -161,9 +225,7 @@ impl Actor for TriggerActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(t) = state.timer.take() {
-            t.abort();
-        }
+        state.alarm.disarm();
         Ok(())
     }
 }

@@ -10,6 +10,13 @@ use chrono::{DateTime, Utc};
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// Now.
     fn now(&self) -> DateTime<Utc>;
+
+    /// Whether this clock is the operating system's real time, so that a timer may wait on an OS
+    /// thread (sub-millisecond wake-ups) instead of tokio's millisecond timer wheel. False for
+    /// clocks driven by tokio's (possibly paused) time, whose timers must be tokio's.
+    fn is_real_time(&self) -> bool {
+        false
+    }
 }
 
 /// The system clock.
@@ -19,6 +26,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
+    }
+
+    fn is_real_time(&self) -> bool {
+        true
     }
 }
 

@@ -30,6 +30,9 @@ pub struct LocalRuns {
     pub running: BTreeSet<ShardItem>,
     /// Items whose `misfire` node this instance wrote and has not removed.
     pub misfire_flagged: BTreeSet<ShardItem>,
+    /// Items whose `running` marker this instance wrote ahead of a fire
+    /// ([`super::prepare::plan_prepare`]) and that no run has used yet.
+    pub marked: BTreeSet<ShardItem>,
 }
 
 /// The decision for one fire.
@@ -45,6 +48,9 @@ pub struct RunPlan {
     pub start_ops: Vec<Op>,
     /// Writes after the run: one multi-op.
     pub end_ops: Vec<Op>,
+    /// Marked items ([`LocalRuns::marked`]) this plan uses or releases; once `start_ops` are
+    /// written they are no longer marked.
+    pub unmarked: Vec<ShardItem>,
 }
 
 /// Plans a fire. `only` restricts the run to some items (a misfire catch-up); otherwise every item
@@ -63,6 +69,16 @@ pub fn plan_run(
             continue;
         }
         if only.is_some_and(|o| !o.contains(item)) {
+            continue;
+        }
+        if local.marked.contains(item) && !local.running.contains(item) {
+            // Its marker was written ahead of the instant: it runs with no write now.
+            plan.run.push(*item);
+            plan.unmarked.push(*item);
+            if settings.monitor_execution {
+                plan.end_ops
+                    .push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
+            }
             continue;
         }
         let running_elsewhere = v.running.as_deref().is_some_and(|r| r != me.as_str());
@@ -101,6 +117,19 @@ pub fn plan_run(
                     .push(Op::delete(JobNode::ShardingMisfire(*item).to_path(job)));
             }
             plan.end_ops.push(Op::delete(running));
+        }
+    }
+    // Markers written ahead for items this instance no longer runs (reassigned, disabled) go in
+    // the same write.
+    for item in &local.marked {
+        let mine = view
+            .items
+            .get(item)
+            .is_some_and(|v| v.owner.as_ref() == Some(me) && !v.disabled);
+        if !mine && !local.running.contains(item) {
+            plan.start_ops
+                .push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
+            plan.unmarked.push(*item);
         }
     }
     plan
@@ -242,6 +271,61 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn marked_items_run_with_no_write_and_markers_of_items_lost_meanwhile_are_released() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        // Items 0 and 1 were marked ahead; item 1 went to b since. The mirror may show the
+        // markers with their data unread (empty).
+        let v = owned(view(&[&a, &b], Some(&a)), &[(0, &a), (1, &b), (2, &a)]);
+        let v = with_item(v, 0, |i| i.running = Some(String::new()));
+        let v = with_item(v, 1, |i| i.running = Some(a.to_string()));
+        let local = LocalRuns {
+            marked: [ShardItem(0), ShardItem(1)].into(),
+            ..Default::default()
+        };
+        let plan = plan_run(&v, &job(), &a, MONITORED, &local, None);
+        assert_eq!(plan.run, vec![ShardItem(0), ShardItem(2)]);
+        assert!(
+            plan.skipped.is_empty(),
+            "a marked item is not running elsewhere"
+        );
+        assert_eq!(
+            plan.start_ops,
+            vec![
+                Op::create(
+                    "/orders/sharding/2/running",
+                    a.as_str(),
+                    CreateMode::Ephemeral
+                ),
+                Op::delete("/orders/sharding/1/running"),
+            ]
+        );
+        assert_eq!(
+            plan.end_ops,
+            vec![
+                Op::delete("/orders/sharding/0/running"),
+                Op::delete("/orders/sharding/2/running")
+            ]
+        );
+        assert_eq!(plan.unmarked, vec![ShardItem(0), ShardItem(1)]);
+    }
+
+    #[test]
+    fn a_catch_up_run_keeps_the_marks_of_items_it_does_not_run() {
+        let a = inst("10.0.0.1@-@1");
+        let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
+        let local = LocalRuns {
+            marked: [ShardItem(0)].into(),
+            misfire_flagged: [ShardItem(1)].into(),
+            ..Default::default()
+        };
+        let only = [ShardItem(1)].into();
+        let plan = plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
+        assert_eq!(plan.run, vec![ShardItem(1)]);
+        assert!(plan.unmarked.is_empty());
     }
 
     #[test]

@@ -7,12 +7,14 @@
 //! | [`election`] | whether to stand for leadership or abdicate |
 //! | [`resharding`] | whether a job needs resharding, and the plan's commit |
 //! | [`execution`] | which items a fire runs, and the writes around the run |
+//! | [`prepare`] | which `running` markers are written just ahead of a fire's instant |
 //! | [`reconcile`] | which records of dead owners the leader clears |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
 
 pub mod election;
 pub mod execution;
 pub mod failover;
+pub mod prepare;
 pub mod reconcile;
 pub mod resharding;
 

@@ -1,14 +1,50 @@
 //! The feed: one recursive watch plus listings, applied to a [`Mirror`], with the changes told to
 //! a consumer as [`MirrorEvent`]s.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::{Freshness, Mirror, Upserted};
-use crate::registry::{ListedNode, Registry, RegistryError, SessionState, WatchEvent, WatchStream};
+use crate::registry::{
+    ListedNode, NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
+};
+
+/// How many reads of late data one flush keeps in flight.
+const FLUSH_CONCURRENCY: usize = 32;
+
+/// Which paths a feed may read late.
+pub type LazyPaths = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// How a feed reads the data of the nodes its events name.
+///
+/// By default every created or changed node is read at once. Short-lived nodes whose data nobody
+/// needs at once (`running` markers: created and deleted around every run) can be read late: a
+/// creation event then records the node as [`MirrorNode::pending`](super::MirrorNode) and the read
+/// happens only if the node is still there after `settle`, or before the feed applies any other
+/// kind of event (so a consumer reacting to, say, an instance's departure sees every pending node's
+/// data). A node created and deleted within `settle` costs no read at all.
+#[derive(Clone, Default)]
+pub struct FeedOptions {
+    /// Which paths may be read late; `None` reads everything at once.
+    pub lazy_data: Option<LazyPaths>,
+    /// How long a lazily created node may stay unread.
+    pub settle: Duration,
+}
+
+impl std::fmt::Debug for FeedOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedOptions")
+            .field("lazy_data", &self.lazy_data.is_some())
+            .field("settle", &self.settle)
+            .finish()
+    }
+}
 
 /// Why a feed could not start. Errors after the start end the feed with a
 /// [`MirrorEvent::Session`] of the terminal state instead.
@@ -126,6 +162,16 @@ impl Mirror {
         registry: Arc<dyn Registry>,
         root: &str,
     ) -> Result<MirrorFeed, MirrorError> {
+        self.feed_with(registry, root, FeedOptions::default()).await
+    }
+
+    /// [`Mirror::feed`] with options: which nodes' data may be read late.
+    pub async fn feed_with(
+        &self,
+        registry: Arc<dyn Registry>,
+        root: &str,
+        options: FeedOptions,
+    ) -> Result<MirrorFeed, MirrorError> {
         self.set_synced(false);
         let stream = registry
             .watch_recursive(root)
@@ -140,6 +186,9 @@ impl Mirror {
             registry,
             root: root.to_owned(),
             tx,
+            options,
+            pending: VecDeque::new(),
+            pending_set: HashSet::new(),
         };
         feeder.relist().await.map_err(|source| MirrorError::List {
             root: root.to_owned(),
@@ -162,6 +211,11 @@ struct Feeder {
     registry: Arc<dyn Registry>,
     root: String,
     tx: mpsc::UnboundedSender<MirrorEvent>,
+    options: FeedOptions,
+    /// Nodes recorded from creation events with their data unread, oldest first (entries whose
+    /// node went meanwhile are skipped when reached).
+    pending: VecDeque<(Instant, String)>,
+    pending_set: HashSet<String>,
 }
 
 /// Whether the feed goes on after a step.
@@ -175,13 +229,27 @@ impl Feeder {
         // Set when the mirror may have missed changes (a disconnect, a failed read); cleared by
         // the next successful listing.
         let mut gap = false;
-        while let Some(event) = stream.recv().await {
+        loop {
+            let settle_at = self.settle_deadline();
+            let event = tokio::select! {
+                event = stream.recv() => match event {
+                    Some(event) => event,
+                    None => break,
+                },
+                () = sleep_until_some(settle_at) => {
+                    let due = Instant::now() - self.options.settle;
+                    if let Flow::End = self.flush(Some(due), &mut gap).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
             let flow = match event {
                 WatchEvent::Node { path, .. } if gap => {
                     tracing::debug!(%path, "mirror re-lists before applying events after a gap");
                     self.retry_relist(&mut gap).await
                 }
-                WatchEvent::Node { path, .. } => self.refresh(path, &mut gap).await,
+                WatchEvent::Node { kind, path } => self.node_event(kind, path, &mut gap).await,
                 WatchEvent::Session(SessionState::Disconnected) => {
                     gap = true;
                     self.mirror.set_synced(false);
@@ -204,6 +272,87 @@ impl Feeder {
         }
         // The stream ended without saying why: the session is gone, so is the mirror's freshness.
         self.mirror.set_synced(false);
+    }
+
+    /// Applies one node event: a deletion without a read (events come in order), a lazy node's
+    /// creation as pending, anything else by reading the node after every pending read is done.
+    async fn node_event(&mut self, kind: NodeEventKind, path: String, gap: &mut bool) -> Flow {
+        let lazy = self.options.lazy_data.as_ref().is_some_and(|f| f(&path));
+        match kind {
+            NodeEventKind::Deleted => {
+                if !lazy {
+                    if let Flow::End = self.flush(None, gap).await {
+                        return Flow::End;
+                    }
+                }
+                self.remove_subtree(&path);
+                Flow::Continue
+            }
+            NodeEventKind::Created if lazy => {
+                if self.mirror.insert_pending(&path) {
+                    self.pending_set.insert(path.clone());
+                    self.pending.push_back((Instant::now(), path.clone()));
+                    self.emit(MirrorEvent::Created { path });
+                    Flow::Continue
+                } else {
+                    self.refresh(path, gap).await
+                }
+            }
+            _ => match self.flush(None, gap).await {
+                Flow::End => Flow::End,
+                Flow::Continue => self.refresh(path, gap).await,
+            },
+        }
+    }
+
+    /// When the oldest pending node is due for its read.
+    fn settle_deadline(&mut self) -> Option<Instant> {
+        while let Some((at, path)) = self.pending.front() {
+            if self.pending_set.contains(path) && self.mirror.is_pending(path) {
+                return Some(*at + self.options.settle);
+            }
+            let (_, path) = self.pending.pop_front().expect("a front entry");
+            self.pending_set.remove(&path);
+        }
+        None
+    }
+
+    /// Reads the pending nodes created at or before `due` (all of them for `None`), several at a
+    /// time, and applies what the registry holds.
+    async fn flush(&mut self, due: Option<Instant>, gap: &mut bool) -> Flow {
+        let mut paths = Vec::new();
+        while let Some((at, _)) = self.pending.front() {
+            if due.is_some_and(|d| *at > d) {
+                break;
+            }
+            let (_, path) = self.pending.pop_front().expect("a front entry");
+            if self.pending_set.remove(&path) && self.mirror.is_pending(&path) {
+                paths.push(path);
+            }
+        }
+        if paths.is_empty() {
+            return Flow::Continue;
+        }
+        let registry = self.registry.clone();
+        let reads: Vec<_> = futures::stream::iter(paths)
+            .map(|path| {
+                let registry = registry.clone();
+                async move {
+                    let read = registry.get(&path).await;
+                    (path, read)
+                }
+            })
+            .buffered(FLUSH_CONCURRENCY)
+            .collect()
+            .await;
+        for (path, read) in reads {
+            match read {
+                Ok((data, stat)) => self.upsert(&path, data, stat, Freshness::IfNotOlder),
+                Err(e) if e.is_no_node() => self.remove_subtree(&path),
+                Err(e) => return self.failed("reading a node created earlier", e, gap),
+            }
+        }
+        Flow::Continue
     }
 
     /// Reads the node an event named and applies what the registry holds now.
@@ -261,6 +410,8 @@ impl Feeder {
             Err(e) if e.is_no_node() => Vec::new(),
             Err(e) => return Err(e),
         };
+        self.pending.clear();
+        self.pending_set.clear();
         let listed: HashSet<&str> = listing.iter().map(|n| n.path.as_str()).collect();
         for path in self.mirror.subtree(&self.root).iter().rev() {
             if !listed.contains(path.as_str()) && self.mirror.remove(path) {
@@ -300,5 +451,13 @@ impl Feeder {
     fn emit(&self, event: MirrorEvent) {
         // The consumer dropped its receiver: the mirror itself still has readers, keep feeding it.
         let _ = self.tx.send(event);
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

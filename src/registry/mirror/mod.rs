@@ -32,7 +32,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use tokio::sync::watch;
 
-pub use feed::{FeedHandle, MirrorError, MirrorEvent, MirrorFeed};
+pub use feed::{FeedHandle, FeedOptions, LazyPaths, MirrorError, MirrorEvent, MirrorFeed};
 
 use crate::registry::{join_path, parent_path, Stat};
 
@@ -44,6 +44,9 @@ pub struct MirrorNode {
     /// Its metadata as of the read that last changed the data. `cversion` and `num_children` are
     /// not kept current (ZooKeeper sends no event for them): use [`Mirror::children`].
     pub stat: Stat,
+    /// The node is known to exist but its data has not been read yet: a node the feed's
+    /// [`FeedOptions::lazy_data`] lets it read late. Data and stat are empty until then.
+    pub pending: bool,
 }
 
 /// A local copy of a registry subtree. Clones share the copy.
@@ -177,6 +180,8 @@ impl Mirror {
     fn upsert(&self, path: &str, data: Vec<u8>, stat: Stat, freshness: Freshness) -> Upserted {
         let outcome = match self.inner.nodes.get(path).map(|n| n.clone()) {
             None => Upserted::Created,
+            // The first read of a node known only from its creation event: its data arrives.
+            Some(old) if old.pending => Upserted::Changed,
             Some(old) => {
                 let older = stat.czxid < old.stat.czxid
                     || (stat.czxid == old.stat.czxid && stat.mzxid < old.stat.mzxid);
@@ -198,6 +203,7 @@ impl Mirror {
         let node = MirrorNode {
             data: data.into(),
             stat,
+            pending: false,
         };
         self.inner.nodes.insert(path.to_owned(), node);
         if outcome == Upserted::Created && path != "/" {
@@ -209,6 +215,34 @@ impl Mirror {
                 .insert(name.to_owned());
         }
         outcome
+    }
+
+    /// Records a node known to exist from its creation event, with its data still unread. Returns
+    /// false (and changes nothing) when the node is mirrored already.
+    fn insert_pending(&self, path: &str) -> bool {
+        if self.inner.nodes.contains_key(path) {
+            return false;
+        }
+        let node = MirrorNode {
+            data: Arc::from(&[][..]),
+            stat: Stat::default(),
+            pending: true,
+        };
+        self.inner.nodes.insert(path.to_owned(), node);
+        if path != "/" {
+            let (parent, name) = split(path);
+            self.inner
+                .children
+                .entry(parent.to_owned())
+                .or_default()
+                .insert(name.to_owned());
+        }
+        true
+    }
+
+    /// Whether the node at `path` is mirrored with its data still unread.
+    pub fn is_pending(&self, path: &str) -> bool {
+        self.inner.nodes.get(path).is_some_and(|n| n.pending)
     }
 
     /// Removes one node (not its children) and returns whether it was mirrored.
