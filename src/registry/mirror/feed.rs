@@ -15,8 +15,11 @@ use crate::registry::{
     ListedNode, NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
 };
 
-/// How many reads of late data one flush keeps in flight.
-const FLUSH_CONCURRENCY: usize = 32;
+/// How many reads the feed keeps in flight (one session pipelines them on one connection).
+const READ_CONCURRENCY: usize = 64;
+
+/// The most node events applied as one batch.
+const MAX_BATCH: usize = 1024;
 
 /// Which paths a feed may read late.
 pub type LazyPaths = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -218,6 +221,17 @@ struct Feeder {
     pending_set: HashSet<String>,
 }
 
+/// What one event of a batch needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Remove the node and what is below it.
+    Remove,
+    /// Record the lazy node as pending, unread.
+    Pending,
+    /// Read the node and apply what the registry holds.
+    Read,
+}
+
 /// Whether the feed goes on after a step.
 enum Flow {
     Continue,
@@ -229,19 +243,26 @@ impl Feeder {
         // Set when the mirror may have missed changes (a disconnect, a failed read); cleared by
         // the next successful listing.
         let mut gap = false;
+        // A session event taken from the stream while collecting a batch of node events.
+        let mut held: Option<WatchEvent> = None;
         loop {
-            let settle_at = self.settle_deadline();
-            let event = tokio::select! {
-                event = stream.recv() => match event {
-                    Some(event) => event,
-                    None => break,
-                },
-                () = sleep_until_some(settle_at) => {
-                    let due = Instant::now() - self.options.settle;
-                    if let Flow::End = self.flush(Some(due), &mut gap).await {
-                        return;
+            let event = match held.take() {
+                Some(event) => event,
+                None => {
+                    let settle_at = self.settle_deadline();
+                    tokio::select! {
+                        event = stream.recv() => match event {
+                            Some(event) => event,
+                            None => break,
+                        },
+                        () = sleep_until_some(settle_at) => {
+                            let due = Instant::now() - self.options.settle;
+                            if let Flow::End = self.flush(Some(due), &mut gap).await {
+                                return;
+                            }
+                            continue;
+                        }
                     }
-                    continue;
                 }
             };
             let flow = match event {
@@ -249,7 +270,22 @@ impl Feeder {
                     tracing::debug!(%path, "mirror re-lists before applying events after a gap");
                     self.retry_relist(&mut gap).await
                 }
-                WatchEvent::Node { kind, path } => self.node_event(kind, path, &mut gap).await,
+                WatchEvent::Node { kind, path } => {
+                    // Every node event already queued goes in one batch, so that their reads
+                    // travel together instead of one round trip after another.
+                    let mut batch = vec![(kind, path)];
+                    while batch.len() < MAX_BATCH {
+                        match stream.try_recv() {
+                            Ok(WatchEvent::Node { kind, path }) => batch.push((kind, path)),
+                            Ok(session) => {
+                                held = Some(session);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    self.node_events(batch, &mut gap).await
+                }
                 WatchEvent::Session(SessionState::Disconnected) => {
                     gap = true;
                     self.mirror.set_synced(false);
@@ -274,34 +310,107 @@ impl Feeder {
         self.mirror.set_synced(false);
     }
 
-    /// Applies one node event: a deletion without a read (events come in order), a lazy node's
-    /// creation as pending, anything else by reading the node after every pending read is done.
-    async fn node_event(&mut self, kind: NodeEventKind, path: String, gap: &mut bool) -> Flow {
-        let lazy = self.options.lazy_data.as_ref().is_some_and(|f| f(&path));
-        match kind {
-            NodeEventKind::Deleted => {
-                if !lazy {
-                    if let Flow::End = self.flush(None, gap).await {
-                        return Flow::End;
-                    }
-                }
-                self.remove_subtree(&path);
-                Flow::Continue
+    /// Applies a batch of node events in order. A deletion needs no read (events come in order);
+    /// a lazy node's creation is recorded as pending, unless the batch holds another kind of event,
+    /// in which case every pending node and every node of the batch is read first; any other
+    /// event's node is read. The reads are issued together and applied in event order; a read
+    /// newer than its event is harmless (the mirror keeps the newest state it saw).
+    async fn node_events(&mut self, batch: Vec<(NodeEventKind, String)>, gap: &mut bool) -> Flow {
+        let is_lazy = |p: &str| self.options.lazy_data.as_ref().is_some_and(|f| f(p));
+        let lazy: Vec<bool> = batch.iter().map(|(_, p)| is_lazy(p)).collect();
+        let all_lazy = lazy.iter().all(|l| *l);
+        if !all_lazy {
+            if let Flow::End = self.flush(None, gap).await {
+                return Flow::End;
             }
-            NodeEventKind::Created if lazy => {
-                if self.mirror.insert_pending(&path) {
+        }
+        // What each event needs, decided before anything is applied.
+        let plan: Vec<Step> = batch
+            .iter()
+            .zip(&lazy)
+            .map(|((kind, path), lazy)| match kind {
+                NodeEventKind::Deleted => Step::Remove,
+                NodeEventKind::Created if *lazy && all_lazy && !self.mirror.exists(path) => {
+                    Step::Pending
+                }
+                _ => Step::Read,
+            })
+            .collect();
+        let reads = batch
+            .iter()
+            .zip(&plan)
+            .filter(|(_, step)| **step == Step::Read)
+            .map(|((_, path), _)| path.clone())
+            .collect();
+        let mut results = self.read_all(reads).await.into_iter();
+        let count = batch.len();
+        for (n, ((_, path), step)) in batch.into_iter().zip(plan).enumerate() {
+            let read = match step {
+                Step::Remove => {
+                    self.remove_subtree(&path);
+                    continue;
+                }
+                Step::Pending if self.mirror.insert_pending(&path) => {
                     self.pending_set.insert(path.clone());
                     self.pending.push_back((Instant::now(), path.clone()));
                     self.emit(MirrorEvent::Created { path });
-                    Flow::Continue
-                } else {
-                    self.refresh(path, gap).await
+                    continue;
                 }
+                // Mirrored meanwhile (cannot happen without a deletion in between): read it.
+                Step::Pending => self.registry.get(&path).await,
+                Step::Read => results.next().expect("one read per read step").1,
+            };
+            if let Err(e) = self.apply_read(&path, read) {
+                let flow = self.failed("reading a changed node", e, gap);
+                // The events after the failed read are the "next event" that closes the gap:
+                // re-list now rather than wait for another.
+                if matches!(flow, Flow::Continue) && n + 1 < count {
+                    return self.retry_relist(gap).await;
+                }
+                return flow;
             }
-            _ => match self.flush(None, gap).await {
-                Flow::End => Flow::End,
-                Flow::Continue => self.refresh(path, gap).await,
-            },
+        }
+        Flow::Continue
+    }
+
+    /// Reads `paths`, several at a time, and returns the results in order.
+    async fn read_all(
+        &self,
+        paths: Vec<String>,
+    ) -> Vec<(
+        String,
+        Result<(Vec<u8>, crate::registry::Stat), RegistryError>,
+    )> {
+        let registry = self.registry.clone();
+        futures::stream::iter(paths)
+            .map(|path| {
+                let registry = registry.clone();
+                async move {
+                    let read = registry.get(&path).await;
+                    (path, read)
+                }
+            })
+            .buffered(READ_CONCURRENCY)
+            .collect()
+            .await
+    }
+
+    /// Applies one read of `path`: its data, or its removal when it is gone.
+    fn apply_read(
+        &mut self,
+        path: &str,
+        read: Result<(Vec<u8>, crate::registry::Stat), RegistryError>,
+    ) -> Result<(), RegistryError> {
+        match read {
+            Ok((data, stat)) => {
+                self.upsert(path, data, stat, Freshness::IfNotOlder);
+                Ok(())
+            }
+            Err(e) if e.is_no_node() => {
+                self.remove_subtree(path);
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -333,41 +442,12 @@ impl Feeder {
         if paths.is_empty() {
             return Flow::Continue;
         }
-        let registry = self.registry.clone();
-        let reads: Vec<_> = futures::stream::iter(paths)
-            .map(|path| {
-                let registry = registry.clone();
-                async move {
-                    let read = registry.get(&path).await;
-                    (path, read)
-                }
-            })
-            .buffered(FLUSH_CONCURRENCY)
-            .collect()
-            .await;
-        for (path, read) in reads {
-            match read {
-                Ok((data, stat)) => self.upsert(&path, data, stat, Freshness::IfNotOlder),
-                Err(e) if e.is_no_node() => self.remove_subtree(&path),
-                Err(e) => return self.failed("reading a node created earlier", e, gap),
+        for (path, read) in self.read_all(paths).await {
+            if let Err(e) = self.apply_read(&path, read) {
+                return self.failed("reading a node created earlier", e, gap);
             }
         }
         Flow::Continue
-    }
-
-    /// Reads the node an event named and applies what the registry holds now.
-    async fn refresh(&mut self, path: String, gap: &mut bool) -> Flow {
-        match self.registry.get(&path).await {
-            Ok((data, stat)) => {
-                self.upsert(&path, data, stat, Freshness::IfNotOlder);
-                Flow::Continue
-            }
-            Err(e) if e.is_no_node() => {
-                self.remove_subtree(&path);
-                Flow::Continue
-            }
-            Err(e) => self.failed("reading a changed node", e, gap),
-        }
     }
 
     async fn retry_relist(&mut self, gap: &mut bool) -> Flow {
