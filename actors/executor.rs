@@ -148,7 +148,10 @@ impl ExecutorState {
             self.release_marks().await;
             return;
         }
-        if view.sharding_necessary || view.sharding_processing {
+        // A job never sharded yet (its first leader is still being elected) waits for its
+        // first plan as for a reshard.
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        if view.sharding_necessary || view.sharding_processing || unsharded {
             // The leader waits for running items to end: markers written ahead must go.
             self.release_marks().await;
             self.parked = Some((source, scheduled));

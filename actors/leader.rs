@@ -19,9 +19,16 @@ use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
+use super::lanes::{Lanes, Merge};
 
 /// How often the leader looks whether a job's reconcile interval has passed.
 const RECONCILE_TICK: Duration = Duration::from_secs(60);
+
+/// A full look at a job: election, stale assignments, records of dead owners.
+const RECONCILE: Evaluation = Evaluation {
+    instances_changed: false,
+    reconcile: true,
+};
 
 /// The LeaderActor.
 #[derive(Debug)]
@@ -38,6 +45,8 @@ pub(crate) enum LeaderMsg {
     Evaluate(JobName),
     /// Time to run the reconcile check of jobs whose interval has passed.
     ReconcileTick,
+    /// The evaluation of a job ended.
+    Evaluated(JobName),
 }
 
 /// State of the LeaderActor.
@@ -45,6 +54,7 @@ pub(crate) enum LeaderMsg {
 pub(crate) struct LeaderState {
     ctx: SessionCtx,
     last_reconcile: HashMap<JobName, DateTime<Utc>>,
+    lanes: Lanes<Evaluation>,
 }
 
 impl LeaderState {
@@ -92,82 +102,112 @@ impl LeaderState {
         }
     }
 
-    /// Election first; then, while leading, flags resharding when `instances_changed` or when the
-    /// reconcile check finds a reason.
-    async fn evaluate(&mut self, job: &JobName, instances_changed: bool, reconcile: bool) {
-        let Some(config) = self.ctx.config(job) else {
-            return;
-        };
-        let me = self.ctx.me().clone();
-        let view = JobView::read(self.ctx.mirror(), job);
-        let mut leading = view.leader.as_ref() == Some(&me);
-        match election::decide(&view, job, &me) {
-            ElectionDecision::Nothing => {}
-            ElectionDecision::Stand(op) => match self.ctx.apply(&[op]).await {
-                Ok(()) => {
-                    tracing::info!(%job, instance = %me, "elected leader");
-                    self.ctx
-                        .node
-                        .events
-                        .emit(EngineEvent::LeadershipGained { job: job.clone() });
-                    metrics::counter!("shardcron_elections_total", "job" => job.to_string())
-                        .increment(1);
-                    leading = true;
-                }
-                Err(e) if e.is_node_exists() => {
-                    // The mirror may not show yet that this instance itself won a moment ago:
-                    // ask the registry who leads (a rare path, never a run's).
-                    let path = JobNode::LeaderElectionInstance.to_path(job);
-                    if let Ok((data, _)) = self.ctx.registry.get(&path).await {
-                        leading = &*data == me.as_str().as_bytes();
-                    }
-                }
-                Err(e) => tracing::warn!(%job, error = %e, "standing for leadership failed"),
-            },
-            ElectionDecision::Abdicate(op) => {
-                tracing::info!(%job, "server disabled: stepping down as leader");
-                self.ctx
-                    .node
+    /// Starts an evaluation of `job` in its lane, or merges it into the one that follows the
+    /// evaluation in flight.
+    fn evaluate(&mut self, myself: &ActorRef<LeaderMsg>, job: &JobName, request: Evaluation) {
+        if let Some(request) = self.lanes.admit(job, request) {
+            self.spawn_evaluation(myself, job.clone(), request);
+        }
+    }
+
+    fn spawn_evaluation(&self, myself: &ActorRef<LeaderMsg>, job: JobName, request: Evaluation) {
+        let ctx = self.ctx.clone();
+        let myself = myself.clone();
+        tokio::spawn(async move {
+            evaluate(&ctx, &job, request.instances_changed, request.reconcile).await;
+            // The actor may be gone (session ending): nobody is left to tell.
+            let _ = myself.send_message(LeaderMsg::Evaluated(job));
+        });
+    }
+}
+
+/// What an evaluation looks at; requests for a job merge by "or".
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Evaluation {
+    instances_changed: bool,
+    reconcile: bool,
+}
+
+impl Merge for Evaluation {
+    fn merge(&mut self, later: Self) {
+        self.instances_changed |= later.instances_changed;
+        self.reconcile |= later.reconcile;
+    }
+}
+
+/// Election first; then, while leading, flags resharding when `instances_changed` or when the
+/// reconcile check finds a reason.
+async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reconcile: bool) {
+    let Some(config) = ctx.config(job) else {
+        return;
+    };
+    let me = ctx.me().clone();
+    let view = JobView::read(ctx.mirror(), job);
+    let mut leading = view.leader.as_ref() == Some(&me);
+    match election::decide(&view, job, &me) {
+        ElectionDecision::Nothing => {}
+        ElectionDecision::Stand(op) => match ctx.apply(&[op]).await {
+            Ok(()) => {
+                tracing::info!(%job, instance = %me, "elected leader");
+                ctx.node
                     .events
-                    .emit(EngineEvent::LeadershipLost { job: job.clone() });
-                if let Err(e) = self.ctx.apply(&[op]).await {
-                    if !e.is_no_node() {
-                        tracing::warn!(%job, error = %e, "stepping down failed");
-                    }
-                }
-                return;
+                    .emit(EngineEvent::LeadershipGained { job: job.clone() });
+                metrics::counter!("shardcron_elections_total", "job" => job.to_string())
+                    .increment(1);
+                leading = true;
             }
-        }
-        if !leading {
+            Err(e) if e.is_node_exists() => {
+                // The mirror may not show yet that this instance itself won a moment ago:
+                // ask the registry who leads (a rare path, never a run's).
+                let path = JobNode::LeaderElectionInstance.to_path(job);
+                if let Ok((data, _)) = ctx.registry.get(&path).await {
+                    leading = &*data == me.as_str().as_bytes();
+                }
+            }
+            Err(e) => tracing::warn!(%job, error = %e, "standing for leadership failed"),
+        },
+        ElectionDecision::Abdicate(op) => {
+            tracing::info!(%job, "server disabled: stepping down as leader");
+            ctx.node
+                .events
+                .emit(EngineEvent::LeadershipLost { job: job.clone() });
+            if let Err(e) = ctx.apply(&[op]).await {
+                if !e.is_no_node() {
+                    tracing::warn!(%job, error = %e, "stepping down failed");
+                }
+            }
             return;
         }
-        let total = config.sharding_total_count();
-        let reason = if instances_changed {
-            Some("instances or servers changed".to_owned())
-        } else if reconcile || view.leader.as_ref() != Some(&me) {
-            // Just elected, or the periodic check: look for a stale assignment.
-            resharding::reconcile_reason(&view, total)
-        } else {
-            None
-        };
-        if reconcile {
-            let stale = reconcile::stale_records(&view, job, config.config().failover);
-            if !stale.is_empty() {
-                tracing::info!(%job, count = stale.len(), "clearing records of dead owners");
-                if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &stale).await {
-                    tracing::warn!(%job, error = %e, "clearing records of dead owners failed");
-                }
+    }
+    if !leading {
+        return;
+    }
+    let total = config.sharding_total_count();
+    let reason = if instances_changed {
+        Some("instances or servers changed".to_owned())
+    } else if reconcile || view.leader.as_ref() != Some(&me) {
+        // Just elected, or the periodic check: look for a stale assignment.
+        resharding::reconcile_reason(&view, total)
+    } else {
+        None
+    };
+    if reconcile {
+        let stale = reconcile::stale_records(&view, job, config.config().failover);
+        if !stale.is_empty() {
+            tracing::info!(%job, count = stale.len(), "clearing records of dead owners");
+            if let Err(e) = apply_each_tolerant(&*ctx.registry, &stale).await {
+                tracing::warn!(%job, error = %e, "clearing records of dead owners failed");
             }
         }
-        if let Some(reason) = reason {
-            if let Some(op) = resharding::flag(&view, job) {
-                tracing::info!(%job, %reason, "resharding needed");
-                match self.ctx.apply(&[op]).await {
-                    Ok(()) => {}
-                    Err(e) if e.is_node_exists() => {}
-                    Err(e) => {
-                        tracing::warn!(%job, error = %e, "raising the resharding flag failed")
-                    }
+    }
+    if let Some(reason) = reason {
+        if let Some(op) = resharding::flag(&view, job) {
+            tracing::info!(%job, %reason, "resharding needed");
+            match ctx.apply(&[op]).await {
+                Ok(()) => {}
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => {
+                    tracing::warn!(%job, error = %e, "raising the resharding flag failed")
                 }
             }
         }
@@ -188,12 +228,13 @@ impl Actor for LeaderActor {
         Ok(LeaderState {
             ctx,
             last_reconcile: HashMap::new(),
+            lanes: Lanes::default(),
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
@@ -218,7 +259,14 @@ impl Actor for LeaderActor {
                     (JobNode::LeaderShardingNecessary, NodeEventKind::Deleted)
                 );
                 if membership || election || committed {
-                    state.evaluate(&ev.job, membership, committed).await;
+                    state.evaluate(
+                        &myself,
+                        &ev.job,
+                        Evaluation {
+                            instances_changed: membership,
+                            reconcile: committed,
+                        },
+                    );
                 }
             }
             LeaderMsg::Resynced => {
@@ -230,10 +278,15 @@ impl Actor for LeaderActor {
                     .map(|e| e.key().clone())
                     .collect();
                 for job in jobs {
-                    state.evaluate(&job, false, true).await;
+                    state.evaluate(&myself, &job, RECONCILE);
                 }
             }
-            LeaderMsg::Evaluate(job) => state.evaluate(&job, false, true).await,
+            LeaderMsg::Evaluate(job) => state.evaluate(&myself, &job, RECONCILE),
+            LeaderMsg::Evaluated(job) => {
+                if let Some(next) = state.lanes.done(&job) {
+                    state.spawn_evaluation(&myself, job, next);
+                }
+            }
             LeaderMsg::ReconcileTick => {
                 let now = state.ctx.node.clock.now();
                 let due: Vec<JobName> = state
@@ -252,7 +305,7 @@ impl Actor for LeaderActor {
                     .collect();
                 for job in due {
                     state.last_reconcile.insert(job.clone(), now);
-                    state.evaluate(&job, false, true).await;
+                    state.evaluate(&myself, &job, RECONCILE);
                 }
             }
         }

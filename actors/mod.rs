@@ -37,6 +37,7 @@ pub(crate) mod endpoints;
 pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod failover;
+pub(crate) mod lanes;
 pub(crate) mod leader;
 pub mod node;
 pub(crate) mod register;

@@ -16,6 +16,7 @@ use crate::types::{InstanceId, ShardItem};
 use crate::view::JobView;
 
 use super::context::{JobEvent, SessionCtx};
+use super::lanes::Lanes;
 
 /// The most operations one multi-op carries. ZooKeeper refuses a request past `jute.maxbuffer`
 /// (1 MiB by default) and drops the connection; a plan for a huge `shardingTotalCount` is therefore
@@ -71,6 +72,13 @@ pub(crate) enum ShardingMsg {
     Resynced,
     /// Retry a waiting job (after a burst of `running` deletions).
     Retry(JobName),
+    /// A sharding step of `job` ended; `waiting`: it waits for running items or a retry.
+    Sharded {
+        /// The job.
+        job: JobName,
+        /// Whether it waits.
+        waiting: bool,
+    },
 }
 
 /// State of the ShardingActor.
@@ -81,6 +89,8 @@ pub(crate) struct ShardingState {
     waiting: BTreeSet<JobName>,
     /// Waiting jobs with a retry already on its way.
     retrying: BTreeSet<JobName>,
+    /// Jobs with a sharding step in flight.
+    lanes: Lanes<()>,
 }
 
 /// How long a burst of `running` deletions (one per item at the end of a run) is gathered before
@@ -88,71 +98,85 @@ pub(crate) struct ShardingState {
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl ShardingState {
-    async fn shard(&mut self, job: &JobName) -> Result<(), ActorProcessingErr> {
-        let Some(config) = self.ctx.config(job) else {
-            self.waiting.remove(job);
-            return Ok(());
-        };
-        let strategy = match self
-            .ctx
-            .node
-            .strategies
-            .get(config.config().job_sharding_strategy_type.as_deref())
-        {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(%job, error = %e, "cannot shard");
-                return Ok(());
-            }
-        };
-        let view = JobView::read(self.ctx.mirror(), job);
-        let i_lead = view.leader.as_ref() == Some(self.ctx.me());
-        match resharding::step(
-            &view,
-            job,
-            config.sharding_total_count(),
-            &*strategy,
-            i_lead,
-        ) {
-            ShardingStep::Nothing => {
-                self.waiting.remove(job);
-            }
-            ShardingStep::WaitForRunningItems(items) => {
-                tracing::debug!(%job, ?items, "sharding waits for running items");
-                self.waiting.insert(job.clone());
-            }
-            ShardingStep::Commit { processing, commit } => {
-                self.waiting.remove(job);
-                match self.ctx.apply(&[processing]).await {
-                    Ok(()) => {}
-                    Err(e) if e.is_node_exists() => {}
-                    Err(e) => {
-                        tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
-                        return Ok(());
-                    }
+    /// Starts sharding `job` in its lane, or once more after the run in flight.
+    fn shard(&mut self, myself: &ActorRef<ShardingMsg>, job: &JobName) {
+        if self.lanes.admit(job, ()).is_some() {
+            self.spawn_shard(myself, job.clone());
+        }
+    }
+
+    fn spawn_shard(&self, myself: &ActorRef<ShardingMsg>, job: JobName) {
+        let ctx = self.ctx.clone();
+        let myself = myself.clone();
+        tokio::spawn(async move {
+            let waiting = shard(&ctx, &job).await;
+            // The actor may be gone (session ending): nobody is left to tell.
+            let _ = myself.send_message(ShardingMsg::Sharded { job, waiting });
+        });
+    }
+}
+
+/// One sharding step of `job`; returns whether it waits (for running items to end, or to retry a
+/// failed commit).
+async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
+    let Some(config) = ctx.config(job) else {
+        return false;
+    };
+    let strategy = match ctx
+        .node
+        .strategies
+        .get(config.config().job_sharding_strategy_type.as_deref())
+    {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(%job, error = %e, "cannot shard");
+            return false;
+        }
+    };
+    let view = JobView::read(ctx.mirror(), job);
+    let i_lead = view.leader.as_ref() == Some(ctx.me());
+    match resharding::step(
+        &view,
+        job,
+        config.sharding_total_count(),
+        &*strategy,
+        i_lead,
+    ) {
+        ShardingStep::Nothing => false,
+        ShardingStep::WaitForRunningItems(items) => {
+            tracing::debug!(%job, ?items, "sharding waits for running items");
+            true
+        }
+        ShardingStep::Commit { processing, commit } => {
+            match ctx.apply(&[processing]).await {
+                Ok(()) => {}
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => {
+                    tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
+                    return false;
                 }
-                match apply_in_chunks(&self.ctx, &commit).await {
-                    Ok(()) => {
-                        tracing::info!(%job, "sharding committed");
-                        self.ctx.node.events.emit(EngineEvent::ShardingChanged {
-                            job: job.clone(),
-                            assignment: assignment_of(&commit),
-                        });
-                        metrics::counter!("shardcron_reshardings_total", "job" => job.to_string())
-                            .increment(1);
-                    }
-                    Err(e) => {
-                        // The mirror was behind the registry: undo `processing` and retry on the
-                        // next event or fire.
-                        tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
-                        let path = JobNode::LeaderShardingProcessing.to_path(job);
-                        let _ = self.ctx.registry.delete(&path, None).await;
-                        self.waiting.insert(job.clone());
-                    }
+            }
+            match apply_in_chunks(&ctx, &commit).await {
+                Ok(()) => {
+                    tracing::info!(%job, "sharding committed");
+                    ctx.node.events.emit(EngineEvent::ShardingChanged {
+                        job: job.clone(),
+                        assignment: assignment_of(&commit),
+                    });
+                    metrics::counter!("shardcron_reshardings_total", "job" => job.to_string())
+                        .increment(1);
+                    false
+                }
+                Err(e) => {
+                    // The mirror was behind the registry: undo `processing` and retry on the
+                    // next event or fire.
+                    tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
+                    let path = JobNode::LeaderShardingProcessing.to_path(job);
+                    let _ = ctx.registry.delete(&path, None).await;
+                    true
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -170,6 +194,7 @@ impl Actor for ShardingActor {
             ctx,
             waiting: BTreeSet::new(),
             retrying: BTreeSet::new(),
+            lanes: Lanes::default(),
         })
     }
 
@@ -180,7 +205,7 @@ impl Actor for ShardingActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ShardingMsg::ShardIfNecessary(job) => state.shard(&job).await?,
+            ShardingMsg::ShardIfNecessary(job) => state.shard(&myself, &job),
             ShardingMsg::Job(ev) => {
                 // The leader shards as soon as the flag is up, not at its next fire: the new plan is
                 // then ready before the fire (no sharding on a run's path), and a leaving instance's
@@ -196,7 +221,7 @@ impl Actor for ShardingActor {
                         | (JobNode::Instance(_), _)
                 );
                 if flagged {
-                    state.shard(&ev.job).await?;
+                    state.shard(&myself, &ev.job);
                 } else if unblocks
                     && state.waiting.contains(&ev.job)
                     && state.retrying.insert(ev.job.clone())
@@ -208,13 +233,23 @@ impl Actor for ShardingActor {
             ShardingMsg::Retry(job) => {
                 state.retrying.remove(&job);
                 if state.waiting.contains(&job) {
-                    state.shard(&job).await?;
+                    state.shard(&myself, &job);
+                }
+            }
+            ShardingMsg::Sharded { job, waiting } => {
+                if waiting {
+                    state.waiting.insert(job.clone());
+                } else {
+                    state.waiting.remove(&job);
+                }
+                if state.lanes.done(&job).is_some() {
+                    state.spawn_shard(&myself, job);
                 }
             }
             ShardingMsg::Resynced => {
                 let waiting: Vec<_> = state.waiting.iter().cloned().collect();
                 for job in waiting {
-                    state.shard(&job).await?;
+                    state.shard(&myself, &job);
                 }
             }
         }
