@@ -156,7 +156,7 @@ async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
                     return false;
                 }
             }
-            match apply_in_chunks(&ctx, &commit).await {
+            match apply_in_chunks(ctx, &commit).await {
                 Ok(()) => {
                     tracing::info!(%job, "sharding committed");
                     ctx.node.events.emit(EngineEvent::ShardingChanged {
