@@ -196,6 +196,9 @@ impl ExecutorState {
         for i in &plan.unmarked {
             self.local.marked.remove(i);
         }
+        for i in &plan.run {
+            self.local.ended.remove(i);
+        }
         if !plan.flagged.is_empty() {
             metrics::counter!("shardcron_misfires_total", "job" => self.job.to_string())
                 .increment(plan.flagged.len() as u64);
@@ -229,7 +232,12 @@ impl ExecutorState {
             return;
         }
         match self.ctx.writes.apply(plan.ops).await {
-            Ok(()) => self.local.marked.extend(plan.items),
+            Ok(()) => {
+                for i in &plan.items {
+                    self.local.ended.remove(i);
+                }
+                self.local.marked.extend(plan.items)
+            }
             Err(e) => {
                 tracing::debug!(job = %self.job, %scheduled, error = %e,
                     "markers not written ahead; the fire writes them")
@@ -330,10 +338,24 @@ impl ExecutorState {
         for i in &run.items {
             self.local.running.remove(i);
         }
-        if let Err(e) = self.ctx.writes.apply(run.end_ops.clone()).await {
-            tracing::debug!(job = %self.job, error = %e, "removing running markers one by one");
-            if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &run.end_ops).await {
-                tracing::warn!(job = %self.job, error = %e, "removing running markers failed");
+        let removed = match self.ctx.writes.apply(run.end_ops.clone()).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(job = %self.job, error = %e, "removing running markers one by one");
+                let tolerant = apply_each_tolerant(&*self.ctx.registry, &run.end_ops).await;
+                if let Err(e) = &tolerant {
+                    tracing::warn!(job = %self.job, error = %e, "removing running markers failed");
+                }
+                tolerant.is_ok()
+            }
+        };
+        if removed {
+            // Until the mirror shows the deletions, those markers are this instance's, not a run
+            // elsewhere.
+            for op in &run.end_ops {
+                if let Ok((_, JobNode::ShardingRunning(item))) = JobNode::parse(op.path()) {
+                    self.local.ended.insert(item);
+                }
             }
         }
         let catch_up: BTreeSet<ShardItem> = self
@@ -422,6 +444,9 @@ impl ExecutorState {
                 self.config_changed().await
             }
             (JobNode::LeaderShardingNecessary, NodeEventKind::Created) => self.resharding.set(true),
+            (JobNode::ShardingRunning(item), NodeEventKind::Deleted) => {
+                self.local.ended.remove(item);
+            }
             (
                 JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
                 NodeEventKind::Deleted,

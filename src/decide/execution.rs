@@ -33,6 +33,9 @@ pub struct LocalRuns {
     /// Items whose `running` marker this instance wrote ahead of a fire
     /// ([`super::prepare::plan_prepare`]) and that no run has used yet.
     pub marked: BTreeSet<ShardItem>,
+    /// Items whose `running` marker this instance deleted at the end of a run while the mirror
+    /// may still show it (its data possibly unread): such a marker is not someone else's run.
+    pub ended: BTreeSet<ShardItem>,
 }
 
 /// The decision for one fire.
@@ -81,7 +84,8 @@ pub fn plan_run(
             }
             continue;
         }
-        let running_elsewhere = v.running.as_deref().is_some_and(|r| r != me.as_str());
+        let running_elsewhere =
+            v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(item);
         if local.running.contains(item) || running_elsewhere {
             plan.skipped.push(*item);
             let flagged = v.misfire || local.misfire_flagged.contains(item);
@@ -326,6 +330,32 @@ mod tests {
         let plan = plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
         assert_eq!(plan.run, vec![ShardItem(1)]);
         assert!(plan.unmarked.is_empty());
+    }
+
+    #[test]
+    fn a_marker_this_instance_just_deleted_is_not_a_run_elsewhere_even_with_its_data_unread() {
+        let a = inst("10.0.0.1@-@1");
+        // The mirror still shows the marker of the run that just ended, its owner unread.
+        let v = with_item(owned(view(&[&a], Some(&a)), &[(0, &a)]), 0, |i| {
+            i.running = Some(String::new())
+        });
+        let local = LocalRuns {
+            misfire_flagged: [ShardItem(0)].into(),
+            ended: [ShardItem(0)].into(),
+            ..Default::default()
+        };
+        let only = [ShardItem(0)].into();
+        let plan = plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
+        assert_eq!(plan.run, vec![ShardItem(0)], "the misfire catch-up runs");
+        let unknown = LocalRuns {
+            ended: BTreeSet::new(),
+            ..local
+        };
+        let plan = plan_run(&v, &job(), &a, MONITORED, &unknown, Some(&only));
+        assert!(
+            plan.run.is_empty(),
+            "an unknown marker is someone else's run"
+        );
     }
 
     #[test]

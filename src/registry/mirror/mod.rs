@@ -206,7 +206,15 @@ impl Mirror {
             pending: false,
         };
         self.inner.nodes.insert(path.to_owned(), node);
-        if outcome == Upserted::Created && path != "/" {
+        if outcome == Upserted::Created {
+            self.link_to_parent(path);
+        }
+        outcome
+    }
+
+    /// Enters a newly mirrored node in its parent's child index.
+    fn link_to_parent(&self, path: &str) {
+        if path != "/" {
             let (parent, name) = split(path);
             self.inner
                 .children
@@ -214,7 +222,6 @@ impl Mirror {
                 .or_default()
                 .insert(name.to_owned());
         }
-        outcome
     }
 
     /// Records a node known to exist from its creation event, with its data still unread. Returns
@@ -229,14 +236,7 @@ impl Mirror {
             pending: true,
         };
         self.inner.nodes.insert(path.to_owned(), node);
-        if path != "/" {
-            let (parent, name) = split(path);
-            self.inner
-                .children
-                .entry(parent.to_owned())
-                .or_default()
-                .insert(name.to_owned());
-        }
+        self.link_to_parent(path);
         true
     }
 
