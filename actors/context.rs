@@ -97,7 +97,7 @@ pub struct NodeContext {
     /// The local copy of the namespace, fed by the current session.
     pub mirror: Mirror,
     /// The jobs this node runs; replayed on every new session.
-    pub jobs: Mutex<BTreeMap<JobName, JobSpec>>,
+    pub jobs: Mutex<BTreeMap<JobName, Arc<JobSpec>>>,
     /// Tunables.
     pub options: NodeOptions,
     /// Engine events to subscribers (history, host actors).

@@ -81,7 +81,7 @@ pub(crate) enum ExecutorMsg {
 #[derive(Debug)]
 pub(crate) struct ExecutorArgs {
     pub(crate) ctx: SessionCtx,
-    pub(crate) spec: JobSpec,
+    pub(crate) spec: Arc<JobSpec>,
 }
 
 #[derive(Debug)]
@@ -95,7 +95,7 @@ struct ActiveRun {
 #[derive(Debug)]
 pub(crate) struct ExecutorState {
     ctx: SessionCtx,
-    spec: JobSpec,
+    spec: Arc<JobSpec>,
     job: JobName,
     config: Arc<ValidatedConfig>,
     listeners: Listeners,
@@ -569,27 +569,57 @@ impl Actor for ExecutorActor {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // Boxed: ractor keeps the handler's future inside every actor's boxed loop, so an unboxed
+        // one would cost its whole size (kilobytes) per job for as long as the job lives.
+        Box::pin(state.on_message(&myself, msg)).await
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(t) = state.ctx.trigger() {
+            let _ = t.send_message(TriggerMsg::Unschedule(state.job.clone()));
+        }
+        for run in state.runs.values() {
+            for t in run.tokens.values() {
+                t.cancel();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ExecutorState {
+    /// One message, as [`ExecutorActor::handle`] gets it.
+    async fn on_message(
+        &mut self,
+        myself: &ActorRef<ExecutorMsg>,
+        msg: ExecutorMsg,
+    ) -> Result<(), ActorProcessingErr> {
+        let state = self;
         match msg {
             ExecutorMsg::Prepare { scheduled } => state.prepare(scheduled).await,
             ExecutorMsg::Fire { scheduled } => {
                 state
-                    .start(&myself, ExecutionSource::Normal, Some(scheduled), None)
+                    .start(myself, ExecutionSource::Normal, Some(scheduled), None)
                     .await
             }
             ExecutorMsg::TriggerNow => {
                 if state.runs.is_empty() {
                     state
-                        .start(&myself, ExecutionSource::Manual, None, None)
+                        .start(myself, ExecutionSource::Manual, None, None)
                         .await;
                 } else {
                     state.trigger_queued = true;
                 }
             }
-            ExecutorMsg::RunFinished(report) => state.finished(&myself, *report).await,
-            ExecutorMsg::Job(ev) => state.event(&myself, ev).await?,
+            ExecutorMsg::RunFinished(report) => state.finished(myself, *report).await,
+            ExecutorMsg::Job(ev) => state.event(myself, ev).await?,
             ExecutorMsg::Resynced => {
                 state.config_changed().await;
-                state.resume_parked(&myself).await;
+                state.resume_parked(myself).await;
             }
             ExecutorMsg::SessionState(s) => state.disconnected = s == SessionState::Disconnected,
             ExecutorMsg::Drain(reply) => {
@@ -637,27 +667,11 @@ impl Actor for ExecutorActor {
             ExecutorMsg::FailoverClaimed(items) => {
                 tracing::info!(job = %state.job, ?items, "running items taken over from a crashed instance");
                 let end_ops = failover::finish_ops(&state.job, &items);
-                state.launch(&myself, ExecutionSource::Failover, None, items, end_ops);
+                state.launch(myself, ExecutionSource::Failover, None, items, end_ops);
             }
             ExecutorMsg::IsIdle(reply) => {
                 let idle = state.runs.is_empty() && !state.draining && !state.disconnected;
                 let _ = reply.send(idle);
-            }
-        }
-        Ok(())
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(t) = state.ctx.trigger() {
-            let _ = t.send_message(TriggerMsg::Unschedule(state.job.clone()));
-        }
-        for run in state.runs.values() {
-            for t in run.tokens.values() {
-                t.cancel();
             }
         }
         Ok(())

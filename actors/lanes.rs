@@ -3,10 +3,17 @@
 //! side (their registry calls pipelined on the session) instead of one round trip after another
 //! inside the actor. A request for a job whose task is still running is merged into one follow-up
 //! that starts when the task reports back (a message, never a wait inside the handler).
+//!
+//! At most [`Lanes::cap`] tasks run at once; jobs beyond it wait in arrival order. A few hundred
+//! in flight keep the session's pipeline full, while ten thousand tasks at once (every job at a
+//! session start) would only hold ten thousand futures in memory without finishing sooner.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use crate::types::JobName;
+
+/// Tasks in flight per actor unless said otherwise.
+pub(crate) const DEFAULT_CAP: usize = 256;
 
 /// A request that can absorb another for the same job.
 pub(crate) trait Merge {
@@ -18,50 +25,94 @@ impl Merge for () {
     fn merge(&mut self, _later: Self) {}
 }
 
-/// Which jobs have a task in flight, and what to do for each once it ends.
+/// Which jobs have a task in flight or waiting, and what to do for each next.
 #[derive(Debug)]
 pub(crate) struct Lanes<R> {
-    busy: HashMap<JobName, Option<R>>,
+    lanes: HashMap<JobName, Lane<R>>,
+    /// Jobs with a kept request and no task, oldest first.
+    waiting: VecDeque<JobName>,
+    running: usize,
+    cap: usize,
 }
 
-impl<R> Default for Lanes<R> {
+#[derive(Debug)]
+struct Lane<R> {
+    running: bool,
+    kept: Option<R>,
+}
+
+impl<R: Merge> Default for Lanes<R> {
     fn default() -> Self {
-        Self {
-            busy: HashMap::new(),
-        }
+        Self::with_cap(DEFAULT_CAP)
     }
 }
 
 impl<R: Merge> Lanes<R> {
-    /// Returns the request when the caller should start a task for `job` now; otherwise it is
-    /// kept (merged with any other kept one) for when the running task ends.
-    pub(crate) fn admit(&mut self, job: &JobName, request: R) -> Option<R> {
-        match self.busy.get_mut(job) {
-            None => {
-                self.busy.insert(job.clone(), None);
-                Some(request)
-            }
-            Some(Some(kept)) => {
-                kept.merge(request);
-                None
-            }
-            Some(slot) => {
-                *slot = Some(request);
-                None
-            }
+    /// Lanes running at most `cap` tasks at once (at least one).
+    pub(crate) fn with_cap(cap: usize) -> Self {
+        Self {
+            lanes: HashMap::new(),
+            waiting: VecDeque::new(),
+            running: 0,
+            cap: cap.max(1),
         }
     }
 
-    /// `job`'s task ended: the kept request to start next (the lane stays busy), or none (the
-    /// lane is free).
-    pub(crate) fn done(&mut self, job: &JobName) -> Option<R> {
-        match self.busy.get_mut(job) {
-            Some(slot @ Some(_)) => slot.take(),
-            _ => {
-                self.busy.remove(job);
-                None
+    /// Returns the request when the caller should start a task for `job` now; otherwise it is
+    /// kept (merged with any other kept one) for when a task slot or the job's lane frees up.
+    pub(crate) fn admit(&mut self, job: &JobName, request: R) -> Option<R> {
+        if let Some(lane) = self.lanes.get_mut(job) {
+            match &mut lane.kept {
+                Some(kept) => kept.merge(request),
+                None => lane.kept = Some(request),
+            }
+            return None;
+        }
+        if self.running < self.cap {
+            self.running += 1;
+            self.lanes.insert(
+                job.clone(),
+                Lane {
+                    running: true,
+                    kept: None,
+                },
+            );
+            return Some(request);
+        }
+        self.lanes.insert(
+            job.clone(),
+            Lane {
+                running: false,
+                kept: Some(request),
+            },
+        );
+        self.waiting.push_back(job.clone());
+        None
+    }
+
+    /// `job`'s task ended: the next task to start, if any (the job's own follow-up when nothing
+    /// else waits, else the job that has waited longest; the follow-up queues behind it).
+    pub(crate) fn done(&mut self, job: &JobName) -> Option<(JobName, R)> {
+        if let Some(lane) = self.lanes.get_mut(job).filter(|l| l.running) {
+            lane.running = false;
+            self.running -= 1;
+            if lane.kept.is_some() {
+                self.waiting.push_back(job.clone());
+            } else {
+                self.lanes.remove(job);
             }
         }
+        while self.running < self.cap {
+            let next = self.waiting.pop_front()?;
+            if let Some(lane) = self.lanes.get_mut(&next) {
+                if let Some(request) = lane.kept.take() {
+                    lane.running = true;
+                    self.running += 1;
+                    return Some((next, request));
+                }
+            }
+        }
+        None
     }
 }
 
@@ -93,18 +144,47 @@ mod tests {
         );
         assert_eq!(lanes.admit(&a, Flags(2)), None);
         assert_eq!(lanes.admit(&a, Flags(4)), None);
-        assert_eq!(lanes.done(&a), Some(Flags(6)), "merged follow-up");
+        assert_eq!(
+            lanes.done(&a),
+            Some((a.clone(), Flags(6))),
+            "merged follow-up"
+        );
         assert_eq!(
             lanes.admit(&a, Flags(1)),
             None,
             "the follow-up holds the lane"
         );
-        assert_eq!(lanes.done(&a), Some(Flags(1)));
+        assert_eq!(lanes.done(&a), Some((a.clone(), Flags(1))));
         assert_eq!(lanes.done(&a), None);
         assert_eq!(
             lanes.admit(&a, Flags(8)),
             Some(Flags(8)),
             "a free lane starts at once"
         );
+    }
+
+    #[test]
+    fn tasks_beyond_the_cap_wait_in_arrival_order_and_a_follow_up_queues_behind_them() {
+        let job = |n: &str| JobName::new(n).expect("a job name");
+        let (a, b, c) = (job("a"), job("b"), job("c"));
+        let mut lanes = Lanes::with_cap(1);
+        assert_eq!(lanes.admit(&a, Flags(1)), Some(Flags(1)));
+        assert_eq!(lanes.admit(&b, Flags(1)), None, "over the cap: waits");
+        assert_eq!(lanes.admit(&c, Flags(1)), None);
+        assert_eq!(lanes.admit(&b, Flags(2)), None, "merged while waiting");
+        assert_eq!(lanes.admit(&a, Flags(4)), None, "a's follow-up");
+        assert_eq!(
+            lanes.done(&a),
+            Some((b.clone(), Flags(3))),
+            "b waited longest"
+        );
+        assert_eq!(lanes.done(&b), Some((c.clone(), Flags(1))));
+        assert_eq!(
+            lanes.done(&c),
+            Some((a.clone(), Flags(4))),
+            "a's follow-up last"
+        );
+        assert_eq!(lanes.done(&a), None);
+        assert_eq!(lanes.admit(&b, Flags(8)), Some(Flags(8)), "all free again");
     }
 }

@@ -283,7 +283,7 @@ impl Actor for LeaderActor {
             }
             LeaderMsg::Evaluate(job) => state.evaluate(&myself, &job, RECONCILE),
             LeaderMsg::Evaluated(job) => {
-                if let Some(next) = state.lanes.done(&job) {
+                if let Some((job, next)) = state.lanes.done(&job) {
                     state.spawn_evaluation(&myself, job, next);
                 }
             }

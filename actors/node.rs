@@ -194,7 +194,7 @@ impl NodeBuilder {
         });
         for spec in self.jobs {
             let v = super::register::validate(&node, &spec.config, &spec.job_type)?;
-            jobs.insert(v.job_name().clone(), spec);
+            jobs.insert(v.job_name().clone(), Arc::new(spec));
         }
         *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
         // Fail fast with a clear error when the registry is unreachable at start; later outages are

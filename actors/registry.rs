@@ -184,10 +184,10 @@ impl Actor for RegistryActor {
                 let result = match super::register::job_name(&spec.config) {
                     Err(e) => Err(e),
                     Ok(name) => {
-                        let spec = *spec;
+                        let spec: Arc<JobSpec> = Arc::from(spec);
                         lock_jobs(&state.node).insert(name.clone(), spec.clone());
                         match &state.active {
-                            Some(a) => ractor::call!(a.session, SessionMsg::AddJob, Box::new(spec))
+                            Some(a) => ractor::call!(a.session, SessionMsg::AddJob, spec)
                                 .map_err(|e| EngineError::Actor(e.to_string()))
                                 .and_then(|r| r),
                             None => Ok(()),
@@ -377,6 +377,6 @@ async fn connect(
 
 pub(crate) fn lock_jobs(
     node: &NodeContext,
-) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<JobName, JobSpec>> {
+) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<JobName, Arc<JobSpec>>> {
     node.jobs.lock().unwrap_or_else(|p| p.into_inner())
 }

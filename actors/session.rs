@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use futures::StreamExt;
+
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
@@ -22,6 +24,9 @@ use super::trigger::TriggerActor;
 
 /// How long to wait before trying again to start a child whose restart failed.
 const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Jobs registering at the same time when a session starts.
+const REGISTERING_AT_ONCE: usize = 512;
 
 /// Spawns (and so registers) the executor of `job`, recording its ref in the directory.
 async fn spawn_executor(
@@ -57,7 +62,10 @@ pub(crate) enum SessionMsg {
     /// The session was disconnected or reconnected.
     SessionState(SessionState),
     /// Start running a job on this session.
-    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
+    AddJob(
+        std::sync::Arc<JobSpec>,
+        RpcReplyPort<Result<(), EngineError>>,
+    ),
     /// Stop running a job.
     RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// Run a job's items now.
@@ -187,11 +195,17 @@ impl Actor for SessionActor {
             state.spawn(&cell, child).await?;
         }
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
-        // Every job registers at once (its writes pipelined on the session), not one after another.
-        let spawns = jobs
-            .iter()
-            .map(|job| spawn_executor(&state.ctx, &cell, job));
-        let results = futures::future::join_all(spawns).await;
+        // Jobs register side by side (their writes pipelined on the session), not one after
+        // another; a few hundred at a time fill the pipeline without holding every job's
+        // registration in memory at once.
+        let results: Vec<_> = futures::stream::iter(jobs.clone())
+            .map(|job| {
+                let (ctx, cell) = (state.ctx.clone(), cell.clone());
+                async move { spawn_executor(&ctx, &cell, &job).await }
+            })
+            .buffered(REGISTERING_AT_ONCE)
+            .collect()
+            .await;
         for (job, result) in jobs.into_iter().zip(results) {
             match result {
                 Ok(child) => {

@@ -242,7 +242,7 @@ impl Actor for ShardingActor {
                 } else {
                     state.waiting.remove(&job);
                 }
-                if state.lanes.done(&job).is_some() {
+                if let Some((job, ())) = state.lanes.done(&job) {
                     state.spawn_shard(&myself, job);
                 }
             }

@@ -5,6 +5,10 @@
 //! Parsing is done once per config by [`CronSchedule::parse`]; [`CronSchedule::next_fire_after`]
 //! then only searches, so it is cheap enough to run for every fire of every job.
 //!
+//! A parsed croner pattern takes about 5 KB (its year field is a bitfield over croner's whole
+//! range of years), so schedules written the same way share one parse: ten thousand jobs on
+//! `0/10 * * * * ?` hold one pattern, and a clone of a schedule is a reference count.
+//!
 //! # Quartz rules enforced here (croner is laxer)
 //!
 //! - Exactly one of day-of-month and day-of-week is `?`; the other may be `*`. Quartz refuses both
@@ -31,6 +35,9 @@
 //!   both passes, so `0 0/30 * * * ?` keeps firing every 30 minutes of real time.
 //!
 //! Both rules are deterministic and covered by the tests below.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use chrono::{DateTime, Local, Utc};
 use croner::parser::{CronParser, Seconds};
@@ -123,6 +130,42 @@ pub enum CronError {
     },
 }
 
+/// The schedules alive in this process, by expression (entries of dropped ones are pruned as the
+/// table grows).
+static PARSED: LazyLock<Parsed> = LazyLock::new(Parsed::default);
+
+#[derive(Default)]
+struct Parsed(Mutex<ParsedTable>);
+
+#[derive(Default)]
+struct ParsedTable {
+    by_expr: HashMap<Arc<str>, Weak<Cron>>,
+    /// Size after the last pruning; the next one happens at twice that.
+    pruned_at: usize,
+}
+
+impl Parsed {
+    fn get(&self, expr: &str) -> Option<CronSchedule> {
+        let table = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (expr, cron) = table.by_expr.get_key_value(expr)?;
+        Some(CronSchedule {
+            expr: expr.clone(),
+            cron: cron.upgrade()?,
+        })
+    }
+
+    fn put(&self, schedule: &CronSchedule) {
+        let mut table = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if table.by_expr.len() >= 2 * table.pruned_at.max(64) {
+            table.by_expr.retain(|_, cron| cron.strong_count() > 0);
+            table.pruned_at = table.by_expr.len();
+        }
+        table
+            .by_expr
+            .insert(schedule.expr.clone(), Arc::downgrade(&schedule.cron));
+    }
+}
+
 /// A parsed Quartz cron expression.
 ///
 /// ```
@@ -135,8 +178,8 @@ pub enum CronError {
 /// ```
 #[derive(Debug, Clone)]
 pub struct CronSchedule {
-    expr: String,
-    cron: Cron,
+    expr: Arc<str>,
+    cron: Arc<Cron>,
 }
 
 impl PartialEq for CronSchedule {
@@ -151,15 +194,20 @@ impl Eq for CronSchedule {}
 impl CronSchedule {
     /// Parses a Quartz expression (see the module docs for the rules).
     pub fn parse(expr: &str) -> Result<Self, CronError> {
+        if let Some(shared) = PARSED.get(expr) {
+            return Ok(shared);
+        }
         let fields: Vec<&str> = expr.split_whitespace().collect();
         check_quartz_shape(expr, &fields)?;
         let cron = quartz_parser()
             .parse(&croner_spelling(&fields))
             .map_err(|source| blame_field(expr, &fields, source))?;
-        Ok(Self {
-            expr: expr.to_owned(),
-            cron,
-        })
+        let schedule = Self {
+            expr: Arc::from(expr),
+            cron: Arc::new(cron),
+        };
+        PARSED.put(&schedule);
+        Ok(schedule)
     }
 
     /// The expression as written.

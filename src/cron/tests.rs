@@ -299,3 +299,21 @@ fn interval_fires_in_the_fall_back_overlap_happen_on_both_passes() {
         ]
     );
 }
+
+#[test]
+fn schedules_written_the_same_way_share_one_parsed_pattern() {
+    let a = CronSchedule::parse("0/7 * * * * ?").expect("valid");
+    let b = CronSchedule::parse("0/7 * * * * ?").expect("valid");
+    let other = CronSchedule::parse("0/8 * * * * ?").expect("valid");
+    assert!(
+        std::sync::Arc::ptr_eq(&a.cron, &b.cron),
+        "one pattern for both"
+    );
+    assert!(!std::sync::Arc::ptr_eq(&a.cron, &other.cron));
+    drop((a, b));
+    let again = CronSchedule::parse("0/7 * * * * ?").expect("a dropped pattern is parsed again");
+    assert_eq!(
+        again.next_fire_after(at("2025-01-01T00:00:00Z"), &JobTimeZone::utc()),
+        Some(at("2025-01-01T00:00:07Z"))
+    );
+}
