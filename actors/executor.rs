@@ -4,7 +4,7 @@
 //! manual trigger, and answers a pending drain. Waiting for a reshard is a parked fire resumed by
 //! the event that ends it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -100,7 +100,7 @@ pub(crate) struct ExecutorState {
     config: Arc<ValidatedConfig>,
     listeners: Listeners,
     error_handler: Arc<dyn ErrorHandler>,
-    runs: HashMap<u64, ActiveRun>,
+    runs: BTreeMap<u64, ActiveRun>,
     local: LocalRuns,
     next_run: u64,
     /// A fire waiting for resharding to finish.
@@ -181,6 +181,7 @@ impl ExecutorState {
             &self.local,
             only.as_ref(),
         );
+        drop(view);
         if let Err(e) = self.ctx.writes.apply(plan.start_ops.clone()).await {
             if e.is_node_exists() || e.is_no_node() {
                 // The mirror was behind our own earlier writes: apply what still applies.
@@ -228,6 +229,8 @@ impl ExecutorState {
             return;
         }
         let plan = plan_prepare(&view, &self.job, &me, self.settings(), &self.local);
+        // Not held across the write: ten thousand jobs prepare the same instant.
+        drop(view);
         if plan.ops.is_empty() {
             return;
         }
@@ -391,6 +394,10 @@ impl ExecutorState {
             return;
         };
         match registry_config(&self.ctx, &path, &data, &self.spec.job_type) {
+            Ok(new) if new.config() == self.config.config() => {
+                // Unchanged (a resync, or a write of the same text): keep the shared copy.
+                self.config_seen();
+            }
             Ok(new) => {
                 let new = Arc::new(new);
                 let reschedule = new.config().cron != self.config.config().cron
@@ -421,15 +428,20 @@ impl ExecutorState {
                         let _ = t.send_message(TriggerMsg::Schedule(self.job.clone(), new));
                     }
                 }
-                if let Some(l) = self.ctx.leader() {
-                    let _ = l.send_message(LeaderMsg::Evaluate(self.job.clone()));
-                }
-                if let Some(f) = self.ctx.failover() {
-                    let _ = f.send_message(FailoverMsg::ConfigChanged(self.job.clone()));
-                }
+                self.config_seen();
             }
             Err(e) => tracing::error!(job = %self.job, error = %e,
                 "invalid config in the registry; keeping the last valid one"),
+        }
+    }
+
+    /// The leader and failover actors look at the job again after its config was (re)read.
+    fn config_seen(&self) {
+        if let Some(l) = self.ctx.leader() {
+            let _ = l.send_message(LeaderMsg::Evaluate(self.job.clone()));
+        }
+        if let Some(f) = self.ctx.failover() {
+            let _ = f.send_message(FailoverMsg::ConfigChanged(self.job.clone()));
         }
     }
 
@@ -550,7 +562,7 @@ impl Actor for ExecutorActor {
             config,
             listeners,
             error_handler,
-            runs: HashMap::new(),
+            runs: BTreeMap::new(),
             local: LocalRuns::default(),
             next_run: 0,
             parked: None,

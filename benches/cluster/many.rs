@@ -35,16 +35,19 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     let register = started.elapsed();
     // One fire of every job after registration.
     let fire = probe::next_instant(period, 0);
-    probe::sleep_until_wall(fire, Duration::ZERO).await;
+    // The mark is taken before the instant: the first items start within a millisecond of it,
+    // sooner than this task wakes.
     let mark = log.mark();
+    probe::sleep_until_wall(fire, Duration::ZERO).await;
     let fired_all = log
-        .wait_count(
-            log.count().max(mark as u64) + jobs as u64,
+        .wait_instant(
+            fire.timestamp(),
+            jobs as u64,
             Duration::from_secs(period as u64 - 1),
         )
         .await;
     let fire_took = (Utc::now() - fire).to_std().unwrap_or_default();
-    let delays = Stats::of(log.delays_since(mark));
+    let delays = Stats::of(log.delays_of(mark, fire.timestamp()));
     // The quiet window: from just after the fire to just before the next one.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (cpu0, t0) = (probe::cpu_time(), Instant::now());

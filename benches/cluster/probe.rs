@@ -21,8 +21,9 @@ pub(crate) struct DelayLog {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Delay of each execution, in arrival order, in microseconds.
-    delays_us: Vec<u64>,
+    /// Scheduled instant (Unix seconds) and delay (microseconds) of each execution, in arrival
+    /// order.
+    delays_us: Vec<(i64, u64)>,
     /// Executions per scheduled instant (Unix seconds).
     per_second: BTreeMap<i64, u64>,
 }
@@ -37,7 +38,10 @@ impl DelayLog {
         let scheduled_us =
             (us - offset * 1_000_000).div_euclid(period_us) * period_us + offset * 1_000_000;
         let mut inner = self.inner.lock().unwrap();
-        inner.delays_us.push((us - scheduled_us) as u64);
+        inner.delays_us.push((
+            scheduled_us.div_euclid(1_000_000),
+            (us - scheduled_us) as u64,
+        ));
         *inner
             .per_second
             .entry(scheduled_us / 1_000_000)
@@ -58,7 +62,18 @@ impl DelayLog {
 
     /// The delays recorded since `mark`.
     pub(crate) fn delays_since(&self, mark: usize) -> Vec<u64> {
-        self.inner.lock().unwrap().delays_us[mark..].to_vec()
+        let inner = self.inner.lock().unwrap();
+        inner.delays_us[mark..].iter().map(|(_, d)| *d).collect()
+    }
+
+    /// The delays of the fire scheduled at `instant` (Unix seconds) recorded since `mark`.
+    pub(crate) fn delays_of(&self, mark: usize, instant: i64) -> Vec<u64> {
+        let inner = self.inner.lock().unwrap();
+        inner.delays_us[mark..]
+            .iter()
+            .filter(|(at, _)| *at == instant)
+            .map(|(_, d)| *d)
+            .collect()
     }
 
     /// Executions per scheduled second, for the seconds in `[from, to)` (Unix seconds).
@@ -67,6 +82,22 @@ impl DelayLog {
         (from..to)
             .map(|s| (s, inner.per_second.get(&s).copied().unwrap_or(0)))
             .collect()
+    }
+
+    /// Waits until `n` executions of the fire scheduled at `instant` (Unix seconds) were recorded,
+    /// or `within` passed; returns whether they were. Polls every 10 ms, as [`Self::wait_count`].
+    pub(crate) async fn wait_instant(&self, instant: i64, n: u64, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let seen = self.per_second(instant, instant + 1)[0].1;
+            if seen >= n {
+                return true;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Waits until at least `n` executions were recorded, or `within` passed; returns whether they
