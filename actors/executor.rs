@@ -4,7 +4,7 @@
 //! manual trigger, and answers a pending drain. Waiting for a reshard is a parked fire resumed by
 //! the event that ends it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -91,6 +91,34 @@ struct ActiveRun {
     tokens: HashMap<ShardItem, CancellationToken>,
 }
 
+/// The runs of one job in flight: usually none or one, so a short vector that gives its memory
+/// back when empty (ten thousand idle jobs hold nothing here).
+#[derive(Debug, Default)]
+struct RunTable(Vec<(u64, ActiveRun)>);
+
+impl RunTable {
+    fn insert(&mut self, id: u64, run: ActiveRun) {
+        self.0.push((id, run));
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<ActiveRun> {
+        let at = self.0.iter().position(|(i, _)| i == id)?;
+        let (_, run) = self.0.swap_remove(at);
+        if self.0.is_empty() {
+            self.0 = Vec::new();
+        }
+        Some(run)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &ActiveRun> {
+        self.0.iter().map(|(_, run)| run)
+    }
+}
+
 /// State of the ExecutorActor.
 #[derive(Debug)]
 pub(crate) struct ExecutorState {
@@ -100,7 +128,7 @@ pub(crate) struct ExecutorState {
     config: Arc<ValidatedConfig>,
     listeners: Listeners,
     error_handler: Arc<dyn ErrorHandler>,
-    runs: BTreeMap<u64, ActiveRun>,
+    runs: RunTable,
     local: LocalRuns,
     next_run: u64,
     /// A fire waiting for resharding to finish.
@@ -139,13 +167,13 @@ impl ExecutorState {
     ) {
         if self.draining || self.disconnected {
             tracing::debug!(job = %self.job, "fire skipped: draining or disconnected");
-            self.release_marks().await;
+            Box::pin(self.release_marks()).await;
             return;
         }
         let me = self.ctx.me().clone();
         let view = JobView::read(self.ctx.mirror(), &self.job);
         if view.server_status(me.ip()) == ServerStatus::Disabled {
-            self.release_marks().await;
+            Box::pin(self.release_marks()).await;
             return;
         }
         // A job never sharded yet (its first leader is still being elected) waits for its
@@ -153,7 +181,7 @@ impl ExecutorState {
         let unsharded = !view.items.values().any(|v| v.has_owner_node);
         if view.sharding_necessary || view.sharding_processing || unsharded {
             // The leader waits for running items to end: markers written ahead must go.
-            self.release_marks().await;
+            Box::pin(self.release_marks()).await;
             self.parked = Some((source, scheduled));
             self.resharding.set(true);
             if view.leader.as_ref() == Some(&me) {
@@ -169,7 +197,7 @@ impl ExecutorState {
                 self.refuse(format!(
                     "local clock differs from the registry's by {skew:?}, over {limit:?}"
                 ));
-                self.release_marks().await;
+                Box::pin(self.release_marks()).await;
                 return;
             }
         }
@@ -185,7 +213,9 @@ impl ExecutorState {
         if let Err(e) = self.ctx.writes.apply(plan.start_ops.clone()).await {
             if e.is_node_exists() || e.is_no_node() {
                 // The mirror was behind our own earlier writes: apply what still applies.
-                if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &plan.start_ops).await {
+                if let Err(e) =
+                    Box::pin(apply_each_tolerant(&*self.ctx.registry, &plan.start_ops)).await
+                {
                     tracing::warn!(job = %self.job, error = %e, "fire skipped: writing running markers failed");
                     return;
                 }
@@ -562,7 +592,7 @@ impl Actor for ExecutorActor {
             config,
             listeners,
             error_handler,
-            runs: BTreeMap::new(),
+            runs: RunTable::default(),
             local: LocalRuns::default(),
             next_run: 0,
             parked: None,
@@ -610,6 +640,8 @@ impl ExecutorState {
         myself: &ActorRef<ExecutorMsg>,
         msg: ExecutorMsg,
     ) -> Result<(), ActorProcessingErr> {
+        // Only the two messages of every fire run unboxed: at a shared instant ten thousand jobs
+        // hold this future at once, so it is kept to their size; the rest box their own.
         let state = self;
         match msg {
             ExecutorMsg::Prepare { scheduled } => state.prepare(scheduled).await,
@@ -620,23 +652,21 @@ impl ExecutorState {
             }
             ExecutorMsg::TriggerNow => {
                 if state.runs.is_empty() {
-                    state
-                        .start(myself, ExecutionSource::Manual, None, None)
-                        .await;
+                    Box::pin(state.start(myself, ExecutionSource::Manual, None, None)).await;
                 } else {
                     state.trigger_queued = true;
                 }
             }
-            ExecutorMsg::RunFinished(report) => state.finished(myself, *report).await,
-            ExecutorMsg::Job(ev) => state.event(myself, ev).await?,
+            ExecutorMsg::RunFinished(report) => Box::pin(state.finished(myself, *report)).await,
+            ExecutorMsg::Job(ev) => Box::pin(state.event(myself, ev)).await?,
             ExecutorMsg::Resynced => {
-                state.config_changed().await;
-                state.resume_parked(myself).await;
+                Box::pin(state.config_changed()).await;
+                Box::pin(state.resume_parked(myself)).await;
             }
             ExecutorMsg::SessionState(s) => state.disconnected = s == SessionState::Disconnected,
             ExecutorMsg::Drain(reply) => {
                 state.draining = true;
-                state.release_marks().await;
+                Box::pin(state.release_marks()).await;
                 if let Some(t) = state.ctx.trigger() {
                     let _ = t.send_message(TriggerMsg::Unschedule(state.job.clone()));
                 }
@@ -660,7 +690,7 @@ impl ExecutorState {
                         JobNode::LeaderElectionInstance.to_path(&state.job),
                     ));
                 }
-                if let Err(e) = apply_each_tolerant(&*state.ctx.registry, &ops).await {
+                if let Err(e) = Box::pin(apply_each_tolerant(&*state.ctx.registry, &ops)).await {
                     tracing::warn!(job = %state.job, error = %e, "leaving the job's coordination failed");
                 }
                 myself.stop(Some(JOB_REMOVED.into()));
