@@ -89,10 +89,16 @@ impl Counted {
             }
         };
         Counts {
-            reads: [OpKind::Get, OpKind::Children, OpKind::Exists, OpKind::List]
-                .map(of)
-                .iter()
-                .sum(),
+            reads: [
+                OpKind::Get,
+                OpKind::Children,
+                OpKind::Exists,
+                OpKind::List,
+                OpKind::GetMany,
+            ]
+            .map(of)
+            .iter()
+            .sum(),
             writes: [OpKind::Create, OpKind::Set, OpKind::Delete, OpKind::Multi]
                 .map(of)
                 .iter()

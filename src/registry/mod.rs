@@ -185,6 +185,8 @@ pub enum OpKind {
     Watch,
     /// `list_subtree`.
     List,
+    /// `get_many`: one request (a ZooKeeper multi-read) reading several nodes.
+    GetMany,
 }
 
 impl OpKind {
@@ -201,6 +203,7 @@ impl OpKind {
             Self::Check => "check",
             Self::Watch => "watch",
             Self::List => "list",
+            Self::GetMany => "get_many",
         }
     }
 }
@@ -464,6 +467,14 @@ pub trait Registry: Send + Sync + fmt::Debug + 'static {
     /// Starts a recursive watch on `path` and everything below it. The watch is registered before
     /// this returns, so nothing that happens afterwards is missed (except during a disconnect).
     async fn watch_recursive(&self, path: &str) -> Result<WatchStream>;
+
+    /// Reads the data and stat of every path, one result per path in order: a node that does not
+    /// exist is its own [`RegistryError::NoNode`], not a failure of the others; an error of the
+    /// whole call (a lost connection) is the outer one. The default reads them side by side;
+    /// ZooKeeper reads them in multi-read requests.
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Result<(Vec<u8>, Stat)>>> {
+        Ok(futures::future::join_all(paths.iter().map(|p| self.get(p))).await)
+    }
 
     /// Every node at and below `path`, parents before children. Used to (re)build the mirror.
     async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {

@@ -43,7 +43,7 @@ use crate::registry::{OpKind, SessionState};
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Every [`OpKind`], in the order of the counters.
-const KINDS: [OpKind; 10] = [
+const KINDS: [OpKind; 11] = [
     OpKind::Create,
     OpKind::Get,
     OpKind::Set,
@@ -54,6 +54,7 @@ const KINDS: [OpKind; 10] = [
     OpKind::Check,
     OpKind::Watch,
     OpKind::List,
+    OpKind::GetMany,
 ];
 
 /// One in-process registry tree. Clones share the tree.

@@ -5,7 +5,6 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -14,9 +13,6 @@ use super::{Freshness, Mirror, Upserted};
 use crate::registry::{
     ListedNode, NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
 };
-
-/// How many reads the feed keeps in flight (one session pipelines them on one connection).
-const READ_CONCURRENCY: usize = 64;
 
 /// The most node events applied as one batch.
 const MAX_BATCH: usize = 1024;
@@ -373,7 +369,9 @@ impl Feeder {
         Flow::Continue
     }
 
-    /// Reads `paths`, several at a time, and returns the results in order.
+    /// Reads `paths` in one `get_many` (multi-read requests on ZooKeeper) and returns the results
+    /// in order. When the call itself fails, only the first path is returned, with the error:
+    /// callers stop at the first failed read.
     async fn read_all(
         &self,
         paths: Vec<String>,
@@ -381,18 +379,13 @@ impl Feeder {
         String,
         Result<(Vec<u8>, crate::registry::Stat), RegistryError>,
     )> {
-        let registry = self.registry.clone();
-        futures::stream::iter(paths)
-            .map(|path| {
-                let registry = registry.clone();
-                async move {
-                    let read = registry.get(&path).await;
-                    (path, read)
-                }
-            })
-            .buffered(READ_CONCURRENCY)
-            .collect()
-            .await
+        if paths.is_empty() {
+            return Vec::new();
+        }
+        match self.registry.get_many(&paths).await {
+            Ok(results) => paths.into_iter().zip(results).collect(),
+            Err(e) => vec![(paths.into_iter().next().expect("a path"), Err(e))],
+        }
     }
 
     /// Applies one read of `path`: its data, or its removal when it is gone.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::registry::OpKind;
 
 /// Every [`OpKind`], in the order of the counter table.
-const KINDS: [OpKind; 10] = [
+const KINDS: [OpKind; 11] = [
     OpKind::Create,
     OpKind::Get,
     OpKind::Set,
@@ -17,6 +17,7 @@ const KINDS: [OpKind; 10] = [
     OpKind::Check,
     OpKind::Watch,
     OpKind::List,
+    OpKind::GetMany,
 ];
 
 fn index(kind: OpKind) -> usize {

@@ -1,5 +1,5 @@
-//! A fast `list_subtree`: breadth-first, one level at a time, each level read in multi-read batches
-//! with several batches in flight, instead of two round trips per node.
+//! Multi-read requests: a fast `list_subtree` (breadth-first, one level at a time, each level read
+//! in batches with several in flight, instead of two round trips per node) and `get_many`.
 
 use std::time::Duration;
 
@@ -7,7 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 use zookeeper_client as zk;
 
 use super::convert::{self, Call};
-use crate::registry::{join_path, ListedNode, OpKind, RegistryError, Result};
+use crate::registry::{join_path, ListedNode, OpKind, RegistryError, Result, Stat};
 
 /// Nodes per multi-read request (two reads each). Small enough that a batch of typical coordination
 /// nodes stays far below the server's 1 MB packet limit.
@@ -106,4 +106,63 @@ async fn read_batch(
         }
     }
     Ok(out)
+}
+
+/// One node's read: its data and stat, or why not.
+type Read = Result<(Vec<u8>, Stat)>;
+
+/// Reads every path of `paths` in multi-read requests of [`BATCH`] paths, [`IN_FLIGHT`] at once:
+/// one result per path, in order. An error of the request itself (a lost connection, the bound)
+/// fails the whole call; a missing node is that path's own `NoNode`.
+pub(crate) async fn get_many(
+    client: &zk::Client,
+    paths: &[String],
+    bound: Duration,
+) -> Result<Vec<Read>> {
+    let batches: Vec<Vec<Read>> =
+        futures::stream::iter(paths.chunks(BATCH).map(<[String]>::to_vec))
+            .map(|chunk| async move { get_batch(client, &chunk, bound).await })
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+    Ok(batches.into_iter().flatten().collect())
+}
+
+async fn get_batch(client: &zk::Client, chunk: &[String], bound: Duration) -> Result<Vec<Read>> {
+    let call = Call::new(OpKind::GetMany, &chunk[0], bound);
+    let mut reader = client.new_multi_reader();
+    for path in chunk {
+        reader.add_get_data(path).map_err(|e| call.error(e))?;
+    }
+    let results = tokio::time::timeout(bound, reader.commit())
+        .await
+        .map_err(|_| call.timed_out())?
+        .map_err(|e| call.error(e))?;
+    if results.len() != chunk.len() {
+        return Err(RegistryError::Backend {
+            op: OpKind::GetMany,
+            path: chunk[0].clone(),
+            reason: format!(
+                "multi-read returned {} results for {} reads",
+                results.len(),
+                chunk.len()
+            ),
+        });
+    }
+    Ok(chunk
+        .iter()
+        .zip(results)
+        .map(|(path, result)| {
+            let node_call = Call::new(OpKind::Get, path, bound);
+            match result {
+                zk::MultiReadResult::Data { data, stat } => Ok((data, convert::stat(&stat))),
+                zk::MultiReadResult::Error { err } => Err(node_call.error(err)),
+                other => Err(RegistryError::Backend {
+                    op: OpKind::GetMany,
+                    path: path.clone(),
+                    reason: format!("unexpected multi-read result {other:?}"),
+                }),
+            }
+        })
+        .collect())
 }

@@ -284,6 +284,20 @@ impl Registry for ZkSession {
         .await
     }
 
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Result<(Vec<u8>, Stat)>>> {
+        let Some(first) = paths.first() else {
+            return Ok(Vec::new());
+        };
+        let call = self.call(OpKind::GetMany, first);
+        let outcome = match self.client(first) {
+            Ok(client) => listing::get_many(&client, paths, self.call_timeout).await,
+            Err(e) => Err(e),
+        };
+        self.own_counts.record(call.op, outcome.is_ok());
+        self.shared_counts.record(call.op, outcome.is_ok());
+        outcome
+    }
+
     async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {
         let call = self.call(OpKind::List, path);
         let client = self.client(path);

@@ -53,6 +53,41 @@ pub async fn children_are_sorted_names_and_listings_put_parents_first(b: &dyn Ba
     assert!(s.children("/missing").await.unwrap_err().is_no_node());
 }
 
+/// `get_many` returns one result per path, in order, across request batches; a missing node is
+/// that path's NoNode only.
+pub async fn get_many_reads_every_path_in_order_and_a_missing_one_is_its_own_no_node(
+    b: &dyn Backend,
+) {
+    let s = b.open(&unique_namespace("getmany")).await.registry;
+    s.create("/m", b"", CreateMode::Persistent).await.unwrap();
+    // More paths than one multi-read request holds.
+    let mut paths = Vec::new();
+    for i in 0..300 {
+        let path = format!("/m/n{i:03}");
+        if i % 100 != 7 {
+            s.create(&path, path.as_bytes(), CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        paths.push(path);
+    }
+    let results = s.get_many(&paths).await.unwrap();
+    assert_eq!(results.len(), paths.len());
+    for (i, (path, result)) in paths.iter().zip(&results).enumerate() {
+        if i % 100 == 7 {
+            assert!(
+                result.as_ref().is_err_and(|e| e.is_no_node()),
+                "{path}: {result:?}"
+            );
+        } else {
+            let (data, stat) = result.as_ref().unwrap_or_else(|e| panic!("{path}: {e}"));
+            assert_eq!(data, path.as_bytes());
+            assert_eq!(stat.version, 0);
+        }
+    }
+    assert!(s.get_many(&[]).await.unwrap().is_empty());
+}
+
 /// A create whose parent is missing fails with NoNode.
 pub async fn creating_under_a_missing_parent_fails_with_no_node(b: &dyn Backend) {
     let s = b.open(&unique_namespace("noparent")).await.registry;

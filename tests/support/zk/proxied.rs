@@ -58,6 +58,10 @@ impl Registry for ProxiedSession {
         self.session.watch_recursive(path).await
     }
 
+    async fn get_many(&self, paths: &[String]) -> Result<Vec<Result<(Vec<u8>, Stat)>>> {
+        self.session.get_many(paths).await
+    }
+
     async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {
         self.session.list_subtree(path).await
     }
