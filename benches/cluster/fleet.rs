@@ -187,18 +187,26 @@ pub(crate) fn job(name: &str, items: i32, cron: &str, monitor: bool) -> JobConfi
 }
 
 /// Waits until every job of `jobs` shows this node's instance node in its mirror: the node has
-/// registered them all. Polls every 20 ms, resuming where the last look stopped (a bench harness
-/// timing a bulk operation, not engine code).
+/// registered them all.
 pub(crate) async fn wait_registered(node: &NodeHandle, jobs: &[String], within: Duration) -> bool {
+    let below = format!("instances/{}", node.instance_id());
+    wait_mirrored(node, jobs, &below, within).await
+}
+
+/// Waits until every one-item job of `jobs` has an owner for item 0 in the node's mirror: its
+/// first sharding is committed, so its fires run on time.
+pub(crate) async fn wait_sharded(node: &NodeHandle, jobs: &[String], within: Duration) -> bool {
+    wait_mirrored(node, jobs, "sharding/0/instance", within).await
+}
+
+/// Waits until the node's mirror holds `/{job}/{below}` for every job of `jobs`. Polls every
+/// 20 ms, resuming where the last look stopped (a bench harness timing a bulk operation, not
+/// engine code).
+async fn wait_mirrored(node: &NodeHandle, jobs: &[String], below: &str, within: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + within;
     let mut next = 0;
-    let id = node.instance_id().to_string();
     while next < jobs.len() {
-        while next < jobs.len()
-            && node
-                .mirror()
-                .exists(&format!("/{}/instances/{id}", jobs[next]))
-        {
+        while next < jobs.len() && node.mirror().exists(&format!("/{}/{below}", jobs[next])) {
             next += 1;
         }
         if next < jobs.len() {
