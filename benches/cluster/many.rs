@@ -13,8 +13,8 @@ use crate::fleet::{self, Backend};
 use crate::probe::{self, DelayLog};
 use crate::report::{dur, Stats, Table};
 
-/// The child: registers `jobs` jobs, waits for one fire of all of them, then measures a quiet
-/// window and prints one `result` line.
+/// The child: registers `jobs` jobs, waits until they are sharded, waits for one fire of all of
+/// them, then measures a quiet window and prints one `result` line.
 pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     let addr: SocketAddr = zk.parse().expect("many: zk=ADDR");
     let log = Arc::new(DelayLog::default());
@@ -33,6 +33,9 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     let node = fleet::start_node(c.connector.clone(), fleet::instance(1), configs).await;
     let registered = fleet::wait_registered(&node, &names, Duration::from_secs(120)).await;
     let register = started.elapsed();
+    // The fire is measured once every job is sharded: a fire before its first plan waits for it.
+    let sharded = fleet::wait_sharded(&node, &names, Duration::from_secs(120)).await;
+    let ready = started.elapsed();
     // One fire of every job after registration.
     let fire = probe::next_instant(period, 0);
     // The mark is taken before the instant: the first items start within a millisecond of it,
@@ -62,6 +65,8 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     let mut r = Results::default();
     r.put("registered", registered as u64);
     r.put("register_us", register.as_micros() as u64);
+    r.put("sharded", sharded as u64);
+    r.put("ready_us", ready.as_micros() as u64);
     r.put("fired_all", fired_all as u64);
     r.put("fire_us", fire_took.as_micros() as u64);
     r.put("fire_p50_us", delays.p50.as_micros() as u64);
@@ -94,6 +99,19 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
         dur(us("register_us")),
         "< 15 s",
         r.get("registered") == 1 && us("register_us") < Duration::from_secs(15),
+    );
+    table.info(
+        &s,
+        "  until every job is sharded (ready to fire)",
+        format!(
+            "{}{}",
+            dur(us("ready_us")),
+            if r.get("sharded") == 1 {
+                ""
+            } else {
+                " (INCOMPLETE)"
+            }
+        ),
     );
     let rss = r.get("rss_kib") as f64 / 1024.0;
     table.check(

@@ -115,7 +115,7 @@ pub(crate) fn run(counts: &[usize], seconds: u64, table: &mut Table) {
             table.info(&s, "time to add all jobs", dur(us("register_us")));
             table.info(
                 &s,
-                "  until every job is ready to fire (sharded)",
+                "  until every job is ready to fire (shardcron: sharded)",
                 dur(us("ready_us")),
             );
         }
