@@ -125,20 +125,31 @@ impl FailoverState {
         }
     }
 
-    /// Creates marks; one another survivor created meanwhile is as good as ours.
-    async fn mark(&self, job: &JobName, ops: Vec<Op>, why: &str) {
-        if ops.is_empty() {
+    /// Creates marks, each with its guarded multi-op. One that fails on a node created or deleted
+    /// meanwhile is as good as applied: another survivor marked the item, took it over, or the
+    /// run is no longer as seen.
+    async fn mark(&self, job: &JobName, marks: Vec<Vec<Op>>, why: &str) {
+        if marks.is_empty() {
             return;
         }
-        tracing::info!(%job, count = ops.len(), why, "marking items for failover");
+        tracing::info!(%job, count = marks.len(), why, "marking items for failover");
         // Java instances never create `leader/failover/items` at registration; we do not either.
         let parent = JobNode::LeaderFailoverItems.to_path(job);
-        let result = match self.ctx.registry.ensure_path(&parent).await {
-            Ok(()) => apply_each_tolerant(&*self.ctx.registry, &ops).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = result {
+        if let Err(e) = self.ctx.registry.ensure_path(&parent).await {
             tracing::warn!(%job, error = %e, "marking items for failover failed");
+            return;
+        }
+        for ops in marks {
+            match self.ctx.registry.multi(&ops).await {
+                Ok(_) => {}
+                Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => {
+                    tracing::debug!(%job, error = %e, "mark not needed any more");
+                }
+                Err(e) => {
+                    tracing::warn!(%job, error = %e, "marking items for failover failed");
+                    return;
+                }
+            }
         }
     }
 

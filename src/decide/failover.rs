@@ -8,7 +8,7 @@
 //! delete fails and nothing of its claim applies.
 
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
+use crate::registry::{CreateMode, Op, ANY_VERSION};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::{ItemView, JobView};
 
@@ -20,19 +20,44 @@ fn taken_by_live(view: &JobView, v: &ItemView, gone: Option<&InstanceId>) -> boo
         .is_some_and(|t| Some(t) != gone && view.instances.contains(t))
 }
 
-fn mark(job: &JobName, item: ShardItem) -> Op {
-    Op::create(
-        JobNode::LeaderFailoverItem(item).to_path(job),
-        "",
-        CreateMode::Persistent,
-    )
+/// One item's mark, as a multi-op that applies only while the run it fails over is as the view
+/// saw it: `proof` (the node naming the vanished instance) still exists, and no instance holds the
+/// item's `failover` (creating and deleting it in the same multi-op fails when one exists). A
+/// survivor whose view lags behind another survivor's claim, or behind the re-run that followed,
+/// so marks nothing; unguarded, its late mark had the item run a second time.
+fn mark(job: &JobName, item: ShardItem, proof: JobNode) -> Vec<Op> {
+    let failover = JobNode::ShardingFailover(item).to_path(job);
+    vec![
+        Op::Check {
+            path: proof.to_path(job),
+            version: ANY_VERSION,
+        },
+        Op::create(
+            JobNode::LeaderFailoverItem(item).to_path(job),
+            "",
+            CreateMode::Persistent,
+        ),
+        Op::create(failover.clone(), "", CreateMode::Ephemeral),
+        Op::delete(failover),
+    ]
+}
+
+/// The node that shows who ran `item` when that instance vanished: its `failovering` when it ran
+/// the item as a taker, else its `running`.
+fn proof(v: &ItemView, item: ShardItem, gone: &InstanceId) -> JobNode {
+    if v.failovering.as_ref() == Some(gone) {
+        JobNode::ShardingFailovering(item)
+    } else {
+        JobNode::ShardingRunning(item)
+    }
 }
 
 /// The marks to create when `crashed` vanished from `instances/`: every item it was running
 /// (`running` names it) or running as a taker (`failovering` names it), unless already marked or
-/// taken over by a live instance. The caller creates the marks' parent first and tolerates a mark
-/// that another survivor created meanwhile.
-pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) -> Vec<Op> {
+/// taken over by a live instance; one guarded multi-op per item (see [`mark`]). The caller creates
+/// the marks' parent first and tolerates a multi-op that fails (marked meanwhile, or no longer
+/// needed).
+pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) -> Vec<Vec<Op>> {
     view.items
         .iter()
         .filter(|(item, v)| {
@@ -40,7 +65,7 @@ pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) ->
                 || v.failovering.as_ref() == Some(crashed);
             ran && !view.failover_marks.contains(item) && !taken_by_live(view, v, Some(crashed))
         })
-        .map(|(item, _)| mark(job, *item))
+        .map(|(item, v)| mark(job, *item, proof(v, *item, crashed)))
         .collect()
 }
 
@@ -48,7 +73,7 @@ pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) ->
 /// (the whole cluster was down, or the event was lost): a `running` or `failovering` naming an
 /// instance absent from `instances/`. A `running` whose data is not an instance id (an older
 /// writer) cannot be attributed and is left to the reconcile.
-pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Op> {
+pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Vec<Op>> {
     let gone = |id: &InstanceId| !view.instances.contains(id);
     view.items
         .iter()
@@ -63,7 +88,15 @@ pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Op> {
                 && !view.failover_marks.contains(item)
                 && !taken_by_live(view, v, None)
         })
-        .map(|(item, _)| mark(job, *item))
+        .map(|(item, v)| {
+            let taker_gone = v.failovering.as_ref().is_some_and(gone);
+            let proof = if taker_gone {
+                JobNode::ShardingFailovering(*item)
+            } else {
+                JobNode::ShardingRunning(*item)
+            };
+            mark(job, *item, proof)
+        })
         .collect()
 }
 
@@ -160,12 +193,22 @@ mod tests {
         v
     }
 
-    fn mark_op(i: u32) -> Op {
-        Op::create(
-            format!("/orders/leader/failover/items/{i}"),
-            "",
-            CreateMode::Persistent,
-        )
+    /// The guarded multi-op marking item `i` while `proof` (`running` or `failovering`) exists.
+    fn mark_op(i: u32, proof: &str) -> Vec<Op> {
+        let failover = format!("/orders/sharding/{i}/failover");
+        vec![
+            Op::Check {
+                path: format!("/orders/sharding/{i}/{proof}"),
+                version: ANY_VERSION,
+            },
+            Op::create(
+                format!("/orders/leader/failover/items/{i}"),
+                "",
+                CreateMode::Persistent,
+            ),
+            Op::create(failover.clone(), "", CreateMode::Ephemeral),
+            Op::delete(failover),
+        ]
     }
 
     #[test]
@@ -176,16 +219,16 @@ mod tests {
             inst("10.0.0.9@-@1"),
         );
         let base = owned(view(&[&a, &b], Some(&a)), &[(0, &x), (1, &x), (2, &a)]);
-        let cases: Vec<(&str, JobView, Vec<Op>)> = vec![
+        let cases: Vec<(&str, JobView, Vec<Vec<Op>>)> = vec![
             (
                 "running item marked, idle item left to resharding",
                 running(base.clone(), 0, &x),
-                vec![mark_op(0)],
+                vec![mark_op(0, "running")],
             ),
             (
                 "an item it ran as a taker is marked again",
                 with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
-                vec![mark_op(2)],
+                vec![mark_op(2, "failovering")],
             ),
             (
                 "an item already marked is not marked twice",
@@ -214,16 +257,16 @@ mod tests {
     fn runs_of_instances_absent_from_instances_are_orphans_and_get_marked() {
         let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
         let base = owned(view(&[&a], Some(&a)), &[(0, &x), (1, &x), (2, &a)]);
-        let cases: Vec<(&str, JobView, Vec<Op>)> = vec![
+        let cases: Vec<(&str, JobView, Vec<Vec<Op>>)> = vec![
             (
                 "running of a dead owner",
                 running(base.clone(), 1, &x),
-                vec![mark_op(1)],
+                vec![mark_op(1, "running")],
             ),
             (
                 "failovering of a dead taker",
                 with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
-                vec![mark_op(2)],
+                vec![mark_op(2, "failovering")],
             ),
             (
                 "running of a live owner",

@@ -64,6 +64,9 @@ pub struct Stat {
     pub num_children: i32,
 }
 
+/// The version that [`Op::Check`] accepts whatever the node's version is (ZooKeeper's `-1`).
+pub const ANY_VERSION: i32 = -1;
+
 /// One operation of an atomic [`Registry::multi`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
@@ -92,11 +95,11 @@ pub enum Op {
         /// Expected version, `None` for any.
         version: Option<i32>,
     },
-    /// Fail the whole multi-op unless the node exists at `version`.
+    /// Fail the whole multi-op unless the node exists at `version` ([`ANY_VERSION`]: at any).
     Check {
         /// Path of the node.
         path: String,
-        /// Expected version.
+        /// Expected version, or [`ANY_VERSION`].
         version: i32,
     },
 }

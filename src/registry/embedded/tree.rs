@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::registry::{
     join_path, parent_path, CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result, Stat,
+    ANY_VERSION,
 };
 
 /// One node: data, metadata and the sorted names of its children.
@@ -186,7 +187,7 @@ impl Tree {
                 Ok(OpResult::Deleted)
             }
             Op::Check { path, version } => {
-                self.existing(path, Some(*version))?;
+                self.existing(path, (*version != ANY_VERSION).then_some(*version))?;
                 Ok(OpResult::Checked)
             }
         }

@@ -89,6 +89,7 @@ macro_rules! conformance_tests {
             create_get_set_delete_round_trip,
             children_are_sorted_names_and_listings_put_parents_first,
             get_many_reads_every_path_in_order_and_a_missing_one_is_its_own_no_node,
+            a_check_at_any_version_needs_only_the_node_and_a_create_delete_pair_asserts_absence,
             creating_under_a_missing_parent_fails_with_no_node,
             creating_an_existing_node_fails_with_node_exists,
             stale_versions_fail_with_bad_version,

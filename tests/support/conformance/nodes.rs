@@ -1,6 +1,6 @@
 //! Conformance cases on node semantics: round trips, typed refusals, sequences, multi-ops.
 
-use shardcron::registry::{CreateMode, Op, OpKind, OpResult, RegistryError};
+use shardcron::registry::{CreateMode, Op, OpKind, OpResult, RegistryError, ANY_VERSION};
 
 use super::{now_millis, unique_namespace};
 use crate::support::backend::Backend;
@@ -168,6 +168,40 @@ pub async fn ephemeral_nodes_cannot_have_children(b: &dyn Backend) {
         matches!(err, RegistryError::NoChildrenForEphemerals { .. }),
         "{err:?}"
     );
+}
+
+/// `Check` at [`ANY_VERSION`] passes for an existing node whatever its version and fails with
+/// NoNode for a missing one; creating and deleting a node in one multi-op fails when it exists
+/// (the guard of a failover mark).
+pub async fn a_check_at_any_version_needs_only_the_node_and_a_create_delete_pair_asserts_absence(
+    b: &dyn Backend,
+) {
+    let s = b.open(&unique_namespace("anyversion")).await.registry;
+    s.create("/r", b"", CreateMode::Persistent).await.unwrap();
+    s.set("/r", b"v1", None).await.unwrap();
+    let guarded = |proof: &str| {
+        vec![
+            Op::Check {
+                path: proof.into(),
+                version: ANY_VERSION,
+            },
+            Op::create("/mark", b"".to_vec(), CreateMode::Persistent),
+            Op::create("/taken", b"".to_vec(), CreateMode::Ephemeral),
+            Op::delete("/taken"),
+        ]
+    };
+    let err = s.multi(&guarded("/missing")).await.unwrap_err();
+    assert!(err.is_no_node(), "{err:?}");
+    s.create("/taken", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let err = s.multi(&guarded("/r")).await.unwrap_err();
+    assert!(err.is_node_exists(), "{err:?}");
+    assert_eq!(s.exists("/mark").await.unwrap(), None, "nothing applied");
+    s.delete("/taken", None).await.unwrap();
+    s.multi(&guarded("/r")).await.unwrap();
+    assert!(s.exists("/mark").await.unwrap().is_some());
+    assert_eq!(s.exists("/taken").await.unwrap(), None);
 }
 
 /// A multi-op with a failing operation applies nothing and names the first failing one.
