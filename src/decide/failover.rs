@@ -54,7 +54,7 @@ fn proof(v: &ItemView, item: ShardItem, gone: &InstanceId) -> JobNode {
 
 /// The marks to create when `crashed` vanished from `instances/`: every item it was running
 /// (`running` names it) or running as a taker (`failovering` names it), unless already marked or
-/// taken over by a live instance; one guarded multi-op per item (see [`mark`]). The caller creates
+/// taken over by a live instance; one guarded multi-op per item (see `mark`). The caller creates
 /// the marks' parent first and tolerates a multi-op that fails (marked meanwhile, or no longer
 /// needed).
 pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) -> Vec<Vec<Op>> {

@@ -8,9 +8,9 @@ use crate::{InstanceId, JobName};
 /// 3.x): the list is rotated left by `offset = Math.abs(jobName.hashCode()) % n`, so position `i`
 /// takes the instance at `(i + offset) % n`, then items are averaged.
 ///
-/// The seed's examples ("hash 1, 9 items: server1=[1,2,3], server2=[4,5,6], server3=[7,8,0]")
-/// describe shifting the items; the Java code rotates the instances, giving server2=[0,1,2],
-/// server3=[3,4,5], server1=[6,7,8]. We follow the code so that a Java and a Rust leader agree.
+/// The seed's examples ("hash 1, 9 items: server1=\[1,2,3\], server2=\[4,5,6\], server3=\[7,8,0\]")
+/// describe shifting the items; the Java code rotates the instances, giving server2=\[0,1,2\],
+/// server3=\[3,4,5\], server1=\[6,7,8\]. We follow the code so that a Java and a Rust leader agree.
 ///
 /// Two cases where Java throws and we do not: with no instances Java divides by zero (we return an
 /// empty plan), and for a hash of `i32::MIN` Java's `Math.abs` stays negative, the offset is negative

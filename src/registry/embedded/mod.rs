@@ -9,7 +9,7 @@
 //!   counts the traffic for benchmarks.
 //!
 //! Internals: `tree` (nodes and atomic transactions), `state` (sessions, watches, faults, all behind
-//! one `std::sync::Mutex` that is never held across an await), `session` (the [`Registry`] impl).
+//! one `std::sync::Mutex` that is never held across an await), `session` (the [`Registry`](crate::registry::Registry) impl).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
