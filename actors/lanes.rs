@@ -4,7 +4,7 @@
 //! inside the actor. A request for a job whose task is still running is merged into one follow-up
 //! that starts when the task reports back (a message, never a wait inside the handler).
 //!
-//! At most [`Lanes::cap`] tasks run at once; jobs beyond it wait in arrival order. A few hundred
+//! At most [`DEFAULT_CAP`] tasks run at once; jobs beyond it wait in arrival order. A few hundred
 //! in flight keep the session's pipeline full, while ten thousand tasks at once (every job at a
 //! session start) would only hold ten thousand futures in memory without finishing sooner.
 

@@ -103,15 +103,7 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
     table.info(
         &s,
         "  until every job is sharded (ready to fire)",
-        format!(
-            "{}{}",
-            dur(us("ready_us")),
-            if r.get("sharded") == 1 {
-                ""
-            } else {
-                " (INCOMPLETE)"
-            }
-        ),
+        format!("{}{}", dur(us("ready_us")), incomplete(r.get("sharded"))),
     );
     let rss = r.get("rss_kib") as f64 / 1024.0;
     table.check(
@@ -147,19 +139,20 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
     table.info(
         &s,
         "one fire of all jobs: last item started after",
-        format!(
-            "{}{}",
-            dur(us("fire_us")),
-            if r.get("fired_all") == 1 {
-                ""
-            } else {
-                " (INCOMPLETE)"
-            }
-        ),
+        format!("{}{}", dur(us("fire_us")), incomplete(r.get("fired_all"))),
     );
     table.info(
         &s,
         "  its trigger delay p50 / p99",
         format!("{} / {}", dur(us("fire_p50_us")), dur(us("fire_p99_us"))),
     );
+}
+
+/// What follows a figure whose wait ended before it was complete (`done` is the child's 0/1 flag).
+fn incomplete(done: u64) -> &'static str {
+    if done == 1 {
+        ""
+    } else {
+        " (INCOMPLETE)"
+    }
 }

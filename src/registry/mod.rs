@@ -188,7 +188,8 @@ pub enum OpKind {
     Watch,
     /// `list_subtree`.
     List,
-    /// `get_many`: one request (a ZooKeeper multi-read) reading several nodes.
+    /// `get_many`: one call reading several nodes (on ZooKeeper, multi-read requests of up to 128
+    /// paths); counted once per call.
     GetMany,
 }
 

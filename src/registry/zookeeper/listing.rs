@@ -56,21 +56,7 @@ async fn read_batch(
         reader.add_get_data(path).map_err(|e| call.error(e))?;
         reader.add_get_children(path).map_err(|e| call.error(e))?;
     }
-    let results = tokio::time::timeout(bound, reader.commit())
-        .await
-        .map_err(|_| call.timed_out())?
-        .map_err(|e| call.error(e))?;
-    if results.len() != chunk.len() * 2 {
-        return Err(RegistryError::Backend {
-            op: OpKind::List,
-            path: chunk[0].clone(),
-            reason: format!(
-                "multi-read returned {} results for {} reads",
-                results.len(),
-                chunk.len() * 2
-            ),
-        });
-    }
+    let results = commit(&mut reader, &call, chunk.len() * 2).await?;
     let mut out = Vec::with_capacity(chunk.len());
     let mut results = results.into_iter();
     for path in chunk {
@@ -108,6 +94,30 @@ async fn read_batch(
     Ok(out)
 }
 
+/// Sends one multi-read request under `call`'s bound and checks that it answered each of its
+/// `reads`.
+async fn commit(
+    reader: &mut zk::MultiReader<'_>,
+    call: &Call<'_>,
+    reads: usize,
+) -> Result<Vec<zk::MultiReadResult>> {
+    let results = tokio::time::timeout(call.bound, reader.commit())
+        .await
+        .map_err(|_| call.timed_out())?
+        .map_err(|e| call.error(e))?;
+    if results.len() != reads {
+        return Err(RegistryError::Backend {
+            op: call.op,
+            path: call.path.to_owned(),
+            reason: format!(
+                "multi-read returned {} results for {reads} reads",
+                results.len()
+            ),
+        });
+    }
+    Ok(results)
+}
+
 /// One node's read: its data and stat, or why not.
 type Read = Result<(Vec<u8>, Stat)>;
 
@@ -134,21 +144,7 @@ async fn get_batch(client: &zk::Client, chunk: &[String], bound: Duration) -> Re
     for path in chunk {
         reader.add_get_data(path).map_err(|e| call.error(e))?;
     }
-    let results = tokio::time::timeout(bound, reader.commit())
-        .await
-        .map_err(|_| call.timed_out())?
-        .map_err(|e| call.error(e))?;
-    if results.len() != chunk.len() {
-        return Err(RegistryError::Backend {
-            op: OpKind::GetMany,
-            path: chunk[0].clone(),
-            reason: format!(
-                "multi-read returned {} results for {} reads",
-                results.len(),
-                chunk.len()
-            ),
-        });
-    }
+    let results = commit(&mut reader, &call, chunk.len()).await?;
     Ok(chunk
         .iter()
         .zip(results)
