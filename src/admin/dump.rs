@@ -23,8 +23,8 @@ pub struct NodeCopy {
 }
 
 impl NodeCopy {
-    /// A copy from data and a stat.
-    pub fn new(data: &[u8], stat: &crate::registry::Stat) -> Self {
+    /// A copy from data and the stat fields the mirror keeps.
+    pub fn new(data: &[u8], stat: &crate::registry::mirror::MirrorStat) -> Self {
         Self {
             data: data.to_vec(),
             version: stat.version,

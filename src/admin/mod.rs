@@ -260,7 +260,7 @@ impl AdminRoutes {
                 .map(|(path, n)| (path, NodeCopy::new(&n.data, &n.stat))),
             listed
                 .into_iter()
-                .map(|n| (n.path, NodeCopy::new(&n.data, &n.stat))),
+                .map(|n| (n.path, NodeCopy::new(&n.data, &(&n.stat).into()))),
         );
         let dump = JobDump::new(
             job.to_string(),

@@ -7,9 +7,10 @@
 //! disconnect). Consumers learn what changed from the [`MirrorEvent`]s of the [`MirrorFeed`], and
 //! decide from the mirror, which is already updated when an event arrives.
 //!
-//! Reads are lock-free in the sense that matters: a `DashMap` shard lock for one key, never a lock
-//! over the whole copy. One feed writes; several readers may observe a multi-node change half
-//! applied, exactly as they would observe a registry between two reads.
+//! Reads take a shared lock for the time of one lookup, never across an await: the copy is a
+//! compact path trie (`tree.rs`), one slot per node, because a node engine with ten thousand jobs
+//! mirrors about 140,000 nodes. One feed writes; several readers may observe a multi-node change
+//! half applied, exactly as they would observe a registry between two reads.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -25,28 +26,53 @@
 //! ```
 
 mod feed;
+mod tree;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
-use dashmap::DashMap;
+use parking_lot::RwLock;
 use tokio::sync::watch;
 
 pub use feed::{FeedHandle, FeedOptions, LazyPaths, MirrorError, MirrorEvent, MirrorFeed};
 
-use crate::registry::{join_path, parent_path, Stat};
+use crate::registry::Stat;
 
 /// One mirrored node. Cloning is cheap: the data is shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MirrorNode {
     /// The node's data.
     pub data: Arc<[u8]>,
-    /// Its metadata as of the read that last changed the data. `cversion` and `num_children` are
-    /// not kept current (ZooKeeper sends no event for them): use [`Mirror::children`].
-    pub stat: Stat,
+    /// Its metadata as of the read that last changed the data: the fields the engine decides on.
+    /// Child counts are not kept (ZooKeeper sends no event for them): use [`Mirror::children`].
+    pub stat: MirrorStat,
     /// The node is known to exist but its data has not been read yet: a node the feed's
     /// [`FeedOptions::lazy_data`] lets it read late. Data and stat are empty until then.
     pub pending: bool,
+}
+
+/// The part of a node's [`Stat`] the mirror keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MirrorStat {
+    /// Transaction id that created the node: a new incarnation has a new one.
+    pub czxid: i64,
+    /// Transaction id that last changed the node's data.
+    pub mzxid: i64,
+    /// Owning session for an ephemeral node, 0 otherwise.
+    pub ephemeral_owner: i64,
+    /// Data version, incremented by every set.
+    pub version: i32,
+}
+
+impl From<&Stat> for MirrorStat {
+    fn from(s: &Stat) -> Self {
+        Self {
+            czxid: s.czxid,
+            mzxid: s.mzxid,
+            ephemeral_owner: s.ephemeral_owner,
+            version: s.version,
+        }
+    }
 }
 
 /// A local copy of a registry subtree. Clones share the copy.
@@ -57,12 +83,7 @@ pub struct Mirror {
 
 #[derive(Debug)]
 struct Store {
-    nodes: DashMap<Box<str>, MirrorNode>,
-    /// Names of the children of each path that has any, sorted, so listing children never scans
-    /// `nodes`. A sorted vector, not a tree: most parents have one or two children, and a tree
-    /// node costs hundreds of bytes however few keys it holds (ten thousand jobs hold ~70,000
-    /// such lists).
-    children: DashMap<Box<str>, Vec<Box<str>>>,
+    tree: RwLock<tree::Tree>,
     synced: watch::Sender<bool>,
 }
 
@@ -101,8 +122,7 @@ impl Mirror {
     pub fn new() -> Self {
         Self {
             inner: Arc::new(Store {
-                nodes: DashMap::new(),
-                children: DashMap::new(),
+                tree: RwLock::default(),
                 synced: watch::channel(false).0,
             }),
         }
@@ -110,36 +130,32 @@ impl Mirror {
 
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<MirrorNode> {
-        self.inner.nodes.get(path).map(|n| n.clone())
+        self.inner.tree.read().get(path).cloned()
     }
 
     /// The data of the node at `path`.
     pub fn data(&self, path: &str) -> Option<Arc<[u8]>> {
-        self.inner.nodes.get(path).map(|n| n.data.clone())
+        self.inner.tree.read().get(path).map(|n| n.data.clone())
     }
 
     /// Whether a node is mirrored at `path`.
     pub fn exists(&self, path: &str) -> bool {
-        self.inner.nodes.contains_key(path)
+        self.inner.tree.read().get(path).is_some()
     }
 
     /// Names of the children of `path`, sorted ascending (empty when it has none or is absent).
     pub fn children(&self, path: &str) -> Vec<String> {
-        self.inner
-            .children
-            .get(path)
-            .map(|c| c.iter().map(|k| k.to_string()).collect())
-            .unwrap_or_default()
+        self.inner.tree.read().children(path)
     }
 
     /// The number of mirrored nodes.
     pub fn len(&self) -> usize {
-        self.inner.nodes.len()
+        self.inner.tree.read().len()
     }
 
     /// Whether nothing is mirrored.
     pub fn is_empty(&self) -> bool {
-        self.inner.nodes.is_empty()
+        self.len() == 0
     }
 
     /// Every node at and below `prefix` (segment-aware), by path; for dumps and tests.
@@ -169,19 +185,13 @@ impl Mirror {
 
     /// Paths at and below `path` that are mirrored or have mirrored children, parents first.
     fn subtree(&self, path: &str) -> Vec<String> {
-        let mut out = vec![path.to_owned()];
-        let mut next = 0;
-        while next < out.len() {
-            let kids = self.children(&out[next]);
-            let parent = out[next].clone();
-            out.extend(kids.iter().map(|k| join_path(&parent, k)));
-            next += 1;
-        }
-        out
+        self.inner.tree.read().subtree(path)
     }
 
     fn upsert(&self, path: &str, data: Vec<u8>, stat: Stat, freshness: Freshness) -> Upserted {
-        let outcome = match self.inner.nodes.get(path).map(|n| n.clone()) {
+        let stat = MirrorStat::from(&stat);
+        let mut tree = self.inner.tree.write();
+        let outcome = match tree.get(path) {
             None => Upserted::Created,
             // The first read of a node known only from its creation event: its data arrives.
             Some(old) if old.pending => Upserted::Changed,
@@ -208,60 +218,34 @@ impl Mirror {
             stat,
             pending: false,
         };
-        self.inner.nodes.insert(path.into(), node);
-        if outcome == Upserted::Created {
-            self.link_to_parent(path);
-        }
+        tree.set(path, node);
         outcome
-    }
-
-    /// Enters a newly mirrored node in its parent's child index.
-    fn link_to_parent(&self, path: &str) {
-        if path != "/" {
-            let (parent, name) = split(path);
-            let mut kids = self.inner.children.entry(parent.into()).or_default();
-            if let Err(at) = kids.binary_search_by(|k| (**k).cmp(name)) {
-                kids.insert(at, name.into());
-            }
-        }
     }
 
     /// Records a node known to exist from its creation event, with its data still unread. Returns
     /// false (and changes nothing) when the node is mirrored already.
     fn insert_pending(&self, path: &str) -> bool {
-        if self.inner.nodes.contains_key(path) {
+        let mut tree = self.inner.tree.write();
+        if tree.get(path).is_some() {
             return false;
         }
         let node = MirrorNode {
             data: shared_data(Vec::new()),
-            stat: Stat::default(),
+            stat: MirrorStat::default(),
             pending: true,
         };
-        self.inner.nodes.insert(path.into(), node);
-        self.link_to_parent(path);
+        tree.set(path, node);
         true
     }
 
     /// Whether the node at `path` is mirrored with its data still unread.
     pub fn is_pending(&self, path: &str) -> bool {
-        self.inner.nodes.get(path).is_some_and(|n| n.pending)
+        self.inner.tree.read().get(path).is_some_and(|n| n.pending)
     }
 
     /// Removes one node (not its children) and returns whether it was mirrored.
     fn remove(&self, path: &str) -> bool {
-        if self.inner.nodes.remove(path).is_none() {
-            return false;
-        }
-        if path != "/" {
-            let (parent, name) = split(path);
-            self.inner.children.remove_if_mut(parent, |_, kids| {
-                if let Ok(at) = kids.binary_search_by(|k| (**k).cmp(name)) {
-                    kids.remove(at);
-                }
-                kids.is_empty()
-            });
-        }
-        true
+        self.inner.tree.write().remove(path).is_some()
     }
 }
 
@@ -273,12 +257,6 @@ fn shared_data(data: Vec<u8>) -> Arc<[u8]> {
     } else {
         data.into()
     }
-}
-
-/// `(parent, name)` of an absolute path other than `/`.
-fn split(path: &str) -> (&str, &str) {
-    let parent = parent_path(path);
-    (parent, &path[path.rfind('/').map_or(0, |i| i + 1)..])
 }
 
 #[cfg(test)]
