@@ -18,7 +18,10 @@ use super::context::apply_ops;
 /// The most operations one combined multi-op carries (ZooKeeper refuses requests past 1 MiB).
 const MAX_OPS: usize = 1000;
 
-type Submission = (Vec<Op>, oneshot::Sender<Result<(), RegistryError>>);
+/// Who hears a submission's outcome: called once, from the batcher's task.
+type Reply = Box<dyn FnOnce(Result<(), RegistryError>) + Send>;
+
+type Submission = (Vec<Op>, Reply);
 
 /// Combines concurrent writes of one session into multi-ops. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -37,14 +40,49 @@ impl WriteBatcher {
     /// Applies `ops` atomically (as one multi-op or within a larger one) and returns their own
     /// outcome.
     pub(crate) async fn apply(&self, ops: Vec<Op>) -> Result<(), RegistryError> {
+        self.submit(ops).outcome().await
+    }
+
+    /// Queues `ops` now; the outcome is awaited later. A caller that waits holds only the answer
+    /// (a few bytes), not its own state: ten thousand jobs wait on one instant's batch.
+    pub(crate) fn submit(&self, ops: Vec<Op>) -> Answer {
         if ops.is_empty() {
-            return Ok(());
+            return Answer(None);
         }
         let (reply, answer) = oneshot::channel();
-        if self.tx.send((ops, reply)).is_err() {
-            return Err(RegistryError::Closed);
+        self.submit_then(ops, move |outcome| {
+            let _ = reply.send(outcome);
+        });
+        Answer(Some(answer))
+    }
+
+    /// Queues `ops` and calls `then` with their outcome (at once for no operations, or when the
+    /// batcher is gone). Nothing waits meanwhile: an actor gets the outcome as a message.
+    pub(crate) fn submit_then(
+        &self,
+        ops: Vec<Op>,
+        then: impl FnOnce(Result<(), RegistryError>) + Send + 'static,
+    ) {
+        if ops.is_empty() {
+            return then(Ok(()));
         }
-        answer.await.unwrap_or(Err(RegistryError::Closed))
+        if let Err(mpsc::error::SendError((_, then))) = self.tx.send((ops, Box::new(then))) {
+            then(Err(RegistryError::Closed));
+        }
+    }
+}
+
+/// The outcome of a [`WriteBatcher::submit`], to be awaited.
+#[derive(Debug)]
+pub(crate) struct Answer(Option<oneshot::Receiver<Result<(), RegistryError>>>);
+
+impl Answer {
+    /// Waits for the write's own outcome (`Ok` at once for no operations).
+    pub(crate) async fn outcome(self) -> Result<(), RegistryError> {
+        match self.0 {
+            None => Ok(()),
+            Some(answer) => answer.await.unwrap_or(Err(RegistryError::Closed)),
+        }
     }
 }
 
@@ -64,7 +102,7 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
         }
         if batch.len() == 1 {
             let (ops, reply) = batch.pop().expect("one submission");
-            let _ = reply.send(apply_ops(&*registry, &ops).await);
+            reply(apply_ops(&*registry, &ops).await);
             continue;
         }
         let combined: Vec<Op> = batch
@@ -83,7 +121,7 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
         match together {
             Ok(()) => {
                 for (_, reply) in batch {
-                    let _ = reply.send(Ok(()));
+                    reply(Ok(()));
                 }
             }
             Err(e) if e.is_fatal() => {
@@ -94,13 +132,13 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
                     } else {
                         RegistryError::Closed
                     };
-                    let _ = reply.send(Err(dead));
+                    reply(Err(dead));
                 }
             }
             Err(_) => {
                 // One submission's conflict must not fail the others: each on its own.
                 for (ops, reply) in batch {
-                    let _ = reply.send(apply_ops(&*registry, &ops).await);
+                    reply(apply_ops(&*registry, &ops).await);
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! ExecutorActor: one per job. It registers the job on the session, plans each fire from the mirror
 //! (no registry read), writes the `running` markers in one multi-op, hands the items to a run task,
-//! and on `RunFinished` removes the markers in one multi-op, runs a misfire catch-up or a queued
-//! manual trigger, and answers a pending drain. Waiting for a reshard is a parked fire resumed by
+//! on `RunFinished` queues the removal of the markers (one multi-op, batched with every other job's
+//! of the moment), and on `RunEnded` runs a misfire catch-up or a queued manual trigger, and
+//! answers a pending drain. A run counts as running until `RunEnded`. Waiting for a reshard is a parked fire resumed by
 //! the event that ends it.
 
 use std::collections::{BTreeSet, HashMap};
@@ -19,10 +20,11 @@ use crate::events::EngineEvent;
 use crate::job::handlers::{ErrorHandler, Listeners};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, NodeEventKind, Op, SessionState};
+use crate::registry::{CreateMode, NodeEventKind, Op, RegistryError, SessionState};
 use crate::types::{JobName, ShardItem};
 use crate::view::{JobView, ServerStatus};
 
+use super::batch::Answer;
 use super::context::{apply_each_tolerant, JobEvent, JobSpec, SessionCtx};
 use super::failover::FailoverMsg;
 use super::leader::LeaderMsg;
@@ -55,8 +57,15 @@ pub(crate) enum ExecutorMsg {
     },
     /// Run every owned item once now (API or `trigger/{instanceId}`); queued behind a running run.
     TriggerNow,
-    /// A run's task ended.
+    /// A run's task ended: its items are done.
     RunFinished(Box<RunReport>),
+    /// A finished run's end write (its markers removed) has its outcome; the run is over.
+    RunEnded {
+        /// The run.
+        run_id: u64,
+        /// The end write's outcome.
+        outcome: Result<(), RegistryError>,
+    },
     /// A node of this job changed.
     Job(JobEvent),
     /// The mirror was re-listed.
@@ -98,7 +107,13 @@ struct RunTable(Vec<(u64, ActiveRun)>);
 
 impl RunTable {
     fn insert(&mut self, id: u64, run: ActiveRun) {
+        // Room for this one run only: a first push would make room for four.
+        self.0.reserve_exact(1);
         self.0.push((id, run));
+    }
+
+    fn get(&self, id: u64) -> Option<&ActiveRun> {
+        self.0.iter().find(|(i, _)| *i == id).map(|(_, run)| run)
     }
 
     fn remove(&mut self, id: &u64) -> Option<ActiveRun> {
@@ -249,33 +264,43 @@ impl ExecutorState {
 
     /// Writes the `running` markers of the coming fire's free items (one multi-op, off the
     /// instant). A failed write marks nothing: the fire then writes what it needs itself.
+    ///
+    /// Ten thousand jobs prepare the same instant and wait for one batch, so what is held across
+    /// the wait is kept to the items and the batch's answer: [`ExecutorActor`]'s handler
+    /// boxes this future on its own, not inside [`ExecutorState::on_message`]'s.
     async fn prepare(&mut self, scheduled: DateTime<Utc>) {
-        if self.draining || self.disconnected {
+        let Some((items, answer)) = self.submit_marks() else {
             return;
-        }
-        let me = self.ctx.me().clone();
-        let view = JobView::read(self.ctx.mirror(), &self.job);
-        if view.server_status(me.ip()) == ServerStatus::Disabled {
-            return;
-        }
-        let plan = plan_prepare(&view, &self.job, &me, self.settings(), &self.local);
-        // Not held across the write: ten thousand jobs prepare the same instant.
-        drop(view);
-        if plan.ops.is_empty() {
-            return;
-        }
-        match self.ctx.writes.apply(plan.ops).await {
+        };
+        match answer.outcome().await {
             Ok(()) => {
-                for i in &plan.items {
+                for i in &items {
                     self.local.ended.remove(i);
                 }
-                self.local.marked.extend(plan.items)
+                self.local.marked.extend(items)
             }
             Err(e) => {
                 tracing::debug!(job = %self.job, %scheduled, error = %e,
                     "markers not written ahead; the fire writes them")
             }
         }
+    }
+
+    /// Plans the markers written ahead and queues their write.
+    fn submit_marks(&self) -> Option<(Vec<ShardItem>, Answer)> {
+        if self.draining || self.disconnected {
+            return None;
+        }
+        let me = self.ctx.me();
+        let view = JobView::read(self.ctx.mirror(), &self.job);
+        if view.server_status(me.ip()) == ServerStatus::Disabled {
+            return None;
+        }
+        let plan = plan_prepare(&view, &self.job, me, self.settings(), &self.local);
+        if plan.ops.is_empty() {
+            return None;
+        }
+        Some((plan.items, self.ctx.writes.submit(plan.ops)))
     }
 
     /// Deletes the markers written ahead that no run will use.
@@ -293,7 +318,8 @@ impl ExecutorState {
         }
     }
 
-    /// Hands `run` to a run task whose end applies `end_ops`; shared by fires and failover runs.
+    /// Hands `run` to a run task; `end_ops` are applied when its items are done. Shared by fires
+    /// and failover runs.
     fn launch(
         &mut self,
         myself: &ActorRef<ExecutorMsg>,
@@ -335,6 +361,9 @@ impl ExecutorState {
             })
             .collect();
         self.local.running.extend(run.iter().copied());
+        let mut end_ops = end_ops;
+        // Kept until the run ends: its exact size, not the planner's growth.
+        end_ops.shrink_to_fit();
         self.runs.insert(
             run_id,
             ActiveRun {
@@ -360,18 +389,43 @@ impl ExecutorState {
         spawn_run(req, myself.clone());
     }
 
-    async fn finished(&mut self, myself: &ActorRef<ExecutorMsg>, report: RunReport) {
-        let Some(run) = self.runs.remove(&report.run_id) else {
-            return;
-        };
+    /// A run's items are done: queue its end write, whose outcome comes back as `RunEnded`.
+    /// Nothing waits here: at a shared instant every job's run ends within milliseconds, and all
+    /// their end writes go out in a few multi-ops. Returns the run when it has nothing to write
+    /// (monitorExecution off): it ends now.
+    fn run_finished(&mut self, myself: &ActorRef<ExecutorMsg>, report: RunReport) -> Option<u64> {
         if report.escalated {
             tracing::error!(job = %self.job, failures = report.outcome.failures().count(),
                 "run failed and its error handler escalates (THROW)");
         }
+        let run = self.runs.get(report.run_id)?;
+        if run.end_ops.is_empty() {
+            return Some(report.run_id);
+        }
+        let (me, run_id) = (myself.clone(), report.run_id);
+        self.ctx
+            .writes
+            .submit_then(run.end_ops.clone(), move |outcome| {
+                // The executor may be gone (job removed, node stopping): nobody is left to tell.
+                let _ = me.send_message(ExecutorMsg::RunEnded { run_id, outcome });
+            });
+        None
+    }
+
+    /// A run is over once its end write has its outcome (a failed one is retried op by op).
+    async fn finished(
+        &mut self,
+        myself: &ActorRef<ExecutorMsg>,
+        run_id: u64,
+        outcome: Result<(), RegistryError>,
+    ) {
+        let Some(run) = self.runs.remove(&run_id) else {
+            return;
+        };
         for i in &run.items {
             self.local.running.remove(i);
         }
-        let removed = match self.ctx.writes.apply(run.end_ops.clone()).await {
+        let removed = match outcome {
             Ok(()) => true,
             Err(e) => {
                 tracing::debug!(job = %self.job, error = %e, "removing running markers one by one");
@@ -384,10 +438,12 @@ impl ExecutorState {
         };
         if removed {
             // Until the mirror shows the deletions, those markers are this instance's, not a run
-            // elsewhere.
+            // elsewhere. One the mirror already shows gone needs no note: its event came first.
             for op in &run.end_ops {
                 if let Ok((_, JobNode::ShardingRunning(item))) = JobNode::parse(op.path()) {
-                    self.local.ended.insert(item);
+                    if self.ctx.mirror().exists(op.path()) {
+                        self.local.ended.insert(item);
+                    }
                 }
             }
         }
@@ -612,8 +668,13 @@ impl Actor for ExecutorActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         // Boxed: ractor keeps the handler's future inside every actor's boxed loop, so an unboxed
-        // one would cost its whole size (kilobytes) per job for as long as the job lives.
-        Box::pin(state.on_message(&myself, msg)).await
+        // one would cost its whole size (kilobytes) per job for as long as the job lives. The
+        // prepare waits on a batch shared by every job of the instant: its small future alone.
+        match msg {
+            ExecutorMsg::Prepare { scheduled } => Box::pin(state.prepare(scheduled)).await,
+            msg => Box::pin(state.on_message(&myself, msg)).await?,
+        }
+        Ok(())
     }
 
     async fn post_stop(
@@ -644,7 +705,7 @@ impl ExecutorState {
         // hold this future at once, so it is kept to their size; the rest box their own.
         let state = self;
         match msg {
-            ExecutorMsg::Prepare { scheduled } => state.prepare(scheduled).await,
+            ExecutorMsg::Prepare { scheduled } => Box::pin(state.prepare(scheduled)).await,
             ExecutorMsg::Fire { scheduled } => {
                 state
                     .start(myself, ExecutionSource::Normal, Some(scheduled), None)
@@ -657,7 +718,14 @@ impl ExecutorState {
                     state.trigger_queued = true;
                 }
             }
-            ExecutorMsg::RunFinished(report) => Box::pin(state.finished(myself, *report)).await,
+            ExecutorMsg::RunFinished(report) => {
+                if let Some(run_id) = state.run_finished(myself, *report) {
+                    Box::pin(state.finished(myself, run_id, Ok(()))).await
+                }
+            }
+            ExecutorMsg::RunEnded { run_id, outcome } => {
+                Box::pin(state.finished(myself, run_id, outcome)).await
+            }
             ExecutorMsg::Job(ev) => Box::pin(state.event(myself, ev)).await?,
             ExecutorMsg::Resynced => {
                 Box::pin(state.config_changed()).await;

@@ -26,8 +26,9 @@
 //! and applies the returned operations (one multi-op when there are several).
 //!
 //! A fire: `TriggerActor` timer → `ExecutorMsg::Fire` → the executor plans from the mirror (no
-//! registry read), writes its `running` markers in one multi-op, runs the items in a task, and gets
-//! `RunFinished` back; nothing waits inside a handler.
+//! registry read), writes its `running` markers in one multi-op, runs the items in a task, gets
+//! `RunFinished` back, hands the markers' removal to the session's write batcher and hears
+//! `RunEnded` when it is done; no handler waits on the run or its end write.
 
 pub(crate) mod alarm;
 pub(crate) mod batch;

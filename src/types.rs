@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,10 +34,11 @@ pub enum IdError {
     BadShardItem(String),
 }
 
-/// The name of a job; it is one path segment under the namespace.
+/// The name of a job; it is one path segment under the namespace. Shared text: a clone is a
+/// reference count, and a job's name is cloned into every message, run and context about it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct JobName(String);
+pub struct JobName(Arc<str>);
 
 impl JobName {
     /// Validates `name` as a job name.
@@ -60,7 +62,7 @@ impl JobName {
         {
             return Err(IdError::BadJobNameChar { name, ch });
         }
-        Ok(Self(name))
+        Ok(Self(name.into()))
     }
 
     /// The name as a string slice.
@@ -91,7 +93,7 @@ impl TryFrom<String> for JobName {
 
 impl From<JobName> for String {
     fn from(n: JobName) -> String {
-        n.0
+        n.0.to_string()
     }
 }
 
@@ -101,10 +103,11 @@ pub const INSTANCE_ID_SEPARATOR: &str = "@-@";
 /// One running instance of a job: `{ip}@-@{pid}` (ElasticJob's `jobInstanceId`).
 ///
 /// The part after the separator is usually the process id; several instances in one process (the
-/// embedded demo, tests) use `{pid}-{n}` or any other non-empty suffix.
+/// embedded demo, tests) use `{pid}-{n}` or any other non-empty suffix. Shared text, as
+/// [`JobName`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct InstanceId(String);
+pub struct InstanceId(Arc<str>);
 
 impl InstanceId {
     /// Parses an instance id of the form `{ip}@-@{suffix}`.
@@ -124,7 +127,7 @@ impl InstanceId {
                     && !s.contains('/')
                     && !rest.contains(INSTANCE_ID_SEPARATOR) =>
             {
-                Ok(Self(s))
+                Ok(Self(s.into()))
             }
             _ => Err(IdError::BadInstanceId(s)),
         }
@@ -179,7 +182,7 @@ impl TryFrom<String> for InstanceId {
 
 impl From<InstanceId> for String {
     fn from(n: InstanceId) -> String {
-        n.0
+        n.0.to_string()
     }
 }
 
