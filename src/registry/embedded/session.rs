@@ -182,7 +182,7 @@ impl Registry for EmbeddedSession {
     async fn children(&self, path: &str) -> Result<Vec<String>> {
         self.call(OpKind::Children, path, |state, abs| {
             let node = state.tree.node(abs).ok_or_else(|| no_node(abs))?;
-            Ok(node.children.iter().cloned().collect())
+            Ok(node.children.iter().map(str::to_owned).collect())
         })
     }
 

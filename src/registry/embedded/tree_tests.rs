@@ -55,7 +55,13 @@ fn a_failed_transaction_restores_every_node_and_counter() {
     assert_eq!(tree.node("/a/old").unwrap().stat.version, 0);
     assert!(tree.node("/a/new0000000001").is_none());
     assert_eq!(tree.zxid(), zxid);
-    let names: Vec<_> = tree.node("/a").unwrap().children.iter().cloned().collect();
+    let names: Vec<_> = tree
+        .node("/a")
+        .unwrap()
+        .children
+        .iter()
+        .map(str::to_owned)
+        .collect();
     assert_eq!(names, ["old"]);
     let next = create(&mut tree, "/a/new", CreateMode::PersistentSequential).unwrap();
     assert_eq!(
