@@ -29,7 +29,7 @@ mod feed;
 mod tree;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 use tokio::sync::watch;
@@ -214,7 +214,7 @@ impl Mirror {
             }
         };
         let node = MirrorNode {
-            data: shared_data(data),
+            data: tree.share(data),
             stat,
             pending: false,
         };
@@ -230,7 +230,7 @@ impl Mirror {
             return false;
         }
         let node = MirrorNode {
-            data: shared_data(Vec::new()),
+            data: tree.share(Vec::new()),
             stat: MirrorStat::default(),
             pending: true,
         };
@@ -246,16 +246,6 @@ impl Mirror {
     /// Removes one node (not its children) and returns whether it was mirrored.
     fn remove(&self, path: &str) -> bool {
         self.inner.tree.write().remove(path).is_some()
-    }
-}
-
-/// `data` as shared bytes; empty data (most coordination nodes) shares one allocation.
-fn shared_data(data: Vec<u8>) -> Arc<[u8]> {
-    static EMPTY: LazyLock<Arc<[u8]>> = LazyLock::new(|| Arc::from(&[][..]));
-    if data.is_empty() {
-        EMPTY.clone()
-    } else {
-        data.into()
     }
 }
 

@@ -1,13 +1,15 @@
 //! The mirror's storage: a path trie held in one vector of slots.
 //!
-//! A slot holds one path segment, the index of its parent and the indices of its children sorted
-//! by name, so a lookup walks the path segment by segment with a binary search at each level and
+//! A slot holds one path segment and the indices of its children sorted by name, so a lookup walks the path segment by segment with a binary search at each level and
 //! a listing of children reads one short vector. No slot stores its full path: ten thousand jobs
 //! mean about 140,000 nodes, and a hash map keyed by full paths (plus a second one for child
 //! lists) cost about 4.4 KB per job where this costs about 1.7 KB (see ARCHITECTURE.md).
 //!
 //! A slot without a node is a placeholder: an ancestor of mirrored nodes that is not itself
 //! mirrored (a feed may see `/a/b` before `/a`). Placeholders vanish with their last child.
+
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::MirrorNode;
 
@@ -56,10 +58,35 @@ impl Name {
 #[derive(Debug)]
 struct Slot {
     name: Name,
-    parent: u32,
-    /// Children, sorted by name.
-    kids: Vec<u32>,
+    /// Children, sorted by name; a boxed slice, exactly as long as needed (children change
+    /// rarely, and most slots have none or one).
+    kids: Box<[u32]>,
     node: Option<MirrorNode>,
+}
+
+impl Slot {
+    fn empty(name: &str) -> Self {
+        Self {
+            name: Name::new(name),
+            kids: Box::default(),
+            node: None,
+        }
+    }
+}
+
+/// Inserts `value` at `at` in a boxed slice.
+fn insert_at(slice: &mut Box<[u32]>, at: usize, value: u32) {
+    let mut v = std::mem::take(slice).into_vec();
+    v.reserve_exact(1);
+    v.insert(at, value);
+    *slice = v.into_boxed_slice();
+}
+
+/// Removes the element at `at` from a boxed slice.
+fn remove_at(slice: &mut Box<[u32]>, at: usize) {
+    let mut v = std::mem::take(slice).into_vec();
+    v.remove(at);
+    *slice = v.into_boxed_slice();
 }
 
 /// The trie. Not synchronised: the mirror wraps it in a lock.
@@ -68,19 +95,24 @@ pub(super) struct Tree {
     slots: Vec<Slot>,
     free: Vec<u32>,
     nodes: usize,
+    /// Small data values shared by every node that holds them: an instance id is the data of
+    /// each item's owner node, of each running marker and of the leader node, in every job.
+    shared: HashSet<Arc<[u8]>>,
+    /// The size of `shared` after its last sweep of values no node holds any more.
+    swept: usize,
 }
+
+/// The longest data shared by value; longer data (a job's config) is one job's own.
+const SHARED_DATA: usize = 96;
 
 impl Default for Tree {
     fn default() -> Self {
         Self {
-            slots: vec![Slot {
-                name: Name::new(""),
-                parent: ROOT,
-                kids: Vec::new(),
-                node: None,
-            }],
+            slots: vec![Slot::empty("")],
             free: Vec::new(),
             nodes: 0,
+            shared: HashSet::new(),
+            swept: 0,
         }
     }
 }
@@ -94,6 +126,26 @@ impl Tree {
     /// The number of mirrored nodes (placeholders not counted).
     pub(super) fn len(&self) -> usize {
         self.nodes
+    }
+
+    /// `data` as shared bytes: empty and small values are stored once however many nodes hold
+    /// them. Values no node holds are swept out whenever the table has doubled since the last
+    /// sweep, so it stays within twice the distinct values in use.
+    pub(super) fn share(&mut self, data: Vec<u8>) -> Arc<[u8]> {
+        if data.len() > SHARED_DATA {
+            return data.into();
+        }
+        if let Some(v) = self.shared.get(&data[..]) {
+            return v.clone();
+        }
+        if self.shared.len() >= 2 * self.swept.max(32) {
+            // Held only here: no node (and no reader's copy) uses the value any more.
+            self.shared.retain(|v| Arc::strong_count(v) > 1);
+            self.swept = self.shared.len();
+        }
+        let v: Arc<[u8]> = data.into();
+        self.shared.insert(v.clone());
+        v
     }
 
     /// Where `name` is, or would be inserted, among the children of `slot`.
@@ -167,12 +219,7 @@ impl Tree {
     }
 
     fn add_child(&mut self, parent: u32, at: usize, name: &str) -> u32 {
-        let slot = Slot {
-            name: Name::new(name),
-            parent,
-            kids: Vec::new(),
-            node: None,
-        };
+        let slot = Slot::empty(name);
         let index = match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = slot;
@@ -183,44 +230,36 @@ impl Tree {
                 u32::try_from(self.slots.len() - 1).expect("under 4 billion mirrored nodes")
             }
         };
-        self.slots[parent as usize].kids.insert(at, index);
+        insert_at(&mut self.slots[parent as usize].kids, at, index);
         index
     }
 
     /// Removes the node at `path` (not its children) and returns it; the slot goes too unless
-    /// children hang below it.
+    /// children hang below it, and so do placeholder ancestors left with nothing below them.
     pub(super) fn remove(&mut self, path: &str) -> Option<MirrorNode> {
-        let at = self.find(path)?;
+        // The slots from the root down to the node: the way back up for pruning.
+        let mut chain = vec![ROOT];
+        for seg in segments(path) {
+            let at = *chain.last().expect("the root");
+            let i = self.search(at, seg.as_bytes()).ok()?;
+            chain.push(self.slots[at as usize].kids[i]);
+        }
+        let at = *chain.last().expect("the root");
         let old = self.slots[at as usize].node.take()?;
         self.nodes -= 1;
-        self.prune(at);
-        Some(old)
-    }
-
-    /// Frees `at` and its placeholder ancestors while they hold nothing.
-    fn prune(&mut self, mut at: u32) {
-        while at != ROOT {
+        while let [.., parent, at] = chain[..] {
             let slot = &self.slots[at as usize];
             if slot.node.is_some() || !slot.kids.is_empty() {
-                return;
+                break;
             }
-            let parent = slot.parent;
             if let Ok(i) = self.search(parent, slot.name.as_bytes()) {
-                let kids = &mut self.slots[parent as usize].kids;
-                kids.remove(i);
-                if kids.is_empty() {
-                    *kids = Vec::new();
-                }
+                remove_at(&mut self.slots[parent as usize].kids, i);
             }
-            self.slots[at as usize] = Slot {
-                name: Name::new(""),
-                parent: ROOT,
-                kids: Vec::new(),
-                node: None,
-            };
+            self.slots[at as usize] = Slot::empty("");
             self.free.push(at);
-            at = parent;
+            chain.pop();
         }
+        Some(old)
     }
 }
 
@@ -240,6 +279,27 @@ mod tests {
             },
             pending: false,
         }
+    }
+
+    #[test]
+    fn a_slot_stays_small() {
+        // Ten thousand jobs are about 150,000 slots: each byte here is 150 KB.
+        assert!(std::mem::size_of::<Slot>() <= 96);
+    }
+
+    #[test]
+    fn small_data_is_stored_once_and_unused_values_are_swept() {
+        let mut t = Tree::default();
+        let a = t.share(b"10.0.0.1@-@7".to_vec());
+        let b = t.share(b"10.0.0.1@-@7".to_vec());
+        assert!(Arc::ptr_eq(&a, &b));
+        let long = vec![b'x'; SHARED_DATA + 1];
+        assert!(!Arc::ptr_eq(&t.share(long.clone()), &t.share(long)));
+        drop((a, b));
+        for i in 0..100 {
+            let _ = t.share(format!("value {i}").into_bytes());
+        }
+        assert!(t.shared.len() < 100, "values no node holds were swept");
     }
 
     #[test]
