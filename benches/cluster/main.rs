@@ -156,6 +156,8 @@ fn run_child(args: &[String]) {
             kv["zk"],
             num("jobs") as usize,
             num("period") as i64,
+            // Optional: fires before the memory figure (1 in the table).
+            kv.get("fires").and_then(|v| v.parse().ok()).unwrap_or(1),
         )),
         "versus" => rt.block_on(versus::child(
             kv["system"],

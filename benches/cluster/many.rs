@@ -14,8 +14,10 @@ use crate::probe::{self, DelayLog};
 use crate::report::{dur, Stats, Table};
 
 /// The child: registers `jobs` jobs, waits until they are sharded, waits for one fire of all of
-/// them, then measures a quiet window and prints one `result` line.
-pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
+/// them, then measures a quiet window and prints one `result` line. With `fires` over 1, the
+/// resident memory is taken after that many fires (steady operation: ractor's mailboxes, for one,
+/// take a second block after 32 messages).
+pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     let addr: SocketAddr = zk.parse().expect("many: zk=ADDR");
     let log = Arc::new(DelayLog::default());
     let c = Backend::Zk(addr).connector(&fleet::namespace("many"), Duration::from_secs(10));
@@ -57,6 +59,10 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     let (cpu0, t0) = (probe::cpu_time(), Instant::now());
     probe::sleep_until_wall(fire, Duration::from_millis(period as u64 * 1000 - 300)).await;
     let (cpu, quiet) = (probe::cpu_time() - cpu0, t0.elapsed());
+    for _ in 1..fires {
+        let next = probe::next_instant(period, 0);
+        probe::sleep_until_wall(next, Duration::from_millis(period as u64 * 500)).await;
+    }
     let wchs = probe::four_letter(addr, "wchs").unwrap_or_default();
     let total_watches = wchs
         .lines()
@@ -76,6 +82,7 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64) {
     r.put("quiet_us", quiet.as_micros() as u64);
     r.put("rss_kib", probe::status_field("VmRSS"));
     r.put("rss_ready_kib", rss_ready);
+    r.put("fires", u64::from(fires));
     r.put("threads", probe::status_field("Threads"));
     r.put("server_watches", total_watches);
     r.put("watch_calls", c.counts().watches);
