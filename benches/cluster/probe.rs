@@ -66,6 +66,17 @@ impl DelayLog {
         inner.delays_us[mark..].iter().map(|(_, d)| *d).collect()
     }
 
+    /// The delays of the executions scheduled in `[from, to)` (Unix seconds).
+    pub(crate) fn delays_between(&self, from: i64, to: i64) -> Vec<u64> {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .delays_us
+            .iter()
+            .filter(|(at, _)| (from..to).contains(at))
+            .map(|(_, d)| *d)
+            .collect()
+    }
+
     /// The delays of the fire scheduled at `instant` (Unix seconds) recorded since `mark`.
     pub(crate) fn delays_of(&self, mark: usize, instant: i64) -> Vec<u64> {
         let inner = self.inner.lock().unwrap();

@@ -69,11 +69,15 @@ pub(crate) async fn child(system: &str, jobs: usize, seconds: u64) {
         other => panic!("unknown system {other}"),
     }
     let ready = started.elapsed();
+    // The window is a span of scheduled instants, not of arrival times: an instant's executions
+    // all count or none do, however late they arrive (a window of arrival times starting on a
+    // whole second counted that second's hundred fires or not, by a millisecond's race).
     let t0 = probe::next_instant(1, 0);
-    probe::sleep_until_wall(t0, Duration::from_millis(1000)).await;
-    let mark = log.mark();
-    probe::sleep_until_wall(t0, Duration::from_millis(1000 + 1000 * seconds)).await;
-    let delays = crate::report::Stats::of(log.delays_since(mark));
+    let from = t0.timestamp() + 1;
+    let to = from + seconds as i64;
+    // One more second for the last instants' late executions.
+    probe::sleep_until_wall(t0, Duration::from_millis(2000 + 1000 * seconds)).await;
+    let delays = crate::report::Stats::of(log.delays_between(from, to));
     let mut r = Results::default();
     r.put("register_us", registered.as_micros() as u64);
     r.put("ready_us", ready.as_micros() as u64);
