@@ -184,4 +184,32 @@ mod tests {
             "batched: {multis} multi-ops for 50 submissions"
         );
     }
+
+    #[tokio::test]
+    async fn a_callback_hears_its_own_outcome_and_at_once_when_there_is_nothing_to_write() {
+        let server = EmbeddedServer::new();
+        let reg = server.connector("batch").connect().await.unwrap();
+        let batcher = WriteBatcher::start(reg.clone());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let told = |name: &'static str| {
+            let tx = tx.clone();
+            move |outcome: Result<(), RegistryError>| {
+                let _ = tx.send((name, outcome));
+            }
+        };
+        batcher.submit_then(Vec::new(), told("nothing"));
+        let (name, outcome) = rx.try_recv().expect("called before submit_then returned");
+        assert_eq!(name, "nothing");
+        assert!(outcome.is_ok());
+        let create = || vec![Op::create("/x", "", CreateMode::Persistent)];
+        batcher.submit_then(create(), told("first"));
+        batcher.submit_then(create(), told("second"));
+        let mut heard = Vec::new();
+        for _ in 0..2 {
+            heard.push(rx.recv().await.expect("each submission is answered"));
+        }
+        heard.sort_by_key(|(name, _)| *name);
+        assert!(heard[0].0 == "first" && heard[0].1.is_ok());
+        assert!(heard[1].0 == "second" && heard[1].1.as_ref().unwrap_err().is_node_exists());
+    }
 }
