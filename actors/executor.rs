@@ -2,8 +2,8 @@
 //! (no registry read), writes the `running` markers in one multi-op, hands the items to a run task,
 //! on `RunFinished` queues the removal of the markers (one multi-op, batched with every other job's
 //! of the moment), and on `RunEnded` runs a misfire catch-up or a queued manual trigger, and
-//! answers a pending drain. A run counts as running until `RunEnded`. Waiting for a reshard is a parked fire resumed by
-//! the event that ends it.
+//! answers a pending drain. A run counts as running until `RunEnded`. Waiting for a reshard is a
+//! parked fire resumed by the event that ends it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
