@@ -674,6 +674,7 @@ impl Actor for ExecutorActor {
             ExecutorMsg::Prepare { scheduled } => Box::pin(state.prepare(scheduled)).await,
             msg => Box::pin(state.on_message(&myself, msg)).await?,
         }
+        state.local.release_empty();
         Ok(())
     }
 

@@ -38,6 +38,23 @@ pub struct LocalRuns {
     pub ended: BTreeSet<ShardItem>,
 }
 
+impl LocalRuns {
+    /// Gives back the memory of the sets that are empty: a `BTreeSet` keeps its node when its
+    /// last item is removed, and ten thousand idle jobs would each keep three.
+    pub fn release_empty(&mut self) {
+        for set in [
+            &mut self.running,
+            &mut self.misfire_flagged,
+            &mut self.marked,
+            &mut self.ended,
+        ] {
+            if set.is_empty() {
+                *set = BTreeSet::new();
+            }
+        }
+    }
+}
+
 /// The decision for one fire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunPlan {
