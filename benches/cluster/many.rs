@@ -59,6 +59,10 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     let (cpu0, t0) = (probe::cpu_time(), Instant::now());
     probe::sleep_until_wall(fire, Duration::from_millis(period as u64 * 1000 - 300)).await;
     let (cpu, quiet) = (probe::cpu_time() - cpu0, t0.elapsed());
+    if fires > 1 {
+        // The delays are taken: the log's own growth over more fires is not the engine's.
+        log.count_only();
+    }
     for _ in 1..fires {
         let next = probe::next_instant(period, 0);
         probe::sleep_until_wall(next, Duration::from_millis(period as u64 * 500)).await;

@@ -24,6 +24,9 @@ struct Inner {
     /// Scheduled instant (Unix seconds) and delay (microseconds) of each execution, in arrival
     /// order.
     delays_us: Vec<(i64, u64)>,
+    /// Delays are no longer kept, only counted (a long memory measurement: the log's own growth
+    /// is not the engine's).
+    counting_only: bool,
     /// Executions per scheduled instant (Unix seconds).
     per_second: BTreeMap<i64, u64>,
 }
@@ -38,16 +41,26 @@ impl DelayLog {
         let scheduled_us =
             (us - offset * 1_000_000).div_euclid(period_us) * period_us + offset * 1_000_000;
         let mut inner = self.inner.lock().unwrap();
-        inner.delays_us.push((
-            scheduled_us.div_euclid(1_000_000),
-            (us - scheduled_us) as u64,
-        ));
+        if !inner.counting_only {
+            inner.delays_us.push((
+                scheduled_us.div_euclid(1_000_000),
+                (us - scheduled_us) as u64,
+            ));
+        }
         *inner
             .per_second
             .entry(scheduled_us / 1_000_000)
             .or_default() += 1;
         drop(inner);
         self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// From now on, executions are counted but their delays not kept, and the kept ones are
+    /// dropped.
+    pub(crate) fn count_only(&self) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.counting_only = true;
+        inner.delays_us = Vec::new();
     }
 
     /// Executions recorded so far.
