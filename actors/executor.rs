@@ -112,8 +112,8 @@ impl RunTable {
         self.0.push((id, run));
     }
 
-    fn get(&self, id: u64) -> Option<&ActiveRun> {
-        self.0.iter().find(|(i, _)| *i == id).map(|(_, run)| run)
+    fn get(&self, id: &u64) -> Option<&ActiveRun> {
+        self.0.iter().find(|(i, _)| i == id).map(|(_, run)| run)
     }
 
     fn remove(&mut self, id: &u64) -> Option<ActiveRun> {
@@ -398,7 +398,7 @@ impl ExecutorState {
             tracing::error!(job = %self.job, failures = report.outcome.failures().count(),
                 "run failed and its error handler escalates (THROW)");
         }
-        let run = self.runs.get(report.run_id)?;
+        let run = self.runs.get(&report.run_id)?;
         if run.end_ops.is_empty() {
             return Some(report.run_id);
         }
@@ -702,11 +702,12 @@ impl ExecutorState {
         myself: &ActorRef<ExecutorMsg>,
         msg: ExecutorMsg,
     ) -> Result<(), ActorProcessingErr> {
-        // Only the two messages of every fire run unboxed: at a shared instant ten thousand jobs
-        // hold this future at once, so it is kept to their size; the rest box their own.
+        // Only the fire runs unboxed: at a shared instant ten thousand jobs hold this future at
+        // once, so it is kept to the fire's size; the rest box their own. The prepare never gets
+        // here: `handle` runs it in a future of its own, smaller still.
         let state = self;
         match msg {
-            ExecutorMsg::Prepare { scheduled } => Box::pin(state.prepare(scheduled)).await,
+            ExecutorMsg::Prepare { .. } => unreachable!("handle() runs a prepare on its own"),
             ExecutorMsg::Fire { scheduled } => {
                 state
                     .start(myself, ExecutionSource::Normal, Some(scheduled), None)

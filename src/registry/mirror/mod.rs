@@ -8,8 +8,8 @@
 //! decide from the mirror, which is already updated when an event arrives.
 //!
 //! Reads take a shared lock for the time of one lookup, never across an await: the copy is a
-//! compact path trie (`tree.rs`), one slot per node, because a node engine with ten thousand jobs
-//! mirrors about 140,000 nodes. One feed writes; several readers may observe a multi-node change
+//! compact path trie (`tree.rs`), one slot per node, because a node with ten thousand jobs mirrors
+//! about 150,000 nodes. One feed writes; several readers may observe a multi-node change
 //! half applied, exactly as they would observe a registry between two reads.
 //!
 //! ```

@@ -1,9 +1,10 @@
 //! The mirror's storage: a path trie held in one vector of slots.
 //!
-//! A slot holds one path segment and the indices of its children sorted by name, so a lookup walks the path segment by segment with a binary search at each level and
-//! a listing of children reads one short vector. No slot stores its full path: ten thousand jobs
-//! mean about 140,000 nodes, and a hash map keyed by full paths (plus a second one for child
-//! lists) cost about 4.4 KB per job where this costs about 1.7 KB (see ARCHITECTURE.md).
+//! A slot holds one path segment and the indices of its children sorted by name, so a lookup
+//! walks the path segment by segment with a binary search at each level and a listing of children
+//! reads one short vector. No slot stores its full path: ten thousand jobs mean about 150,000
+//! nodes, and a hash map keyed by full paths (plus a second one for child lists) cost about 4.4 KB
+//! per job where this costs about 2 KB (see ARCHITECTURE.md).
 //!
 //! A slot without a node is a placeholder: an ancestor of mirrored nodes that is not itself
 //! mirrored (a feed may see `/a/b` before `/a`). Placeholders vanish with their last child.
