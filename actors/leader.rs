@@ -270,13 +270,8 @@ impl Actor for LeaderActor {
                 }
             }
             LeaderMsg::Resynced => {
-                let jobs: Vec<JobName> = state
-                    .ctx
-                    .dir
-                    .configs
-                    .iter()
-                    .map(|e| e.key().clone())
-                    .collect();
+                let jobs: Vec<JobName> =
+                    state.ctx.configs.iter().map(|e| e.key().clone()).collect();
                 for job in jobs {
                     state.evaluate(&myself, &job, RECONCILE);
                 }
@@ -291,7 +286,6 @@ impl Actor for LeaderActor {
                 let now = state.ctx.node.clock.now();
                 let due: Vec<JobName> = state
                     .ctx
-                    .dir
                     .configs
                     .iter()
                     .filter(|e| {

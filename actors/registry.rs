@@ -14,7 +14,7 @@ use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 use crate::types::JobName;
 
-use super::context::{Directory, JobEvent, JobSpec, NodeContext, SessionCtx};
+use super::context::{JobConfigs, JobEvent, JobSpec, NodeContext, SessionCtx};
 use super::node::EngineError;
 use super::session::{SessionActor, SessionMsg};
 
@@ -281,9 +281,9 @@ impl Actor for RegistryActor {
                 .map(|a| a.ctx.clone())
                 .expect("checked above");
             // Its children may outlive it for a moment: stop them so the new ones can take the names.
-            ctx.dir.stop_all().await;
+            stop_stragglers(&state.node).await;
             let ctx = SessionCtx {
-                dir: Arc::new(Directory::default()),
+                configs: Arc::new(JobConfigs::default()),
                 ..ctx
             };
             let session = state.spawn_session(&myself, ctx.clone()).await?;
@@ -347,7 +347,7 @@ async fn connect(
     let ctx = SessionCtx {
         node: state.node.clone(),
         registry: registry.clone(),
-        dir: Arc::new(Directory::default()),
+        configs: Arc::new(JobConfigs::default()),
         writes: super::batch::WriteBatcher::start(registry.clone()),
     };
     let session = state.spawn_session(myself, ctx.clone()).await?;
@@ -373,6 +373,32 @@ async fn connect(
         ctx,
     });
     Ok(())
+}
+
+/// Stops the actors a failed SessionActor left behind (its children outlive it for a moment) and
+/// waits for them (bounded), so that the new subtree can register the same names. Found by their
+/// scoped names: the node knows its jobs, and a dead subtree has nobody left to ask.
+async fn stop_stragglers(node: &NodeContext) {
+    let mut names: Vec<String> = ["trigger", "leader", "sharding", "failover"]
+        .iter()
+        .map(|w| node.actor_name(w))
+        .collect();
+    names.extend(
+        lock_jobs(node)
+            .keys()
+            .map(|job| node.actor_name(&format!("executor/{job}"))),
+    );
+    let cells: Vec<_> = names
+        .into_iter()
+        .filter_map(ractor::registry::where_is)
+        .collect();
+    let stops = cells.iter().map(|c| {
+        c.stop_and_wait(
+            Some("session subtree restarting".into()),
+            Some(Duration::from_secs(5)),
+        )
+    });
+    futures::future::join_all(stops).await;
 }
 
 pub(crate) fn lock_jobs(

@@ -177,3 +177,58 @@ impl JobView {
         self.items.values().any(|v| v.running.is_some())
     }
 }
+
+/// The [`Facts`](crate::decide::lifecycle::Facts) a job's state machine reads, taken from the
+/// mirror and the injected clock: no registry call.
+#[derive(Debug)]
+pub struct MirrorFacts<'a> {
+    /// The local copy of the namespace.
+    pub mirror: &'a Mirror,
+    /// The job.
+    pub job: &'a JobName,
+    /// This instance.
+    pub me: &'a InstanceId,
+    /// Wall-clock time.
+    pub clock: &'a crate::clock::SharedClock,
+    /// The last measured clock skew against the registry.
+    pub skew: Option<std::time::Duration>,
+}
+
+impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
+    fn view(&self) -> JobView {
+        JobView::read(self.mirror, self.job)
+    }
+
+    fn owns(&self, item: ShardItem) -> bool {
+        let path = JobNode::ShardingInstance(item).to_path(self.job);
+        self.mirror
+            .data(&path)
+            .and_then(|d| instance_of(&d))
+            .is_some_and(|o| &o == self.me)
+    }
+
+    fn marker_mirrored(&self, item: ShardItem) -> bool {
+        self.mirror
+            .exists(&JobNode::ShardingRunning(item).to_path(self.job))
+    }
+
+    fn instance_owner(&self) -> Option<i64> {
+        let path = JobNode::Instance(self.me.clone()).to_path(self.job);
+        self.mirror.get(&path).map(|n| n.stat.ephemeral_owner)
+    }
+
+    fn has_failover_marks(&self) -> bool {
+        !self
+            .mirror
+            .children(&JobNode::LeaderFailoverItems.to_path(self.job))
+            .is_empty()
+    }
+
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
+    fn clock_skew(&self) -> Option<std::time::Duration> {
+        self.skew
+    }
+}
