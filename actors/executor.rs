@@ -246,8 +246,7 @@ impl ExecutorState {
             self.local.ended.remove(i);
         }
         if !plan.flagged.is_empty() {
-            metrics::counter!("shardcron_misfires_total", "job" => self.job.to_string())
-                .increment(plan.flagged.len() as u64);
+            crate::metrics::misfires_flagged(self.ctx.me(), &self.job, plan.flagged.len());
             self.ctx.node.events.emit(EngineEvent::Misfired {
                 job: self.job.clone(),
                 items: plan.flagged.clone(),

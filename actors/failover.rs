@@ -250,8 +250,7 @@ impl FailoverState {
             job: job.clone(),
             items: items.clone(),
         });
-        metrics::counter!("shardcron_failovers_total", "job" => job.to_string())
-            .increment(items.len() as u64);
+        crate::metrics::failover_claimed(self.ctx.me(), job, items.len());
         match self.ctx.executor(job) {
             Some(exec) => {
                 if exec

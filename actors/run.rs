@@ -12,6 +12,7 @@ use crate::clock::SharedClock;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
 use crate::job::{ExecutionSource, JobError, ShardingContext, SharedHandler};
+use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 use super::executor::ExecutorMsg;
@@ -82,8 +83,7 @@ async fn run(req: RunRequest) -> RunReport {
     let started_at = req.clock.now();
     if let Some(at) = req.scheduled {
         let delay = (started_at - at).to_std().unwrap_or_default();
-        metrics::histogram!("shardcron_trigger_delay_seconds", "job" => req.job.to_string())
-            .record(delay.as_secs_f64());
+        crate::metrics::trigger_delay(&req.instance, &req.job, delay);
     }
     let status = |state: RunState, message: String| {
         if req.events.has_subscribers() {
@@ -151,23 +151,20 @@ async fn run(req: RunRequest) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
             });
         }
-        let outcome = if result.is_ok() { "success" } else { "failure" };
-        metrics::counter!("shardcron_executions_total", "job" => req.job.to_string(),
-            "item" => item.to_string(), "outcome" => outcome, "source" => req.source.as_str())
-        .increment(1);
+        let outcome = if result.is_ok() {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        };
+        crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
         if let Err(e) = result {
             if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
                 escalated = true;
             }
         }
     }
-    metrics::histogram!("shardcron_execution_duration_seconds", "job" => req.job.to_string())
-        .record(
-            (finished_at - started_at)
-                .to_std()
-                .unwrap_or_default()
-                .as_secs_f64(),
-        );
+    let took = (finished_at - started_at).to_std().unwrap_or_default();
+    crate::metrics::run_duration(&req.instance, &req.job, took);
     let failures: Vec<String> = results
         .iter()
         .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("item {i}: {e}")))
