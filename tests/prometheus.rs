@@ -76,13 +76,38 @@ async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_proce
     let rec = Recorder::real_time();
     let nodes = [start(&server, &rec, 1).await, start(&server, &rec, 2).await];
     let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.metrics_addr().unwrap()).collect();
+    let prometheus = PrometheusServer::start(&addrs).await;
+    prometheus
+        .wait_query("both targets up", "sum(up)", WAIT, |r| {
+            by_label(r, "") == [(String::new(), 2.0)]
+        })
+        .await;
 
-    tracing::info!("--- both jobs run a few fires, then stop on both nodes");
+    tracing::info!("--- both jobs run a few fires");
     rec.wait_until("4 executions of alpha and 6 of beta", WAIT, |log| {
         let count = |job: &str| log.iter().filter(|e| e.job == job).count();
         count("alpha") >= 4 && count("beta") >= 6
     })
     .await;
+
+    tracing::info!("--- every item is owned once across the two nodes' gauges");
+    let items: Vec<(String, f64)> = JOBS
+        .iter()
+        .map(|(j, n)| (j.to_string(), f64::from(*n)))
+        .collect();
+    prometheus
+        .wait_query(
+            &format!("items owned per job {items:?}"),
+            "sum by (job_name) (shardcron_items_owned)",
+            WAIT,
+            |r| by_label(r, "job_name") == items,
+        )
+        .await;
+
+    tracing::info!("--- every query of the shipped dashboard is valid and the main ones have data");
+    dashboard_queries_answer(&prometheus).await;
+
+    tracing::info!("--- the jobs stop on both nodes");
     for node in &nodes {
         for (job, _) in JOBS {
             node.remove_job(&JobName::new(job).unwrap()).await.unwrap();
@@ -135,13 +160,7 @@ async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_proce
         "one endpoint serves the process series"
     );
 
-    tracing::info!("--- a real Prometheus scrapes both and sums per job");
-    let prometheus = PrometheusServer::start(&addrs).await;
-    prometheus
-        .wait_query("both targets up", "sum(up)", WAIT, |r| {
-            by_label(r, "") == [(String::new(), 2.0)]
-        })
-        .await;
+    tracing::info!("--- Prometheus sums per job");
     let want: Vec<(String, f64)> = expected.clone().into_iter().collect();
     prometheus
         .wait_query(
@@ -181,5 +200,50 @@ async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_proce
     prometheus.stop();
     for node in &nodes {
         node.shutdown().await;
+    }
+}
+
+/// Runs every query of `examples/monitoring/shardcron.json` (with the dashboard's variables set
+/// to all jobs and a 1-minute rate interval) and checks the panels that must show data now.
+async fn dashboard_queries_answer(prometheus: &PrometheusServer) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/monitoring/shardcron.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard")).expect("JSON");
+    let must_show = [
+        "Item executions per second, by job",
+        "Trigger delay quantiles, by job",
+        "Run duration quantiles, by job",
+        "Items owned, by job and instance",
+        "Leaders",
+        "Session connected, by instance",
+        "Jobs registered, by job and instance",
+        "Registry operations per second, by kind and outcome",
+    ];
+    let mut shown = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        let title = panel["title"].as_str().unwrap_or_default();
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"]
+                .as_str()
+                .expect("every target has an expr")
+                .replace("$__rate_interval", "1m")
+                .replace("$job_name", ".*");
+            // Both assert the API's status is success: the expression parses and evaluates.
+            if must_show.contains(&title) {
+                let what = format!("data for panel {title:?}");
+                prometheus
+                    .wait_query(&what, &expr, WAIT, |r| !r.is_empty())
+                    .await;
+                shown.push(title);
+            } else {
+                prometheus.query(&expr).await;
+            }
+        }
+    }
+    for title in must_show {
+        assert!(shown.contains(&title), "no panel titled {title:?}");
     }
 }
