@@ -163,7 +163,7 @@ impl ExecutorState {
             c @ (Command::Misfired(_)
             | Command::Skipped { .. }
             | Command::Refuse(_)
-            | Command::Warn(_)) => report(&self.kit, &self.ctx.node.events, &job, c),
+            | Command::Warn(_)) => report(&self.kit, &self.ctx.node.events, self.ctx.me(), &job, c),
         }
         None
     }

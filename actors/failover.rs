@@ -265,8 +265,7 @@ impl FailoverState {
             job: job.clone(),
             items: items.clone(),
         });
-        metrics::counter!("shardcron_failovers_total", "job" => job.to_string())
-            .increment(items.len() as u64);
+        crate::metrics::failover_claimed(self.ctx.me(), job, items.len());
         match self.executors.get(job) {
             Some(exec) => {
                 if exec

@@ -152,8 +152,7 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
                 ctx.node
                     .events
                     .emit(EngineEvent::LeadershipGained { job: job.clone() });
-                metrics::counter!("shardcron_elections_total", "job" => job.to_string())
-                    .increment(1);
+                crate::metrics::election_won(&me, job);
                 leading = true;
             }
             Err(e) if e.is_node_exists() => {

@@ -303,7 +303,8 @@ impl NodeHandle {
         self.node.events.subscribe(name, capacity)
     }
 
-    /// Whether a session is open and the mirror is in sync.
+    /// Whether the node is ready as `/readyz` answers: a session is open, the mirror in sync, and
+    /// every job of the node registered on that session.
     pub async fn is_ready(&self) -> bool {
         is_ready(&self.node).await
     }

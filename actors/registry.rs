@@ -35,8 +35,8 @@ pub(crate) enum RegistryMsg {
     RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// Run every item this instance owns of a job once, now.
     Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// Whether a session is open and its mirror synced.
-    IsReady(RpcReplyPort<bool>),
+    /// The id of the connected session, when its mirror is synced (`None` otherwise).
+    ReadySession(RpcReplyPort<Option<i64>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
 }
@@ -242,11 +242,13 @@ impl Actor for RegistryActor {
                     });
                 }
             }
-            RegistryMsg::IsReady(reply) => {
-                let ready = state.active.as_ref().is_some_and(|a| {
-                    *a.registry.session_state().borrow() == SessionState::Connected
-                }) && state.node.mirror.is_synced();
-                let _ = reply.send(ready);
+            RegistryMsg::ReadySession(reply) => {
+                let session = state.active.as_ref().and_then(|a| {
+                    let connected = *a.registry.session_state().borrow() == SessionState::Connected;
+                    (connected && state.node.mirror.is_synced())
+                        .then(|| a.registry.session_info().id)
+                });
+                let _ = reply.send(session);
             }
         }
         Ok(())

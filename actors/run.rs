@@ -14,6 +14,7 @@ use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
+use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 use crate::decide::lifecycle::Command;
@@ -199,8 +200,7 @@ async fn run(req: RunRequest) -> RunReport {
     let started_at = req.clock.now();
     if let Some(at) = req.scheduled {
         let delay = (started_at - at).to_std().unwrap_or_default();
-        metrics::histogram!("shardcron_trigger_delay_seconds", "job" => req.job.to_string())
-            .record(delay.as_secs_f64());
+        crate::metrics::trigger_delay(&req.instance, &req.job, delay);
     }
     let status = |state: RunState, message: String| {
         if req.events.has_subscribers() {
@@ -268,23 +268,20 @@ async fn run(req: RunRequest) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
             });
         }
-        let outcome = if result.is_ok() { "success" } else { "failure" };
-        metrics::counter!("shardcron_executions_total", "job" => req.job.to_string(),
-            "item" => item.to_string(), "outcome" => outcome, "source" => req.source.as_str())
-        .increment(1);
+        let outcome = if result.is_ok() {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        };
+        crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
         if let Err(e) = result {
             if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
                 escalated = true;
             }
         }
     }
-    metrics::histogram!("shardcron_execution_duration_seconds", "job" => req.job.to_string())
-        .record(
-            (finished_at - started_at)
-                .to_std()
-                .unwrap_or_default()
-                .as_secs_f64(),
-        );
+    let took = (finished_at - started_at).to_std().unwrap_or_default();
+    crate::metrics::run_duration(&req.instance, &req.job, took);
     let failures: Vec<String> = results
         .iter()
         .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("item {i}: {e}")))
@@ -319,11 +316,16 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 
 /// Reports what a job's state machine asks to report: misfires and skipped fires as metrics and
 /// events, warnings as logs, refused fires to the job's error handler.
-pub(crate) fn report(kit: &RunKit, events: &EventBus, job: &JobName, command: Command) {
+pub(crate) fn report(
+    kit: &RunKit,
+    events: &EventBus,
+    me: &InstanceId,
+    job: &JobName,
+    command: Command,
+) {
     match command {
         Command::Misfired(items) => {
-            metrics::counter!("shardcron_misfires_total", "job" => job.to_string())
-                .increment(items.len() as u64);
+            crate::metrics::misfires_flagged(me, job, items.len());
             events.emit(EngineEvent::Misfired {
                 job: job.clone(),
                 items,
@@ -334,9 +336,7 @@ pub(crate) fn report(kit: &RunKit, events: &EventBus, job: &JobName, command: Co
             items,
             warn,
         } => {
-            metrics::counter!("shardcron_fires_skipped_total", "job" => job.to_string(),
-                "reason" => reason.as_str())
-            .increment(1);
+            crate::metrics::fire_skipped(me, job, reason.as_str());
             if warn {
                 tracing::warn!(%job, reason = reason.as_str(), items,
                     "fire skipped: the job cannot keep up or cannot start work now");

@@ -163,8 +163,7 @@ async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
                         job: job.clone(),
                         assignment: assignment_of(&commit),
                     });
-                    metrics::counter!("shardcron_reshardings_total", "job" => job.to_string())
-                        .increment(1);
+                    crate::metrics::resharding_committed(ctx.me(), job);
                     false
                 }
                 Err(e) => {

@@ -7,4 +7,5 @@
 pub mod backend;
 pub mod conformance;
 pub mod embedded;
+pub mod prometheus;
 pub mod zk;
