@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::config::{JobConfig, JobKind, ValidatedConfig, ValidationContext};
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op, RegistryError};
+use crate::sharding::instance_node_data;
 use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
 
@@ -173,7 +174,7 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
     }
 
     let instance = JobNode::Instance(me.clone()).to_path(&job);
-    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+    let data = instance_node_data(me, &spec.config.instance_labels);
     let instance_node_pending = match reg
         .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
         .await
@@ -286,7 +287,7 @@ async fn register_in_one_write(
     if mirror.exists(&instance) {
         return Ok(None);
     }
-    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+    let data = instance_node_data(me, &spec.config.instance_labels);
     ops.push(Op::create(instance, data, CreateMode::Ephemeral));
     for (item, v) in &JobView::read(mirror, job).items {
         if v.running.as_deref() == Some(me.as_str()) {

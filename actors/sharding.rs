@@ -2,7 +2,7 @@
 //! (as state, not by blocking) for the job's running items to end, then marks `processing` and
 //! commits the whole plan in one multi-op. Followers wait for the commit as a mirror event.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
@@ -13,7 +13,7 @@ use crate::registry::NodeEventKind;
 use crate::registry::Op;
 use crate::types::JobName;
 use crate::types::{InstanceId, ShardItem};
-use crate::view::JobView;
+use crate::view::{namespace_load, JobView};
 
 use super::context::{JobEvent, SessionCtx};
 use super::lanes::Lanes;
@@ -135,13 +135,20 @@ async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
     };
     let view = JobView::read(ctx.mirror(), job);
     let i_lead = view.leader.as_ref() == Some(ctx.me());
-    match resharding::step(
-        &view,
-        job,
-        config.sharding_total_count(),
-        &*strategy,
-        i_lead,
-    ) {
+    let rules = resharding::Rules::of(&config);
+    // Counting the namespace's items reads every job's owners: only for a strategy that needs it,
+    // and only when a commit is about to be computed.
+    let held = if i_lead && view.sharding_necessary && strategy.uses_namespace_load() {
+        let eligible = view.eligible_instances(rules.label);
+        namespace_load(ctx.mirror(), job, &eligible)
+    } else {
+        BTreeMap::new()
+    };
+    let facts = resharding::Facts {
+        now_millis: ctx.node.clock.now().timestamp_millis(),
+        held: &held,
+    };
+    match resharding::step(&view, job, rules, &*strategy, facts, i_lead) {
         ShardingStep::Nothing => false,
         ShardingStep::WaitForRunningItems(items) => {
             tracing::debug!(%job, ?items, "sharding waits for running items");

@@ -62,6 +62,8 @@ pub struct JobView {
     pub job: Option<JobName>,
     /// Live instances (`instances/` children).
     pub instances: BTreeSet<InstanceId>,
+    /// The labels of the live instances that carry any (`labels` in their `instances/{id}` YAML).
+    pub labels: BTreeMap<InstanceId, BTreeSet<String>>,
     /// `servers/{ip}` statuses.
     pub servers: BTreeMap<String, ServerStatus>,
     /// `leader/election/instance`.
@@ -91,8 +93,15 @@ impl JobView {
             job: Some(job.clone()),
             ..Default::default()
         };
-        for name in mirror.children(&path(JobNode::Instances)) {
-            if let Ok(id) = InstanceId::parse(name) {
+        let instances = path(JobNode::Instances);
+        for name in mirror.children(&instances) {
+            if let Ok(id) = InstanceId::parse(name.as_str()) {
+                if let Some(data) = mirror.data(&format!("{instances}/{name}")) {
+                    let labels = crate::sharding::parse_labels(&data);
+                    if !labels.is_empty() {
+                        view.labels.insert(id.clone(), labels);
+                    }
+                }
                 view.instances.insert(id);
             }
         }
@@ -163,6 +172,19 @@ impl JobView {
         )
     }
 
+    /// The available instances that may run a job configured with `label` (all of them when the
+    /// job has none), in sharding order: those sharding sees.
+    pub fn eligible_instances(&self, label: Option<&str>) -> Vec<InstanceId> {
+        let mut available = self.available_instances();
+        available.retain(|i| crate::sharding::carries(self.labels.get(i), label));
+        available
+    }
+
+    /// Whether `instance` carries the job's `label` (always, for a job without one).
+    pub fn carries(&self, instance: &InstanceId, label: Option<&str>) -> bool {
+        crate::sharding::carries(self.labels.get(instance), label)
+    }
+
     /// Items owned by `me`, ascending.
     pub fn items_owned_by(&self, me: &InstanceId) -> Vec<ShardItem> {
         self.items
@@ -176,4 +198,34 @@ impl JobView {
     pub fn has_running_items(&self) -> bool {
         self.items.values().any(|v| v.running.is_some())
     }
+}
+
+/// The items each of `among` owns in the namespace's jobs other than `except`, read from the mirror
+/// (`/{job}/sharding/{i}/instance` of every job it holds): what NAMESPACE_BALANCE balances on. Every
+/// instance of `among` is in the result, with 0 when it owns nothing.
+pub fn namespace_load(
+    mirror: &Mirror,
+    except: &JobName,
+    among: &[InstanceId],
+) -> BTreeMap<InstanceId, usize> {
+    let mut load: BTreeMap<InstanceId, usize> = among.iter().map(|i| (i.clone(), 0)).collect();
+    let mut buf = String::new();
+    for job in mirror.children("/") {
+        if job == except.as_str() {
+            continue;
+        }
+        let sharding = format!("/{job}/sharding");
+        for item in mirror.children(&sharding) {
+            buf.clear();
+            buf.push_str(&sharding);
+            buf.push('/');
+            buf.push_str(&item);
+            buf.push_str("/instance");
+            let owner = mirror.data(&buf).and_then(|d| instance_of(&d));
+            if let Some(count) = owner.and_then(|o| load.get_mut(&o)) {
+                *count += 1;
+            }
+        }
+    }
+    load
 }

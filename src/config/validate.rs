@@ -258,6 +258,16 @@ impl JobConfig {
                 "a SCRIPT job needs the command to run".to_owned(),
             );
         }
+        if let Some(label) = self.label.as_deref().filter(|l| !l.is_empty()) {
+            if let Err(e) = crate::sharding::check_label(label) {
+                report("label", e.to_string());
+            }
+        }
+        for label in &self.instance_labels {
+            if let Err(e) = crate::sharding::check_label(label) {
+                report("instance labels", e.to_string());
+            }
+        }
         if self.max_time_diff_seconds < -1 {
             report(
                 "maxTimeDiffSeconds",
