@@ -40,12 +40,20 @@ pub(crate) fn validate(
         error_handlers: &handlers,
         kind,
     };
-    config
+    let valid = config
         .validate(&ctx)
         .map_err(|e| EngineError::InvalidConfig {
             job: config.job_name.clone(),
             reason: e.to_string(),
-        })
+        })?;
+    // The notifier follows the config validated last: the local one at start, the registry's
+    // at registration and at every change.
+    node.handlers.notifiers().configure(
+        valid.job_name(),
+        valid.error_handler(),
+        &valid.config().props,
+    );
+    Ok(valid)
 }
 
 /// What registration found: the config to run with, and whether the instance node still belongs

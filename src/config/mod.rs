@@ -37,8 +37,11 @@ pub const BUILTIN_STRATEGIES: [&str; 5] = [
     "NAMESPACE_BALANCE",
 ];
 
-/// The built-in error handlers; an absent `jobErrorHandlerType` means the first.
-pub const BUILTIN_ERROR_HANDLERS: [&str; 3] = ["LOG", "THROW", "IGNORE"];
+/// The built-in error handlers; an absent `jobErrorHandlerType` means the first. The last four
+/// notify (see [`crate::job::handlers::notify`]) and need their `props`.
+pub const BUILTIN_ERROR_HANDLERS: [&str; 7] = [
+    "LOG", "THROW", "IGNORE", "EMAIL", "WECHAT", "DINGTALK", "WEBHOOK",
+];
 
 /// The `props` key holding a SCRIPT job's command line.
 pub const SCRIPT_COMMAND_LINE: &str = "script.command.line";

@@ -251,6 +251,13 @@ impl JobConfig {
                 ),
             );
         }
+        let notifier =
+            crate::job::handlers::notify::NotifierSettings::from_props(handler, &self.props);
+        if let Some(Err(problems)) = notifier {
+            for p in problems {
+                report(p.field, p.problem);
+            }
+        }
         let command = self.props.get(SCRIPT_COMMAND_LINE).map(|c| c.trim());
         if ctx.kind == JobKind::Script && command.is_none_or(str::is_empty) {
             report(
