@@ -7,4 +7,6 @@
 pub mod backend;
 pub mod conformance;
 pub mod embedded;
+pub mod http;
+pub mod smtp;
 pub mod zk;

@@ -159,7 +159,11 @@ impl NotifierSettings {
                 )
                 .map(|hook| Self::Dingtalk {
                     hook,
-                    keyword: r.optional(key!("dingtalk.keyword")),
+                    // Put before the text as written, spaces included, as Java does.
+                    keyword: props
+                        .get("dingtalk.keyword")
+                        .filter(|k| !k.is_empty())
+                        .cloned(),
                     secret: r.optional(key!("dingtalk.secret")),
                 }),
             WEBHOOK => r
