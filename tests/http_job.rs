@@ -2,7 +2,6 @@
 //! answers as each test asks (or never answers).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use shardcron::job::http::{HttpJob, HttpJobError, SHARDING_CONTEXT_HEADER};
