@@ -201,17 +201,29 @@ impl JobView {
 }
 
 /// The items each of `among` owns in the namespace's jobs other than `except`, read from the mirror
-/// (`/{job}/sharding/{i}/instance` of every job it holds): what NAMESPACE_BALANCE balances on. Every
-/// instance of `among` is in the result, with 0 when it owns nothing.
+/// (`/{job}/sharding/{i}/instance` of every job it holds): what NAMESPACE_BALANCE balances on.
+/// `recent` overrides the mirror for jobs whose newer plan (committed by this leader moments ago)
+/// the mirror may not show yet: their owners, one per item. Every instance of `among` is in the
+/// result, with 0 when it owns nothing.
 pub fn namespace_load(
     mirror: &Mirror,
     except: &JobName,
     among: &[InstanceId],
+    recent: &BTreeMap<JobName, Vec<InstanceId>>,
 ) -> BTreeMap<InstanceId, usize> {
     let mut load: BTreeMap<InstanceId, usize> = among.iter().map(|i| (i.clone(), 0)).collect();
+    let mut add = |owner: &InstanceId| {
+        if let Some(count) = load.get_mut(owner) {
+            *count += 1;
+        }
+    };
     let mut buf = String::new();
     for job in mirror.children("/") {
         if job == except.as_str() {
+            continue;
+        }
+        if let Some(owners) = JobName::new(job.as_str()).ok().and_then(|j| recent.get(&j)) {
+            owners.iter().for_each(&mut add);
             continue;
         }
         let sharding = format!("/{job}/sharding");
@@ -221,11 +233,27 @@ pub fn namespace_load(
             buf.push('/');
             buf.push_str(&item);
             buf.push_str("/instance");
-            let owner = mirror.data(&buf).and_then(|d| instance_of(&d));
-            if let Some(count) = owner.and_then(|o| load.get_mut(&o)) {
-                *count += 1;
+            if let Some(owner) = mirror.data(&buf).and_then(|d| instance_of(&d)) {
+                add(&owner);
             }
         }
     }
     load
+}
+
+/// The owner of each item of `job` as the mirror has it, in item order (items without a readable
+/// owner left out): to tell whether the mirror caught up with a plan.
+pub fn owners_in_mirror(mirror: &Mirror, job: &JobName) -> Vec<InstanceId> {
+    let sharding = JobNode::Sharding.to_path(job);
+    let mut items: Vec<(ShardItem, InstanceId)> = mirror
+        .children(&sharding)
+        .into_iter()
+        .filter_map(|name| {
+            let item = name.parse::<ShardItem>().ok()?;
+            let data = mirror.data(&format!("{sharding}/{name}/instance"))?;
+            Some((item, instance_of(&data)?))
+        })
+        .collect();
+    items.sort();
+    items.into_iter().map(|(_, o)| o).collect()
 }
