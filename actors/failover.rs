@@ -215,8 +215,11 @@ impl FailoverState {
         }
         let me = self.ctx.me().clone();
         let mut view = JobView::read(self.ctx.mirror(), job);
-        let registered =
-            view.instances.contains(&me) && view.server_status(me.ip()) == ServerStatus::Enabled;
+        // An instance without the job's label takes no item of it, not even a failed-over one.
+        let label = self.ctx.config(job).and_then(|c| c.config().label.clone());
+        let registered = view.instances.contains(&me)
+            && view.server_status(me.ip()) == ServerStatus::Enabled
+            && view.carries(&me, label.as_deref());
         if view.failover_marks.is_empty() || !registered || !self.executor_idle(job).await {
             return;
         }
@@ -225,7 +228,7 @@ impl FailoverState {
             let share = view
                 .failover_marks
                 .len()
-                .div_ceil(view.available_instances().len().max(1));
+                .div_ceil(view.eligible_instances(label.as_deref()).len().max(1));
             let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
                 return;
             };

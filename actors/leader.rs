@@ -14,6 +14,7 @@ use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
 use crate::registry::{CreateMode, Op};
+use crate::sharding::parse_labels;
 use crate::types::InstanceId;
 use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
@@ -79,8 +80,16 @@ impl LeaderState {
             return;
         };
         let owner = String::from_utf8_lossy(&data).trim().to_owned();
+        let label = self
+            .ctx
+            .config(job)
+            .and_then(|c| c.config().label.clone())
+            .filter(|l| !l.is_empty());
         let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
-            mirror.exists(&node(JobNode::Instance(o.clone())))
+            let instance = mirror.data(&node(JobNode::Instance(o.clone())));
+            let carries =
+                |data: &[u8]| crate::sharding::carries(Some(&parse_labels(data)), label.as_deref());
+            instance.is_some_and(|d| carries(&d))
                 && mirror
                     .data(&node(JobNode::Server(o.ip().to_owned())))
                     .is_none_or(|d| ServerStatus::from_data(&d) == ServerStatus::Enabled)
@@ -181,12 +190,12 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
     if !leading {
         return;
     }
-    let total = config.sharding_total_count();
+    let rules = resharding::Rules::of(&config);
     let reason = if instances_changed {
-        Some("instances or servers changed".to_owned())
+        resharding::membership_reason(&view, rules)
     } else if reconcile || view.leader.as_ref() != Some(&me) {
         // Just elected, or the periodic check: look for a stale assignment.
-        resharding::reconcile_reason(&view, total)
+        resharding::reconcile_reason(&view, rules)
     } else {
         None
     };

@@ -11,6 +11,7 @@ use crate::config::{JobConfig, JobKind, ValidatedConfig, ValidationContext};
 use crate::decide::lifecycle::{Input, Registration};
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op, RegistryError};
+use crate::sharding::instance_node_data;
 use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
 
@@ -44,12 +45,20 @@ pub(crate) fn validate(
         error_handlers: &handlers,
         kind,
     };
-    config
+    let valid = config
         .validate(&ctx)
         .map_err(|e| EngineError::InvalidConfig {
             job: config.job_name.clone(),
             reason: e.to_string(),
-        })
+        })?;
+    // The notifier follows the config validated last: the local one at start, the registry's
+    // at registration and at every change.
+    node.handlers.notifiers().configure(
+        valid.job_name(),
+        valid.error_handler(),
+        &valid.config().props,
+    );
+    Ok(valid)
 }
 
 /// What registration found: the config to run with, and whose the instance node is (an earlier
@@ -178,7 +187,7 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
     }
 
     let instance = JobNode::Instance(me.clone()).to_path(&job);
-    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+    let data = instance_node_data(me, &spec.config.instance_labels);
     let registration = match reg
         .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
         .await
@@ -297,7 +306,7 @@ async fn register_in_one_write(
     if mirror.exists(&instance) {
         return Ok(None);
     }
-    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+    let data = instance_node_data(me, &spec.config.instance_labels);
     ops.push(Op::create(instance, data, CreateMode::Ephemeral));
     for (item, v) in &JobView::read(mirror, job).items {
         if v.running.as_deref() == Some(me.as_str()) {

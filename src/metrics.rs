@@ -47,6 +47,8 @@ pub const RESHARDINGS: &str = "shardcron_reshardings_total";
 pub const MISFIRES: &str = "shardcron_misfires_total";
 /// `shardcron_failovers_total`.
 pub const FAILOVERS: &str = "shardcron_failovers_total";
+/// Counter: error notifications (EMAIL, WECHAT, DINGTALK, WEBHOOK) sent or dropped.
+pub const ERROR_NOTIFICATIONS: &str = "shardcron_error_notifications_total";
 /// Counter: fires skipped (the job cannot keep up, or this instance cannot start work now).
 pub const FIRES_SKIPPED: &str = "shardcron_fires_skipped_total";
 /// `shardcron_events_dropped_total`.
@@ -131,6 +133,14 @@ pub fn fire_skipped(me: &InstanceId, job: &JobName, reason: &'static str) {
     .increment(1);
 }
 
+/// An error notification of `kind` ended with `outcome` (process series: the notifier queue is
+/// per process).
+pub fn error_notification(job: &JobName, kind: &'static str, outcome: &'static str) {
+    ::metrics::counter!(ERROR_NOTIFICATIONS, JOB_LABEL => job.to_string(), "type" => kind,
+        "outcome" => outcome)
+    .increment(1);
+}
+
 /// An engine event was dropped on `subscriber`'s full queue (process series).
 pub fn event_dropped(subscriber: &str) {
     ::metrics::counter!(EVENTS_DROPPED, "subscriber" => subscriber.to_owned()).increment(1);
@@ -149,7 +159,7 @@ pub fn history_write_failed() {
 }
 
 /// The `# HELP` text of every counter and histogram family, for the recorder to describe.
-pub const DESCRIPTIONS: [(&str, &str); 11] = [
+pub const DESCRIPTIONS: [(&str, &str); 12] = [
     (
         EXECUTIONS,
         "Item executions that ended, by instance_id, job_name, item, outcome (success, failure) \
@@ -183,6 +193,11 @@ pub const DESCRIPTIONS: [(&str, &str); 11] = [
         FIRES_SKIPPED,
         "Fires skipped because the job could not keep up or the instance could not start work, \
          by instance_id, job_name and reason.",
+    ),
+    (
+        ERROR_NOTIFICATIONS,
+        "Error notifications by job_name, type (EMAIL, WECHAT, DINGTALK, WEBHOOK) and outcome \
+         (sent, failed, dropped) (whole process).",
     ),
     (
         EVENTS_DROPPED,

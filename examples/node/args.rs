@@ -12,7 +12,7 @@ use shardcron::InstanceId;
 pub(crate) const USAGE: &str = "\
 usage: node [--zk HOSTS] [--namespace NS] [--jobs FILE] [--nodes N]
             [--instance-id ID] [--session-timeout-ms MS] [--metrics ADDR] [--admin ADDR]
-            [--history TARGET]
+            [--history TARGET] [--label LABELS]
 
 Runs shardcron nodes and prints one line per item execution and per resharding.
 
@@ -31,6 +31,9 @@ Runs shardcron nodes and prints one line per item execution and per resharding.
   --history TARGET          record every item execution and run status (ElasticJob's
                             JOB_EXECUTION_LOG / JOB_STATUS_TRACE_LOG) in a SQLite file or at a
                             postgres://... URL; read it with `ctl history NAME --db TARGET`
+  --label LABELS            this instance's labels, comma-separated (e.g. gpu,eu): a job whose
+                            `label:` names one of them runs here, a job with another label does
+                            not (ElasticJob's instance labels; embedded: every node gets them)
   -h, --help                this text
 ";
 
@@ -70,6 +73,8 @@ pub(crate) struct Args {
     pub(crate) admin: Option<SocketAddr>,
     /// Where to record the execution history.
     pub(crate) history: Option<String>,
+    /// This instance's labels (`--label`).
+    pub(crate) labels: Vec<String>,
 }
 
 /// Why the command line was refused; every variant names the flag.
@@ -101,7 +106,7 @@ pub(crate) enum ArgsError {
     NodesWithZk,
 }
 
-const FLAGS: [&str; 9] = [
+const FLAGS: [&str; 10] = [
     "--zk",
     "--namespace",
     "--jobs",
@@ -111,6 +116,7 @@ const FLAGS: [&str; 9] = [
     "--metrics",
     "--admin",
     "--history",
+    "--label",
 ];
 
 /// Parses the arguments after the program name.
@@ -143,7 +149,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
             return Err(ArgsError::Repeated(flag));
         }
     }
-    let [zk, namespace, jobs, nodes, instance_id, session_timeout, metrics, admin, history] =
+    let [zk, namespace, jobs, nodes, instance_id, session_timeout, metrics, admin, history, label] =
         values;
     let bad = |flag, value: &str, reason: String| ArgsError::BadValue {
         flag,
@@ -207,6 +213,18 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
             )
         }),
     };
+    let mut labels = Vec::new();
+    for part in label.iter().flat_map(|l| l.split(',')) {
+        let part = part.trim();
+        shardcron::sharding::check_label(part).map_err(|e| {
+            bad(
+                "--label",
+                label.as_deref().unwrap_or_default(),
+                e.to_string(),
+            )
+        })?;
+        labels.push(part.to_owned());
+    }
     let metrics = address("--metrics", metrics)?;
     let admin = address("--admin", admin)?;
     Ok(Command::Run(Box::new(Args {
@@ -219,5 +237,6 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, A
         metrics,
         admin,
         history,
+        labels,
     })))
 }
