@@ -16,18 +16,44 @@
 //! - When the item is cancelled the child is killed (SIGKILL) and the item fails with
 //!   [`JobError::Cancelled`]. The child is also killed if the run's future is dropped. Only the
 //!   direct child is killed, not processes it started itself.
+//! - Every child is reaped as it ends: its exit is awaited beside its pipes, a cancelled child is
+//!   killed and awaited, and a child whose run was dropped is killed and handed to tokio's orphan
+//!   queue, which reaps it at the next `SIGCHLD`.
+//! - At most [`MAX_CHILDREN`] script children live at once per process; items beyond wait for one
+//!   to end (still cancellable). A job that asks for far more than the machine can fork (ten
+//!   thousand items a second) then degrades into long runs, which its executor skips or misfires,
+//!   instead of thousands of forks and unreaped exits starving the runtime that keeps the registry
+//!   session alive.
 
 use std::collections::BTreeMap;
 use std::process::{ExitStatus, Stdio};
+use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::Semaphore;
 
 use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key holding the command line, as ElasticJob names it.
 pub const COMMAND_LINE_PROP: &str = "script.command.line";
+
+/// How many script children may live at once in one process. Enough for hundreds of long-running
+/// script jobs side by side; a bound on forks and on exits waiting to be reaped when a job asks
+/// for more items than the machine can run.
+pub const MAX_CHILDREN: usize = 512;
+
+/// The permits of [`MAX_CHILDREN`], shared by every script job of the process.
+fn children() -> &'static Semaphore {
+    static CHILDREN: OnceLock<Semaphore> = OnceLock::new();
+    CHILDREN.get_or_init(|| Semaphore::new(MAX_CHILDREN))
+}
+
+/// Script children alive now (spawned and not yet reaped) in this process.
+pub fn live_children() -> usize {
+    MAX_CHILDREN - children().available_permits()
+}
 
 /// Why a script job could not be built from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -159,6 +185,16 @@ impl ItemHandler for ScriptJob {
         if ctx.is_cancelled() {
             return Err(self.cancelled("was cancelled before it started"));
         }
+        // Held until the child is reaped (or handed to the orphan queue, killed, on a drop).
+        let _permit = tokio::select! {
+            biased;
+            () = ctx.cancelled() => {
+                return Err(self.cancelled("was cancelled while waiting for a free child slot"));
+            }
+            permit = children().acquire() => permit.map_err(|_| {
+                JobError::failed("the script children's semaphore is closed")
+            })?,
+        };
         let mut child = Command::new(&self.program)
             .args(&self.args)
             .arg(ctx.to_json())
