@@ -255,24 +255,52 @@ impl Soak {
         for label in LABELS {
             soak.start_node(label);
         }
-        soak.converge();
+        soak.registered();
         soak.from = now().ceil() + 1.0;
         soak
     }
 
-    /// Waits until both jobs are shared by every node under a live leader.
+    /// Waits until both jobs are shared by every node under a live leader, as AVG_ALLOCATION
+    /// splits them.
     pub fn converge(&self) {
         self.cluster.converge(&LABELS);
-        let ids: Vec<String> = LABELS.iter().map(|l| super::instance(l)).collect();
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         super::registry::wait_converged(
             &self.cluster.connect,
             &self.cluster.namespace,
             "slow",
-            &ids,
+            &self.ids().iter().map(String::as_str).collect::<Vec<_>>(),
             2,
             super::WITHIN,
         );
+    }
+
+    /// Waits until every node is an instance of both jobs and each has a live leader; the plan
+    /// may still be an older one (a job firing every 10 s may reshard only at its next fire).
+    pub fn registered(&self) {
+        self.cluster.converge(&LABELS);
+        let ids = self.ids();
+        let deadline = Instant::now() + super::WITHIN;
+        loop {
+            let read =
+                super::registry::snapshot(&self.cluster.connect, &self.cluster.namespace, "slow");
+            if let Ok(s) = &read {
+                let all = ids.iter().all(|i| s.instances.contains(i));
+                if all && s.leader.as_ref().is_some_and(|l| s.instances.contains(l)) {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "slow has not every node {ids:?} as an instance under a live leader within \
+                 {:?}; last read: {read:#?}",
+                super::WITHIN
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn ids(&self) -> Vec<String> {
+        LABELS.iter().map(|l| super::instance(l)).collect()
     }
 
     fn connect(&self, label: &str) -> String {
