@@ -1,12 +1,13 @@
 //! Script children are reaped as they end: after items that finish, items that are cancelled and
-//! runs that are dropped mid-way, this process has no child left, zombie or alive.
+//! runs that are dropped mid-way, this process has no child left, zombie or alive; and a job's
+//! live children are bounded by its own `MAX_CHILDREN`, which leaves another job's alone.
 //!
 //! One test in its own binary: every child of the process is one of its own.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shardcron::job::script::{live_children, ScriptJob};
+use shardcron::job::script::{ScriptJob, MAX_CHILDREN};
 use shardcron::job::{ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext};
 use shardcron::types::{InstanceId, JobName, ShardItem};
 use tokio_util::sync::CancellationToken;
@@ -68,14 +69,14 @@ fn run(
     async move { job.run_item(ctx).await }
 }
 
-/// Waits until `n` script children live.
-async fn wait_live(n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while live_children() < n {
+/// Waits until `n` children of `job` live.
+async fn wait_live(job: &ScriptJob, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while job.live_children() < n {
         assert!(
             Instant::now() < deadline,
-            "{n} script children did not start within 20 s ({} did)",
-            live_children()
+            "{n} script children did not start within 60 s ({} did)",
+            job.live_children()
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -89,7 +90,7 @@ async fn script_children_are_reaped_after_finishing_being_cancelled_or_dropped()
     for result in futures::future::join_all(runs).await {
         result.expect("the item exits 0");
     }
-    assert_eq!(live_children(), 0, "every child slot is free again");
+    assert_eq!(quick.live_children(), 0, "every child slot is free again");
     wait_no_children("after 300 finished items").await;
 
     tracing::info!("--- 50 items cancelled while they run");
@@ -99,7 +100,7 @@ async fn script_children_are_reaped_after_finishing_being_cancelled_or_dropped()
     let all = tokio::spawn(futures::future::join_all(
         contexts.into_iter().map(|c| run(&slow, c)),
     ));
-    wait_live(50).await;
+    wait_live(&slow, 50).await;
     tokens.iter().for_each(CancellationToken::cancel);
     for result in all.await.expect("the runs' task") {
         assert!(result.is_err(), "a cancelled item fails as cancelled");
@@ -110,9 +111,29 @@ async fn script_children_are_reaped_after_finishing_being_cancelled_or_dropped()
     let all = tokio::spawn(futures::future::join_all(
         (0..50).map(|i| run(&slow, context(i))),
     ));
-    wait_live(50).await;
+    wait_live(&slow, 50).await;
     all.abort();
     let _ = all.await;
-    assert_eq!(live_children(), 0, "a dropped run gives its slot back");
+    assert_eq!(slow.live_children(), 0, "a dropped run gives its slot back");
+    wait_no_children("after 50 dropped runs").await;
+
+    tracing::info!("--- a job's items beyond its bound wait; another job's children do not");
+    let all = tokio::spawn(futures::future::join_all(
+        (0..MAX_CHILDREN as u32 + 20).map(|i| run(&slow, context(i))),
+    ));
+    wait_live(&slow, MAX_CHILDREN).await;
+    let other = ScriptJob::new("/bin/sh -c 'exit 0'").expect("a command line");
+    other
+        .run_item(context(0))
+        .await
+        .expect("another job runs beside a saturated one");
+    assert_eq!(slow.live_children(), MAX_CHILDREN, "no more than its bound");
+    assert!(
+        children().len() <= MAX_CHILDREN + 1,
+        "the items beyond the bound did not fork: {} children",
+        children().len()
+    );
+    all.abort();
+    let _ = all.await;
     wait_no_children("after 50 dropped runs").await;
 }

@@ -7,12 +7,14 @@
 //! cannot report, and the survivors, who cannot tell, run it again (at least once). They are
 //! counted apart: re-runs of a run that was interrupted, and re-runs of a run that had ended.
 //!
-//! The script (`track.sh TICKS SECONDS CONTEXT`) writes one line per event, appended atomically:
+//! The script (`track.sh TICKS SECONDS CONTEXT`) writes one short line per event (short, so that
+//! each is one atomic append: a context's task id names every item of the run, 50 KB for a job of
+//! 10,000 items), taking the job, the item and the source out of the context:
 //!
 //! ```text
-//! {unix seconds} {instance} S {pid} {context JSON}    the run started
-//! {unix seconds} {instance} T {pid}                   it still runs (every SECONDS)
-//! {unix seconds} {instance} E {pid}                   it ended on its own (after TICKS ticks)
+//! {unix seconds} {instance} S {pid} {job} {item} {source}   the run started
+//! {unix seconds} {instance} T {pid}                         it still runs (every SECONDS)
+//! {unix seconds} {instance} E {pid}                         it ended on its own (after TICKS ticks)
 //! ```
 //!
 //! A run killed (its item cancelled, its node gone: the script stops at the next tick when its
@@ -26,19 +28,23 @@ use std::path::Path;
 /// The tracking script, for a log at `log`.
 pub fn script(log: &Path) -> String {
     format!(
-        "#!/bin/bash\n\
-         # track.sh TICKS SECONDS CONTEXT: logs S, a T every SECONDS, E after TICKS ticks;\n\
-         # stops without E as soon as its node (the parent) is gone.\n\
-         export LC_ALL=C\n\
-         log='{log}'\n\
-         parent=$PPID\n\
-         echo \"$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE S $$ $3\" >> \"$log\"\n\
-         for ((i = 0; i < $1; i++)); do\n\
-         \x20 sleep \"$2\"\n\
-         \x20 kill -0 \"$parent\" 2>/dev/null || exit 0\n\
-         \x20 echo \"$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE T $$\" >> \"$log\"\n\
-         done\n\
-         echo \"$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE E $$\" >> \"$log\"\n",
+        r#"#!/bin/bash
+# track.sh TICKS SECONDS CONTEXT: logs S, a T every SECONDS, E after TICKS ticks;
+# stops without E as soon as its node (the parent) is gone.
+export LC_ALL=C
+log='{log}'
+parent=$PPID
+[[ $3 =~ \"jobName\":\"([^\"]*)\" ]] && job=${{BASH_REMATCH[1]}}
+[[ $3 =~ \"shardingItem\":([0-9]+) ]] && item=${{BASH_REMATCH[1]}}
+[[ $3 =~ \"taskId\":\"[^@\"]*@-@[^@\"]*@-@([A-Z_]+)@-@ ]] && source=${{BASH_REMATCH[1]}}
+echo "$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE S $$ ${{job:-?}} ${{item:-?}} ${{source:-?}}" >> "$log"
+for ((i = 0; i < $1; i++)); do
+  sleep "$2"
+  kill -0 "$parent" 2>/dev/null || exit 0
+  echo "$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE T $$" >> "$log"
+done
+echo "$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE E $$" >> "$log"
+"#,
         log = log.display()
     )
 }
@@ -101,19 +107,18 @@ pub fn read(log: &Path) -> Vec<Span> {
         let key = (instance.to_owned(), pid.to_owned());
         match kind {
             "S" => {
-                let json = parts.next().unwrap_or_default();
-                let ctx: serde_json::Value = serde_json::from_str(json)
-                    .unwrap_or_else(|e| panic!("the context is JSON ({e}): {line:?}"));
-                let task_id = ctx["taskId"].as_str().expect("the context has a taskId");
+                let rest: Vec<&str> = parts.next().unwrap_or_default().split(' ').collect();
+                let [job, item, source] = rest[..] else {
+                    panic!("a start line names a job, an item and a source: {line:?}")
+                };
                 open.insert(key, spans.len());
                 spans.push(Span {
                     instance: instance.to_owned(),
-                    job: ctx["jobName"].as_str().unwrap_or_default().to_owned(),
-                    item: ctx["shardingItem"]
-                        .as_u64()
-                        .and_then(|i| u32::try_from(i).ok())
-                        .expect("the context has a shardingItem"),
-                    source: task_id.split("@-@").nth(2).unwrap_or_default().to_owned(),
+                    job: job.to_owned(),
+                    item: item
+                        .parse()
+                        .unwrap_or_else(|e| panic!("the item is a number ({e}): {line:?}")),
+                    source: source.to_owned(),
                     start: at,
                     last: at,
                     ended: false,
