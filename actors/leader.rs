@@ -20,7 +20,7 @@ use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
-use super::lanes::{Lanes, Merge};
+use super::lanes::{self, Lanes, Merge};
 
 /// How often the leader looks whether a job's reconcile interval has passed.
 const RECONCILE_TICK: Duration = Duration::from_secs(60);
@@ -123,7 +123,12 @@ impl LeaderState {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
         tokio::spawn(async move {
-            evaluate(&ctx, &job, request.instances_changed, request.reconcile).await;
+            let work = evaluate(&ctx, &job, request.instances_changed, request.reconcile);
+            if lanes::guarded("leader", &job, work).await.is_err() {
+                // Reported (logged, counted); evaluated again once the slot is free.
+                let retry = job.clone();
+                myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
+            }
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(LeaderMsg::Evaluated(job));
         });

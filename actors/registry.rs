@@ -345,7 +345,7 @@ async fn connect(
         .await?;
     state.generation += 1;
     let generation = state.generation;
-    let (mut events, handle) = feed.split();
+    let (events, handle) = feed.split();
     let ctx = SessionCtx {
         node: state.node.clone(),
         registry: registry.clone(),
@@ -354,16 +354,8 @@ async fn connect(
     };
     let session = state.spawn_session(myself, ctx.clone()).await?;
     let me = myself.clone();
-    let forward = tokio::spawn(async move {
-        while let Some(ev) = events.recv().await {
-            if me
-                .send_message(RegistryMsg::MirrorChanged(generation, ev))
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
+    let states = registry.session_state();
+    let forward = tokio::spawn(forward(events, states, me, generation));
     myself.send_message(RegistryMsg::CheckClock)?;
     tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
         "registry session opened");
@@ -401,6 +393,45 @@ async fn stop_stragglers(node: &NodeContext) {
         )
     });
     futures::future::join_all(stops).await;
+}
+
+/// Forwards the feed's events and the session's state changes to the actor. Session states come
+/// straight from the session's own state channel, never through the feed: the feed may be stuck
+/// on a read (a `get_many` of a partitioned session waits for its call timeout), and a node that
+/// must stop its items when cut off cannot wait behind it. The feed's own copies of non-terminal
+/// states are dropped (they arrive late or not at all); a terminal state may come either way,
+/// the first one tears the session down and the actor ignores the other (its generation is gone).
+async fn forward(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<MirrorEvent>,
+    mut states: tokio::sync::watch::Receiver<SessionState>,
+    me: ActorRef<RegistryMsg>,
+    generation: u64,
+) {
+    let mut states_open = true;
+    loop {
+        let ev = tokio::select! {
+            biased;
+            changed = states.changed(), if states_open => {
+                if changed.is_err() {
+                    // The session dropped its state channel: the feed reports its end.
+                    states_open = false;
+                    continue;
+                }
+                MirrorEvent::Session(*states.borrow_and_update())
+            }
+            ev = events.recv() => match ev {
+                Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
+                Some(ev) => ev,
+                None => break,
+            },
+        };
+        if me
+            .send_message(RegistryMsg::MirrorChanged(generation, ev))
+            .is_err()
+        {
+            break;
+        }
+    }
 }
 
 pub(crate) fn lock_jobs(

@@ -16,7 +16,7 @@ use crate::types::{InstanceId, ShardItem};
 use crate::view::{namespace_load, owners_in_mirror, JobView};
 
 use super::context::{JobEvent, SessionCtx};
-use super::lanes::Lanes;
+use super::lanes::{self, Lanes};
 
 /// The most operations one multi-op carries. ZooKeeper refuses a request past `jute.maxbuffer`
 /// (1 MiB by default) and drops the connection; a plan for a huge `shardingTotalCount` is therefore
@@ -137,9 +137,20 @@ impl ShardingState {
             return;
         }
         tokio::spawn(async move {
-            let waiting = match decide(&ctx, &job, &BTreeMap::new()) {
-                Some(step) => apply(&ctx, &job, step).await,
-                None => false,
+            let work = async {
+                match decide(&ctx, &job, &BTreeMap::new()) {
+                    Some(step) => apply(&ctx, &job, step).await,
+                    None => false,
+                }
+            };
+            let waiting = match lanes::guarded("sharding", &job, work).await {
+                Ok(waiting) => waiting,
+                Err(_) => {
+                    // Reported (logged, counted); the job waits and is tried again.
+                    let retry = job.clone();
+                    myself.send_after(lanes::PANIC_RETRY, move || ShardingMsg::Retry(retry));
+                    true
+                }
             };
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(ShardingMsg::Sharded { job, waiting });

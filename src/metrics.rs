@@ -49,6 +49,8 @@ pub const MISFIRES: &str = "shardcron_misfires_total";
 pub const FAILOVERS: &str = "shardcron_failovers_total";
 /// Counter: error notifications (EMAIL, WECHAT, DINGTALK, WEBHOOK) sent or dropped.
 pub const ERROR_NOTIFICATIONS: &str = "shardcron_error_notifications_total";
+/// Counter: leader/sharding lane tasks that panicked (a user strategy, say).
+pub const LANE_PANICS: &str = "shardcron_lane_panics_total";
 /// Counter: fires skipped (the job cannot keep up, or this instance cannot start work now).
 pub const FIRES_SKIPPED: &str = "shardcron_fires_skipped_total";
 /// `shardcron_events_dropped_total`.
@@ -141,6 +143,11 @@ pub fn error_notification(job: &JobName, kind: &'static str, outcome: &'static s
     .increment(1);
 }
 
+/// A lane task of `lane` (leader, sharding) panicked for `job` (process series).
+pub fn lane_panicked(lane: &'static str, job: &JobName) {
+    ::metrics::counter!(LANE_PANICS, "lane" => lane, JOB_LABEL => job.to_string()).increment(1);
+}
+
 /// An engine event was dropped on `subscriber`'s full queue (process series).
 pub fn event_dropped(subscriber: &str) {
     ::metrics::counter!(EVENTS_DROPPED, "subscriber" => subscriber.to_owned()).increment(1);
@@ -159,7 +166,7 @@ pub fn history_write_failed() {
 }
 
 /// The `# HELP` text of every counter and histogram family, for the recorder to describe.
-pub const DESCRIPTIONS: [(&str, &str); 12] = [
+pub const DESCRIPTIONS: [(&str, &str); 13] = [
     (
         EXECUTIONS,
         "Item executions that ended, by instance_id, job_name, item, outcome (success, failure) \
@@ -198,6 +205,11 @@ pub const DESCRIPTIONS: [(&str, &str); 12] = [
         ERROR_NOTIFICATIONS,
         "Error notifications by job_name, type (EMAIL, WECHAT, DINGTALK, WEBHOOK) and outcome \
          (sent, failed, dropped) (whole process).",
+    ),
+    (
+        LANE_PANICS,
+        "Leader and sharding lane tasks that panicked (a user sharding strategy, say), by lane and \
+         job_name; the job is retried (whole process).",
     ),
     (
         EVENTS_DROPPED,

@@ -391,6 +391,50 @@ impl ZkEnsemble {
         }
     }
 
+    /// Starts server `i` again (after [`ZkEnsemble::kill`]) on its ports and data, and waits until
+    /// it serves in the quorum. Does nothing when it is running.
+    pub fn restart(&self, i: usize) {
+        if self.is_running(i) {
+            return;
+        }
+        self.spawn(i);
+        self.wait_serving(i);
+    }
+
+    /// Whether server `i`'s process is running (stopped by SIGSTOP counts as running).
+    pub fn is_running(&self, i: usize) -> bool {
+        let mut slot = self.members[i].child.lock().unwrap();
+        match slot.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => true,
+            Some(_) => {
+                *slot = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Sends `signal` to every running server (SIGSTOP then SIGCONT pauses the whole ensemble, as
+    /// a frozen VM host or a long stop-the-world would).
+    pub fn signal_all(&self, signal: libc::c_int) {
+        for member in &self.members {
+            if let Some(child) = member.child.lock().unwrap().as_ref() {
+                let pid = libc::pid_t::try_from(child.id()).expect("a pid fits pid_t");
+                // SAFETY: kill(2) has no memory effects; the child is not reaped while it runs.
+                unsafe { libc::kill(pid, signal) };
+            }
+        }
+    }
+
+    /// Waits until every running server serves in a quorum again (after a pause or a restart).
+    pub fn wait_quorum(&self) {
+        for i in 0..Self::SIZE {
+            if self.is_running(i) {
+                self.wait_serving(i);
+            }
+        }
+    }
+
     /// The log of server `i` so far.
     pub fn log(&self, i: usize) -> String {
         std::fs::read_to_string(self.home(i).join("server.log")).unwrap_or_default()
