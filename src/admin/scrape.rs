@@ -53,38 +53,59 @@ fn install() -> Result<PrometheusHandle, BuildError> {
     Ok(handle)
 }
 
-/// The metrics endpoints of the process now serving, oldest first: the oldest serves the process
+/// The metrics endpoints of a process now serving, oldest first: the oldest serves the process
 /// series (see [`crate::metrics`]).
-static SERVING: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-static NEXT_ENDPOINT: AtomicU64 = AtomicU64::new(1);
+#[derive(Debug)]
+pub(crate) struct EndpointLine {
+    serving: Mutex<Vec<u64>>,
+    next: AtomicU64,
+}
+
+/// The process's line.
+static LINE: EndpointLine = EndpointLine::new();
+
+impl EndpointLine {
+    const fn new() -> Self {
+        Self {
+            serving: Mutex::new(Vec::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    fn serving(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        self.serving.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// A metrics endpoint's place in the line of endpoints that may serve the process series. Leaves
 /// the line when dropped, handing the process series to the next oldest.
 #[derive(Debug)]
 pub(crate) struct ProcessSeriesTurn {
+    line: &'static EndpointLine,
     id: u64,
 }
 
 impl ProcessSeriesTurn {
-    /// Joins the line.
+    /// Joins the process's line.
     pub(crate) fn join() -> Self {
-        let id = NEXT_ENDPOINT.fetch_add(1, Ordering::Relaxed);
-        SERVING.lock().unwrap_or_else(|p| p.into_inner()).push(id);
-        Self { id }
+        Self::join_line(&LINE)
+    }
+
+    fn join_line(line: &'static EndpointLine) -> Self {
+        let id = line.next.fetch_add(1, Ordering::Relaxed);
+        line.serving().push(id);
+        Self { line, id }
     }
 
     /// Whether this endpoint is the oldest still serving, so it serves the process series.
     pub(crate) fn serves_process_series(&self) -> bool {
-        SERVING.lock().unwrap_or_else(|p| p.into_inner()).first() == Some(&self.id)
+        self.line.serving().first() == Some(&self.id)
     }
 }
 
 impl Drop for ProcessSeriesTurn {
     fn drop(&mut self) {
-        SERVING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|id| *id != self.id);
+        self.line.serving().retain(|id| *id != self.id);
     }
 }
 
@@ -318,13 +339,22 @@ shardcron_registry_operations_total{backend=\"embedded\",kind=\"get\",outcome=\"
 
     #[test]
     fn the_process_series_pass_to_the_next_oldest_endpoint() {
-        let first = ProcessSeriesTurn::join();
-        let second = ProcessSeriesTurn::join();
-        // Other tests in this binary may hold turns too: compare the two with each other.
-        let first_served = first.serves_process_series();
-        assert!(!second.serves_process_series() || !first_served);
+        static LINE: EndpointLine = EndpointLine::new();
+        let first = ProcessSeriesTurn::join_line(&LINE);
+        let second = ProcessSeriesTurn::join_line(&LINE);
+        let third = ProcessSeriesTurn::join_line(&LINE);
+        let serving = |turns: &[&ProcessSeriesTurn]| {
+            turns
+                .iter()
+                .map(|t| t.serves_process_series())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(serving(&[&first, &second, &third]), [true, false, false]);
+        drop(second);
+        assert_eq!(serving(&[&first, &third]), [true, false]);
         drop(first);
-        let others_older = SERVING.lock().unwrap().first() != Some(&second.id);
-        assert!(second.serves_process_series() || others_older);
+        assert_eq!(serving(&[&third]), [true]);
+        let fourth = ProcessSeriesTurn::join_line(&LINE);
+        assert_eq!(serving(&[&third, &fourth]), [true, false]);
     }
 }
