@@ -114,7 +114,12 @@ impl Cluster {
 
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.
     pub fn start(&mut self, label: &str) -> &mut NodeProc {
-        let args: Vec<String> = [
+        self.start_with(label, &[])
+    }
+
+    /// Starts the node labelled `label` with `extra` arguments (`--label gpu`, ...).
+    pub fn start_with(&mut self, label: &str, extra: &[&str]) -> &mut NodeProc {
+        let mut args: Vec<String> = [
             "--zk",
             &self.connect,
             "--namespace",
@@ -129,6 +134,7 @@ impl Cluster {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
         let node = NodeProc::spawn(self.dir.path(), label, &instance(label), &args);
         self.nodes.insert(label.to_owned(), node);
         self.node(label)
