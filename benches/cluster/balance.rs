@@ -1,7 +1,7 @@
 //! Scenario 7, balance across jobs: N one-item jobs with `NAMESPACE_BALANCE` on 4 instances joining
 //! one after the other (on ZooKeeper); once every job is sharded and the counts hold still, the
-//! items each instance owns across the namespace, min / max. AVG_ALLOCATION (and ROUND_ROBIN for a
-//! given job name) would put every one-item job on one instance: N / 0.
+//! items each instance owns across the namespace, min / max. AVG_ALLOCATION would put every one-item
+//! job on the same instance: N / 0.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
