@@ -72,14 +72,29 @@ pub(crate) enum ShardingMsg {
     Resynced,
     /// Retry a waiting job (after a burst of `running` deletions).
     Retry(JobName),
-    /// A sharding step of `job` ended; `waiting`: it waits for running items or a retry.
+    /// A sharding step of `job` ended.
     Sharded {
         /// The job.
         job: JobName,
-        /// Whether it waits.
-        waiting: bool,
+        /// How it ended.
+        outcome: Outcome,
     },
 }
+
+/// How a sharding step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Committed, or nothing to do.
+    Done,
+    /// Items are still running: retried when they end.
+    Waits,
+    /// The commit failed (the mirror was behind the registry): retried shortly, since no event
+    /// may come for a job that does not run.
+    Failed,
+}
+
+/// How long after a failed commit the job is sharded again.
+const COMMIT_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// State of the ShardingActor.
 #[derive(Debug)]
@@ -128,11 +143,11 @@ impl ShardingState {
                     .insert(job.clone(), tokio::time::Instant::now());
             }
             tokio::spawn(async move {
-                let waiting = match step {
+                let outcome = match step {
                     Some(step) => apply(&ctx, &job, step).await,
-                    None => false,
+                    None => Outcome::Done,
                 };
-                let _ = myself.send_message(ShardingMsg::Sharded { job, waiting });
+                let _ = myself.send_message(ShardingMsg::Sharded { job, outcome });
             });
             return;
         }
@@ -140,20 +155,20 @@ impl ShardingState {
             let work = async {
                 match decide(&ctx, &job, &BTreeMap::new()) {
                     Some(step) => apply(&ctx, &job, step).await,
-                    None => false,
+                    None => Outcome::Done,
                 }
             };
-            let waiting = match lanes::guarded("sharding", &job, work).await {
-                Ok(waiting) => waiting,
+            let outcome = match lanes::guarded("sharding", &job, work).await {
+                Ok(outcome) => outcome,
                 Err(_) => {
                     // Reported (logged, counted); the job waits and is tried again.
                     let retry = job.clone();
                     myself.send_after(lanes::PANIC_RETRY, move || ShardingMsg::Retry(retry));
-                    true
+                    Outcome::Waits
                 }
             };
             // The actor may be gone (session ending): nobody is left to tell.
-            let _ = myself.send_message(ShardingMsg::Sharded { job, waiting });
+            let _ = myself.send_message(ShardingMsg::Sharded { job, outcome });
         });
     }
 
@@ -228,14 +243,13 @@ fn decide(
     ))
 }
 
-/// Applies one sharding step of `job`; returns whether it waits (for running items to end, or to
-/// retry a failed commit).
-async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> bool {
+/// Applies one sharding step of `job`.
+async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
     match step {
-        ShardingStep::Nothing => false,
+        ShardingStep::Nothing => Outcome::Done,
         ShardingStep::WaitForRunningItems(items) => {
             tracing::debug!(%job, ?items, "sharding waits for running items");
-            true
+            Outcome::Waits
         }
         ShardingStep::Commit { processing, commit } => {
             match ctx.apply(&[processing]).await {
@@ -243,7 +257,7 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> bool {
                 Err(e) if e.is_node_exists() => {}
                 Err(e) => {
                     tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
-                    return false;
+                    return Outcome::Done;
                 }
             }
             match apply_in_chunks(ctx, &commit).await {
@@ -254,7 +268,7 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> bool {
                         assignment: assignment_of(&commit),
                     });
                     crate::metrics::resharding_committed(ctx.me(), job);
-                    false
+                    Outcome::Done
                 }
                 Err(e) => {
                     // The mirror was behind the registry: undo `processing` and retry on the
@@ -262,7 +276,7 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> bool {
                     tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
                     let path = JobNode::LeaderShardingProcessing.to_path(job);
                     let _ = ctx.registry.delete(&path, None).await;
-                    true
+                    Outcome::Failed
                 }
             }
         }
@@ -327,14 +341,24 @@ impl Actor for ShardingActor {
                     state.shard(&myself, &job);
                 }
             }
-            ShardingMsg::Sharded { job, waiting } => {
-                if waiting {
-                    state.waiting.insert(job.clone());
-                    // A failed commit's plan must not count as the job's owners.
-                    state.recent.remove(&job);
-                    state.recent_at.remove(&job);
-                } else {
-                    state.waiting.remove(&job);
+            ShardingMsg::Sharded { job, outcome } => {
+                match outcome {
+                    Outcome::Done => {
+                        state.waiting.remove(&job);
+                    }
+                    Outcome::Waits => {
+                        state.waiting.insert(job.clone());
+                    }
+                    Outcome::Failed => {
+                        state.waiting.insert(job.clone());
+                        // A failed commit's plan must not count as the job's owners.
+                        state.recent.remove(&job);
+                        state.recent_at.remove(&job);
+                        if state.retrying.insert(job.clone()) {
+                            let again = job.clone();
+                            myself.send_after(COMMIT_RETRY, move || ShardingMsg::Retry(again));
+                        }
+                    }
                 }
                 if let Some((job, ())) = state.lanes.done(&job) {
                     state.spawn_shard(&myself, job);

@@ -94,9 +94,14 @@ impl JobView {
             ..Default::default()
         };
         let instances = path(JobNode::Instances);
+        let mut at = String::with_capacity(instances.len() + 48);
         for name in mirror.children(&instances) {
             if let Ok(id) = InstanceId::parse(name.as_str()) {
-                if let Some(data) = mirror.data(&format!("{instances}/{name}")) {
+                at.clear();
+                at.push_str(&instances);
+                at.push('/');
+                at.push_str(&name);
+                if let Some(data) = mirror.data(&at) {
                     let labels = crate::sharding::parse_labels(&data);
                     if !labels.is_empty() {
                         view.labels.insert(id.clone(), labels);

@@ -317,8 +317,10 @@ fn the_example_without_arguments_runs_every_demo_item_and_exits_zero_on_sigterm(
 
 #[test]
 fn bad_flags_exit_with_code_2_and_a_message_naming_the_flag() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--bogus"], "--bogus"),
+        (&["--label", "gpu,a b"], "--label"),
+        (&["--label", "gpu", "--label", "eu"], "--label"),
         (&["extra"], "extra"),
         (&["--zk"], "--zk"),
         (&["--zk", ""], "--zk"),
@@ -346,7 +348,17 @@ fn bad_flags_exit_with_code_2_and_a_message_naming_the_flag() {
 fn a_bad_jobs_file_exits_with_code_2_naming_the_file_and_the_field_or_line() {
     let dir = tempfile::tempdir().unwrap();
     let job = |body: &str| format!("jobs:\n  - type: demo\n    jobName: reports\n{body}");
-    let cases: [(&str, String, &[&str]); 6] = [
+    let cases: [(&str, String, &[&str]); 8] = [
+        (
+            "a notifier's bad prop is named",
+            job("    shardingTotalCount: 2\n    jobErrorHandlerType: EMAIL\n    props:\n      email.port: smtp\n"),
+            &["jobs[0]", "props.email.port", "props.email.host"],
+        ),
+        (
+            "a job label that is not a label",
+            job("    shardingTotalCount: 2\n    label: 'a,b'\n"),
+            &["jobs[0]", "label"],
+        ),
         (
             "a wrong type of value is reported with its field and line",
             job("    cron: '0/3 * * * * ?'\n    shardingTotalCount: many\n"),

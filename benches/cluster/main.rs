@@ -8,6 +8,7 @@
 //! | `many` | 4 many jobs on one node (child process): registration, memory, idle CPU, threads, watches |
 //! | `throughput` | 5 one node: 1,000 jobs a second on ZooKeeper; item executions a second embedded |
 //! | `versus` | 6 beside tokio-cron-scheduler, each in a child process |
+//! | `balance` | 7 balance across jobs: one-item jobs with NAMESPACE_BALANCE on 4 instances |
 //!
 //! Support: `fleet` (backends, nodes, op counters), `probe` (the delay-recording handler, `/proc`,
 //! four-letter words), `report` (the table, percentiles), `child` (re-running this binary).
@@ -16,6 +17,7 @@
 //! runs bench targets without `--bench`; the binary then only says how to run it, so the test
 //! suite does not pay for the benchmark.
 
+mod balance;
 mod child;
 mod delay;
 mod failover;
@@ -45,6 +47,7 @@ struct Sizes {
     embedded_jobs: (usize, i32),
     window_s: u64,
     versus: [usize; 2],
+    balance_jobs: usize,
 }
 
 const FULL: Sizes = Sizes {
@@ -56,6 +59,7 @@ const FULL: Sizes = Sizes {
     embedded_jobs: (100, 1_000),
     window_s: 10,
     versus: [1_000, 10_000],
+    balance_jobs: 1_000,
 };
 
 const QUICK: Sizes = Sizes {
@@ -67,6 +71,7 @@ const QUICK: Sizes = Sizes {
     embedded_jobs: (20, 1_000),
     window_s: 2,
     versus: [100, 1_000],
+    balance_jobs: 200,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -91,7 +96,7 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
-        .unwrap_or_else(|| (1..=6).collect());
+        .unwrap_or_else(|| (1..=7).collect());
     let sizes = if quick { QUICK } else { FULL };
     let started = Instant::now();
     eprintln!(
@@ -127,6 +132,10 @@ fn main() {
     if only.contains(&6) {
         eprintln!("--- 6: beside tokio-cron-scheduler");
         versus::run(&sizes.versus, sizes.window_s, &mut table);
+    }
+    if only.contains(&7) {
+        eprintln!("--- 7: balance across jobs");
+        rt.block_on(balance::run(addr, sizes.balance_jobs, &mut table));
     }
     drop(rt);
     println!("{}", table.render());

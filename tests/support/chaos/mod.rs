@@ -140,14 +140,24 @@ impl Cluster {
 
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.
     pub fn start(&mut self, label: &str) -> &mut NodeProc {
+        self.start_with(label, &[])
+    }
+
+    /// Starts the node labelled `label` with `extra` arguments (`--label gpu`, ...).
+    pub fn start_with(&mut self, label: &str, extra: &[&str]) -> &mut NodeProc {
         let connect = self.connect.clone();
-        self.start_via(label, &connect)
+        self.start_via_with(label, &connect, extra)
     }
 
     /// Starts the node labelled `label`, reaching ZooKeeper through `connect` (its own proxies).
     /// A node of that label still running is killed first.
     pub fn start_via(&mut self, label: &str, connect: &str) -> &mut NodeProc {
-        let args: Vec<String> = [
+        self.start_via_with(label, connect, &[])
+    }
+
+    /// [`Cluster::start_via`] with `extra` arguments.
+    pub fn start_via_with(&mut self, label: &str, connect: &str, extra: &[&str]) -> &mut NodeProc {
+        let mut args: Vec<String> = [
             "--zk",
             connect,
             "--namespace",
@@ -162,6 +172,7 @@ impl Cluster {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
         // Killed (by its drop) before its successor starts: one process per instance id.
         drop(self.nodes.remove(label));
         let node = NodeProc::spawn(self.dir.path(), label, &instance(label), &args);
