@@ -13,12 +13,14 @@
 //! | `mod.rs` | [`Cluster`]: the temp dir, the script, the jobs file, the nodes, waits on the log |
 //! | `process.rs` | [`process::NodeProc`]: one node process and its signals |
 //! | `log.rs` | the script's log and [`log::check`] |
+//! | `periodic.rs` | [`periodic::tally`]: counts for a slower job run by both languages |
 //! | `registry.rs` | reading owners and leader through ZooKeeper; waiting for convergence |
 //!
 //! The nodes are outside the test, so the only way to know their state is to look: waits poll
 //! the log file or the registry with a deadline that names what was expected.
 
 pub mod log;
+pub mod periodic;
 pub mod process;
 pub mod registry;
 
@@ -35,6 +37,8 @@ pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 pub const JOB: &str = "chaos";
 /// Its item count.
 pub const ITEMS: u32 = 4;
+/// How long one run of the `{slow}` script works.
+pub const SLOW_RUN: Duration = Duration::from_millis(1500);
 /// How long a wait on the log or the registry may take.
 pub const WITHIN: Duration = Duration::from_secs(30);
 
@@ -66,15 +70,28 @@ pub struct Cluster {
 
 impl Cluster {
     /// Writes the scripts and a jobs file with the `chaos` job (4 items every second, failover
-    /// on, misfire off) followed by `extra_jobs` (YAML list entries; `{record}` and `{hang}` name
-    /// the scripts).
+    /// on, misfire off) followed by `extra_jobs` (YAML list entries; `{record}`, `{slow}` and
+    /// `{hang}` name the scripts).
     pub fn new(connect: &str, scenario: &str, extra_jobs: &str) -> Cluster {
+        let chaos = format!(
+            "  - type: SCRIPT\n    jobName: {JOB}\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
+             shardingTotalCount: {ITEMS}\n    failover: true\n    misfire: false\n    overwrite: true\n    \
+             props:\n      script.command.line: '{{record}}'\n{extra_jobs}"
+        );
+        Self::with_jobs(connect, scenario, &chaos)
+    }
+
+    /// Writes the scripts and a jobs file whose `jobs:` list is `jobs` (YAML list entries;
+    /// `{record}` logs and works half a second, `{slow}` logs and works [`SLOW_RUN`], `{hang}`
+    /// logs and hangs while its node lives).
+    pub fn with_jobs(connect: &str, scenario: &str, jobs_yaml: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("shardcron-chaos-")
             .tempdir()
             .expect("creating the scenario's directory");
         let log = dir.path().join("runs.log");
         let record = dir.path().join("record.sh");
+        let slow = dir.path().join("slow.sh");
         let hang = dir.path().join("hang.sh");
         let line = format!(
             "printf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
@@ -85,6 +102,13 @@ impl Cluster {
             &format!("#!/bin/sh\n# One line per item run, then half a second of work.\n{line}sleep 0.5\n"),
         );
         write_script(
+            &slow,
+            &format!(
+                "#!/bin/sh\n# One line per item run, then {secs} s of work.\n{line}sleep {secs}\n",
+                secs = SLOW_RUN.as_secs_f64()
+            ),
+        );
+        write_script(
             &hang,
             &format!(
                 "#!/bin/sh\n# Logs, then hangs for as long as its node lives.\n{line}\
@@ -93,12 +117,10 @@ impl Cluster {
         );
         let jobs = dir.path().join("jobs.yaml");
         let text = format!(
-            "jobs:\n  - type: SCRIPT\n    jobName: {JOB}\n    cron: '* * * * * ?'\n    timeZone: UTC\n    \
-             shardingTotalCount: {ITEMS}\n    failover: true\n    misfire: false\n    overwrite: true\n    \
-             props:\n      script.command.line: '{record}'\n{extra}",
-            record = record.display(),
-            extra = extra_jobs
+            "jobs:\n{}",
+            jobs_yaml
                 .replace("{record}", &record.display().to_string())
+                .replace("{slow}", &slow.display().to_string())
                 .replace("{hang}", &hang.display().to_string()),
         );
         std::fs::write(&jobs, text).expect("writing the jobs file");
@@ -110,6 +132,21 @@ impl Cluster {
             log,
             nodes: BTreeMap::new(),
         }
+    }
+
+    /// The scenario's directory (logs, scripts, the jobs file).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// The path of a script the jobs file names (`record`, `slow`, `hang`).
+    pub fn script(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.sh"))
+    }
+
+    /// Stops tracking the node labelled `label` (after it was killed), so that it can start again.
+    pub fn forget(&mut self, label: &str) -> Option<NodeProc> {
+        self.nodes.remove(label)
     }
 
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.
