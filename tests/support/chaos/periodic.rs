@@ -110,15 +110,23 @@ pub fn tally(scenario: &str, runs: &[Run], p: &Periodic) -> Tally {
             by_slot.entry((fire, run.item)).or_default().push(run);
         }
     }
-    // Each interrupted run is allowed one re-run, in its window or the next.
-    let mut interrupted = Vec::new();
+    // Each interrupted item is allowed one re-run, in its window or the next. The items of a run
+    // are the ones its task id lists: an instance registers them all as running when the run
+    // begins, so a crash interrupts every one, logged or not.
+    let mut interrupted: BTreeMap<(u64, u32), (f64, String, String)> = BTreeMap::new();
     for crash in p.crashes.iter().filter(|c| c.required) {
         for run in runs
             .iter()
             .filter(|r| r.job == p.job && r.instance == crash.instance)
         {
             if run.at <= crash.at && run.at > crash.at - p.run_seconds {
-                interrupted.push((fire_of(run.at), run.item, run.line.clone()));
+                for item in task_items(&run.line) {
+                    interrupted.entry((fire_of(run.at), item)).or_insert((
+                        crash.at,
+                        crash.instance.clone(),
+                        run.line.clone(),
+                    ));
+                }
             }
         }
     }
@@ -127,18 +135,30 @@ pub fn tally(scenario: &str, runs: &[Run], p: &Periodic) -> Tally {
         .filter(|(_, rs)| rs.len() > 1)
         .map(|(slot, rs)| (*slot, rs[1..].to_vec()))
         .collect();
-    for (fire, item, line) in &interrupted {
+    for ((fire, item), (at, victim, line)) in &interrupted {
         let slot = [(*fire, *item), (*fire + p.period, *item)]
             .into_iter()
             .find(|s| extra.get(s).is_some_and(|e| !e.is_empty()));
-        match slot {
-            Some(s) => {
-                extra.get_mut(&s).map(Vec::pop);
-                t.failover_reruns += 1;
-            }
-            None => t
-                .missing_reruns
-                .push(format!("item {item} of the run {line:?}")),
+        if let Some(s) = slot {
+            extra.get_mut(&s).map(Vec::pop);
+            t.failover_reruns += 1;
+            continue;
+        }
+        // A re-run alone in its window: the crash came before the interrupted item logged its
+        // start, or the re-run went past the window boundary, where the owner leaves a
+        // taken-over item to its taker (ElasticJob's take-off).
+        let late = runs.iter().any(|r| {
+            r.job == p.job
+                && r.item == *item
+                && r.instance != *victim
+                && r.at > *at
+                && (fire_of(r.at) == *fire || fire_of(r.at) == fire + p.period)
+        });
+        if late {
+            t.failover_reruns += 1;
+        } else {
+            t.missing_reruns
+                .push(format!("item {item} of the run {line:?}"));
         }
     }
     t.duplicates = extra.values().flatten().map(|r| r.line.clone()).collect();
@@ -164,4 +184,19 @@ pub fn tally(scenario: &str, runs: &[Run], p: &Periodic) -> Tally {
 fn covers(w: &Window, fire: u64, period: u64) -> bool {
     let (start, end) = (fire as f64, (fire + period) as f64);
     end > w.from && start <= w.until
+}
+
+/// The items a run's task id lists (`{job}@-@{items}@-@...`), from a shardcron line (JSON
+/// context) or a Java line (the task id last).
+fn task_items(line: &str) -> Vec<u32> {
+    let task = match line.split_once("\"taskId\":\"") {
+        Some((_, rest)) => rest.split('"').next().unwrap_or_default(),
+        None => line.rsplit(' ').next().unwrap_or_default(),
+    };
+    task.split("@-@")
+        .nth(1)
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|i| i.parse().ok())
+        .collect()
 }
