@@ -434,3 +434,104 @@ fn round_robin_agrees_with_elasticjob_and_keeps_a_plan_where_java_throws() {
     assert!(!shard("polygenelubricants", 4).contains("EXCEPTION"));
     let _ = registry::average_allocation(&["x"], 1);
 }
+
+/// The failure without a race: what a shardcron survivor writes when it marks a crashed
+/// instance's running item, then a Java instance claims it. With the mark beside the dead owner's
+/// `running`, the Java claimer never ran the item, and from then on ran nothing at all; with the
+/// marker deleting `running`, as ElasticJob's own does, Java runs it and the job goes on.
+#[test]
+fn a_java_instance_claims_and_runs_an_item_a_shardcron_survivor_marked() {
+    use shardcron::decide::failover::marks_for_crashed;
+    use shardcron::registry::{CreateMode, Op};
+    use shardcron::types::{InstanceId, JobName, ShardItem};
+    use shardcron::view::{ItemView, JobView};
+
+    let Some(peer) = java::peer() else { return };
+    let connect = zk::server().connect_string();
+    let mut m = Mixed::new(&peer, &connect, "marked", "mixed");
+    let j = m.start(Kind::Java, "j");
+    m.wait_runs_of(&j);
+    m.converge(&[&j]);
+    tracing_line("a dead instance's run of item 0, then shardcron's mark of it");
+    // Between Java's runs (1.5 s after each 6 s fire), so that item 0 has no `running` of its own.
+    while !(2.5..4.0).contains(&(now() % mixed::PERIOD as f64)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dead = InstanceId::parse("10.9.9.9@-@4242").expect("an instance id");
+    let (ns, job) = (m.namespace(), JobName::new("mixed").expect("a job name"));
+    registry::apply(
+        &connect,
+        &ns,
+        &[Op::create(
+            "/mixed/sharding/0/running",
+            dead.as_str(),
+            CreateMode::Persistent,
+        )],
+    );
+    let mut view = JobView {
+        instances: [InstanceId::parse(&j).expect("the Java id")].into(),
+        ..JobView::default()
+    };
+    view.items.insert(
+        ShardItem(0),
+        ItemView {
+            owner: Some(dead.clone()),
+            running: Some(dead.to_string()),
+            ..ItemView::default()
+        },
+    );
+    let marks = marks_for_crashed(&view, &job, &dead);
+    assert_eq!(marks.len(), 1);
+    registry::apply(
+        &connect,
+        &ns,
+        &[Op::create(
+            "/mixed/leader/failover",
+            "",
+            CreateMode::Persistent,
+        )],
+    );
+    registry::apply(
+        &connect,
+        &ns,
+        &[Op::create(
+            "/mixed/leader/failover/items",
+            "",
+            CreateMode::Persistent,
+        )],
+    );
+    let marked_at = now();
+    registry::apply(&connect, &ns, &marks[0]);
+    tracing_line("Java claims it at the end of its next execution and runs it");
+    m.wait(
+        "Java to run item 0 and item 1 again after the mark",
+        Duration::from_secs(4 * mixed::PERIOD),
+        |runs| {
+            let after = |i| {
+                runs.iter()
+                    .filter(|r| r.item == i && r.at > marked_at)
+                    .count()
+            };
+            (after(0) >= 2 && after(1) >= 2).then_some(())
+        },
+    );
+    for node in [
+        "leader/failover/items/0",
+        "sharding/0/failover",
+        "sharding/0/running",
+    ] {
+        let path = format!("/mixed/{node}");
+        let left = (0..50).all(|_| {
+            let there = registry::exists(&connect, &ns, &path);
+            if there {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            there
+        });
+        assert!(
+            !left,
+            "{path} stayed after the taken-over run:\n{}",
+            m.dump()
+        );
+    }
+}

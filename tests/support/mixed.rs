@@ -117,6 +117,11 @@ impl Mixed {
         id
     }
 
+    /// The scenario's namespace.
+    pub fn namespace(&self) -> String {
+        self.cluster.namespace.clone()
+    }
+
     fn java_log(&self, label: &str) -> PathBuf {
         self.cluster.dir().join(format!("java-{label}.log"))
     }
