@@ -16,7 +16,10 @@ pub enum EngineError {
     },
     /// The job root in the registry belongs to a job of another type that is running.
     #[error(
-        "job {job}: the registry holds a running job of type {running:?}; refusing to take it over"
+        "job {job}: the registry holds a running job of type {running:?}; refusing to take it \
+         over. If it is a Java ElasticJob job this one shares, declare its class: `javaClass: \
+         {running}` in the jobs file, or JobSpec::shared_with_java({running:?}) / \
+         NodeBuilder::java_job in the API"
     )]
     JobTypeConflict {
         /// The job.

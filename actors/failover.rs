@@ -1,13 +1,16 @@
-//! FailoverActor: re-runs the items a crashed instance was running (ElasticJob 3.0.2+ failover,
-//! with an atomic claim instead of a latch), and keeps the failover nodes consistent with each
-//! job's `failover` setting.
+//! FailoverActor: re-runs the items a crashed instance was running, on ElasticJob 3.0.x's failover
+//! protocol (so Java instances may mark, claim and run beside it) with an atomic claim instead of
+//! a latch, and keeps the failover nodes consistent with each job's `failover` setting.
 //!
-//! - An instance node vanishes: the items it was running are marked in `leader/failover/items`.
+//! - An instance node vanishes: the items it was running are marked in `leader/failover/items`,
+//!   and their `running` deleted in the same multi-op, as ElasticJob's marker does.
 //! - On registration and after a re-list, runs of instances absent from `instances/` are marked too
-//!   (the whole cluster was down, or the vanishing was missed).
-//! - An idle instance claims marked items in one multi-op ([`crate::decide::failover::claim`]) and
-//!   hands them to its executor, which runs them at once; a busy one claims when its run ends
-//!   (the executor sends `RunEnded`). A lost race re-reads the marks and retries with what is left.
+//!   (the whole cluster was down, or the vanishing was missed), and a marker that stopped half way
+//!   has its `running` deletion finished.
+//! - An idle instance claims marked items that have no `running` in one multi-op
+//!   ([`crate::decide::failover::claim`]) and hands them to its executor, which runs them at once;
+//!   a busy one claims when its run ends (the executor sends `RunEnded`); a `running` deletion
+//!   asks again. A lost race re-reads the marks and retries with what is left.
 //! - Failover turned off: the leader removes the `failover`/`failovering` records and the marks, as
 //!   ElasticJob's FailoverSettingsChangedJobListener does.
 

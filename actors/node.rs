@@ -133,6 +133,19 @@ impl NodeBuilder {
         self
     }
 
+    /// Adds a job shared with Java ElasticJob instances that run class `class` on the same
+    /// namespace (see [`JobSpec::shared_with_java`]); `handler` runs this instance's items.
+    pub fn java_job(self, config: JobConfig, class: &str, handler: SharedHandler) -> Self {
+        self.job_spec(
+            JobSpec {
+                config,
+                job_type: JobType::Named(class.to_owned()),
+                handler,
+            }
+            .shared_with_java(class),
+        )
+    }
+
     /// Adds a job described by a full spec (script jobs, for instance).
     pub fn job_spec(mut self, spec: JobSpec) -> Self {
         self.jobs.push(spec);

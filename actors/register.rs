@@ -39,6 +39,7 @@ pub(crate) fn validate(
     let kind = match job_type {
         JobType::Script => JobKind::Script,
         JobType::Named(_) => JobKind::Simple,
+        JobType::Java { kind, .. } => *kind,
     };
     let ctx = ValidationContext {
         strategies: &strategies,
@@ -67,6 +68,20 @@ pub(crate) fn validate(
 pub(crate) struct Registered {
     pub(crate) config: Arc<ValidatedConfig>,
     pub(crate) registration: Registration,
+}
+
+/// The YAML of the node's own config, to write to the registry: refused when a Java ElasticJob
+/// 3.0.x instance could not load it (an IANA zone, an unknown field) unless the job is marked
+/// shardcron-only, since a Java instance of the job would fail after registering.
+fn our_yaml(spec: &JobSpec) -> Result<String, EngineError> {
+    let invalid = |reason: String| EngineError::InvalidConfig {
+        job: spec.config.job_name.clone(),
+        reason,
+    };
+    spec.config
+        .check_java_readable()
+        .map_err(|e| invalid(e.to_string()))?;
+    spec.config.to_yaml().map_err(|e| invalid(e.to_string()))
 }
 
 fn step<'a>(job: &'a JobName, what: &'static str) -> impl Fn(RegistryError) -> EngineError + 'a {
@@ -120,14 +135,7 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
 
     // Ours when absent or overwrite; otherwise the registry's, if it is valid.
     let config_path = JobNode::Config.to_path(&job);
-    let ours = || {
-        spec.config
-            .to_yaml()
-            .map_err(|e| EngineError::InvalidConfig {
-                job: job.to_string(),
-                reason: e.to_string(),
-            })
-    };
+    let ours = || our_yaml(spec);
     let config = match mirror.data(&config_path) {
         None => {
             match reg
@@ -250,14 +258,7 @@ async fn register_in_one_write(
         Some(d) if &*d == spec.job_type.root_data().as_bytes() => {}
         Some(_) => return Ok(None),
     }
-    let ours = || {
-        spec.config
-            .to_yaml()
-            .map_err(|e| EngineError::InvalidConfig {
-                job: job.to_string(),
-                reason: e.to_string(),
-            })
-    };
+    let ours = || our_yaml(spec);
     let config = match mirror.data(&path(JobNode::Config)) {
         None => {
             ops.push(Op::create(

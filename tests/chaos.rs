@@ -370,7 +370,7 @@ fn a_node_joining_and_another_leaving_gracefully_reshard_at_the_next_fire() {
 const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
     jobName: victim
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 2
     misfire: false
     overwrite: true
@@ -379,7 +379,7 @@ const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
   - type: SCRIPT
     jobName: hang
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 1
     misfire: false
     overwrite: true
@@ -388,7 +388,7 @@ const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
   - type: SCRIPT
     jobName: missing
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 1
     misfire: false
     overwrite: true
@@ -519,7 +519,7 @@ fn a_huge_item_count_is_reported_and_costs_the_healthy_job_nothing() {
 const ORPHAN_JOB: &str = "  - type: SCRIPT
     jobName: orphan
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 2
     misfire: false
     reconcileIntervalMinutes: 1

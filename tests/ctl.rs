@@ -47,7 +47,7 @@ fn namespace(test: &str) -> String {
 fn every_second(name: &str, items: i32) -> JobConfig {
     JobConfig::new(name, items)
         .cron("* * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
 }
 
 fn orders() -> JobName {
@@ -210,7 +210,7 @@ fn statuses(jobs: &Value) -> BTreeMap<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trigger_makes_every_item_run_once_more_on_every_instance() {
     let mut c = Cluster::new("trigger").await;
-    let one_off = JobConfig::new("orders", 4).time_zone("UTC");
+    let one_off = JobConfig::new("orders", 4).time_zone("GMT");
     c.start(1, std::slice::from_ref(&one_off), Duration::ZERO)
         .await;
     c.start(2, &[one_off], Duration::ZERO).await;
@@ -376,7 +376,7 @@ async fn config_set_changes_the_fire_rate_and_refuses_invalid_or_stale_configs()
     // Valid, but its next fire is decades away: only a config change can make it run.
     let rare = JobConfig::new("orders", 2)
         .cron("0 0 0 1 1 ? 2099")
-        .time_zone("UTC");
+        .time_zone("GMT");
     c.start(1, &[rare], Duration::ZERO).await;
     c.watch
         .until("orders registered", |m| {
@@ -591,7 +591,7 @@ async fn remove_with_force_deletes_the_job_and_the_other_jobs_go_on() {
 async fn jobs_job_and_servers_report_running_crashed_and_flagged_jobs() {
     let mut c = Cluster::new("status").await;
     // Items that run long enough to be seen running.
-    let slow = JobConfig::new("slow", 2).time_zone("UTC");
+    let slow = JobConfig::new("slow", 2).time_zone("GMT");
     c.start(1, &[slow], Duration::from_secs(4)).await;
     c.watch
         .until("instance 1 registered", |m| {

@@ -158,7 +158,7 @@ async fn a_job_actor_receives_every_item_and_a_restarted_actor_gets_the_next_fir
         .unwrap();
     let job = JobConfig::new("billing", 2)
         .cron("0/2 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .item_parameters("0=a,1=b");
     let handler = Arc::new(ActorJob::new(
         "billing-worker",
@@ -228,7 +228,7 @@ async fn a_subscriber_sees_leadership_and_a_reshard_in_order() {
     let job = || {
         JobConfig::new("orders", 4)
             .cron("* * * * * ?")
-            .time_zone("UTC")
+            .time_zone("GMT")
     };
     let spec = |h| JobSpec {
         config: job(),
@@ -321,7 +321,7 @@ async fn killing_the_job_actor_fails_its_in_flight_items_and_the_restarted_actor
     let mut events = bus.subscribe("test", 1024);
     let job = JobConfig::new("slow", 1)
         .cron("0/10 * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let handler = Arc::new(ActorJob::new(
         "slow-worker",
         Duration::from_secs(60),
@@ -388,7 +388,7 @@ async fn two_nodes_and_the_hosts_own_named_actors_share_one_process() {
     let spec = || JobSpec {
         config: JobConfig::new("orders", 2)
             .cron("* * * * * ?")
-            .time_zone("UTC"),
+            .time_zone("GMT"),
         job_type: JobType::Named("orders".into()),
         handler: rec.handler(Duration::ZERO),
     };

@@ -364,7 +364,7 @@ async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept(
     tracing::info!("--- a valid change to every 5 seconds reschedules");
     let slower = JobConfig::new("orders", 2)
         .cron("0/5 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .to_yaml()
         .unwrap();
     admin

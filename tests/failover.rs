@@ -22,7 +22,7 @@ const WORK: Duration = Duration::from_secs(5);
 fn orders(failover: bool) -> JobConfig {
     JobConfig::new("orders", 3)
         .cron("0/10 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .failover(failover)
 }
 

@@ -518,7 +518,7 @@ fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire
     std::fs::write(
         &jobs,
         format!(
-            "jobs:\n  - type: SCRIPT\n    jobName: ticks\n    cron: '* * * * * ?'\n    timeZone: UTC\n    \
+            "jobs:\n  - type: SCRIPT\n    jobName: ticks\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
              shardingTotalCount: 4\n    props:\n      script.command.line: '{}'\n",
             script.display()
         ),

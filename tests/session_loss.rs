@@ -67,7 +67,7 @@ async fn a_disconnection_cancels_running_items_before_expiry_and_a_reconnection_
     let mut cancellations = cancelled.subscribe();
     let job = JobConfig::new("long", 1)
         .cron("0/10 * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let node = start_node(
         conn.clone(),
         instance(1),
@@ -124,7 +124,7 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
     let rec = Recorder::default();
     let job = JobConfig::new("orders", 2)
         .cron("* * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let node = start_node(
         conn.clone(),
         instance(1),

@@ -181,7 +181,7 @@ pub(crate) async fn start_node(
 pub(crate) fn job(name: &str, items: i32, cron: &str, monitor: bool) -> JobConfig {
     JobConfig::new(name, items)
         .cron(cron)
-        .time_zone("UTC")
+        .time_zone("GMT")
         .monitor_execution(monitor)
         .failover(monitor)
 }

@@ -3,7 +3,8 @@
 //! A jobs file is YAML with a `jobs:` list of ElasticJob job configurations (the fields of the
 //! registry's `config` node), each with one extra field, `type:`, that says what runs its items:
 //! `SCRIPT` (the command line in `props: {script.command.line: ...}`) or the name of a job compiled
-//! into the example ([`COMPILED_TYPES`]).
+//! into the example ([`COMPILED_TYPES`]), and optionally `javaClass:`, the class name of the Java
+//! ElasticJob job it shares (the job root's data; see `JobType::Java`).
 //!
 //! The file is read twice: first as typed configs, so that a wrong value is reported with its path
 //! and line (`jobs[1].shardingTotalCount: invalid type ... at line 9 column 25`), then as plain
@@ -26,6 +27,9 @@ use crate::demo::{Inventory, Orders, PrintContext, COMPILED_TYPES};
 
 /// The `type:` of script jobs, as ElasticJob writes it in the job root.
 const SCRIPT: &str = "SCRIPT";
+
+/// The field naming the Java ElasticJob class a job shares with Java instances (its job root).
+const JAVA_CLASS: &str = "javaClass";
 
 /// Why a jobs file was refused; every variant names the file, and the job, field or line.
 #[derive(Debug, thiserror::Error)]
@@ -113,9 +117,9 @@ fn spec(config: JobConfig, type_name: &str, handler: SharedHandler) -> JobSpec {
     }
 }
 
-/// Demo jobs run in UTC and replace a config left in the namespace by an earlier, other version.
+/// Demo jobs run in GMT (UTC, in the spelling Java ElasticJob accepts) and replace a config left in the namespace by an earlier, other version.
 fn demo_config(config: JobConfig) -> JobConfig {
-    config.time_zone("UTC").overwrite(true)
+    config.time_zone("GMT").overwrite(true)
 }
 
 fn find_on_path(program: &str) -> Option<String> {
@@ -167,13 +171,29 @@ pub(crate) fn from_file(file: &Path) -> Result<Vec<JobSpec>, JobsFileError> {
             Some(other) => return Err(wrong(format!("type: {other:?} is not a string"))),
             None => return Err(wrong(format!("type: missing; {}", expected_types()))),
         };
+        let java_class = match fields.remove(JAVA_CLASS) {
+            Some(Value::String(c)) if !c.trim().is_empty() => Some(c),
+            Some(other) => {
+                return Err(wrong(format!(
+                    "{JAVA_CLASS}: {other:?} is not a class name (com.acme.OrdersJob)"
+                )))
+            }
+            None => None,
+        };
         warn_unknown_fields(file, index, &config.job_name, fields);
         let (kind, job_type) = match type_name.as_str() {
             SCRIPT => (JobKind::Script, JobType::Script),
             "inventory" => (JobKind::Dataflow, JobType::Named(type_name.clone())),
             _ => (JobKind::Simple, JobType::Named(type_name.clone())),
         };
+        let job_type = match java_class {
+            Some(class) => JobType::Java { class, kind },
+            None => job_type,
+        };
         if let Err(errors) = config.validate(&ValidationContext::builtin(kind)) {
+            return Err(wrong(errors.to_string()));
+        }
+        if let Err(errors) = config.check_java_readable() {
             return Err(wrong(errors.to_string()));
         }
         if !names.insert(config.job_name.clone()) {

@@ -91,9 +91,9 @@ impl JobConfig {
         self
     }
 
-    /// Sets `jobExecutorServiceHandlerType`.
+    /// Sets `jobExecutorThreadPoolSizeProviderType` (`CPU` or `SINGLE_THREAD` on the Java side).
     pub fn executor_service_handler(mut self, name: impl Into<String>) -> Self {
-        self.job_executor_service_handler_type = Some(name.into());
+        self.job_executor_thread_pool_size_provider_type = Some(name.into());
         self
     }
 

@@ -6,6 +6,7 @@
 //! | `builder.rs` | the fluent builder and the [`JobConfig::test`] fixture |
 //! | `yaml.rs` | [`JobConfig::from_yaml`] / [`JobConfig::to_yaml`] in the Java side's layout |
 //! | `items.rs` | `shardingItemParameters` (`0=a,1=b`): [`parse_item_parameters`] |
+//! | `java.rs` | [`JobConfig::check_java_readable`]: what a Java ElasticJob 3.0.x instance loads |
 //! | `validate.rs` | [`JobConfig::validate`]: every problem at once, or a [`ValidatedConfig`] |
 //!
 //! A [`JobConfig`] is what the registry holds, possibly invalid and possibly written by another
@@ -14,6 +15,7 @@
 
 mod builder;
 mod items;
+mod java;
 mod validate;
 mod yaml;
 
@@ -22,6 +24,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use items::{parse_item_parameters, ItemParameterError};
+pub use java::{java_accepts_time_zone, SHARDCRON_ONLY};
 pub use validate::{
     ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext,
     MAX_SHARDING_TOTAL_COUNT,
@@ -91,9 +94,16 @@ pub struct JobConfig {
     /// `jobShardingStrategyType`: a built-in name ([`BUILTIN_STRATEGIES`]) or a registered one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_sharding_strategy_type: Option<String>,
-    /// `jobExecutorServiceHandlerType`: kept for Java compatibility (Java's thread-pool choice).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job_executor_service_handler_type: Option<String>,
+    /// `jobExecutorThreadPoolSizeProviderType` (Java's thread-pool choice, `CPU` or
+    /// `SINGLE_THREAD`). ElasticJob 3.0.0-3.0.4 called it `jobExecutorServiceHandlerType`: that name
+    /// is read too, and written under the new one, since 3.0.5+ refuses the old name.
+    #[serde(
+        default,
+        rename = "jobExecutorThreadPoolSizeProviderType",
+        alias = "jobExecutorServiceHandlerType",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub job_executor_thread_pool_size_provider_type: Option<String>,
     /// `jobErrorHandlerType`: a built-in name ([`BUILTIN_ERROR_HANDLERS`]) or a registered one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_error_handler_type: Option<String>,
@@ -172,7 +182,7 @@ impl JobConfig {
             max_time_diff_seconds: minus_one(),
             reconcile_interval_minutes: ten(),
             job_sharding_strategy_type: None,
-            job_executor_service_handler_type: None,
+            job_executor_thread_pool_size_provider_type: None,
             job_error_handler_type: None,
             job_listener_types: Vec::new(),
             description: None,

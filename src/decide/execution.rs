@@ -91,6 +91,10 @@ pub fn plan_run(
         if only.is_some_and(|o| !o.contains(item)) {
             continue;
         }
+        if super::failover::taken_off(v, settings.failover) && !local.marked.contains(item) {
+            // Another instance took it over: its until that run ends (ElasticJob's take-off).
+            continue;
+        }
         if local.marked.contains(item) && !local.running.contains(item) {
             // Its marker was written ahead of the instant: it runs with no write now.
             plan.run.push(*item);

@@ -1,11 +1,28 @@
-//! Failover (ElasticJob 3.0.2+ semantics, claimed atomically): which items of a vanished instance
-//! are marked in `leader/failover/items/{i}`, which marked items an idle instance claims and the one
-//! multi-op that claims them, and the writes that end a taken-over run.
+//! Failover, on ElasticJob 3.0.x's wire protocol (a Java instance may be either party), with an
+//! atomic claim instead of a latch: which items of a vanished instance are marked in
+//! `leader/failover/items/{i}`, which marked items an idle instance claims and the one multi-op
+//! that claims them, and the writes that end a taken-over run.
+//!
+//! The steps, as both languages take them (ARCHITECTURE.md, "Failover protocol"):
+//!
+//! 1. **Mark** (any survivor that sees `instances/{x}` vanish): for each item `x` was running, when
+//!    no `failover` node exists, create the mark and *delete the item's `running`* (ElasticJob's
+//!    `setCrashedFailoverFlag`). A Java claimer never touches `running` and a Java fire filters out
+//!    items that have one, so a mark left beside a stale `running` is never re-run and stalls the
+//!    Java taker and every leader's resharding. Items `x` ran as a taker (`failovering` names it)
+//!    are marked the same way (`setCrashedFailoverFlagDirectly` + `clearRunningInfo`).
+//! 2. **Claim** (an idle survivor): delete the mark, create `failover` (ephemeral) and
+//!    `failovering` (persistent) naming the taker. A Java claimer then fires the job and writes
+//!    `running` when the run begins; shardcron writes it in the claim itself, the state a Java taker
+//!    reaches once its run has begun. An item that still has a `running` is not claimed: its
+//!    marker has not finished (a Java marker takes two writes) or a run still goes.
+//! 3. **Run and end** (the taker): delete `running`, `failover`, `failovering`.
 //!
 //! Only items that were *running* are failed over: an item its owner held but was not running is
 //! resharded by the leader and runs at its next fire. A claim replaces ElasticJob's latch with one
 //! transaction that deletes the mark, so two claimants can never both win an item: the loser's
-//! delete fails and nothing of its claim applies.
+//! delete fails and nothing of its claim applies. Every multi-op here leaves the nodes a Java
+//! instance reads in a state the Java sequence of writes passes through.
 
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op, ANY_VERSION};
@@ -27,41 +44,47 @@ fn back(view: &JobView, gone: &InstanceId) -> bool {
     view.instances.contains(gone)
 }
 
-/// Whether the item's `running` names a live instance: its owner is back and running it, so a
-/// claim would run it twice.
-fn run_by_live(view: &JobView, v: &ItemView) -> bool {
-    v.running
-        .as_deref()
-        .and_then(|r| InstanceId::parse(r).ok())
-        .is_some_and(|r| view.instances.contains(&r))
-}
-
-/// One item's mark, as a multi-op that applies only while the run it fails over is as the view
-/// saw it: `proof` (the node naming the vanished instance) still exists, and no instance holds the
-/// item's `failover` (creating and deleting it in the same multi-op fails when one exists). A
-/// survivor whose view lags behind another survivor's claim, or behind the re-run that followed,
-/// so marks nothing; unguarded, its late mark had the item run a second time.
-fn mark(job: &JobName, item: ShardItem, proof: JobNode) -> Vec<Op> {
+/// Creating and deleting the item's `failover` in one multi-op: fails when an instance holds it,
+/// which is ElasticJob's `isFailoverAssigned` check made part of the write.
+fn no_taker_guard(job: &JobName, item: ShardItem) -> [Op; 2] {
     let failover = JobNode::ShardingFailover(item).to_path(job);
-    vec![
-        Op::Check {
-            path: proof.to_path(job),
-            version: ANY_VERSION,
-        },
-        Op::create(
-            JobNode::LeaderFailoverItem(item).to_path(job),
-            "",
-            CreateMode::Persistent,
-        ),
+    [
         Op::create(failover.clone(), "", CreateMode::Ephemeral),
         Op::delete(failover),
     ]
 }
 
+/// One item's mark, as a multi-op that applies only while the run it fails over is as the view
+/// saw it: `proof` (the node naming the vanished instance) still exists, and no instance holds the
+/// item's `failover`. The item's `running` goes in the same multi-op, as ElasticJob's marker
+/// deletes it. A survivor whose view lags behind another survivor's claim, or behind the re-run
+/// that followed, so marks nothing; unguarded, its late mark had the item run a second time.
+fn mark(job: &JobName, item: ShardItem, v: &ItemView, proof: JobNode) -> Vec<Op> {
+    let running = JobNode::ShardingRunning(item);
+    let mut ops = Vec::with_capacity(5);
+    if proof != running {
+        ops.push(Op::Check {
+            path: proof.to_path(job),
+            version: ANY_VERSION,
+        });
+    }
+    ops.push(Op::create(
+        JobNode::LeaderFailoverItem(item).to_path(job),
+        "",
+        CreateMode::Persistent,
+    ));
+    ops.extend(no_taker_guard(job, item));
+    // Deleting `running` proves it still exists when it is the proof.
+    if v.running.is_some() || proof == running {
+        ops.push(Op::delete(running.to_path(job)));
+    }
+    ops
+}
+
 /// The node that shows who ran `item` when that instance vanished: its `failovering` when it ran
 /// the item as a taker, else its `running`.
-fn proof(v: &ItemView, item: ShardItem, gone: &InstanceId) -> JobNode {
-    if v.failovering.as_ref() == Some(gone) {
+fn proof(v: &ItemView, item: ShardItem, gone: impl Fn(&InstanceId) -> bool) -> JobNode {
+    if v.failovering.as_ref().is_some_and(gone) {
         JobNode::ShardingFailovering(item)
     } else {
         JobNode::ShardingRunning(item)
@@ -84,7 +107,7 @@ pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) ->
                 || v.failovering.as_ref() == Some(crashed);
             ran && !view.failover_marks.contains(item) && !taken_by_live(view, v, Some(crashed))
         })
-        .map(|(item, v)| mark(job, *item, proof(v, *item, crashed)))
+        .map(|(item, v)| mark(job, *item, v, proof(v, *item, |t| t == crashed)))
         .collect()
 }
 
@@ -92,42 +115,56 @@ pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) ->
 /// (the whole cluster was down, or the event was lost): a `running` or `failovering` naming an
 /// instance absent from `instances/`. A `running` whose data is not an instance id (an older
 /// writer) cannot be attributed and is left to the reconcile.
+///
+/// An item already marked whose `running` still names a gone instance had its marker stop half
+/// way (a Java marker writes the mark, then deletes `running`): the deletion is finished here, or
+/// the item could never be claimed.
 pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Vec<Op>> {
     let gone = |id: &InstanceId| !view.instances.contains(id);
+    let running_gone = |v: &ItemView| {
+        v.running
+            .as_deref()
+            .and_then(|r| InstanceId::parse(r).ok())
+            .is_some_and(|r| gone(&r))
+    };
     view.items
         .iter()
-        .filter(|(item, v)| {
-            let running_gone = v
-                .running
-                .as_deref()
-                .and_then(|r| InstanceId::parse(r).ok())
-                .is_some_and(|r| gone(&r));
-            let failovering_gone = v.failovering.as_ref().is_some_and(gone);
-            (running_gone || failovering_gone)
-                && !view.failover_marks.contains(item)
+        .filter(|(_, v)| {
+            (running_gone(v) || v.failovering.as_ref().is_some_and(gone))
                 && !taken_by_live(view, v, None)
         })
         .map(|(item, v)| {
-            let taker_gone = v.failovering.as_ref().is_some_and(gone);
-            let proof = if taker_gone {
-                JobNode::ShardingFailovering(*item)
-            } else {
-                JobNode::ShardingRunning(*item)
-            };
-            mark(job, *item, proof)
+            if view.failover_marks.contains(item) {
+                if !running_gone(v) {
+                    return Vec::new();
+                }
+                let mut ops = no_taker_guard(job, *item).to_vec();
+                ops.push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
+                return ops;
+            }
+            mark(job, *item, v, proof(v, *item, gone))
         })
+        .filter(|ops| !ops.is_empty())
         .collect()
 }
 
 /// Claims up to `max_items` marked items for `me`, lowest first, as one multi-op: per item it
-/// deletes the mark (first, so a lost race fails on it), replaces a stale `running` or
-/// `failovering` with ones naming `me` (persistent, so a crash of `me` fails the item over again),
-/// and creates the ephemeral `failover` naming `me`. `None` when nothing can be claimed.
+/// deletes the mark (first, so a lost race fails on it), replaces a dead taker's `failover` or
+/// `failovering`, and creates `running` (persistent, so a crash of `me` fails the item over
+/// again), `failover` (ephemeral) and `failovering` (persistent), all naming `me`. `None` when
+/// nothing can be claimed.
 ///
-/// Items `me` owns, or whose `running`/`failovering` names `me`, are left to others: such a mark
-/// comes from an earlier session of this very process, whose run may still be going here, and the
-/// item is `me`'s again at its next fire. Marks on items without a `sharding/{i}` node cannot
-/// take children and are skipped.
+/// Skipped:
+/// - items `me` owns, unless no other instance is available: the mark may come from an earlier
+///   session of this very process whose run may still be going here, so another instance re-runs
+///   it; alone, `me` takes it, or the mark would stay for ever (the marker's deletion of `running`
+///   lets the leader reshard the item to `me` before anyone claimed it);
+/// - items with a `running`: its marker has not finished (a Java marker writes the mark, then
+///   deletes `running`) or a run still goes; the deletion asks for a claim again, and `running` is
+///   created here, so a claim racing a new run fails;
+/// - items whose `failovering` names `me`, a taken-over run of an earlier session of this process;
+/// - items taken over by a live instance, and marks on items without a `sharding/{i}` node, which
+///   cannot take children.
 pub fn claim(
     view: &JobView,
     job: &JobName,
@@ -135,6 +172,7 @@ pub fn claim(
     max_items: usize,
 ) -> Option<(Vec<ShardItem>, Vec<Op>)> {
     let path = |n: JobNode| n.to_path(job);
+    let alone = view.available_instances().iter().all(|i| i == me);
     let mut items = Vec::new();
     let mut ops = Vec::new();
     for item in &view.failover_marks {
@@ -144,16 +182,17 @@ pub fn claim(
         let Some(v) = view.items.get(item) else {
             continue;
         };
-        let mine = v.owner.as_ref() == Some(me)
-            || v.running.as_deref() == Some(me.as_str())
-            || v.failovering.as_ref() == Some(me);
-        if mine || taken_by_live(view, v, None) || run_by_live(view, v) {
+        let mine_for_others = v.owner.as_ref() == Some(me) && !alone;
+        if v.running.is_some()
+            || mine_for_others
+            || v.failovering.as_ref() == Some(me)
+            || taken_by_live(view, v, None)
+        {
             continue;
         }
         let item = *item;
         ops.push(Op::delete(path(JobNode::LeaderFailoverItem(item))));
         let stale = [
-            (v.running.is_some(), JobNode::ShardingRunning(item)),
             (v.failover.is_some(), JobNode::ShardingFailover(item)),
             (v.failovering.is_some(), JobNode::ShardingFailovering(item)),
         ];
@@ -182,8 +221,16 @@ pub fn claim(
     (!items.is_empty()).then_some((items, ops))
 }
 
+/// Whether a fire of the item's owner leaves it out because another instance took it over
+/// (ElasticJob's `getLocalTakeOffItems`): with failover on, an item with a `failover` node is the
+/// taker's until its run ends, whether or not that run has begun.
+pub fn taken_off(v: &ItemView, failover_on: bool) -> bool {
+    failover_on && v.failover.is_some()
+}
+
 /// The writes that end a run of taken-over `items`, for the run's end multi-op: the taker's
-/// `running`, `failover` and `failovering`.
+/// `running`, `failover` and `failovering` (ElasticJob's `registerJobCompleted` and
+/// `updateFailoverComplete`).
 pub fn finish_ops(job: &JobName, items: &[ShardItem]) -> Vec<Op> {
     items
         .iter()
@@ -212,14 +259,11 @@ mod tests {
         v
     }
 
-    /// The guarded multi-op marking item `i` while `proof` (`running` or `failovering`) exists.
-    fn mark_op(i: u32, proof: &str) -> Vec<Op> {
+    /// The guarded multi-op marking item `i` of a vanished owner: the mark, the no-taker guard,
+    /// and the deletion of its `running` (which also proves the run is still recorded).
+    fn mark_op(i: u32) -> Vec<Op> {
         let failover = format!("/orders/sharding/{i}/failover");
         vec![
-            Op::Check {
-                path: format!("/orders/sharding/{i}/{proof}"),
-                version: ANY_VERSION,
-            },
             Op::create(
                 format!("/orders/leader/failover/items/{i}"),
                 "",
@@ -227,7 +271,22 @@ mod tests {
             ),
             Op::create(failover.clone(), "", CreateMode::Ephemeral),
             Op::delete(failover),
+            Op::delete(format!("/orders/sharding/{i}/running")),
         ]
+    }
+
+    /// Marking item `i` of a vanished taker: `failovering` is the proof; `running` goes too when
+    /// the view has one.
+    fn taker_mark_op(i: u32, running: bool) -> Vec<Op> {
+        let mut ops = vec![Op::Check {
+            path: format!("/orders/sharding/{i}/failovering"),
+            version: ANY_VERSION,
+        }];
+        ops.extend(mark_op(i));
+        if !running {
+            ops.pop();
+        }
+        ops
     }
 
     #[test]
@@ -242,12 +301,19 @@ mod tests {
             (
                 "running item marked, idle item left to resharding",
                 running(base.clone(), 0, &x),
-                vec![mark_op(0, "running")],
+                vec![mark_op(0)],
             ),
             (
                 "an item it ran as a taker is marked again",
                 with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
-                vec![mark_op(2, "failovering")],
+                vec![taker_mark_op(2, false)],
+            ),
+            (
+                "an item it was running as a taker has its running deleted too",
+                with_item(running(base.clone(), 2, &x), 2, |i| {
+                    i.failovering = Some(x.clone())
+                }),
+                vec![taker_mark_op(2, true)],
             ),
             (
                 "an item already marked is not marked twice",
@@ -280,12 +346,12 @@ mod tests {
             (
                 "running of a dead owner",
                 running(base.clone(), 1, &x),
-                vec![mark_op(1, "running")],
+                vec![mark_op(1)],
             ),
             (
                 "failovering of a dead taker",
                 with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
-                vec![mark_op(2, "failovering")],
+                vec![taker_mark_op(2, false)],
             ),
             (
                 "running of a live owner",
@@ -298,8 +364,8 @@ mod tests {
                 vec![],
             ),
             (
-                "already marked",
-                marked(running(base.clone(), 1, &x), &[1]),
+                "already marked, and its running already deleted",
+                marked(owned(base.clone(), &[(1, &x)]), &[1]),
                 vec![],
             ),
         ];
@@ -309,19 +375,16 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_deletes_the_mark_and_replaces_the_dead_owners_running_in_one_multi_op() {
+    fn a_claim_deletes_the_mark_and_writes_the_takers_three_records_in_one_multi_op() {
         let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
-        let v = marked(
-            running(owned(view(&[&a], Some(&a)), &[(0, &x), (1, &a)]), 0, &x),
-            &[0],
-        );
+        // As a Java or shardcron marker leaves it: the mark, and no `running`.
+        let v = marked(owned(view(&[&a], Some(&a)), &[(0, &x), (1, &a)]), &[0]);
         let (items, ops) = claim(&v, &job(), &a, 8).expect("a claim");
         assert_eq!(items, vec![ShardItem(0)]);
         assert_eq!(
             ops,
             vec![
                 Op::delete("/orders/leader/failover/items/0"),
-                Op::delete("/orders/sharding/0/running"),
                 Op::create(
                     "/orders/sharding/0/running",
                     a.as_str(),
@@ -348,6 +411,52 @@ mod tests {
         let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
         let v = running(owned(view(&[&a, &x], Some(&a)), &[(0, &x)]), 0, &x);
         assert!(marks_for_crashed(&v, &job(), &x).is_empty());
+    }
+
+    #[test]
+    fn a_mark_deletes_the_dead_owners_running_as_elasticjobs_marker_does() {
+        let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
+        let v = running(owned(view(&[&a], Some(&a)), &[(0, &x)]), 0, &x);
+        let marks = marks_for_crashed(&v, &job(), &x);
+        assert_eq!(marks.len(), 1);
+        assert!(
+            marks[0].contains(&Op::delete("/orders/sharding/0/running")),
+            "a Java claimer never touches `running`, and a Java fire skips an item that has one"
+        );
+    }
+
+    #[test]
+    fn a_marked_item_whose_marker_stopped_half_way_has_its_dead_running_deleted() {
+        let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
+        let v = marked(
+            running(owned(view(&[&a], Some(&a)), &[(0, &x)]), 0, &x),
+            &[0],
+        );
+        assert_eq!(
+            marks_for_orphans(&v, &job()),
+            vec![vec![
+                Op::create("/orders/sharding/0/failover", "", CreateMode::Ephemeral),
+                Op::delete("/orders/sharding/0/failover"),
+                Op::delete("/orders/sharding/0/running"),
+            ]]
+        );
+        assert_eq!(
+            claim(&v, &job(), &a, 8),
+            None,
+            "not claimable while `running` stays"
+        );
+    }
+
+    #[test]
+    fn an_owner_skips_items_another_instance_took_over_only_with_failover_on() {
+        let t = inst("10.0.0.3@-@1");
+        let taken = ItemView {
+            failover: Some(t),
+            ..ItemView::default()
+        };
+        assert!(taken_off(&taken, true));
+        assert!(!taken_off(&taken, false));
+        assert!(!taken_off(&ItemView::default(), true));
     }
 
     #[test]
@@ -378,14 +487,29 @@ mod tests {
                 items(&[0, 1]),
             ),
             (
-                "an item I own is mine at my next fire",
+                "an item I own is left to the other instances",
                 marked(base.clone(), &[3]),
                 8,
                 None,
             ),
             (
-                "a run of my own earlier session is not taken by me",
-                marked(running(base.clone(), 1, &a), &[1]),
+                "alone, I claim an item resharded to me before anyone claimed it",
+                marked(owned(view(&[&a], Some(&a)), &[(3, &a)]), &[3]),
+                8,
+                items(&[3]),
+            ),
+            (
+                "an item whose `running` is still there waits for its deletion",
+                marked(running(base.clone(), 1, &x), &[1]),
+                8,
+                None,
+            ),
+            (
+                "a taken-over run of my own earlier session is not taken by me",
+                marked(
+                    with_item(base.clone(), 1, |i| i.failovering = Some(a.clone())),
+                    &[1],
+                ),
                 8,
                 None,
             ),
@@ -404,12 +528,6 @@ mod tests {
                 8,
                 None,
             ),
-            (
-                "an item whose owner is back and running it is not claimed",
-                marked(running(base.clone(), 0, &b), &[0, 1]),
-                8,
-                items(&[1]),
-            ),
         ];
         for (name, v, max, want) in cases {
             assert_eq!(claimed(&v, max), want, "{name}");
@@ -423,18 +541,22 @@ mod tests {
             inst("10.0.0.3@-@1"),
             inst("10.0.0.9@-@1"),
         );
+        // As ElasticJob's marker leaves a crashed taker's item: mark, `failovering` kept,
+        // `running` deleted.
         let v = marked(
-            with_item(
-                running(owned(view(&[&a], None), &[(0, &x)]), 0, &t),
-                0,
-                |i| i.failovering = Some(t.clone()),
-            ),
+            with_item(owned(view(&[&a], None), &[(0, &x)]), 0, |i| {
+                i.failovering = Some(t.clone())
+            }),
             &[0],
         );
         let (_, ops) = claim(&v, &job(), &a, 1).expect("a claim");
-        assert!(ops.contains(&Op::delete("/orders/sharding/0/failovering")));
-        assert!(ops.contains(&Op::delete("/orders/sharding/0/running")));
         assert_eq!(ops[0], Op::delete("/orders/leader/failover/items/0"));
+        assert_eq!(ops[1], Op::delete("/orders/sharding/0/failovering"));
+        assert!(ops.contains(&Op::create(
+            "/orders/sharding/0/failovering",
+            a.as_str(),
+            CreateMode::Persistent
+        )));
     }
 
     #[test]

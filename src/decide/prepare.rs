@@ -43,6 +43,7 @@ pub fn plan_prepare(
     for (item, v) in &view.items {
         let free = v.owner.as_ref() == Some(me)
             && !v.disabled
+            && !super::failover::taken_off(v, settings.failover)
             && (v.running.is_none() || local.ended.contains(item))
             && !v.misfire
             && !local.running.contains(item)

@@ -84,6 +84,9 @@ impl Ops {
             Ok(_) => Vec::new(),
             Err(ConfigErrors(problems)) => problems,
         };
+        if let Err(ConfigErrors(java)) = config.check_java_readable() {
+            problems.extend(java);
+        }
         if config.job_name != job.as_str() {
             problems.push(ConfigError {
                 field: "jobName",

@@ -227,7 +227,7 @@ pub fn init_tracing() {
 pub fn every_second(name: &str, items: i32) -> JobConfig {
     JobConfig::new(name, items)
         .cron("* * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
 }
 
 /// Fires (cron instants, as seconds) at which every item in `0..items` ran exactly once.

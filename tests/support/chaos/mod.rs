@@ -13,6 +13,7 @@
 //! | `mod.rs` | [`Cluster`]: the temp dir, the script, the jobs file, the nodes, waits on the log |
 //! | `process.rs` | [`process::NodeProc`]: one node process and its signals |
 //! | `log.rs` | the script's log and [`log::check`] |
+//! | `periodic.rs` | [`periodic::tally`]: counts for a slower job run by both languages |
 //! | `registry.rs` | reading owners and leader through ZooKeeper; waiting for convergence |
 //! | `spans.rs` | the tracking script (start, ticks, end of every run) and its verdict: overlaps, duplicates, losses |
 //!
@@ -20,6 +21,7 @@
 //! the log file or the registry with a deadline that names what was expected.
 
 pub mod log;
+pub mod periodic;
 pub mod process;
 pub mod registry;
 pub mod soak;
@@ -38,6 +40,8 @@ pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 pub const JOB: &str = "chaos";
 /// Its item count.
 pub const ITEMS: u32 = 4;
+/// How long one run of the `{slow}` script works.
+pub const SLOW_RUN: Duration = Duration::from_millis(1500);
 /// How long a wait on the log or the registry may take.
 pub const WITHIN: Duration = Duration::from_secs(30);
 
@@ -70,15 +74,29 @@ pub struct Cluster {
 
 impl Cluster {
     /// Writes the scripts and a jobs file with the `chaos` job (4 items every second, failover
-    /// on, misfire off) followed by `extra_jobs` (YAML list entries; `{record}` and `{hang}` name
-    /// the scripts).
+    /// on, misfire off) followed by `extra_jobs` (YAML list entries; `{record}`, `{slow}` and
+    /// `{hang}` name the scripts).
     pub fn new(connect: &str, scenario: &str, extra_jobs: &str) -> Cluster {
+        let chaos = format!(
+            "  - type: SCRIPT\n    jobName: {JOB}\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
+             shardingTotalCount: {ITEMS}\n    failover: true\n    misfire: false\n    overwrite: true\n    \
+             props:\n      script.command.line: '{{record}}'\n{extra_jobs}"
+        );
+        Self::with_jobs(connect, scenario, &chaos)
+    }
+
+    /// Writes the scripts and a jobs file whose `jobs:` list is `jobs` (YAML list entries;
+    /// `{record}` logs and works half a second, `{slow}` logs and works [`SLOW_RUN`], `{hang}`
+    /// logs and hangs while its node lives, `{track}` is the tracking script of [`spans`]:
+    /// `{track} TICKS SECONDS` runs TICKS ticks of SECONDS each).
+    pub fn with_jobs(connect: &str, scenario: &str, jobs_yaml: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("shardcron-chaos-")
             .tempdir()
             .expect("creating the scenario's directory");
         let log = dir.path().join("runs.log");
         let record = dir.path().join("record.sh");
+        let slow = dir.path().join("slow.sh");
         let hang = dir.path().join("hang.sh");
         let line = format!(
             "printf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
@@ -89,6 +107,13 @@ impl Cluster {
             &format!("#!/bin/sh\n# One line per item run, then half a second of work.\n{line}sleep 0.5\n"),
         );
         write_script(
+            &slow,
+            &format!(
+                "#!/bin/sh\n# One line per item run, then {secs} s of work.\n{line}sleep {secs}\n",
+                secs = SLOW_RUN.as_secs_f64()
+            ),
+        );
+        write_script(
             &hang,
             &format!(
                 "#!/bin/sh\n# Logs, then hangs for as long as its node lives.\n{line}\
@@ -96,18 +121,18 @@ impl Cluster {
             ),
         );
         let jobs = dir.path().join("jobs.yaml");
+        let track_script = dir.path().join("track.sh");
         let text = format!(
-            "jobs:\n  - type: SCRIPT\n    jobName: {JOB}\n    cron: '* * * * * ?'\n    timeZone: UTC\n    \
-             shardingTotalCount: {ITEMS}\n    failover: true\n    misfire: false\n    overwrite: true\n    \
-             props:\n      script.command.line: '{record}'\n{extra}",
-            record = record.display(),
-            extra = extra_jobs
+            "jobs:\n{}",
+            jobs_yaml
+                .replace("{track}", &track_script.display().to_string())
                 .replace("{record}", &record.display().to_string())
+                .replace("{slow}", &slow.display().to_string())
                 .replace("{hang}", &hang.display().to_string()),
         );
         std::fs::write(&jobs, text).expect("writing the jobs file");
         let track = dir.path().join("track.log");
-        write_script(&dir.path().join("track.sh"), &spans::script(&track));
+        write_script(&track_script, &spans::script(&track));
         Cluster {
             dir,
             namespace: format!("chaos-{scenario}-{}", std::process::id()),
@@ -119,23 +144,24 @@ impl Cluster {
         }
     }
 
-    /// A cluster whose jobs file holds exactly `jobs` (YAML list entries under `jobs:`), where
-    /// `{track}` names the tracking script of [`spans`] (`{track} TICKS SECONDS` runs TICKS ticks
-    /// of SECONDS each).
-    pub fn with_jobs(connect: &str, scenario: &str, jobs: &str) -> Cluster {
-        let cluster = Cluster::new(connect, scenario, "");
-        let track = cluster.dir.path().join("track.sh");
-        let text = format!(
-            "jobs:\n{}",
-            jobs.replace("{track}", &track.display().to_string())
-        );
-        std::fs::write(&cluster.jobs, text).expect("writing the jobs file");
-        cluster
-    }
-
     /// Every run the tracking script logged so far, in start order.
     pub fn spans(&self) -> Vec<spans::Span> {
         spans::read(&self.track)
+    }
+
+    /// The scenario's directory (logs, scripts, the jobs file).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// The path of a script the jobs file names (`record`, `slow`, `hang`).
+    pub fn script(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.sh"))
+    }
+
+    /// Stops tracking the node labelled `label` (after it was killed), so that it can start again.
+    pub fn forget(&mut self, label: &str) -> Option<NodeProc> {
+        self.nodes.remove(label)
     }
 
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.

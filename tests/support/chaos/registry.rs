@@ -187,3 +187,25 @@ pub fn set_data(connect: &str, namespace: &str, path: &str, data: &str) {
     });
     written.unwrap_or_else(|e| panic!("writing {path}: {e}"));
 }
+
+/// Applies `ops` (paths relative to the namespace) as one multi-op, as another instance would.
+pub fn apply(connect: &str, namespace: &str, ops: &[shardcron::registry::Op]) {
+    let applied = TestSession::open(connect, namespace).and_then(|s| {
+        s.runtime
+            .block_on(s.session.multi(ops))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    applied.unwrap_or_else(|e| panic!("applying {ops:?}: {e}"));
+}
+
+/// Whether `path` (relative to the namespace) exists.
+pub fn exists(connect: &str, namespace: &str, path: &str) -> bool {
+    let read = TestSession::open(connect, namespace).and_then(|s| {
+        s.runtime
+            .block_on(s.session.exists(path))
+            .map(|stat| stat.is_some())
+            .map_err(|e| e.to_string())
+    });
+    read.unwrap_or_else(|e| panic!("reading {path}: {e}"))
+}

@@ -1,0 +1,200 @@
+//! The Java ElasticJob-Lite 3.x peer (`../shared/elasticjob-peer`): [`JavaProc`], one Java
+//! instance as a process (`run-instance`), and [`ejtool`], ElasticJob's own classes on a registry
+//! or on inputs (`stats`, `operate`, `yaml`, `shard`, `dump`).
+//!
+//! ```text
+//!   test ── JavaProc (run-instance: ScheduleJobBootstrap + InteropJob) ──┐
+//!        ── NodeProc (shardcron example node) ────────────────────────────┼── ZooKeeper
+//!        ── ejtool stats | operate | dump ─────────────────────────────────┘
+//!   java.log: "<epoch ms> <item> <instanceId> java start <taskId>" (+ "... end ...")
+//! ```
+//!
+//! Where the peer is: `$SHARDCRON_ELASTICJOB_PEER`, else `../shared/elasticjob-peer` next to the
+//! repository. Under `CI=true` a missing peer fails the test; elsewhere the test says it did not
+//! run and returns.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::chaos::log::Run;
+
+/// How long a JVM may take to start, connect and schedule its job (two cores, several JVMs).
+pub const JVM_START_WITHIN: Duration = Duration::from_secs(90);
+
+/// The peer's directory, or `None` (after saying so) when it is absent outside CI.
+pub fn peer() -> Option<PathBuf> {
+    let dir = std::env::var_os("SHARDCRON_ELASTICJOB_PEER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/elasticjob-peer"));
+    let usable = dir.join("run-instance").is_file() && dir.join("elasticjob-peer.jar").is_file();
+    if usable {
+        return Some(dir);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        !ci,
+        "the Java ElasticJob peer is missing at {} (CI=true: a missing peer fails the run)",
+        dir.display()
+    );
+    eprintln!(
+        "[interop] NOT RUN: no Java ElasticJob peer at {} (set SHARDCRON_ELASTICJOB_PEER)",
+        dir.display()
+    );
+    None
+}
+
+/// Runs `ejtool CMD key=value...` and returns its stdout; fails the test when it exits non-zero.
+pub fn ejtool(peer: &Path, args: &[String]) -> String {
+    let output = Command::new(peer.join("ejtool"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running ejtool");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "ejtool {args:?} failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// One Java ElasticJob instance. Killed (SIGKILL) on drop, and by the kernel when the test thread
+/// that spawned it ends.
+#[derive(Debug)]
+pub struct JavaProc {
+    /// Its instance id, as it registered (`{ip}@-@{pid}`).
+    pub instance: String,
+    child: Child,
+    stdout: PathBuf,
+    exited: bool,
+}
+
+impl JavaProc {
+    /// Starts `run-instance` with `args` (`key=value`) and `jflags` (JVM `-D...` flags), and waits
+    /// until it has scheduled its job.
+    pub fn spawn(peer: &Path, dir: &Path, label: &str, args: &[String], jflags: &str) -> JavaProc {
+        let stdout = dir.join(format!("java-{label}.stdout"));
+        let mut command = Command::new(peer.join("run-instance"));
+        command
+            .args(args)
+            .env("JFLAGS", jflags)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).expect("creating the JVM's stdout file"))
+            .stderr(Stdio::from(
+                std::fs::File::options()
+                    .append(true)
+                    .open(&stdout)
+                    .expect("opening the JVM's stdout file for stderr"),
+            ));
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning the Java peer {label}: {e}"));
+        let mut proc = JavaProc {
+            instance: String::new(),
+            child,
+            stdout,
+            exited: false,
+        };
+        let deadline = Instant::now() + JVM_START_WITHIN;
+        loop {
+            let out = proc.output();
+            if let Some(id) = out
+                .lines()
+                .find_map(|l| l.split_once("scheduled instance=").map(|(_, id)| id))
+            {
+                proc.instance = id.trim().to_owned();
+                return proc;
+            }
+            let failed = out.contains("bootstrap-failed") || !proc.is_running();
+            assert!(
+                !failed && Instant::now() < deadline,
+                "the Java peer {label} did not schedule its job:\n{out}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What the JVM printed so far (`EVENT ...` lines, ElasticJob's warnings, stack traces).
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// Whether the JVM has not exited.
+    pub fn is_running(&mut self) -> bool {
+        if !self.exited {
+            self.exited = self
+                .child
+                .try_wait()
+                .expect("polling the JVM's exit")
+                .is_some();
+        }
+        !self.exited
+    }
+
+    /// `kill -9`, and waits for the exit.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.exited = true;
+    }
+
+    /// SIGTERM (with `shutdownHook=true`, ElasticJob's own shutdown), and waits for the exit.
+    pub fn terminate(&mut self) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.is_running() {
+            if Instant::now() > deadline {
+                self.kill();
+                panic!("the Java peer {} ignored SIGTERM for 30 s", self.instance);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for JavaProc {
+    fn drop(&mut self) {
+        if !self.exited {
+            self.kill();
+        }
+    }
+}
+
+/// Reads the Java instances' item log: one [`Run`] per `start` line, source `JAVA` (the peer's
+/// task id does not say whether a run is a failover re-run). A line being written is left out.
+pub fn read_java_runs(log: &Path) -> Vec<Run> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
+    complete
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.splitn(6, ' ').collect();
+            let [ms, item, instance, "java", "start", task] = f[..] else {
+                return None;
+            };
+            Some(Run {
+                at: ms.parse::<f64>().expect("the time is epoch ms") / 1000.0,
+                instance: instance.to_owned(),
+                job: task.split("@-@").next().unwrap_or_default().to_owned(),
+                item: item.parse().expect("the item is a number"),
+                source: "JAVA".to_owned(),
+                line: line.to_owned(),
+            })
+        })
+        .collect()
+}
