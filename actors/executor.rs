@@ -48,6 +48,9 @@ pub(crate) enum ExecutorMsg {
     Drain(RpcReplyPort<()>),
     /// Whether no run of this job is in progress here (the FailoverActor claims only then).
     IsIdle(RpcReplyPort<bool>),
+    /// Fencing tokens of items the failover actor is about to hand over (sent just before their
+    /// `FailoverClaimed`).
+    FailoverFences(Vec<(crate::types::ShardItem, crate::job::FencingToken)>),
     /// The session's actors were replaced: talk to these from now on.
     Peers(Arc<Peers>),
 }
@@ -207,6 +210,7 @@ impl ExecutorState {
                 Input::Drain
             }
             ExecutorMsg::IsIdle(reply) => return drop(reply.send(self.machine.is_idle())),
+            ExecutorMsg::FailoverFences(fences) => return self.kit.failover_fences(fences),
             ExecutorMsg::Peers(peers) => {
                 self.peers = peers;
                 return;

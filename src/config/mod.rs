@@ -13,6 +13,7 @@
 //! item parameters already parsed.
 
 mod builder;
+mod concurrency;
 mod items;
 mod validate;
 mod yaml;
@@ -21,6 +22,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use concurrency::{ItemConcurrency, LEGACY_POOL_FIELD, POOL_SIZE_FIELD};
 pub use items::{parse_item_parameters, ItemParameterError};
 pub use validate::{
     ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext,
@@ -82,9 +84,14 @@ pub struct JobConfig {
     /// `jobShardingStrategyType`: a built-in name ([`BUILTIN_STRATEGIES`]) or a registered one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_sharding_strategy_type: Option<String>,
-    /// `jobExecutorServiceHandlerType`: kept for Java compatibility (Java's thread-pool choice).
+    /// `jobExecutorServiceHandlerType`: ElasticJob 3.0.0-3.0.2's name of the next field, read
+    /// when that one is absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_executor_service_handler_type: Option<String>,
+    /// `jobExecutorThreadPoolSizeProviderType`: how many items run at once here (`CPU`,
+    /// `SINGLE_THREAD`, or a number); absent means no limit. See [`ItemConcurrency`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_executor_thread_pool_size_provider_type: Option<String>,
     /// `jobErrorHandlerType`: a built-in name ([`BUILTIN_ERROR_HANDLERS`]) or a registered one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_error_handler_type: Option<String>,
@@ -155,6 +162,7 @@ impl JobConfig {
             reconcile_interval_minutes: ten(),
             job_sharding_strategy_type: None,
             job_executor_service_handler_type: None,
+            job_executor_thread_pool_size_provider_type: None,
             job_error_handler_type: None,
             job_listener_types: Vec::new(),
             description: None,

@@ -16,7 +16,7 @@ use serde_yaml_ng::{Mapping, Value};
 use super::JobConfig;
 
 /// The YAML names of [`JobConfig`]'s fields; anything else is kept in `unknown_fields`.
-const KNOWN_FIELDS: [&str; 21] = [
+const KNOWN_FIELDS: [&str; 22] = [
     "jobName",
     "cron",
     "timeZone",
@@ -30,6 +30,7 @@ const KNOWN_FIELDS: [&str; 21] = [
     "reconcileIntervalMinutes",
     "jobShardingStrategyType",
     "jobExecutorServiceHandlerType",
+    "jobExecutorThreadPoolSizeProviderType",
     "jobErrorHandlerType",
     "jobListenerTypes",
     "description",

@@ -1,0 +1,159 @@
+//! How many of a job's items may run at once on one instance: ElasticJob's per-job executor pool,
+//! chosen by `jobExecutorThreadPoolSizeProviderType` (3.0.3 on; 3.0.0-3.0.2 named it
+//! `jobExecutorServiceHandlerType`, which is read when the newer field is absent).
+//!
+//! | value | limit | as ElasticJob |
+//! | --- | --- | --- |
+//! | `CPU` | twice the available cores | `CPUUsageJobExecutorThreadPoolSizeProvider` |
+//! | `SINGLE_THREAD` | 1: items one after the other | `SingleThreadJobExecutorThreadPoolSizeProvider` |
+//! | a positive integer, e.g. `4` | that many | shardcron's extension; a Java peer refuses the name |
+//! | absent or empty | no limit | ElasticJob defaults to `CPU`; see below |
+//!
+//! Items beyond the limit wait in order (first come, first served) and start as others end. The
+//! limit covers every run of the job on the instance (a fire, a misfire catch-up, a failover run),
+//! as ElasticJob's pool does, and a changed config applies at once: a raised limit starts waiting
+//! items, a lowered one lets running items finish and starts no more until below it.
+//!
+//! Absent means no limit, unlike ElasticJob: its pool size bounds blocked threads, while an item
+//! here is a task that costs no thread while it awaits, so a limit is a choice about the work (a
+//! database that takes four connections), not a cost of the engine. `CPU` is kept for Java's
+//! meaning.
+
+use std::num::NonZeroUsize;
+
+use super::{ConfigError, JobConfig};
+
+/// The YAML field (ElasticJob 3.0.3 and later).
+pub const POOL_SIZE_FIELD: &str = "jobExecutorThreadPoolSizeProviderType";
+/// The YAML field of ElasticJob 3.0.0-3.0.2, read when [`POOL_SIZE_FIELD`] is absent.
+pub const LEGACY_POOL_FIELD: &str = "jobExecutorServiceHandlerType";
+
+/// A job's item concurrency on one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ItemConcurrency {
+    /// No limit (the field is absent).
+    #[default]
+    Unbounded,
+    /// `CPU`: twice the available cores.
+    Cpu,
+    /// `SINGLE_THREAD`: one item at a time.
+    SingleThread,
+    /// A number of items (shardcron's extension).
+    Fixed(NonZeroUsize),
+}
+
+impl ItemConcurrency {
+    /// The limit on this machine; `None` for no limit.
+    pub fn limit(self) -> Option<usize> {
+        self.limit_with(std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
+    }
+
+    /// The limit on a machine of `cores` cores.
+    pub fn limit_with(self, cores: usize) -> Option<usize> {
+        match self {
+            Self::Unbounded => None,
+            Self::Cpu => Some(cores.max(1) * 2),
+            Self::SingleThread => Some(1),
+            Self::Fixed(n) => Some(n.get()),
+        }
+    }
+
+    /// Reads one field's value.
+    fn parse(field: &'static str, value: &str) -> Result<Self, ConfigError> {
+        match value.trim() {
+            "" => Ok(Self::Unbounded),
+            "CPU" => Ok(Self::Cpu),
+            "SINGLE_THREAD" => Ok(Self::SingleThread),
+            other => other
+                .parse::<NonZeroUsize>()
+                .map(Self::Fixed)
+                .map_err(|_| ConfigError {
+                    field,
+                    problem: format!(
+                        "{other:?} is not CPU, SINGLE_THREAD or a positive number of items"
+                    ),
+                }),
+        }
+    }
+}
+
+impl JobConfig {
+    /// The item concurrency the config asks for: [`POOL_SIZE_FIELD`], else [`LEGACY_POOL_FIELD`].
+    pub fn item_concurrency(&self) -> Result<ItemConcurrency, ConfigError> {
+        let current = self.job_executor_thread_pool_size_provider_type.as_deref();
+        match current.filter(|v| !v.trim().is_empty()) {
+            Some(v) => ItemConcurrency::parse(POOL_SIZE_FIELD, v),
+            None => match self.job_executor_service_handler_type.as_deref() {
+                Some(v) => ItemConcurrency::parse(LEGACY_POOL_FIELD, v),
+                None => Ok(ItemConcurrency::Unbounded),
+            },
+        }
+    }
+
+    /// Sets `jobExecutorThreadPoolSizeProviderType`: `CPU`, `SINGLE_THREAD` or a number.
+    ///
+    /// ```
+    /// use shardcron::config::{ItemConcurrency, JobConfig};
+    /// let config = JobConfig::test("orders").thread_pool_size_provider("SINGLE_THREAD");
+    /// assert_eq!(config.item_concurrency(), Ok(ItemConcurrency::SingleThread));
+    /// ```
+    pub fn thread_pool_size_provider(mut self, value: impl Into<String>) -> Self {
+        self.job_executor_thread_pool_size_provider_type = Some(value.into());
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// New field, legacy field, what they read as (or the field blamed), the limit on 4 cores.
+    type Case = (
+        Option<&'static str>,
+        Option<&'static str>,
+        Result<ItemConcurrency, &'static str>,
+        Option<usize>,
+    );
+
+    #[test]
+    fn pool_size_provider_names_read_as_elasticjob_with_numbers_as_an_extension() {
+        let n = |v| ItemConcurrency::Fixed(NonZeroUsize::new(v).unwrap());
+        let cases: [Case; 9] = [
+            (None, None, Ok(ItemConcurrency::Unbounded), None),
+            (Some(""), None, Ok(ItemConcurrency::Unbounded), None),
+            (Some("CPU"), None, Ok(ItemConcurrency::Cpu), Some(8)),
+            (
+                Some("SINGLE_THREAD"),
+                None,
+                Ok(ItemConcurrency::SingleThread),
+                Some(1),
+            ),
+            (Some("3"), None, Ok(n(3)), Some(3)),
+            (Some("0"), None, Err(POOL_SIZE_FIELD), None),
+            (Some("FAST"), None, Err(POOL_SIZE_FIELD), None),
+            // The 3.0.0-3.0.2 name counts only when the newer one is absent.
+            (
+                None,
+                Some("SINGLE_THREAD"),
+                Ok(ItemConcurrency::SingleThread),
+                Some(1),
+            ),
+            (Some("CPU"), Some("BAD"), Ok(ItemConcurrency::Cpu), Some(8)),
+        ];
+        for (current, legacy, want, limit) in cases {
+            let mut config = JobConfig::test("j");
+            config.job_executor_thread_pool_size_provider_type = current.map(str::to_owned);
+            config.job_executor_service_handler_type = legacy.map(str::to_owned);
+            let got = config.item_concurrency().map_err(|e| e.field);
+            assert_eq!(got, want, "{current:?} / {legacy:?}");
+            if let Ok(c) = got {
+                assert_eq!(c.limit_with(4), limit, "{current:?}");
+            }
+        }
+        let legacy = JobConfig::test("j").executor_service_handler("x");
+        assert_eq!(
+            legacy.item_concurrency().unwrap_err().field,
+            LEGACY_POOL_FIELD
+        );
+    }
+}
