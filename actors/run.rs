@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ractor::ActorRef;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -39,6 +40,9 @@ pub(crate) struct RunRequest {
     pub(crate) events: EventBus,
     /// The job's limit on items running at once here.
     pub(crate) gate: ItemGate,
+    /// For a run taking part in a distribute-once round: its items start when this fires (or
+    /// its sender is dropped).
+    pub(crate) go: Option<oneshot::Receiver<()>>,
     /// The cron instant this run answers, for the trigger-delay metric.
     pub(crate) scheduled: Option<DateTime<Utc>>,
 }
@@ -141,6 +145,7 @@ impl RunKit {
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         items: &[ShardItem],
+        go: Option<oneshot::Receiver<()>>,
     ) {
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -187,6 +192,7 @@ impl RunKit {
             clock: ctx.node.clock.clone(),
             events: ctx.node.events.clone(),
             gate: self.gate.clone(),
+            go,
             scheduled,
         };
         spawn_run(req, executor.clone());
@@ -219,7 +225,17 @@ fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()>
     })
 }
 
-async fn run(req: RunRequest) -> RunReport {
+async fn run(mut req: RunRequest) -> RunReport {
+    if let Some(go) = req.go.take() {
+        // The distribute-once "before" round: wait for it (bounded by its timeout, a message to
+        // the executor), unless every item is taken away meanwhile.
+        let all_cancelled =
+            futures::future::join_all(req.contexts.iter().map(|c| c.cancellation.cancelled()));
+        tokio::select! {
+            _ = go => {}
+            _ = all_cancelled => {}
+        }
+    }
     let info = RunInfo {
         job_name: req.job.clone(),
         task_id: req.task_id.clone(),
