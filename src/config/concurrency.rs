@@ -156,4 +156,26 @@ mod tests {
             LEGACY_POOL_FIELD
         );
     }
+
+    #[test]
+    fn a_bad_pool_size_in_the_registry_yaml_is_refused_naming_the_field() {
+        use crate::config::{JobKind, ValidationContext};
+        let ctx = ValidationContext::builtin(JobKind::Simple);
+        let yaml =
+            "jobName: j\nshardingTotalCount: 2\njobExecutorThreadPoolSizeProviderType: FAST\n";
+        let errors = JobConfig::from_yaml(yaml)
+            .unwrap()
+            .validate(&ctx)
+            .unwrap_err();
+        assert_eq!(errors.fields(), [POOL_SIZE_FIELD]);
+        let yaml = "jobName: j\nshardingTotalCount: 2\njobExecutorThreadPoolSizeProviderType: 4\n";
+        let valid = JobConfig::from_yaml(yaml).unwrap().validate(&ctx).unwrap();
+        assert_eq!(valid.item_concurrency().limit_with(2), Some(4));
+        let back = JobConfig::from_yaml(&valid.config().to_yaml().unwrap()).unwrap();
+        assert_eq!(back.item_concurrency(), valid.config().item_concurrency());
+        assert!(
+            back.unknown_fields.is_empty(),
+            "a known field, not kept as unknown"
+        );
+    }
 }
