@@ -125,8 +125,18 @@ impl RunKit {
         self.failover_fences.extend(fences);
     }
 
-    /// The item's fencing token, from the mirror (no registry call).
-    fn fence(&mut self, ctx: &SessionCtx, job: &JobName, item: ShardItem) -> FencingToken {
+    /// The item's fencing token, from the mirror (no registry call); one lookup but for a
+    /// failover run.
+    fn fence(
+        &mut self,
+        ctx: &SessionCtx,
+        job: &JobName,
+        item: ShardItem,
+        source: ExecutionSource,
+    ) -> FencingToken {
+        if source != ExecutionSource::Failover {
+            return OwnershipZxids::read_owner(ctx.mirror(), job, item).token();
+        }
         let mut token = OwnershipZxids::read(ctx.mirror(), job, item).token();
         if let Some(at) = self.failover_fences.iter().position(|(i, _)| *i == item) {
             token = token.max(self.failover_fences.swap_remove(at).1);
@@ -155,7 +165,10 @@ impl RunKit {
         if source != ExecutionSource::Failover {
             self.failover_fences.clear();
         }
-        let fences: Vec<FencingToken> = items.iter().map(|i| self.fence(ctx, &job, *i)).collect();
+        let fences: Vec<FencingToken> = items
+            .iter()
+            .map(|i| self.fence(ctx, &job, *i, source))
+            .collect();
         let contexts = items
             .iter()
             .zip(fences)

@@ -53,7 +53,17 @@ pub struct OwnershipZxids {
 }
 
 impl OwnershipZxids {
-    /// Reads them from the mirror (pending nodes, whose stat is unread, count as absent).
+    /// Only the owner's `mzxid`: enough for a fire's run, as a failover's nodes are gone (and a
+    /// reshard, with a larger zxid, followed the crash) before the item's owner fires it again.
+    pub fn read_owner(mirror: &Mirror, job: &JobName, item: ShardItem) -> Self {
+        let node = mirror.get(&JobNode::ShardingInstance(item).to_path(job));
+        Self {
+            owner_set: node.filter(|n| !n.pending).map(|n| n.stat.mzxid),
+            ..Self::default()
+        }
+    }
+
+    /// Reads them all from the mirror (pending nodes, whose stat is unread, count as absent).
     pub fn read(mirror: &Mirror, job: &JobName, item: ShardItem) -> Self {
         let stat = |node: JobNode| {
             mirror
