@@ -244,6 +244,9 @@ impl ExecutorState {
             }
             ExecutorMsg::Drain(reply) => {
                 self.drains.push(reply);
+                if let Some(once) = self.once.as_mut() {
+                    once.release_waiting();
+                }
                 Input::Drain
             }
             ExecutorMsg::IsIdle(reply) => return drop(reply.send(self.machine.is_idle())),

@@ -87,6 +87,14 @@ impl OnceKit {
         Some(rx)
     }
 
+    /// The job is draining here: runs held for the "before" round start now rather than hold the
+    /// drain up to the round's timeout (the round goes on without them).
+    pub(crate) fn release_waiting(&mut self) {
+        for tx in self.waiting.drain(..) {
+            let _ = tx.send(());
+        }
+    }
+
     /// A run's task ended: a taking-part run's items enter the "after" round.
     pub(crate) async fn run_ended(
         &mut self,
