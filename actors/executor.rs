@@ -17,6 +17,7 @@ use crate::view::MirrorFacts;
 use super::context::{JobEvent, JobSpec, SessionCtx};
 use super::failover::FailoverMsg;
 use super::leader::LeaderMsg;
+use super::once::OnceKit;
 use super::register::{check_session, config_input, register};
 use super::run::{report, RunKit, RunReport};
 use super::session::Peers;
@@ -48,6 +49,11 @@ pub(crate) enum ExecutorMsg {
     Drain(RpcReplyPort<()>),
     /// Whether no run of this job is in progress here (the FailoverActor claims only then).
     IsIdle(RpcReplyPort<bool>),
+    /// Fencing tokens of items the failover actor is about to hand over (sent just before their
+    /// `FailoverClaimed`).
+    FailoverFences(Vec<(crate::types::ShardItem, crate::job::FencingToken)>),
+    /// An input for the job's distribute-once coordination: a round's timeout, hooks returned.
+    Once(crate::decide::guarantee::GuaranteeInput),
     /// The session's actors were replaced: talk to these from now on.
     Peers(Arc<Peers>),
 }
@@ -68,6 +74,8 @@ pub(crate) struct ExecutorState {
     peers: Arc<Peers>,
     machine: JobMachine,
     kit: RunKit,
+    /// The distribute-once coordination, for a job naming such a listener.
+    once: Option<OnceKit>,
     drains: Vec<RpcReplyPort<()>>,
 }
 
@@ -128,9 +136,17 @@ impl ExecutorState {
                 scheduled,
                 items,
             } => {
+                let go = match self.once.as_mut() {
+                    Some(once) => {
+                        once.launching(&self.ctx, myself, run_id, source, &items)
+                            .await
+                    }
+                    None => None,
+                };
                 let config = self.machine.config();
-                self.kit
-                    .launch(&self.ctx, config, myself, run_id, source, scheduled, &items);
+                self.kit.launch(
+                    &self.ctx, config, myself, run_id, source, scheduled, &items, go,
+                );
             }
             Command::Cancel(items) => self.kit.cancel(|i| items.contains(&i)),
             Command::CancelAll => self.kit.cancel(|_| true),
@@ -156,6 +172,7 @@ impl ExecutorState {
             }
             Command::ConfigApplied(config) => {
                 self.kit.reconfigure(&self.ctx.node, &config);
+                self.reconfigure_once(&config);
                 self.ctx.configs.insert(job, config);
             }
             Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
@@ -168,6 +185,19 @@ impl ExecutorState {
         None
     }
 
+    /// The job's distribute-once listeners after a config change: the coordination starts,
+    /// stops (waiting runs go at once) or follows the new count.
+    fn reconfigure_once(&mut self, config: &crate::config::ValidatedConfig) {
+        let names = &config.config().job_listener_types;
+        let listeners = self.ctx.node.handlers.distribute_once(names);
+        match (&mut self.once, listeners.is_empty()) {
+            (Some(_), true) => self.once = None,
+            (Some(once), false) => once.reconfigure(config),
+            (None, false) => self.once = OnceKit::new(&self.ctx, config, listeners),
+            (None, true) => {}
+        }
+    }
+
     /// One message, as [`ExecutorActor::handle`] gets it.
     async fn on_message(&mut self, myself: &ActorRef<ExecutorMsg>, msg: ExecutorMsg) {
         let input = match msg {
@@ -178,6 +208,9 @@ impl ExecutorState {
                         "run failed and its error handler escalates (THROW)");
                 }
                 self.kit.forget(report.run_id);
+                if let Some(once) = self.once.as_mut() {
+                    once.run_ended(&self.ctx, myself, report.run_id).await;
+                }
                 Input::RunFinished {
                     run_id: report.run_id,
                 }
@@ -192,10 +225,17 @@ impl ExecutorState {
                 };
                 input
             }
-            ExecutorMsg::Job(ev) => Input::Event {
-                node: ev.node,
-                kind: ev.kind,
-            },
+            ExecutorMsg::Job(ev) => {
+                if let Some(once) = self.once.as_mut() {
+                    let deleted = ev.kind == crate::registry::NodeEventKind::Deleted;
+                    once.node_changed(&self.ctx, myself, &ev.node, deleted)
+                        .await;
+                }
+                Input::Event {
+                    node: ev.node,
+                    kind: ev.kind,
+                }
+            }
             ExecutorMsg::Resynced => {
                 if let Some(input) = config_input(&self.ctx, &self.job, &self.kit.spec.job_type) {
                     Box::pin(self.drive(myself, input)).await;
@@ -204,9 +244,19 @@ impl ExecutorState {
             }
             ExecutorMsg::Drain(reply) => {
                 self.drains.push(reply);
+                if let Some(once) = self.once.as_mut() {
+                    once.release_waiting();
+                }
                 Input::Drain
             }
             ExecutorMsg::IsIdle(reply) => return drop(reply.send(self.machine.is_idle())),
+            ExecutorMsg::Once(input) => {
+                if let Some(once) = self.once.as_mut() {
+                    once.step(&self.ctx, myself, input).await;
+                }
+                return;
+            }
+            ExecutorMsg::FailoverFences(fences) => return self.kit.failover_fences(fences),
             ExecutorMsg::Peers(peers) => {
                 self.peers = peers;
                 return;
@@ -231,6 +281,11 @@ impl Actor for ExecutorActor {
         let config = registered.config;
         let job = config.job_name().clone();
         let kit = RunKit::new(&ctx.node, spec, &config)?;
+        let listeners = ctx
+            .node
+            .handlers
+            .distribute_once(&config.config().job_listener_types);
+        let once = OnceKit::new(&ctx, &config, listeners);
         ctx.configs.insert(job.clone(), config.clone());
         let schedule = TriggerMsg::Schedule(job.clone(), config.clone(), myself.clone());
         peers.trigger.send_message(schedule)?;
@@ -258,6 +313,7 @@ impl Actor for ExecutorActor {
             peers,
             machine,
             kit,
+            once,
             drains: Vec::new(),
         })
     }

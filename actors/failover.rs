@@ -22,6 +22,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
 use crate::decide::failover;
 use crate::decide::lifecycle::Input;
 use crate::events::EngineEvent;
+use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::paths::JobNode;
 use crate::registry::{NodeEventKind, Op};
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -235,8 +236,14 @@ impl FailoverState {
             let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
                 return;
             };
+            // Read before the claim: once applied, the mirror may show the marks gone before
+            // the claim's own nodes.
+            let fences = items
+                .iter()
+                .map(|i| (*i, OwnershipZxids::read(self.ctx.mirror(), job, *i).token()))
+                .collect();
             match self.ctx.apply(&ops).await {
-                Ok(()) => return self.hand_over(job, items),
+                Ok(()) => return self.hand_over(job, items, fences),
                 Err(e) if e.is_no_node() || e.is_node_exists() => {
                     tracing::debug!(%job, ?items, "lost a failover claim race; re-reading marks");
                     match self.marks_now(job).await {
@@ -265,7 +272,12 @@ impl FailoverState {
         }
     }
 
-    fn hand_over(&self, job: &JobName, items: Vec<ShardItem>) {
+    fn hand_over(
+        &self,
+        job: &JobName,
+        items: Vec<ShardItem>,
+        fences: Vec<(ShardItem, FencingToken)>,
+    ) {
         tracing::info!(%job, ?items, instance = %self.ctx.me(), "claimed items for failover");
         self.ctx.node.events.emit(EngineEvent::FailoverClaimed {
             job: job.clone(),
@@ -274,6 +286,7 @@ impl FailoverState {
         crate::metrics::failover_claimed(self.ctx.me(), job, items.len());
         match self.executors.get(job) {
             Some(exec) => {
+                let _ = exec.send_message(ExecutorMsg::FailoverFences(fences));
                 if exec
                     .send_message(ExecutorMsg::Step(Input::FailoverClaimed(items)))
                     .is_err()

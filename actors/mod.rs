@@ -49,6 +49,7 @@ pub(crate) mod failover;
 pub(crate) mod lanes;
 pub(crate) mod leader;
 pub mod node;
+pub(crate) mod once;
 pub(crate) mod register;
 pub(crate) mod registry;
 pub(crate) mod run;

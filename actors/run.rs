@@ -6,12 +6,15 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ractor::ActorRef;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::SharedClock;
 use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
+use crate::job::concurrency::ItemGate;
+use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
 use crate::metrics::Outcome;
@@ -36,6 +39,11 @@ pub(crate) struct RunRequest {
     pub(crate) error_handler: Arc<dyn ErrorHandler>,
     pub(crate) clock: SharedClock,
     pub(crate) events: EventBus,
+    /// The job's limit on items running at once here.
+    pub(crate) gate: ItemGate,
+    /// For a run taking part in a distribute-once round: its items start when this fires (or
+    /// its sender is dropped).
+    pub(crate) go: Option<oneshot::Receiver<()>>,
     /// The cron instant this run answers, for the trigger-delay metric.
     pub(crate) scheduled: Option<DateTime<Utc>>,
 }
@@ -73,6 +81,11 @@ pub(crate) struct RunKit {
     pub(crate) listeners: Listeners,
     pub(crate) error_handler: Arc<dyn ErrorHandler>,
     pub(crate) resharding: ReshardingFlag,
+    /// The job's item concurrency limit, shared by its runs.
+    pub(crate) gate: ItemGate,
+    /// Fencing tokens of items just claimed for failover, from the claimer's mirror (the mark's
+    /// zxid), until their run launches: the mirror may show the mark gone before the claim.
+    failover_fences: Vec<(ShardItem, FencingToken)>,
     tokens: Vec<(u64, Vec<(ShardItem, CancellationToken)>)>,
 }
 
@@ -90,19 +103,46 @@ impl RunKit {
             error_handler: node.handlers.error_handler(Some(config.error_handler()))?,
             spec,
             resharding: ReshardingFlag::default(),
+            gate: ItemGate::new(config.item_concurrency().limit()),
+            failover_fences: Vec::new(),
             tokens: Vec::new(),
         })
     }
 
-    /// Listeners and error handler of a new configuration (a name that does not resolve keeps
-    /// the current one: validation already reported it).
+    /// Listeners, error handler and item concurrency of a new configuration (a name that does
+    /// not resolve keeps the current one: validation already reported it).
     pub(crate) fn reconfigure(&mut self, node: &NodeContext, config: &ValidatedConfig) {
+        self.gate.set_limit(config.item_concurrency().limit());
         if let Ok(l) = node.handlers.listeners(&config.config().job_listener_types) {
             self.listeners = l;
         }
         if let Ok(h) = node.handlers.error_handler(Some(config.error_handler())) {
             self.error_handler = h;
         }
+    }
+
+    /// Items about to be handed over by a failover claim, with the tokens the claim saw.
+    pub(crate) fn failover_fences(&mut self, fences: Vec<(ShardItem, FencingToken)>) {
+        self.failover_fences.extend(fences);
+    }
+
+    /// The item's fencing token, from the mirror (no registry call); one lookup but for a
+    /// failover run.
+    fn fence(
+        &mut self,
+        ctx: &SessionCtx,
+        job: &JobName,
+        item: ShardItem,
+        source: ExecutionSource,
+    ) -> FencingToken {
+        if source != ExecutionSource::Failover {
+            return OwnershipZxids::read_owner(ctx.mirror(), job, item).token();
+        }
+        let mut token = OwnershipZxids::read(ctx.mirror(), job, item).token();
+        if let Some(at) = self.failover_fences.iter().position(|(i, _)| *i == item) {
+            token = token.max(self.failover_fences.swap_remove(at).1);
+        }
+        token
     }
 
     /// Starts run `run_id` of `items` in its task, which reports to `executor`.
@@ -116,15 +156,24 @@ impl RunKit {
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         items: &[ShardItem],
+        go: Option<oneshot::Receiver<()>>,
     ) {
         let me = ctx.me().clone();
         let job = config.job_name().clone();
         let task_id = task_id(&job, items, source, &me, run_id);
         let c = config.config();
         let mut tokens = Vec::with_capacity(items.len());
+        if source != ExecutionSource::Failover {
+            self.failover_fences.clear();
+        }
+        let fences: Vec<FencingToken> = items
+            .iter()
+            .map(|i| self.fence(ctx, &job, *i, source))
+            .collect();
         let contexts = items
             .iter()
-            .map(|item| {
+            .zip(fences)
+            .map(|(item, fencing_token)| {
                 let token = CancellationToken::new();
                 tokens.push((*item, token.clone()));
                 ShardingContext {
@@ -134,6 +183,8 @@ impl RunKit {
                     job_parameter: c.job_parameter.clone().unwrap_or_default(),
                     sharding_item: *item,
                     sharding_parameter: config.item_parameter(*item).unwrap_or_default().to_owned(),
+                    scheduled_at: scheduled,
+                    fencing_token,
                     source,
                     instance_id: me.clone(),
                     cancellation: token,
@@ -154,6 +205,8 @@ impl RunKit {
             error_handler: self.error_handler.clone(),
             clock: ctx.node.clock.clone(),
             events: ctx.node.events.clone(),
+            gate: self.gate.clone(),
+            go,
             scheduled,
         };
         spawn_run(req, executor.clone());
@@ -186,7 +239,17 @@ fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()>
     })
 }
 
-async fn run(req: RunRequest) -> RunReport {
+async fn run(mut req: RunRequest) -> RunReport {
+    if let Some(go) = req.go.take() {
+        // The distribute-once "before" round: wait for it (bounded by its timeout, a message to
+        // the executor), unless every item is taken away meanwhile.
+        let all_cancelled =
+            futures::future::join_all(req.contexts.iter().map(|c| c.cancellation.cancelled()));
+        tokio::select! {
+            _ = go => {}
+            _ = all_cancelled => {}
+        }
+    }
     let info = RunInfo {
         job_name: req.job.clone(),
         task_id: req.task_id.clone(),
@@ -226,6 +289,9 @@ async fn run(req: RunRequest) -> RunReport {
         .map(|ctx| {
             let item = ctx.sharding_item;
             let handler = req.handler.clone();
+            // Entered in item order, before any task runs: beyond the job's item concurrency
+            // items wait their turn in that order.
+            let entry = req.gate.enter();
             if req.events.has_subscribers() {
                 req.events.emit(EngineEvent::ItemStarted {
                     execution_id: execution_id(item),
@@ -239,7 +305,17 @@ async fn run(req: RunRequest) -> RunReport {
             }
             (
                 item,
-                tokio::spawn(async move { handler.run_item(ctx).await }),
+                tokio::spawn(async move {
+                    // Losing the item while it waits its turn ends the wait without running it.
+                    let cancel = ctx.cancellation.clone();
+                    let _permit = tokio::select! {
+                        permit = entry.admitted() => permit,
+                        () = cancel.cancelled() => {
+                            return Err(JobError::Cancelled("item lost while waiting its turn".into()))
+                        }
+                    };
+                    handler.run_item(ctx).await
+                }),
             )
         })
         .collect();

@@ -111,6 +111,16 @@ pub enum JobNode {
     LeaderFailoverItems,
     /// `leader/failover/items/{i}`: an item waiting for a taker.
     LeaderFailoverItem(ShardItem),
+    /// `guarantee`: distribute-once listeners' coordination.
+    Guarantee,
+    /// `guarantee/started`.
+    GuaranteeStarted,
+    /// `guarantee/started/{i}`: item `i` of the current fire has started (its instance waits).
+    GuaranteeStartedItem(ShardItem),
+    /// `guarantee/completed`.
+    GuaranteeCompleted,
+    /// `guarantee/completed/{i}`: item `i` of the current fire has completed.
+    GuaranteeCompletedItem(ShardItem),
     /// `systemTime`.
     SystemTime,
     /// `systemTime/current`: written to read the registry's clock.
@@ -162,6 +172,11 @@ impl JobNode {
             LeaderFailover => format!("/{job}/leader/failover"),
             LeaderFailoverItems => format!("/{job}/leader/failover/items"),
             LeaderFailoverItem(i) => format!("/{job}/leader/failover/items/{i}"),
+            Guarantee => format!("/{job}/guarantee"),
+            GuaranteeStarted => format!("/{job}/guarantee/started"),
+            GuaranteeStartedItem(i) => format!("/{job}/guarantee/started/{i}"),
+            GuaranteeCompleted => format!("/{job}/guarantee/completed"),
+            GuaranteeCompletedItem(i) => format!("/{job}/guarantee/completed/{i}"),
             SystemTime => format!("/{job}/systemTime"),
             SystemTimeCurrent => format!("/{job}/systemTime/current"),
         }
@@ -265,6 +280,11 @@ fn parse_below_job(path: &str, below: &str) -> Result<JobNode, PathError> {
         ["leader", "failover"] => LeaderFailover,
         ["leader", "failover", "items"] => LeaderFailoverItems,
         ["leader", "failover", "items", i] => LeaderFailoverItem(item(i)?),
+        ["guarantee"] => Guarantee,
+        ["guarantee", "started"] => GuaranteeStarted,
+        ["guarantee", "started", i] => GuaranteeStartedItem(item(i)?),
+        ["guarantee", "completed"] => GuaranteeCompleted,
+        ["guarantee", "completed", i] => GuaranteeCompletedItem(item(i)?),
         ["systemTime"] => SystemTime,
         ["systemTime", "current"] => SystemTimeCurrent,
         _ => return Err(unrecognised(path)),

@@ -39,6 +39,8 @@ fn context(item: u32) -> ShardingContext {
         job_parameter: "full".into(),
         sharding_item: ShardItem(item),
         sharding_parameter: "Beijing".into(),
+        scheduled_at: None,
+        fencing_token: Default::default(),
         source: ExecutionSource::Normal,
         instance_id: InstanceId::parse("10.0.0.1@-@1").unwrap(),
         cancellation: CancellationToken::new(),

@@ -32,6 +32,8 @@ fn context() -> ShardingContext {
         job_parameter: "region=eu".into(),
         sharding_item: ShardItem(1),
         sharding_parameter: "Shanghai".into(),
+        scheduled_at: None,
+        fencing_token: Default::default(),
         source: ExecutionSource::Normal,
         instance_id: InstanceId::parse("192.0.2.1@-@42").unwrap(),
         cancellation: CancellationToken::new(),
@@ -144,6 +146,7 @@ async fn script_job_receives_the_context_json_as_last_argument() {
             "jobParameter": "region=eu",
             "shardingItem": 1,
             "shardingParameter": "Shanghai",
+            "fencingToken": 0,
         })
     );
 }

@@ -606,3 +606,160 @@ fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire
         "items that ran twice in one fire second: {twice:#?}"
     );
 }
+
+/// The instant a line was printed (its first word).
+fn printed_at(line: &Line) -> f64 {
+    let stamp = line.text.split(' ').next().unwrap_or_default();
+    let at = chrono::DateTime::parse_from_rfc3339(stamp)
+        .unwrap_or_else(|e| panic!("a line starts with its timestamp ({e}): {}", line.text));
+    at.timestamp_millis() as f64 / 1000.0
+}
+
+/// Fire seconds whose normal runs covered items 0..3 exactly once, run by three instances.
+fn fires_over_three(runs: &[ScriptRun]) -> Vec<u64> {
+    let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.source == "NORMAL") {
+        by_second.entry(run.second).or_default().push(run);
+    }
+    by_second
+        .into_iter()
+        .filter(|(_, runs)| {
+            let mut items: Vec<u64> = runs.iter().map(|r| r.item).collect();
+            items.sort_unstable();
+            let instances: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
+            items == [0, 1, 2] && instances.len() == 3
+        })
+        .map(|(second, _)| second)
+        .collect()
+}
+
+#[test]
+fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_around_every_item() {
+    let server = support::zk::server();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let script = dir.path().join("record.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).unwrap();
+    let jobs = dir.path().join("jobs.yaml");
+    std::fs::write(
+        &jobs,
+        format!(
+            "jobs:\n  - type: SCRIPT\n    jobName: once\n    cron: '0/2 * * * * ?'\n    timeZone: UTC\n    \
+             shardingTotalCount: 3\n    jobListenerTypes: [ONCE_LOG]\n    props:\n      \
+             script.command.line: '{}'\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let namespace = format!("node-process-once-{}", std::process::id());
+    let connect = server.connect_string();
+    let mut output = Output::new();
+    let start = |label: &str, instance: &str, output: &Output| {
+        let args = [
+            "--zk",
+            connect.as_str(),
+            "--namespace",
+            namespace.as_str(),
+            "--jobs",
+            jobs.to_str().unwrap(),
+            "--instance-id",
+            instance,
+            "--session-timeout-ms",
+            "4000",
+        ];
+        NodeProcess::spawn(
+            label,
+            &args,
+            &[("SHARDCRON_TEST_INSTANCE", instance)],
+            output,
+        )
+    };
+    let mut nodes = vec![
+        start("a", "127.0.0.1@-@once-a", &output),
+        start("b", "127.0.0.1@-@once-b", &output),
+        start("c", "127.0.0.1@-@once-c", &output),
+    ];
+    let joined = unix_seconds();
+    // --- three fires split over the three processes, each with its after hook printed
+    {
+        let refs: Vec<&NodeProcess> = nodes.iter().collect();
+        output.wait_until("three fires over three processes, heard", &refs, |lines| {
+            let fires: Vec<u64> = fires_over_three(&script_runs(&log))
+                .into_iter()
+                .filter(|s| *s > joined)
+                .collect();
+            let afters = Output::of_kind(lines, "once").filter(|l| l.field("hook") == "after");
+            fires.len() >= 3 && afters.filter(|l| printed_at(l) > fires[2] as f64).count() >= 1
+        });
+    }
+    let runs = script_runs(&log);
+    let fires: Vec<u64> = fires_over_three(&runs)
+        .into_iter()
+        .filter(|s| *s > joined)
+        .take(3)
+        .collect();
+    let hooks: Vec<&Line> = Output::of_kind(&output.seen, "once").collect();
+    for fire in fires {
+        let window = |l: &&&Line| {
+            let at = printed_at(l);
+            at >= fire as f64 && at < (fire + 2) as f64
+        };
+        let before: Vec<&&Line> = hooks
+            .iter()
+            .filter(|l| l.field("hook") == "before")
+            .filter(window)
+            .collect();
+        let after: Vec<&&Line> = hooks
+            .iter()
+            .filter(|l| l.field("hook") == "after")
+            .filter(window)
+            .collect();
+        assert_eq!(
+            before.len(),
+            1,
+            "one before hook across the processes for fire {fire}: {hooks:#?}"
+        );
+        assert_eq!(
+            after.len(),
+            1,
+            "one after hook across the processes for fire {fire}: {hooks:#?}"
+        );
+        assert_eq!(
+            before[0].field("missing"),
+            "",
+            "no item missing at fire {fire}"
+        );
+        let (before_at, after_at) = (printed_at(before[0]), printed_at(after[0]));
+        for run in runs
+            .iter()
+            .filter(|r| r.second == fire && r.source == "NORMAL")
+        {
+            let started: f64 = run.line.split(' ').next().unwrap().parse().unwrap();
+            assert!(
+                before_at <= started && started <= after_at,
+                "item {} of fire {fire} ran at {started}, between the hooks at {before_at} and {after_at}",
+                run.item
+            );
+        }
+    }
+    for node in &mut nodes {
+        let status = node.terminate();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "node {} exit; stderr:\n{}",
+            node.label,
+            node.stderr()
+        );
+    }
+}

@@ -6,6 +6,15 @@
 //! into the example ([`COMPILED_TYPES`]), and optionally `javaClass:`, the class name of the Java
 //! ElasticJob job it shares (the job root's data; see `JobType::Java`).
 //!
+//! Every ElasticJob field is read with its ElasticJob name, among them those of ElasticJob's
+//! features beyond the schedule:
+//!
+//! - `jobExecutorThreadPoolSizeProviderType: SINGLE_THREAD` (or `CPU`, or a number of items, a
+//!   shardcron extension): how many of the job's items run at once on one process;
+//! - `jobListenerTypes: [ONCE_LOG]`: the example's distribute-once listener
+//!   ([`crate::report::OnceLog`]), which prints `once hook=before|after` exactly once per fire
+//!   across every process of the job.
+//!
 //! The file is read twice: first as typed configs, so that a wrong value is reported with its path
 //! and line (`jobs[1].shardingTotalCount: invalid type ... at line 9 column 25`), then as plain
 //! mappings for `type:` and for fields no config knows, which are reported as warnings since a typo

@@ -39,7 +39,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tracing_subscriber::EnvFilter;
 
 use args::{Args, Command};
-use report::{Console, Reported};
+use report::{Console, OnceLog, Reported, ONCE_LOG};
 
 /// How long a shutdown waits for running items: the demo's items are short, and an operator who
 /// pressed Ctrl-C does not want to wait ElasticJob's long default.
@@ -258,7 +258,10 @@ async fn start_node(
     } = planned;
     // The handlers are built before the node, and the node's mirror exists only once it started.
     let mirror = Arc::new(OnceLock::new());
+    let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
+    handlers.register_distribute_once_listener(ONCE_LOG, Arc::new(OnceLog(console.clone())))?;
     let mut builder = NodeBuilder::new(connector)
+        .handlers(handlers)
         .event_bus(bus.clone())
         .labels(labels)
         .options(NodeOptions {

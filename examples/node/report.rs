@@ -182,3 +182,46 @@ impl ItemHandler for Reported {
         result
     }
 }
+
+/// The name jobs files give the example's distribute-once listener in `jobListenerTypes`.
+pub(crate) const ONCE_LOG: &str = "ONCE_LOG";
+
+/// A distribute-once listener that prints its hooks:
+///
+/// ```text
+/// 2026-11-22T07:00:02.001Z once hook=before job=orders missing=
+/// 2026-11-22T07:00:02.310Z once hook=after job=orders missing=
+/// ```
+///
+/// Its waits are bounded at 10 seconds (the library's default is 60).
+#[derive(Debug)]
+pub(crate) struct OnceLog(pub(crate) Arc<Console>);
+
+impl OnceLog {
+    fn print(&self, hook: &str, info: &shardcron::job::handlers::GuaranteeInfo) {
+        let missing: Vec<String> = info.missing.iter().map(|i| i.to_string()).collect();
+        self.0.line(
+            "once",
+            format_args!(
+                "hook={hook} job={} missing={}",
+                info.job_name,
+                missing.join(",")
+            ),
+        );
+    }
+}
+
+impl shardcron::job::handlers::DistributeOnceListener for OnceLog {
+    fn started_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(10)
+    }
+    fn completed_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(10)
+    }
+    fn before_job_executed_at_last_started(&self, info: &shardcron::job::handlers::GuaranteeInfo) {
+        self.print("before", info);
+    }
+    fn after_job_executed_at_last_completed(&self, info: &shardcron::job::handlers::GuaranteeInfo) {
+        self.print("after", info);
+    }
+}

@@ -14,6 +14,7 @@
 //! item parameters already parsed.
 
 mod builder;
+mod concurrency;
 mod items;
 mod java;
 mod validate;
@@ -23,6 +24,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use concurrency::{ItemConcurrency, LEGACY_POOL_FIELD, POOL_SIZE_FIELD};
 pub use items::{parse_item_parameters, ItemParameterError};
 pub use java::{java_accepts_time_zone, SHARDCRON_ONLY};
 pub use validate::{

@@ -99,6 +99,7 @@ pub struct ValidatedConfig {
     schedule: Option<CronSchedule>,
     time_zone: JobTimeZone,
     item_parameters: BTreeMap<ShardItem, String>,
+    concurrency: super::ItemConcurrency,
 }
 
 impl ValidatedConfig {
@@ -163,6 +164,11 @@ impl ValidatedConfig {
     pub fn reconcile_interval(&self) -> Option<Duration> {
         let minutes = u64::try_from(self.config.reconcile_interval_minutes).ok()?;
         (minutes > 0).then(|| Duration::from_secs(minutes * 60))
+    }
+
+    /// How many items may run at once on one instance (`jobExecutorThreadPoolSizeProviderType`).
+    pub fn item_concurrency(&self) -> super::ItemConcurrency {
+        self.concurrency
     }
 
     /// The tolerated clock skew against the registry; `None` when the check is off.
@@ -293,6 +299,10 @@ impl JobConfig {
                 ),
             );
         }
+        let concurrency = self
+            .item_concurrency()
+            .map_err(|e| report(e.field, e.problem))
+            .unwrap_or_default();
 
         match (job_name, total, time_zone) {
             (Some(job_name), Some(total), Some(time_zone)) if errors.is_empty() => {
@@ -303,6 +313,7 @@ impl JobConfig {
                     schedule,
                     time_zone,
                     item_parameters,
+                    concurrency,
                 })
             }
             _ => Err(ConfigErrors(errors)),

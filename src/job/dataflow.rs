@@ -228,6 +228,8 @@ mod tests {
             job_parameter: String::new(),
             sharding_item: ShardItem(0),
             sharding_parameter: String::new(),
+            scheduled_at: None,
+            fencing_token: Default::default(),
             source: ExecutionSource::Normal,
             instance_id: InstanceId::parse("192.0.2.1@-@1").unwrap(),
             cancellation: CancellationToken::new(),

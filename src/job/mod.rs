@@ -6,7 +6,9 @@
 //! reports the outcome. A handler should watch [`ShardingContext::cancelled`]: it fires when this
 //! instance loses the item (resharding, lost session, shutdown).
 
+pub mod concurrency;
 pub mod dataflow;
+pub mod fencing;
 pub mod handlers;
 pub mod http;
 pub mod script;
@@ -16,10 +18,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::types::{InstanceId, JobName, ShardItem};
+
+pub use fencing::FencingToken;
 
 /// Why an item runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -82,6 +87,14 @@ pub struct ShardingContext {
     pub sharding_item: ShardItem,
     /// This item's parameter from `shardingItemParameters`, empty when none.
     pub sharding_parameter: String,
+    /// The cron instant this run answers (a normal fire, or a fire resumed after a reshard);
+    /// `None` for manual, misfire catch-up and failover runs. A shardcron addition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// Grows whenever the item changes owner: make the job's writes conditional on it
+    /// (`... WHERE fence <= $token`) so that an old owner's late writes are refused. See
+    /// [`fencing`]. A shardcron addition.
+    pub fencing_token: FencingToken,
     /// Why the item runs.
     #[serde(skip)]
     pub source: ExecutionSource,

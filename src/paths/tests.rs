@@ -38,6 +38,11 @@ fn every_node() -> Vec<(JobNode, &'static str)> {
         (LeaderFailoverItem(i), "/orders/leader/failover/items/12"),
         (SystemTime, "/orders/systemTime"),
         (SystemTimeCurrent, "/orders/systemTime/current"),
+        (Guarantee, "/orders/guarantee"),
+        (GuaranteeStarted, "/orders/guarantee/started"),
+        (GuaranteeStartedItem(i), "/orders/guarantee/started/12"),
+        (GuaranteeCompleted, "/orders/guarantee/completed"),
+        (GuaranteeCompletedItem(i), "/orders/guarantee/completed/12"),
     ]
 }
 
@@ -73,6 +78,11 @@ fn variant_index(node: &JobNode) -> usize {
         LeaderFailoverItem(_) => 24,
         SystemTime => 25,
         SystemTimeCurrent => 26,
+        Guarantee => 27,
+        GuaranteeStarted => 28,
+        GuaranteeStartedItem(_) => 29,
+        GuaranteeCompleted => 30,
+        GuaranteeCompletedItem(_) => 31,
     }
 }
 
@@ -82,7 +92,7 @@ fn every_node_has_its_contract_path_and_parses_back_to_itself() {
     let nodes = every_node();
     let mut indices: Vec<usize> = nodes.iter().map(|(node, _)| variant_index(node)).collect();
     indices.sort_unstable();
-    assert_eq!(indices, (0..=26).collect::<Vec<_>>(), "each variant once");
+    assert_eq!(indices, (0..=31).collect::<Vec<_>>(), "each variant once");
     for (node, path) in nodes {
         assert_eq!(node.to_path(&job), path, "{node:?}");
         assert_eq!(JobNode::parse(path), Ok((job.clone(), node)), "{path}");

@@ -20,6 +20,7 @@
 pub mod error;
 pub mod listener;
 pub mod notify;
+pub mod once;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ pub use error::{
     ThrowErrorHandler, IGNORE, LOG, THROW,
 };
 pub use listener::{Hook, JobListener, ListenerPanic, Listeners, RunInfo, RunOutcome};
+pub use once::{DistributeOnceListener, GuaranteeInfo, DEFAULT_GUARANTEE_TIMEOUT};
 
 /// Why a handler could not be registered or resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -70,6 +72,7 @@ pub struct HandlerRegistry {
     error_handlers: BTreeMap<String, Arc<dyn ErrorHandler>>,
     listeners: BTreeMap<String, Arc<dyn JobListener>>,
     notifiers: Arc<notify::Notifiers>,
+    distribute_once: BTreeMap<String, Arc<dyn DistributeOnceListener>>,
 }
 
 impl Default for HandlerRegistry {
@@ -100,6 +103,7 @@ impl HandlerRegistry {
             error_handlers,
             listeners: BTreeMap::new(),
             notifiers,
+            distribute_once: BTreeMap::new(),
         }
     }
 
@@ -129,7 +133,7 @@ impl HandlerRegistry {
         listener: Arc<dyn JobListener>,
     ) -> Result<(), HandlerError> {
         let name = name.into();
-        if self.listeners.contains_key(&name) {
+        if self.listeners.contains_key(&name) || self.distribute_once.contains_key(&name) {
             return Err(HandlerError::RegisterListener { name });
         }
         self.listeners.insert(name, listener);
@@ -152,6 +156,7 @@ impl HandlerRegistry {
     pub fn listeners(&self, names: &[String]) -> Result<Listeners, HandlerError> {
         names
             .iter()
+            .filter(|name| !self.distribute_once.contains_key(*name))
             .map(|name| match self.listeners.get(name) {
                 Some(listener) => Ok((name.clone(), Arc::clone(listener))),
                 None => Err(HandlerError::ResolveListener {
@@ -168,9 +173,38 @@ impl HandlerRegistry {
         self.error_handlers.keys().cloned().collect()
     }
 
-    /// Every listener name, sorted, for config validation.
+    /// Every listener name (distribute-once ones included), sorted, for config validation.
     pub fn listener_names(&self) -> Vec<String> {
-        self.listeners.keys().cloned().collect()
+        let mut names: Vec<String> = self.listeners.keys().cloned().collect();
+        names.extend(self.distribute_once.keys().cloned());
+        names.sort();
+        names
+    }
+
+    /// Registers a distribute-once listener under `name`, which a job names in
+    /// `jobListenerTypes` like any listener.
+    pub fn register_distribute_once_listener(
+        &mut self,
+        name: impl Into<String>,
+        listener: Arc<dyn DistributeOnceListener>,
+    ) -> Result<(), HandlerError> {
+        let name = name.into();
+        if self.listeners.contains_key(&name) || self.distribute_once.contains_key(&name) {
+            return Err(HandlerError::RegisterListener { name });
+        }
+        self.distribute_once.insert(name, listener);
+        Ok(())
+    }
+
+    /// The distribute-once listeners among `names`, in their order.
+    pub fn distribute_once(
+        &self,
+        names: &[String],
+    ) -> Vec<(String, Arc<dyn DistributeOnceListener>)> {
+        names
+            .iter()
+            .filter_map(|n| self.distribute_once.get(n).map(|l| (n.clone(), l.clone())))
+            .collect()
     }
 }
 
