@@ -232,3 +232,54 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
         self.skew
     }
 }
+
+/// Whether `instances/{me}` of `job` stands in the mirror for session `session` (its ephemeral
+/// owner): a job that should run here and is not registered for the current session, the fact
+/// readiness reports. An older session's node (a quick restart, a stale re-list) does not count.
+pub fn registered_for_session(
+    mirror: &Mirror,
+    job: &JobName,
+    me: &InstanceId,
+    session: i64,
+) -> bool {
+    mirror
+        .get(&JobNode::Instance(me.clone()).to_path(job))
+        .is_some_and(|n| !n.pending && n.stat.ephemeral_owner == session)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::registry::embedded::EmbeddedServer;
+    use crate::registry::{CreateMode, Registry};
+
+    #[tokio::test]
+    async fn an_instance_node_counts_as_registered_only_for_the_session_that_owns_it() {
+        let server = EmbeddedServer::new();
+        let old = Arc::new(server.connector("ready").open());
+        let new = Arc::new(server.connector("ready").open());
+        let (job, me) = (
+            JobName::new("orders").unwrap(),
+            InstanceId::parse("10.0.0.1@-@1").unwrap(),
+        );
+        old.ensure_path("/orders/instances").await.unwrap();
+        let path = JobNode::Instance(me.clone()).to_path(&job);
+        old.create(&path, b"", CreateMode::Ephemeral).await.unwrap();
+        let mirror = Mirror::new();
+        let _feed = mirror.feed(new.clone(), "/").await.unwrap();
+        let (old_id, new_id) = (old.session_info().id, new.session_info().id);
+        assert!(registered_for_session(&mirror, &job, &me, old_id));
+        assert!(
+            !registered_for_session(&mirror, &job, &me, new_id),
+            "an older session's node is not this session's registration"
+        );
+        assert!(!registered_for_session(
+            &mirror,
+            &JobName::new("other").unwrap(),
+            &me,
+            new_id
+        ));
+    }
+}

@@ -104,6 +104,8 @@ pub enum Purpose {
     Leave,
     /// `instances/{me}` created again.
     Register,
+    /// `instances/{me}` of an older session replaced by ours.
+    TakeOver,
     /// `trigger/{me}` taken.
     TakeTrigger,
 }
@@ -304,7 +306,8 @@ pub enum Registration {
     Confirmed,
     /// Written by this session (or unknown); not yet seen in the mirror.
     Unconfirmed,
-    /// It belongs to an older session of this instance: wait for its deletion, then create ours.
+    /// It belongs to an older session of this instance: being replaced by ours (nothing starts
+    /// until then).
     Older(i64),
 }
 
@@ -571,7 +574,7 @@ impl JobMachine {
                 out.extend(commands);
             }
             (JobNode::Instance(id), Created | DataChanged) if id == self.me => {
-                self.instance_seen(facts)
+                self.instance_seen(facts, out)
             }
             (JobNode::Instance(id), Deleted) if id == self.me => self.instance_deleted(facts, out),
             (JobNode::Root, Deleted) => {
@@ -635,7 +638,9 @@ impl JobMachine {
             (Purpose::Leave, outcome) => out.push(Command::Warn(format!(
                 "leaving the job's coordination failed: {outcome:?}"
             ))),
-            (Purpose::Register, outcome) => self.reregistered(outcome, out),
+            (p @ (Purpose::Register | Purpose::TakeOver), outcome) => {
+                self.reregistered(p, outcome, out)
+            }
             (Purpose::TakeTrigger, Outcome::Failed(e)) => {
                 out.push(Command::Warn(format!("cannot take the trigger node: {e}")))
             }
