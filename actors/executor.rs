@@ -64,7 +64,6 @@ pub(crate) struct ExecutorArgs {
 #[derive(Debug)]
 pub(crate) struct ExecutorState {
     ctx: SessionCtx,
-    job: JobName,
     peers: Arc<Peers>,
     machine: JobMachine,
     kit: RunKit,
@@ -86,13 +85,11 @@ impl ExecutorState {
     /// Steps the machine and carries out its commands, feeding each write's outcome back before
     /// the commands queued after it.
     async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
-        let mut queue: VecDeque<Command> = self
-            .machine
-            .step(input, &facts(&self.ctx, &self.job))
-            .into();
+        let job = self.machine.job().clone();
+        let mut queue: VecDeque<Command> = self.machine.step(input, &facts(&self.ctx, &job)).into();
         while let Some(command) = queue.pop_front() {
             if let Some(input) = Box::pin(self.carry_out(myself, command)).await {
-                let more = self.machine.step(input, &facts(&self.ctx, &self.job));
+                let more = self.machine.step(input, &facts(&self.ctx, &job));
                 more.into_iter().rev().for_each(|c| queue.push_front(c));
             }
         }
@@ -104,7 +101,7 @@ impl ExecutorState {
         myself: &ActorRef<ExecutorMsg>,
         command: Command,
     ) -> Option<Input> {
-        let job = self.job.clone();
+        let job = self.machine.job().clone();
         let peers = &self.peers;
         match command {
             Command::Write { ops, mode, then } => {
@@ -174,7 +171,7 @@ impl ExecutorState {
             ExecutorMsg::Step(input) => input,
             ExecutorMsg::RunFinished(report) => {
                 if report.escalated {
-                    tracing::error!(job = %self.job, failures = report.outcome.failures().count(),
+                    tracing::error!(job = %self.machine.job(), failures = report.outcome.failures().count(),
                         "run failed and its error handler escalates (THROW)");
                 }
                 self.kit.forget(report.run_id);
@@ -186,7 +183,8 @@ impl ExecutorState {
                 node: JobNode::Config,
                 ..
             }) => {
-                let Some(input) = config_input(&self.ctx, &self.job, &self.kit.spec.job_type)
+                let Some(input) =
+                    config_input(&self.ctx, self.machine.job(), &self.kit.spec.job_type)
                 else {
                     return;
                 };
@@ -197,7 +195,9 @@ impl ExecutorState {
                 kind: ev.kind,
             },
             ExecutorMsg::Resynced => {
-                if let Some(input) = config_input(&self.ctx, &self.job, &self.kit.spec.job_type) {
+                if let Some(input) =
+                    config_input(&self.ctx, self.machine.job(), &self.kit.spec.job_type)
+                {
                     Box::pin(self.drive(myself, input)).await;
                 }
                 Input::Resynced
@@ -254,7 +254,6 @@ impl Actor for ExecutorActor {
         tracing::info!(%job, instance = %ctx.me(), "job registered");
         Ok(ExecutorState {
             ctx,
-            job,
             peers,
             machine,
             kit,
@@ -280,7 +279,7 @@ impl Actor for ExecutorActor {
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let job = state.job.clone();
+        let job = state.machine.job().clone();
         let _ = state
             .peers
             .trigger

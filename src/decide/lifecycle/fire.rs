@@ -209,7 +209,7 @@ impl JobMachine {
             self.skipped(SkipReason::AlreadyHeld, 0, out);
             return;
         }
-        self.held = Some((source, scheduled));
+        self.held = Some(Box::new((source, scheduled)));
         out.push(Command::CheckSession);
     }
 

@@ -17,7 +17,7 @@
 //!  Drain, Remove, Claimed ──┘         └─ draining │ leaving               Misfired, Skipped, Warn
 //! ```
 //!
-//! A fire goes: coalesced if a run that started after its instant covers it; held for a session
+//! A fire goes: coalesced if it was due before the previous fire's handling ended; held for a session
 //! check if it is late past [`FenceBudget::late_fire_bound`] or the link is suspect; skipped while
 //! disconnected or while this instance's node belongs to an older session; parked while a reshard
 //! is pending (items seen running elsewhere meanwhile are left out when it resumes: the fire is
@@ -349,7 +349,7 @@ pub struct JobMachine {
     next_run: u64,
     starting: Option<Box<Starting>>,
     parked: Option<Box<Parked>>,
-    held: Option<(ExecutionSource, Option<DateTime<Utc>>)>,
+    held: Option<Box<(ExecutionSource, Option<DateTime<Utc>>)>>,
     link: Link,
     registration: Registration,
     trigger_queued: bool,

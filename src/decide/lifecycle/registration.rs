@@ -66,8 +66,11 @@ impl JobMachine {
             }
             self.release_held(facts, out);
         } else {
-            // The session is gone: the RegistryActor replaces this subtree; nothing starts here.
-            self.link = Link::Disconnected;
+            // No answer in time: the session may be gone (then the RegistryActor replaces this
+            // subtree) or the registry slow. Nothing starts on it; the next fire checks again.
+            if self.link == Link::Connected {
+                self.link = Link::Suspect;
+            }
             if !self.runs.is_empty() {
                 out.push(Command::CancelAll);
             }
@@ -92,7 +95,8 @@ impl JobMachine {
         if self.link != Link::Connected {
             return;
         }
-        if let Some((source, scheduled)) = self.held.take() {
+        if let Some(held) = self.held.take() {
+            let (source, scheduled) = *held;
             let only = facts.view().items_owned_by(&self.me).into_iter().collect();
             self.fire_only(source, scheduled, Some(only), facts, out);
         }
