@@ -295,13 +295,20 @@ async fn an_instance_restarted_under_the_same_id_runs_at_once_and_its_old_sessio
 
     tracing::info!("--- it restarts at once under the same id and runs its items at the next fire");
     let conn: Arc<dyn Connector> = Arc::new(c.server.connector("engine"));
-    let n: u32 = id.as_str().rsplit("@-@").next().unwrap().parse().unwrap_or(0);
+    let n: u32 = id
+        .as_str()
+        .rsplit("@-@")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or(0);
     let job = (orders(true), c.rec.handler(WORK));
     c.nodes.push(start_node(conn, instance(n), vec![job]).await);
     let log = c
         .rec
         .wait_until("the restarted instance runs a fire", WITHIN, |log| {
-            log.iter().any(|e| e.instance == id && e.at.timestamp() > fire)
+            log.iter()
+                .any(|e| e.instance == id && e.at.timestamp() > fire)
         })
         .await;
     let restarted_fire = log
@@ -322,7 +329,11 @@ async fn an_instance_restarted_under_the_same_id_runs_at_once_and_its_old_sessio
             spread_fire(log, restarted_fire + 10).is_some()
         })
         .await;
-    assert!(failovers(&log).is_empty(), "no failover run: {:#?}", failovers(&log));
+    assert!(
+        failovers(&log).is_empty(),
+        "no failover run: {:#?}",
+        failovers(&log)
+    );
     let mut pairs: Vec<_> = log.iter().map(|e| (e.at.timestamp(), e.item)).collect();
     let all = pairs.len();
     pairs.sort();
