@@ -42,6 +42,9 @@ pub struct ItemView {
     pub owner: Option<InstanceId>,
     /// `sharding/{i}/instance` exists (its data may not name a valid instance).
     pub has_owner_node: bool,
+    /// `sharding/{i}/instance`'s data version: every commit of a plan that sets it bumps it, so a
+    /// start write checking it applies only under the plan the fire was planned with.
+    pub owner_version: i32,
     /// `sharding/{i}/running`: who runs it now (`Some` with an unknown owner when the data is empty or
     /// not an instance id, as older writers left it).
     pub running: Option<String>,
@@ -120,14 +123,18 @@ impl JobView {
             buf.push_str(&name);
             buf.push('/');
             let base = buf.len();
+            buf.push_str("instance");
+            let owner_node = mirror.get(&buf);
+            let owner_version = owner_node.as_ref().map_or(0, |n| n.stat.version);
+            let owner_data = owner_node.map(|n| n.data);
             let mut node = |leaf: &str| {
                 buf.truncate(base);
                 buf.push_str(leaf);
                 mirror.data(&buf)
             };
-            let owner_data = node("instance");
             let iv = ItemView {
                 has_owner_node: owner_data.is_some(),
+                owner_version,
                 owner: owner_data.and_then(|d| instance_of(&d)),
                 running: node("running").map(|d| String::from_utf8_lossy(&d).trim().to_owned()),
                 misfire: node("misfire").is_some(),

@@ -59,7 +59,7 @@ impl JobMachine {
         }
     }
 
-    fn skipped(&mut self, reason: SkipReason, items: usize, out: &mut Vec<Command>) {
+    pub(super) fn skipped(&mut self, reason: SkipReason, items: usize, out: &mut Vec<Command>) {
         let warn = !self.behind;
         self.behind = true;
         out.push(Command::Skipped {

@@ -72,6 +72,8 @@ pub enum Outcome {
     Done,
     /// A node was already there or already gone (the mirror lagged behind a write).
     Conflict,
+    /// A checked version did not match: the plan changed under the write.
+    Stale,
     /// Anything else (connection loss, timeout): the message says what.
     Failed(String),
 }
@@ -81,7 +83,8 @@ impl Outcome {
     pub fn of(result: &Result<(), RegistryError>) -> Self {
         match result {
             Ok(()) => Self::Done,
-            Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => Self::Conflict,
+            Err(e) if e.is_bad_version() => Self::Stale,
+            Err(e) if e.is_node_exists() || e.is_no_node() => Self::Conflict,
             Err(e) => Self::Failed(e.to_string()),
         }
     }
@@ -136,6 +139,8 @@ pub enum SkipReason {
     StillRunning,
     /// The fire came while another waited for the session check.
     AlreadyHeld,
+    /// A new plan was committed between the fire's planning and its start write.
+    PlanChanged,
 }
 
 impl SkipReason {
@@ -148,6 +153,7 @@ impl SkipReason {
             Self::NotRegistered => "not_registered",
             Self::StillRunning => "still_running",
             Self::AlreadyHeld => "already_held",
+            Self::PlanChanged => "plan_changed",
         }
     }
 }
@@ -594,13 +600,32 @@ impl JobMachine {
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
+        let outcome = match (&purpose, outcome) {
+            // Only a start write checks versions; elsewhere a mismatch is a lost race like any.
+            (Purpose::Start | Purpose::StartTolerant, o) => o,
+            (_, Outcome::Stale) => Outcome::Conflict,
+            (_, o) => o,
+        };
         match (purpose, outcome) {
             (Purpose::Start | Purpose::StartTolerant, Outcome::Done) => self.started(facts, out),
+            (Purpose::Start | Purpose::StartTolerant, Outcome::Stale) => {
+                // The owner nodes changed since the plan: a new plan was committed that this
+                // mirror does not show yet. Nothing of this fire starts here; the new owners
+                // run its items.
+                self.starting = None;
+                self.skipped(SkipReason::PlanChanged, 0, out);
+            }
             (Purpose::Start, Outcome::Conflict) => {
-                // The mirror was behind our own earlier writes: apply what still applies.
+                // The mirror was behind our own earlier writes: apply what still applies, op by
+                // op, without the version guards (a guard failing halfway would leave the
+                // markers before it written with no run).
                 if let Some(s) = &self.starting {
+                    let ops = s.plan.start_ops.iter();
                     out.push(Command::Write {
-                        ops: s.plan.start_ops.clone(),
+                        ops: ops
+                            .filter(|o| !matches!(o, Op::Check { .. }))
+                            .cloned()
+                            .collect(),
                         mode: WriteMode::Tolerant,
                         then: Purpose::StartTolerant,
                     });
@@ -620,7 +645,7 @@ impl JobMachine {
             }
             (Purpose::Prepare(_), _) => {}
             (Purpose::Release, Outcome::Done) => self.local.marked.clear(),
-            (Purpose::Release, Outcome::Conflict | Outcome::Failed(_)) => {
+            (Purpose::Release, Outcome::Conflict | Outcome::Stale | Outcome::Failed(_)) => {
                 // Kept: the next fire uses them, or a new session clears this instance's markers.
                 out.push(Command::Warn(
                     "releasing markers written ahead failed".into(),

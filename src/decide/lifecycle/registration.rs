@@ -182,7 +182,7 @@ impl JobMachine {
             (Purpose::TakeOver, Outcome::Done) => self.registration = Registration::Unconfirmed,
             // The old node went meanwhile: create ours.
             (Purpose::TakeOver, Outcome::Conflict) => self.register_again(out),
-            (_, Outcome::Done | Outcome::Conflict) => {}
+            (_, Outcome::Done | Outcome::Conflict | Outcome::Stale) => {}
             (_, Outcome::Failed(e)) => out.push(Command::Warn(format!(
                 "creating instances/{} failed ({e}); retried at the next re-list",
                 self.me

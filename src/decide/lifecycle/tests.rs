@@ -118,6 +118,22 @@ fn marker(i: u32) -> Op {
     )
 }
 
+/// An item's start: the guard on its owner node's version (the plan), then its marker.
+fn begins(items: &[u32]) -> Vec<Op> {
+    items
+        .iter()
+        .flat_map(|i| {
+            [
+                Op::Check {
+                    path: format!("/orders/sharding/{i}/instance"),
+                    version: 0,
+                },
+                marker(*i),
+            ]
+        })
+        .collect()
+}
+
 fn start(ops: Vec<Op>) -> Command {
     Command::Write {
         ops,
@@ -170,7 +186,7 @@ fn deleted_me() -> Input {
 fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_more() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
     let fire = m.step(Input::Fire { scheduled: t(0) }, &f);
-    assert_eq!(fire, vec![start(vec![marker(0), marker(1)])]);
+    assert_eq!(fire, vec![start(begins(&[0, 1]))]);
     let launched = m.step(written(Purpose::Start), &f);
     assert_eq!(
         launched,
@@ -323,7 +339,7 @@ fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_sta
     assert_eq!(m.registration(), Registration::Confirmed);
     assert_eq!(
         m.step(Input::Fire { scheduled: t(1) }, &f),
-        vec![start(vec![marker(0), marker(1)])]
+        vec![start(begins(&[0, 1]))]
     );
 }
 
@@ -363,7 +379,7 @@ fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
     };
     assert_eq!(
         m.step(done, &f),
-        vec![Command::SetResharding(false), start(vec![marker(0)])],
+        vec![Command::SetResharding(false), start(begins(&[0]))],
         "item 1 of this fire ran under the old plan: only item 0 runs here"
     );
     assert_eq!(
@@ -378,7 +394,7 @@ fn fires_queued_behind_a_registry_freeze_collapse_and_a_missed_fire_is_made_up_o
     let mut f = fake();
     assert_eq!(
         m.step(Input::Fire { scheduled: t(0) }, &f),
-        vec![start(vec![marker(0), marker(1)])]
+        vec![start(begins(&[0, 1]))]
     );
     // The registry froze for 3 s: the start write answers late, fires queued meanwhile.
     f.now = at_ms(3_050);
@@ -457,7 +473,7 @@ fn a_late_fire_waits_for_a_session_check_and_runs_only_if_the_session_lives() {
         assert_eq!(m.link(), Link::Suspect);
         let out = m.step(Input::SessionChecked { alive }, &f);
         let expected = if alive {
-            vec![start(vec![marker(0), marker(1)])]
+            vec![start(begins(&[0, 1]))]
         } else {
             vec![Command::Skipped {
                 reason: SkipReason::SessionLost,
@@ -633,7 +649,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                 Input::RunFinished { run_id: 1 },
                 run_ended(Outcome::Done),
             ],
-            vec![start(vec![marker(0), marker(1)])],
+            vec![start(begins(&[0, 1]))],
         ),
         (
             "a failed end write is retried op by op, then the run is over",
@@ -662,6 +678,22 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                 ops: vec![marker(0), marker(1)],
                 mode: WriteMode::Tolerant,
                 then: Purpose::StartTolerant,
+            }],
+        ),
+        (
+            "a start write refused because a newer plan was committed starts nothing here",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Written {
+                    purpose: Purpose::Start,
+                    outcome: Outcome::Stale,
+                },
+            ],
+            vec![Command::Skipped {
+                reason: SkipReason::PlanChanged,
+                items: 0,
+                warn: true,
             }],
         ),
         (
@@ -705,7 +737,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                     mode: WriteMode::Direct,
                     then: Purpose::TakeTrigger,
                 },
-                start(vec![marker(0), marker(1)]),
+                start(begins(&[0, 1])),
             ],
         ),
         (
@@ -770,5 +802,31 @@ fn a_parked_fire_gives_back_the_markers_written_ahead_for_the_leader_waits_on_th
             Command::SetResharding(true),
             Command::AskReshard,
         ]
+    );
+}
+
+#[test]
+fn a_fires_start_write_is_guarded_by_the_owner_node_versions_of_its_plan() {
+    // The old owner's mirror has not seen the flag nor the commit: its start write checks the
+    // owner nodes at the versions it planned with, so the commit (which sets them) fails it.
+    let mut m = machine(Registration::Confirmed);
+    let mut f = fake();
+    for v in f.view.items.values_mut() {
+        v.owner_version = 7;
+    }
+    let out = m.step(Input::Fire { scheduled: t(0) }, &f);
+    let Command::Write { ops, .. } = &out[0] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        ops[0],
+        Op::Check {
+            path: "/orders/sharding/0/instance".into(),
+            version: 7
+        }
+    );
+    assert!(
+        m.step(written(Purpose::Start), &f).len() == 1,
+        "then it runs"
     );
 }
