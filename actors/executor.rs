@@ -70,7 +70,6 @@ pub(crate) struct ExecutorArgs {
 #[derive(Debug)]
 pub(crate) struct ExecutorState {
     ctx: SessionCtx,
-    job: JobName,
     peers: Arc<Peers>,
     machine: JobMachine,
     kit: RunKit,
@@ -94,13 +93,11 @@ impl ExecutorState {
     /// Steps the machine and carries out its commands, feeding each write's outcome back before
     /// the commands queued after it.
     async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
-        let mut queue: VecDeque<Command> = self
-            .machine
-            .step(input, &facts(&self.ctx, &self.job))
-            .into();
+        let job = self.machine.job().clone();
+        let mut queue: VecDeque<Command> = self.machine.step(input, &facts(&self.ctx, &job)).into();
         while let Some(command) = queue.pop_front() {
             if let Some(input) = Box::pin(self.carry_out(myself, command)).await {
-                let more = self.machine.step(input, &facts(&self.ctx, &self.job));
+                let more = self.machine.step(input, &facts(&self.ctx, &job));
                 more.into_iter().rev().for_each(|c| queue.push_front(c));
             }
         }
@@ -112,7 +109,7 @@ impl ExecutorState {
         myself: &ActorRef<ExecutorMsg>,
         command: Command,
     ) -> Option<Input> {
-        let job = self.job.clone();
+        let job = self.machine.job().clone();
         let peers = &self.peers;
         match command {
             Command::Write { ops, mode, then } => {
@@ -204,7 +201,7 @@ impl ExecutorState {
             ExecutorMsg::Step(input) => input,
             ExecutorMsg::RunFinished(report) => {
                 if report.escalated {
-                    tracing::error!(job = %self.job, failures = report.outcome.failures().count(),
+                    tracing::error!(job = %self.machine.job(), failures = report.outcome.failures().count(),
                         "run failed and its error handler escalates (THROW)");
                 }
                 self.kit.forget(report.run_id);
@@ -219,7 +216,8 @@ impl ExecutorState {
                 node: JobNode::Config,
                 ..
             }) => {
-                let Some(input) = config_input(&self.ctx, &self.job, &self.kit.spec.job_type)
+                let Some(input) =
+                    config_input(&self.ctx, self.machine.job(), &self.kit.spec.job_type)
                 else {
                     return;
                 };
@@ -237,7 +235,9 @@ impl ExecutorState {
                 }
             }
             ExecutorMsg::Resynced => {
-                if let Some(input) = config_input(&self.ctx, &self.job, &self.kit.spec.job_type) {
+                if let Some(input) =
+                    config_input(&self.ctx, self.machine.job(), &self.kit.spec.job_type)
+                {
                     Box::pin(self.drive(myself, input)).await;
                 }
                 Input::Resynced
@@ -278,6 +278,7 @@ impl Actor for ExecutorActor {
     ) -> Result<Self::State, ActorProcessingErr> {
         let ExecutorArgs { ctx, spec, peers } = args;
         let registered = register(&ctx, &spec).await?;
+        let spec_labels = spec.config.instance_labels.clone();
         let config = registered.config;
         let job = config.job_name().clone();
         let kit = RunKit::new(&ctx.node, spec, &config)?;
@@ -305,11 +306,11 @@ impl Actor for ExecutorActor {
             fence,
             config,
             registered.registration,
-        );
+        )
+        .with_labels(spec_labels);
         tracing::info!(%job, instance = %ctx.me(), "job registered");
         Ok(ExecutorState {
             ctx,
-            job,
             peers,
             machine,
             kit,
@@ -336,7 +337,7 @@ impl Actor for ExecutorActor {
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let job = state.job.clone();
+        let job = state.machine.job().clone();
         let _ = state
             .peers
             .trigger

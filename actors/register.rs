@@ -194,30 +194,6 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         Err(e) => return Err(step(&job, "writing servers/{ip}")(e)),
     }
 
-    let instance = JobNode::Instance(me.clone()).to_path(&job);
-    let data = instance_node_data(me, &spec.config.instance_labels);
-    let registration = match reg
-        .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
-        .await
-    {
-        Ok(_) => Registration::Unconfirmed,
-        Err(e) if e.is_node_exists() => {
-            // An ephemeral of an earlier session of ours: wait for the server to remove it.
-            let owner = reg
-                .exists(&instance)
-                .await
-                .map_err(step(&job, "checking instances/{id}"))?;
-            match owner {
-                Some(s) if s.ephemeral_owner != reg.session_info().id => {
-                    Registration::Older(s.ephemeral_owner)
-                }
-                Some(_) => Registration::Confirmed,
-                None => Registration::Unconfirmed,
-            }
-        }
-        Err(e) => return Err(step(&job, "creating instances/{id}")(e)),
-    };
-
     // Markers this instance left `running` in an earlier session describe runs that are over.
     let view = JobView::read(mirror, &job);
     let stale: Vec<Op> = view
@@ -226,12 +202,42 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         .filter(|(_, v)| v.running.as_deref() == Some(me.as_str()))
         .map(|(i, _)| Op::delete(JobNode::ShardingRunning(*i).to_path(&job)))
         .collect();
-    apply_each_tolerant(reg, &stale)
+    let instance = JobNode::Instance(me.clone()).to_path(&job);
+    let data = instance_node_data(me, &spec.config.instance_labels);
+    match reg
+        .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
         .await
-        .map_err(step(&job, "clearing stale running markers"))?;
+    {
+        Ok(_) => apply_each_tolerant(reg, &stale)
+            .await
+            .map_err(step(&job, "clearing stale running markers"))?,
+        Err(e) if e.is_node_exists() => {
+            // An earlier session of this very instance still holds the node (a restart under
+            // the same id, a new session after a client-side expiry). It is taken over in one
+            // multi-op with the stale markers, as ElasticJob's persistEphemeral replaces an
+            // existing node: waiting for the server to expire it would stop the job for up to a
+            // session timeout, and running meanwhile would let the survivors fail over this
+            // session's runs when the old node goes. Survivors see the node deleted and created
+            // in one transaction, with no marker of this instance left to fail over.
+            let mut ops = vec![Op::delete(instance.clone())];
+            ops.extend(stale);
+            ops.push(Op::create(instance, data, CreateMode::Ephemeral));
+            match reg.multi(&ops).await {
+                Ok(_) => {}
+                Err(e) if e.is_no_node() || e.is_node_exists() => {
+                    // The old node or a marker went meanwhile: op by op.
+                    apply_each_tolerant(reg, &ops)
+                        .await
+                        .map_err(step(&job, "taking over instances/{id}"))?
+                }
+                Err(e) => return Err(step(&job, "taking over instances/{id}")(e)),
+            }
+        }
+        Err(e) => return Err(step(&job, "creating instances/{id}")(e)),
+    }
     Ok(Registered {
         config: Arc::new(config),
-        registration,
+        registration: Registration::Unconfirmed,
     })
 }
 

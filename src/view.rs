@@ -42,6 +42,9 @@ pub struct ItemView {
     pub owner: Option<InstanceId>,
     /// `sharding/{i}/instance` exists (its data may not name a valid instance).
     pub has_owner_node: bool,
+    /// `sharding/{i}/instance`'s data version: every commit of a plan that sets it bumps it, so a
+    /// start write checking it applies only under the plan the fire was planned with.
+    pub owner_version: i32,
     /// `sharding/{i}/running`: who runs it now (`Some` with an unknown owner when the data is empty or
     /// not an instance id, as older writers left it).
     pub running: Option<String>,
@@ -134,14 +137,18 @@ impl JobView {
             buf.push_str(&name);
             buf.push('/');
             let base = buf.len();
+            buf.push_str("instance");
+            let owner_node = mirror.get(&buf);
+            let owner_version = owner_node.as_ref().map_or(0, |n| n.stat.version);
+            let owner_data = owner_node.map(|n| n.data);
             let mut node = |leaf: &str| {
                 buf.truncate(base);
                 buf.push_str(leaf);
                 mirror.data(&buf)
             };
-            let owner_data = node("instance");
             let iv = ItemView {
                 has_owner_node: owner_data.is_some(),
+                owner_version,
                 owner: owner_data.and_then(|d| instance_of(&d)),
                 running: node("running").map(|d| String::from_utf8_lossy(&d).trim().to_owned()),
                 misfire: node("misfire").is_some(),
@@ -316,4 +323,55 @@ pub fn owners_in_mirror(mirror: &Mirror, job: &JobName) -> Vec<InstanceId> {
         .collect();
     items.sort();
     items.into_iter().map(|(_, o)| o).collect()
+}
+
+/// Whether `instances/{me}` of `job` stands in the mirror for session `session` (its ephemeral
+/// owner): a job that should run here and is not registered for the current session, the fact
+/// readiness reports. An older session's node (a quick restart, a stale re-list) does not count.
+pub fn registered_for_session(
+    mirror: &Mirror,
+    job: &JobName,
+    me: &InstanceId,
+    session: i64,
+) -> bool {
+    mirror
+        .get(&JobNode::Instance(me.clone()).to_path(job))
+        .is_some_and(|n| !n.pending && n.stat.ephemeral_owner == session)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::registry::embedded::EmbeddedServer;
+    use crate::registry::{CreateMode, Registry};
+
+    #[tokio::test]
+    async fn an_instance_node_counts_as_registered_only_for_the_session_that_owns_it() {
+        let server = EmbeddedServer::new();
+        let old = Arc::new(server.connector("ready").open());
+        let new = Arc::new(server.connector("ready").open());
+        let (job, me) = (
+            JobName::new("orders").unwrap(),
+            InstanceId::parse("10.0.0.1@-@1").unwrap(),
+        );
+        old.ensure_path("/orders/instances").await.unwrap();
+        let path = JobNode::Instance(me.clone()).to_path(&job);
+        old.create(&path, b"", CreateMode::Ephemeral).await.unwrap();
+        let mirror = Mirror::new();
+        let _feed = mirror.feed(new.clone(), "/").await.unwrap();
+        let (old_id, new_id) = (old.session_info().id, new.session_info().id);
+        assert!(registered_for_session(&mirror, &job, &me, old_id));
+        assert!(
+            !registered_for_session(&mirror, &job, &me, new_id),
+            "an older session's node is not this session's registration"
+        );
+        assert!(!registered_for_session(
+            &mirror,
+            &JobName::new("other").unwrap(),
+            &me,
+            new_id
+        ));
+    }
 }

@@ -273,3 +273,71 @@ async fn the_first_instance_back_after_a_cluster_outage_reruns_items_left_runnin
     );
     node.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_instance_restarted_under_the_same_id_runs_at_once_and_its_old_sessions_expiry_fails_nothing_over(
+) {
+    let mut c = three_instances(true).await;
+    let (fire, at_fire) = c.spread_fire().await;
+    let id = at_fire[0].instance.clone();
+    let stat = c
+        .admin
+        .exists(&format!("/orders/instances/{id}"))
+        .await
+        .unwrap()
+        .expect("the instance is registered");
+    tracing::info!("--- {id} is killed mid-run; its session lives on the server");
+    let at = c.nodes.iter().position(|n| n.instance_id() == &id).unwrap();
+    let killed = c.nodes.remove(at);
+    killed.actor().kill();
+    drop(killed);
+    c.server.disconnect(stat.ephemeral_owner);
+
+    tracing::info!("--- it restarts at once under the same id and runs its items at the next fire");
+    let conn: Arc<dyn Connector> = Arc::new(c.server.connector("engine"));
+    let n: u32 = id
+        .as_str()
+        .rsplit("@-@")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or(0);
+    let job = (orders(true), c.rec.handler(WORK));
+    c.nodes.push(start_node(conn, instance(n), vec![job]).await);
+    let log = c
+        .rec
+        .wait_until("the restarted instance runs a fire", WITHIN, |log| {
+            log.iter()
+                .any(|e| e.instance == id && e.at.timestamp() > fire)
+        })
+        .await;
+    let restarted_fire = log
+        .iter()
+        .find(|e| e.instance == id && e.at.timestamp() > fire)
+        .map(|e| e.at.timestamp())
+        .unwrap();
+    assert!(
+        restarted_fire <= fire + 20,
+        "it ran within two fires of its restart, not after its old session's expiry"
+    );
+
+    tracing::info!("--- the old session expires: its node was taken over, nothing is failed over");
+    c.server.expire(stat.ephemeral_owner);
+    let log = c
+        .rec
+        .wait_until("two complete fires after the expiry", WITHIN, |log| {
+            spread_fire(log, restarted_fire + 10).is_some()
+        })
+        .await;
+    assert!(
+        failovers(&log).is_empty(),
+        "no failover run: {:#?}",
+        failovers(&log)
+    );
+    let mut pairs: Vec<_> = log.iter().map(|e| (e.at.timestamp(), e.item)).collect();
+    let all = pairs.len();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), all, "no (fire, item) ran twice");
+    c.shutdown().await;
+}

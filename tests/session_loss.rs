@@ -155,3 +155,58 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
     );
     node.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_the_others_running() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("loss"));
+    let admin = conn.connect().await.unwrap();
+    let rec = Recorder::default();
+    let orders = JobConfig::new("orders", 1)
+        .cron("* * * * * ?")
+        .time_zone("UTC");
+    let other = JobConfig::new("other", 1)
+        .cron("* * * * * ?")
+        .time_zone("UTC");
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![
+            (orders, rec.handler(Duration::ZERO)),
+            (other, rec.handler(Duration::ZERO)),
+        ],
+    )
+    .await;
+    rec.wait_until("both jobs run", WITHIN, |log| {
+        ["orders", "other"]
+            .iter()
+            .all(|j| log.iter().any(|e| e.job.as_str() == *j))
+    })
+    .await;
+    tracing::info!(
+        "--- an operator deletes /orders/instances/{{id}} (ElasticJob's console shutdown)"
+    );
+    let path = format!("/orders/instances/{}", instance(1));
+    admin.delete(&path, None).await.unwrap();
+    let orders = shardcron::JobName::new("orders").unwrap();
+    // The node's job list is the state: asked again on paused time until the job is gone.
+    let removed = async {
+        while node.trigger(&orders).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(WITHIN, removed)
+        .await
+        .expect("the job is removed from this node after the operator's deletion");
+    assert!(
+        admin.exists(&path).await.unwrap().is_none(),
+        "the node is not created again: the operator's shutdown stands"
+    );
+    let before = rec.all().len();
+    rec.wait_until("the other job keeps running", WITHIN, |log| {
+        log[before..].iter().any(|e| e.job.as_str() == "other")
+    })
+    .await;
+    node.shutdown().await;
+}

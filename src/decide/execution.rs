@@ -124,6 +124,13 @@ pub fn plan_run(
         }
         plan.run.push(*item);
         if settings.monitor_execution {
+            // Bound to the plan it was planned under: a commit of a new plan that this mirror
+            // has not shown yet changes the owner node's version and fails the whole write, so
+            // the old owner never starts an item the new owner starts for the same fire.
+            plan.start_ops.push(Op::Check {
+                path: JobNode::ShardingInstance(*item).to_path(job),
+                version: v.owner_version,
+            });
             // A marker naming this instance that it does not know of is left from an earlier
             // incarnation (actor restart): replace it in the same multi-op.
             let running = JobNode::ShardingRunning(*item).to_path(job);
@@ -165,6 +172,14 @@ mod tests {
     use super::*;
     use crate::decide::fixtures::*;
 
+    /// The guard binding an item's start to the plan it was planned under.
+    fn check(i: u32) -> Op {
+        Op::Check {
+            path: format!("/orders/sharding/{i}/instance"),
+            version: 0,
+        }
+    }
+
     const MONITORED: FireSettings = FireSettings {
         monitor_execution: true,
         failover: false,
@@ -185,11 +200,13 @@ mod tests {
         assert_eq!(
             plan.start_ops,
             vec![
+                check(0),
                 Op::create(
                     "/orders/sharding/0/running",
                     a.as_str(),
                     CreateMode::Ephemeral
                 ),
+                check(2),
                 Op::create(
                     "/orders/sharding/2/running",
                     a.as_str(),
@@ -249,6 +266,7 @@ mod tests {
         assert_eq!(
             plan.start_ops,
             vec![
+                check(1),
                 Op::create(
                     "/orders/sharding/1/running",
                     a.as_str(),
@@ -288,6 +306,7 @@ mod tests {
         assert_eq!(
             plan.start_ops,
             vec![
+                check(0),
                 Op::delete("/orders/sharding/0/running"),
                 Op::create(
                     "/orders/sharding/0/running",
@@ -320,6 +339,7 @@ mod tests {
         assert_eq!(
             plan.start_ops,
             vec![
+                check(2),
                 Op::create(
                     "/orders/sharding/2/running",
                     a.as_str(),

@@ -12,35 +12,38 @@
 
 use std::time::Duration;
 
-/// The time budget of one session.
+/// The time budget of one session (every job's machine holds one: kept to the timeout alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FenceBudget {
     /// The negotiated session timeout.
     pub timeout: Duration,
-    /// The client's tick (`timeout / 20`, at least 1 ms).
-    pub tick: Duration,
-    /// Safety margin kept before the earliest server-side expiry.
-    pub margin: Duration,
 }
 
 impl FenceBudget {
-    /// The budget for a negotiated session timeout: margin one tenth of it, at least 100 ms.
+    /// The budget for a negotiated session timeout.
     pub fn for_session(timeout: Duration) -> Self {
-        Self {
-            timeout,
-            tick: (timeout / 20).max(Duration::from_millis(1)),
-            margin: (timeout / 10).max(Duration::from_millis(100)),
-        }
+        Self { timeout }
+    }
+
+    /// The client's tick (`timeout / 20`, at least 1 ms).
+    pub fn tick(&self) -> Duration {
+        (self.timeout / 20).max(Duration::from_millis(1))
+    }
+
+    /// Safety margin kept before the earliest server-side expiry: a tenth of the timeout, at
+    /// least 100 ms.
+    pub fn margin(&self) -> Duration {
+        (self.timeout / 10).max(Duration::from_millis(100))
     }
 
     /// The client's ping interval (3 ticks of silence).
     pub fn ping_interval(&self) -> Duration {
-        self.tick * 3
+        self.tick() * 3
     }
 
     /// The longest time between the last answer and the client noticing the disconnection.
     pub fn notice_latency(&self) -> Duration {
-        self.tick * 9
+        self.tick() * 9
     }
 
     /// How long after the disconnection is noticed running items are cancelled: before the
@@ -49,7 +52,7 @@ impl FenceBudget {
     pub fn cancel_after_notice(&self) -> Duration {
         self.timeout
             .saturating_sub(self.notice_latency())
-            .saturating_sub(self.margin)
+            .saturating_sub(self.margin())
     }
 
     /// A fire later than this (or a pause longer than this) may have outlived the session: the
@@ -93,7 +96,7 @@ mod tests {
             );
             // Noticed at the latest, cancelled at: last answer + notice + cancel < expiry.
             assert!(
-                b.notice_latency() + b.cancel_after_notice() + b.margin <= b.timeout,
+                b.notice_latency() + b.cancel_after_notice() + b.margin() <= b.timeout,
                 "{timeout} ms leaves the margin"
             );
         }

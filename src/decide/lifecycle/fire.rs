@@ -59,7 +59,7 @@ impl JobMachine {
         }
     }
 
-    fn skipped(&mut self, reason: SkipReason, items: usize, out: &mut Vec<Command>) {
+    pub(super) fn skipped(&mut self, reason: SkipReason, items: usize, out: &mut Vec<Command>) {
         let warn = !self.behind;
         self.behind = true;
         out.push(Command::Skipped {
@@ -209,7 +209,7 @@ impl JobMachine {
             self.skipped(SkipReason::AlreadyHeld, 0, out);
             return;
         }
-        self.held = Some((source, scheduled));
+        self.held = Some(Box::new((source, scheduled)));
         out.push(Command::CheckSession);
     }
 

@@ -17,7 +17,7 @@
 //!  Drain, Remove, Claimed ──┘         └─ draining │ leaving               Misfired, Skipped, Warn
 //! ```
 //!
-//! A fire goes: coalesced if a run that started after its instant covers it; held for a session
+//! A fire goes: coalesced if it was due before the previous fire's handling ended; held for a session
 //! check if it is late past [`FenceBudget::late_fire_bound`] or the link is suspect; skipped while
 //! disconnected or while this instance's node belongs to an older session; parked while a reshard
 //! is pending (items seen running elsewhere meanwhile are left out when it resumes: the fire is
@@ -72,6 +72,8 @@ pub enum Outcome {
     Done,
     /// A node was already there or already gone (the mirror lagged behind a write).
     Conflict,
+    /// A checked version did not match: the plan changed under the write.
+    Stale,
     /// Anything else (connection loss, timeout): the message says what.
     Failed(String),
 }
@@ -81,7 +83,8 @@ impl Outcome {
     pub fn of(result: &Result<(), RegistryError>) -> Self {
         match result {
             Ok(()) => Self::Done,
-            Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => Self::Conflict,
+            Err(e) if e.is_bad_version() => Self::Stale,
+            Err(e) if e.is_node_exists() || e.is_no_node() => Self::Conflict,
             Err(e) => Self::Failed(e.to_string()),
         }
     }
@@ -104,6 +107,8 @@ pub enum Purpose {
     Leave,
     /// `instances/{me}` created again.
     Register,
+    /// `instances/{me}` of an older session replaced by ours.
+    TakeOver,
     /// `trigger/{me}` taken.
     TakeTrigger,
 }
@@ -134,6 +139,8 @@ pub enum SkipReason {
     StillRunning,
     /// The fire came while another waited for the session check.
     AlreadyHeld,
+    /// A new plan was committed between the fire's planning and its start write.
+    PlanChanged,
 }
 
 impl SkipReason {
@@ -146,6 +153,7 @@ impl SkipReason {
             Self::NotRegistered => "not_registered",
             Self::StillRunning => "still_running",
             Self::AlreadyHeld => "already_held",
+            Self::PlanChanged => "plan_changed",
         }
     }
 }
@@ -304,7 +312,8 @@ pub enum Registration {
     Confirmed,
     /// Written by this session (or unknown); not yet seen in the mirror.
     Unconfirmed,
-    /// It belongs to an older session of this instance: wait for its deletion, then create ours.
+    /// It belongs to an older session of this instance: being replaced by ours (nothing starts
+    /// until then).
     Older(i64),
 }
 
@@ -346,7 +355,7 @@ pub struct JobMachine {
     next_run: u64,
     starting: Option<Box<Starting>>,
     parked: Option<Box<Parked>>,
-    held: Option<(ExecutionSource, Option<DateTime<Utc>>)>,
+    held: Option<Box<(ExecutionSource, Option<DateTime<Utc>>)>>,
     link: Link,
     registration: Registration,
     trigger_queued: bool,
@@ -357,6 +366,8 @@ pub struct JobMachine {
     served_until: Option<DateTime<Utc>>,
     /// A skip streak is under way (logged once at WARN, not at every fire).
     behind: bool,
+    /// The labels this instance carries, written in its `instances/{me}` node.
+    labels: Vec<String>,
 }
 
 impl JobMachine {
@@ -390,7 +401,20 @@ impl JobMachine {
             resharding: false,
             served_until: None,
             behind: false,
+            labels: Vec::new(),
         }
+    }
+
+    /// The labels this instance carries (`NodeBuilder::labels`): every `instances/{me}` node the
+    /// machine writes names them, as the first registration did.
+    pub fn with_labels(mut self, labels: Vec<String>) -> Self {
+        self.labels = labels;
+        self
+    }
+
+    /// The labels this instance carries.
+    pub(crate) fn labels(&self) -> &[String] {
+        &self.labels
     }
 
     /// The job.
@@ -571,7 +595,7 @@ impl JobMachine {
                 out.extend(commands);
             }
             (JobNode::Instance(id), Created | DataChanged) if id == self.me => {
-                self.instance_seen(facts)
+                self.instance_seen(facts, out)
             }
             (JobNode::Instance(id), Deleted) if id == self.me => self.instance_deleted(facts, out),
             (JobNode::Root, Deleted) => {
@@ -591,13 +615,32 @@ impl JobMachine {
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
+        let outcome = match (&purpose, outcome) {
+            // Only a start write checks versions; elsewhere a mismatch is a lost race like any.
+            (Purpose::Start | Purpose::StartTolerant, o) => o,
+            (_, Outcome::Stale) => Outcome::Conflict,
+            (_, o) => o,
+        };
         match (purpose, outcome) {
             (Purpose::Start | Purpose::StartTolerant, Outcome::Done) => self.started(facts, out),
+            (Purpose::Start | Purpose::StartTolerant, Outcome::Stale) => {
+                // The owner nodes changed since the plan: a new plan was committed that this
+                // mirror does not show yet. Nothing of this fire starts here; the new owners
+                // run its items.
+                self.starting = None;
+                self.skipped(SkipReason::PlanChanged, 0, out);
+            }
             (Purpose::Start, Outcome::Conflict) => {
-                // The mirror was behind our own earlier writes: apply what still applies.
+                // The mirror was behind our own earlier writes: apply what still applies, op by
+                // op, without the version guards (a guard failing halfway would leave the
+                // markers before it written with no run).
                 if let Some(s) = &self.starting {
+                    let ops = s.plan.start_ops.iter();
                     out.push(Command::Write {
-                        ops: s.plan.start_ops.clone(),
+                        ops: ops
+                            .filter(|o| !matches!(o, Op::Check { .. }))
+                            .cloned()
+                            .collect(),
                         mode: WriteMode::Tolerant,
                         then: Purpose::StartTolerant,
                     });
@@ -617,7 +660,7 @@ impl JobMachine {
             }
             (Purpose::Prepare(_), _) => {}
             (Purpose::Release, Outcome::Done) => self.local.marked.clear(),
-            (Purpose::Release, Outcome::Conflict | Outcome::Failed(_)) => {
+            (Purpose::Release, Outcome::Conflict | Outcome::Stale | Outcome::Failed(_)) => {
                 // Kept: the next fire uses them, or a new session clears this instance's markers.
                 out.push(Command::Warn(
                     "releasing markers written ahead failed".into(),
@@ -635,7 +678,9 @@ impl JobMachine {
             (Purpose::Leave, outcome) => out.push(Command::Warn(format!(
                 "leaving the job's coordination failed: {outcome:?}"
             ))),
-            (Purpose::Register, outcome) => self.reregistered(outcome, out),
+            (p @ (Purpose::Register | Purpose::TakeOver), outcome) => {
+                self.reregistered(p, outcome, out)
+            }
             (Purpose::TakeTrigger, Outcome::Failed(e)) => {
                 out.push(Command::Warn(format!("cannot take the trigger node: {e}")))
             }

@@ -6,7 +6,8 @@
 //! owned by this very session (its ephemeral owner) and the link is up. A deletion of an older
 //! session's node (a stale event of a re-list, or the old node expiring after a quick restart),
 //! a deletion seen while disconnected, or one of a node never seen: in doubt, the node is
-//! created again and the job keeps running.
+//! created again and the job keeps running. A node an older session of this instance still holds
+//! is taken over at once (deleted and created in one multi-op), never waited for.
 
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op, SessionState};
@@ -65,8 +66,11 @@ impl JobMachine {
             }
             self.release_held(facts, out);
         } else {
-            // The session is gone: the RegistryActor replaces this subtree; nothing starts here.
-            self.link = Link::Disconnected;
+            // No answer in time: the session may be gone (then the RegistryActor replaces this
+            // subtree) or the registry slow. Nothing starts on it; the next fire checks again.
+            if self.link == Link::Connected {
+                self.link = Link::Suspect;
+            }
             if !self.runs.is_empty() {
                 out.push(Command::CancelAll);
             }
@@ -91,19 +95,45 @@ impl JobMachine {
         if self.link != Link::Connected {
             return;
         }
-        if let Some((source, scheduled)) = self.held.take() {
+        if let Some(held) = self.held.take() {
+            let (source, scheduled) = *held;
             let only = facts.view().items_owned_by(&self.me).into_iter().collect();
             self.fire_only(source, scheduled, Some(only), facts, out);
         }
     }
 
     /// `instances/{me}` was created or changed: whose is it?
-    pub(super) fn instance_seen(&mut self, facts: &dyn Facts) {
+    pub(super) fn instance_seen(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        if self.leaving || self.draining {
+            return;
+        }
         match facts.instance_owner() {
             Some(owner) if owner == self.session => self.registration = Registration::Confirmed,
-            Some(owner) => self.registration = Registration::Older(owner),
+            Some(owner) => self.take_over(owner, out),
             None => {}
         }
+    }
+
+    /// An older session of this instance still holds `instances/{me}`: replace it with ours in
+    /// one multi-op (ElasticJob's persistEphemeral does the same). Until that write is done the
+    /// job starts nothing: survivors would fail over this session's runs when the old node goes.
+    fn take_over(&mut self, owner: i64, out: &mut Vec<Command>) {
+        self.registration = Registration::Older(owner);
+        let path = JobNode::Instance(self.me.clone()).to_path(&self.job);
+        out.push(Command::Write {
+            ops: vec![Op::delete(path), self.instance_create()],
+            mode: WriteMode::Direct,
+            then: Purpose::TakeOver,
+        });
+    }
+
+    fn instance_create(&self) -> Op {
+        let data = crate::sharding::instance_node_data(&self.me, self.labels());
+        Op::create(
+            JobNode::Instance(self.me.clone()).to_path(&self.job),
+            data,
+            CreateMode::Ephemeral,
+        )
     }
 
     /// `instances/{me}` was deleted.
@@ -132,26 +162,28 @@ impl JobMachine {
     /// Creates `instances/{me}` for this session.
     fn register_again(&mut self, out: &mut Vec<Command>) {
         self.registration = Registration::Unconfirmed;
-        let me = &self.me;
-        let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
         out.push(Command::Write {
-            ops: vec![Op::create(
-                JobNode::Instance(me.clone()).to_path(&self.job),
-                data,
-                CreateMode::Ephemeral,
-            )],
+            ops: vec![self.instance_create()],
             mode: WriteMode::Direct,
             then: Purpose::Register,
         });
     }
 
-    pub(super) fn reregistered(&mut self, outcome: Outcome, out: &mut Vec<Command>) {
-        match outcome {
+    pub(super) fn reregistered(
+        &mut self,
+        purpose: Purpose,
+        outcome: Outcome,
+        out: &mut Vec<Command>,
+    ) {
+        match (purpose, outcome) {
             // Unconfirmed until the mirror shows it; a node already there is judged by its
             // creation event's owner.
-            Outcome::Done | Outcome::Conflict => {}
-            Outcome::Failed(e) => out.push(Command::Warn(format!(
-                "creating instances/{} again failed ({e}); retried at the next re-list",
+            (Purpose::TakeOver, Outcome::Done) => self.registration = Registration::Unconfirmed,
+            // The old node went meanwhile: create ours.
+            (Purpose::TakeOver, Outcome::Conflict) => self.register_again(out),
+            (_, Outcome::Done | Outcome::Conflict | Outcome::Stale) => {}
+            (_, Outcome::Failed(e)) => out.push(Command::Warn(format!(
+                "creating instances/{} failed ({e}); retried at the next re-list",
                 self.me
             ))),
         }
@@ -164,7 +196,7 @@ impl JobMachine {
         }
         match facts.instance_owner() {
             Some(owner) if owner == self.session => self.registration = Registration::Confirmed,
-            Some(owner) => self.registration = Registration::Older(owner),
+            Some(owner) => self.take_over(owner, out),
             None => self.register_again(out),
         }
     }

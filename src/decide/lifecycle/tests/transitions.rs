@@ -1,0 +1,235 @@
+//! The ordinary transitions: drain, trigger, write retries, failover runs, prepared markers,
+//! the trigger node, the job's deletion, a parked fire, the start write's guard.
+
+use super::*;
+
+/// A machine with run 1 of items 0 and 1 in flight.
+fn running_machine(f: &Fake) -> JobMachine {
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::Fire { scheduled: t(0) }, f);
+    m.step(written(Purpose::Start), f);
+    m
+}
+
+fn run_ended(outcome: Outcome) -> Input {
+    Input::RunEnded { run_id: 1, outcome }
+}
+
+#[test]
+fn the_other_transitions_give_the_commands_the_table_says() {
+    let f = fake();
+    let ends = vec![
+        Op::delete("/orders/sharding/0/running"),
+        Op::delete("/orders/sharding/1/running"),
+    ];
+    let failover_ends: Vec<Op> = ["running", "failover", "failovering"]
+        .iter()
+        .map(|n| Op::delete(format!("/orders/sharding/1/{n}")))
+        .collect();
+    type Case = (&'static str, bool, Vec<Input>, Vec<Command>);
+    let cases: Vec<Case> = vec![
+        (
+            "a drain with nothing running answers at once",
+            false,
+            vec![Input::Drain],
+            vec![Command::Unschedule, Command::DrainDone],
+        ),
+        (
+            "a drain answers when the last run ends",
+            true,
+            vec![
+                Input::Drain,
+                Input::RunFinished { run_id: 1 },
+                run_ended(Outcome::Done),
+            ],
+            vec![Command::DrainDone],
+        ),
+        (
+            "a trigger during a run is queued and runs after it",
+            true,
+            vec![
+                Input::Trigger,
+                Input::RunFinished { run_id: 1 },
+                run_ended(Outcome::Done),
+            ],
+            vec![start(begins(&[0, 1]))],
+        ),
+        (
+            "a failed end write is retried op by op, then the run is over",
+            true,
+            vec![
+                Input::RunFinished { run_id: 1 },
+                run_ended(Outcome::Failed("connection loss".into())),
+            ],
+            vec![Command::Write {
+                ops: ends.clone(),
+                mode: WriteMode::Tolerant,
+                then: Purpose::EndRetry(1),
+            }],
+        ),
+        (
+            "a start write that finds the mirror behind is retried op by op",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Written {
+                    purpose: Purpose::Start,
+                    outcome: Outcome::Conflict,
+                },
+            ],
+            vec![Command::Write {
+                ops: vec![marker(0), marker(1)],
+                mode: WriteMode::Tolerant,
+                then: Purpose::StartTolerant,
+            }],
+        ),
+        (
+            "a start write refused because a newer plan was committed starts nothing here",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Written {
+                    purpose: Purpose::Start,
+                    outcome: Outcome::Stale,
+                },
+            ],
+            vec![Command::Skipped {
+                reason: SkipReason::PlanChanged,
+                items: 0,
+                warn: true,
+            }],
+        ),
+        (
+            "claimed failover items run at once and end with the taker's three records",
+            false,
+            vec![Input::FailoverClaimed(vec![ShardItem(1)])],
+            vec![launch(1, ExecutionSource::Failover, None, &[1])],
+        ),
+        (
+            "a failover run ends by deleting the taker's records",
+            false,
+            vec![
+                Input::FailoverClaimed(vec![ShardItem(1)]),
+                Input::RunFinished { run_id: 1 },
+            ],
+            vec![Command::SubmitEnd {
+                run_id: 1,
+                ops: failover_ends,
+            }],
+        ),
+        (
+            "markers written ahead make the fire need no write",
+            false,
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                written(Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])),
+                Input::Fire { scheduled: t(0) },
+            ],
+            vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        ),
+        (
+            "the trigger node for this instance is taken and the items run",
+            false,
+            vec![Input::Event {
+                node: JobNode::TriggerInstance(me()),
+                kind: NodeEventKind::Created,
+            }],
+            vec![
+                Command::Write {
+                    ops: vec![Op::delete(format!("/orders/trigger/{}", me()))],
+                    mode: WriteMode::Direct,
+                    then: Purpose::TakeTrigger,
+                },
+                start(begins(&[0, 1])),
+            ],
+        ),
+        (
+            "the job deleted from the registry stops here",
+            false,
+            vec![Input::Event {
+                node: JobNode::Root,
+                kind: NodeEventKind::Deleted,
+            }],
+            vec![
+                Command::Warn("job removed from the registry: stopping it here".into()),
+                Command::Unschedule,
+                Command::Write {
+                    ops: vec![
+                        Op::delete(format!("/orders/instances/{}", me())),
+                        Op::delete("/orders/leader/election/instance"),
+                    ],
+                    mode: WriteMode::Tolerant,
+                    then: Purpose::Leave,
+                },
+                Command::Stop,
+            ],
+        ),
+    ];
+    for (name, with_run, inputs, expected) in cases {
+        let mut m = if with_run {
+            running_machine(&f)
+        } else {
+            machine(Registration::Confirmed)
+        };
+        let mut last = Vec::new();
+        for input in inputs {
+            last = m.step(input, &f);
+        }
+        assert_eq!(last, expected, "{name}");
+    }
+}
+
+#[test]
+fn a_parked_fire_gives_back_the_markers_written_ahead_for_the_leader_waits_on_them() {
+    let mut m = machine(Registration::Confirmed);
+    let f = fake();
+    m.step(Input::Prepare { scheduled: t(0) }, &f);
+    m.step(
+        written(Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])),
+        &f,
+    );
+    let mut f = fake();
+    f.view.sharding_necessary = true;
+    let out = m.step(Input::Fire { scheduled: t(0) }, &f);
+    assert_eq!(
+        out,
+        vec![
+            Command::Write {
+                ops: vec![
+                    Op::delete("/orders/sharding/0/running"),
+                    Op::delete("/orders/sharding/1/running"),
+                ],
+                mode: WriteMode::Tolerant,
+                then: Purpose::Release,
+            },
+            Command::SetResharding(true),
+            Command::AskReshard,
+        ]
+    );
+}
+
+#[test]
+fn a_fires_start_write_is_guarded_by_the_owner_node_versions_of_its_plan() {
+    // The old owner's mirror has not seen the flag nor the commit: its start write checks the
+    // owner nodes at the versions it planned with, so the commit (which sets them) fails it.
+    let mut m = machine(Registration::Confirmed);
+    let mut f = fake();
+    for v in f.view.items.values_mut() {
+        v.owner_version = 7;
+    }
+    let out = m.step(Input::Fire { scheduled: t(0) }, &f);
+    let Command::Write { ops, .. } = &out[0] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        ops[0],
+        Op::Check {
+            path: "/orders/sharding/0/instance".into(),
+            version: 7
+        }
+    );
+    assert!(
+        m.step(written(Purpose::Start), &f).len() == 1,
+        "then it runs"
+    );
+}
