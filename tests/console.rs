@@ -445,3 +445,189 @@ fn the_cli_refuses_a_console_off_loopback_without_a_token_and_prints_completions
         "{help}"
     );
 }
+
+/// The Java ElasticJob-Lite peer (`shared/elasticjob-peer` beside the repository, or
+/// `SHARDCRON_JAVA_PEER`).
+fn java_peer() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SHARDCRON_JAVA_PEER") {
+        return PathBuf::from(dir);
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    root.ancestors()
+        .map(|dir| dir.join("shared/elasticjob-peer"))
+        .find(|dir| dir.join("run-instance").is_file())
+        .unwrap_or_else(|| {
+            panic!("the Java ElasticJob peer (shared/elasticjob-peer) is not beside the repository; set SHARDCRON_JAVA_PEER")
+        })
+}
+
+/// Items the Java instance ran, from its log (`<epoch ms> <item> <instanceId> java start <taskId>`).
+fn java_runs(log: &std::path::Path) -> Vec<(i64, u32)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(" java start "))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let ms = words.next()?.parse().ok()?;
+            let item = words.next()?.parse().ok()?;
+            Some((ms, item))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
+    cluster::init_tracing();
+    let ns = format!("console-java-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("items.log");
+    tracing::info!(
+        "--- one Java ElasticJob-Lite instance runs job `legacy` (4 items, every second)"
+    );
+    let mut java = tokio::process::Command::new(java_peer().join("run-instance"))
+        .args([
+            format!("zk={}", zk::server().connect_string()),
+            format!("ns={ns}"),
+            "job=legacy".to_owned(),
+            "items=4".to_owned(),
+            "cron=* * * * * ?".to_owned(),
+            "description=run by Java".to_owned(),
+            format!("log={}", log.display()),
+        ])
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the Java peer starts");
+    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let console = Console::start(
+        conn,
+        ConsoleOptions {
+            listen: loopback(),
+            token: None,
+            history: None,
+            namespace: ns.clone(),
+        },
+    )
+    .await
+    .expect("console starts");
+    let base = format!("http://{}", console.local_addr());
+    let mut changes = console_changes(&base).await;
+
+    let job = changes
+        .until("the Java instance owns every item of legacy", |page| {
+            let items = page["items"].as_array()?;
+            let live = page["instances"].as_array()?.len() == 1;
+            let owned = items.len() == 4 && items.iter().all(|i| i["owner"].is_string());
+            (live && owned).then(|| page.clone())
+        })
+        .await;
+    assert_eq!(job["status"], "OK", "{job:#}");
+    assert!(
+        job["jobType"].as_str().unwrap_or("").contains('.'),
+        "Java writes its class name: {job:#}"
+    );
+    assert_eq!(job["config"]["cron"], "* * * * * ?");
+    assert_eq!(
+        job["nextFires"].as_array().map(Vec::len),
+        Some(3),
+        "{job:#}"
+    );
+    let overview = console_get(&base, "/api/overview").await;
+    assert_eq!(overview["jobs"][0]["jobName"], "legacy");
+    assert_eq!(overview["jobs"][0]["description"], "run by Java");
+
+    tracing::info!("--- disabling item 2 from the console: the Java instance skips it");
+    let http = reqwest::Client::new();
+    let answer = http
+        .post(format!("{base}/api/jobs/legacy/disable"))
+        .header("Content-Type", "application/json")
+        .body(r#"{"item":2}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    changes
+        .until("item 2 shown disabled", |page| {
+            (page["items"][2]["status"] == "DISABLED").then_some(())
+        })
+        .await;
+    let disabled_at = Utc::now().timestamp_millis() + 1_000;
+    // Three more fires of the other items, then no run of item 2 among them.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let runs = java_runs(&log);
+        let after: Vec<&(i64, u32)> = runs.iter().filter(|(ms, _)| *ms > disabled_at).collect();
+        if after.iter().filter(|(_, item)| *item == 0).count() >= 3 {
+            assert!(
+                after.iter().all(|(_, item)| *item != 2),
+                "the Java instance ran item 2 after it was disabled: {after:?}"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Java instance ran no item 0 three times after the disable: {runs:?}"
+        );
+        // The Java peer reports only through its log file; the console's stream ticks meanwhile.
+        changes.next().await;
+    }
+    let _ = java.kill().await;
+    console.stop().await;
+}
+
+/// The console's event stream of one job, read as a client would.
+struct JobStream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+async fn console_changes(base: &str) -> JobStream {
+    let response = reqwest::get(format!("{base}/api/events?job=legacy"))
+        .await
+        .expect("the event stream opens");
+    assert_eq!(response.status().as_u16(), 200);
+    JobStream {
+        response,
+        buffer: String::new(),
+    }
+}
+
+impl JobStream {
+    /// The next `job` event's data (the page may also send keep-alive comments and errors).
+    async fn next(&mut self) -> Value {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let data: String = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if block.lines().any(|l| l == "event: job" || l == "event:job") {
+                    return serde_json::from_str(&data).expect("a job event carries JSON");
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(WITHIN, self.response.chunk())
+                .await
+                .expect("the event stream sends within 30 s")
+                .expect("the event stream reads")
+                .expect("the event stream stays open");
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Reads events until `pick` returns something, failing with `what` after [`WITHIN`].
+    async fn until<T>(&mut self, what: &str, pick: impl Fn(&Value) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let page = tokio::time::timeout_at(deadline, self.next())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for: {what}"));
+            if let Some(found) = pick(&page) {
+                return found;
+            }
+        }
+    }
+}

@@ -35,13 +35,13 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     jobs: Option<PathBuf>,
     /// Embedded instances in this process [default: 3] (not with --zk: start one process per instance).
-    #[arg(long, value_name = "N", conflicts_with = "zk", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", conflicts_with = "zk", allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..))]
     nodes: Option<u16>,
     /// Instance id ip@-@suffix (embedded: each node gets ID-n).
     #[arg(long, value_name = "ID", value_parser = instance_id)]
     instance_id: Option<InstanceId>,
     /// Registry session timeout, in milliseconds.
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     session_timeout_ms: Option<u64>,
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9464); off unless given.
     #[arg(long, value_name = "ADDR", value_parser = address)]

@@ -100,7 +100,7 @@ pub(crate) struct ConfigSetArgs {
     #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Write only over this version of the config (as printed by `config get`).
-    #[arg(long, value_name = "V", value_parser = clap::value_parser!(i32).range(0..))]
+    #[arg(long, value_name = "V", allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(0..))]
     pub(crate) version: Option<i32>,
 }
 
@@ -114,7 +114,7 @@ pub(crate) struct SwitchArgs {
     #[arg(long, value_name = "IP", conflicts_with = "item", value_parser = server_ip)]
     pub(crate) server: Option<String>,
     /// One item only.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub(crate) item: Option<ShardItem>,
 }
 
@@ -150,7 +150,7 @@ pub(crate) struct HistoryArgs {
     #[arg(long, value_name = "TARGET", default_value = "")]
     pub(crate) db: String,
     /// One item only.
-    #[arg(long, value_name = "N", value_parser = item)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = item)]
     pub(crate) item: Option<ShardItem>,
     /// Not before T: RFC 3339, a date, or an age (90s, 15m, 2h, 7d).
     #[arg(long, value_name = "T", value_parser = since)]

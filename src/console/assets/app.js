@@ -44,7 +44,9 @@ function flash(text, kind) {
 
 function errorText(body) {
   const problems = (body.problems || []).map((p) => el("li", { text: p.field + ": " + p.problem }));
-  return [el("div", { text: body.error || "request failed" }),
+  // With the problems listed one by one, the error's first line says the rest.
+  const error = body.error || "request failed";
+  return [el("div", { text: problems.length ? error.split("\n")[0] : error }),
     problems.length ? el("ul", { class: "problems" }, problems) : null].filter(Boolean);
 }
 
@@ -348,6 +350,7 @@ function chart(points) {
 
 function route() {
   window.scrollTo(0, 0);
+  document.getElementById("flash").hidden = true;
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
