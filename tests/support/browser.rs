@@ -36,6 +36,9 @@ const CHROMIUM_FLAGS: [&str; 9] = [
 pub struct Browser {
     http: reqwest::Client,
     session: String,
+    port: u16,
+    id: String,
+    quit: bool,
     driver: Child,
     _profile: tempfile::TempDir,
 }
@@ -112,6 +115,9 @@ impl Browser {
         let browser = Self {
             http,
             session: format!("{base}/session/{id}"),
+            port,
+            id,
+            quit: false,
             driver,
             _profile: profile,
         };
@@ -241,7 +247,37 @@ impl Browser {
             .timeout(Duration::from_secs(10))
             .send()
             .await;
+        self.quit = true;
         let _ = self.driver.kill().await;
+    }
+}
+
+impl Drop for Browser {
+    /// A test that failed before [`Browser::quit`]: end the session (which ends Chromium; killing
+    /// chromedriver alone would leave it running), with a plain blocking request since no runtime
+    /// may be driving this drop.
+    fn drop(&mut self) {
+        if self.quit {
+            return;
+        }
+        use std::io::{Read, Write};
+        let (port, id) = (self.port, self.id.clone());
+        let closed = std::thread::spawn(move || {
+            let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+            stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+            write!(
+                stream,
+                "DELETE /session/{id} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )?;
+            // chromedriver answers once Chromium has quit; the first bytes are enough.
+            let mut answer = [0u8; 512];
+            stream.read(&mut answer).map(|_| ())
+        })
+        .join();
+        if !matches!(closed, Ok(Ok(()))) {
+            eprintln!("browser: could not end the WebDriver session {}", self.id);
+        }
+        let _ = self.driver.start_kill();
     }
 }
 
