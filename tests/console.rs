@@ -364,6 +364,21 @@ async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_
         .await
         .unwrap();
     assert_eq!(status(read), 200);
+    // Browsers open an event stream without headers: it alone takes the token in its query.
+    let stream = http
+        .get(format!("{base}/api/events?token=s3cret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(stream), 200);
+    let stream = http.get(format!("{base}/api/events")).send().await.unwrap();
+    assert_eq!(status(stream), 401);
+    let query_elsewhere = http
+        .get(format!("{base}/api/overview?token=s3cret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(query_elsewhere), 401);
     let write_without_token = http
         .post(format!("{base}/api/jobs/orders/trigger"))
         .header("Content-Type", "application/json")

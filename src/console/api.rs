@@ -24,8 +24,10 @@ use crate::types::{InstanceId, JobName, ShardItem};
 
 /// Next fire times shown per job.
 const NEXT_FIRES: usize = 3;
-/// Events closer together than this are sent as one refresh.
+/// Changes closer together than this are sent as one refresh of a job's page.
 const COALESCE: Duration = Duration::from_millis(150);
+/// The same for the overview, which reads every job: a busy namespace changes many times a second.
+const COALESCE_OVERVIEW: Duration = Duration::from_secs(1);
 /// A page is refreshed at least this often, so its next fire times and last outcomes move on
 /// while the registry is quiet.
 const REFRESH: Duration = Duration::from_secs(5);
@@ -396,7 +398,7 @@ struct EventsFilter {
 }
 
 /// Server-sent events: the current state at once, then again after every change of the
-/// namespace (changes within [`COALESCE`] are sent once) and at least every [`REFRESH`]. Event `job` carries what
+/// namespace (changes within [`COALESCE`], or [`COALESCE_OVERVIEW`], are sent once) and at least every [`REFRESH`]. Event `job` carries what
 /// `GET /jobs/{job}` answers, `overview` what `GET /overview` answers, `error` a failed read.
 async fn events(
     State(state): State<ConsoleState>,
@@ -413,7 +415,12 @@ async fn events(
                     _ = tokio::time::sleep(REFRESH) => {}
                     _ = state.live.stopped() => return None,
                 }
-                tokio::time::sleep(COALESCE).await;
+                tokio::time::sleep(if job.is_some() {
+                    COALESCE
+                } else {
+                    COALESCE_OVERVIEW
+                })
+                .await;
             }
             // Everything up to now is covered by the snapshot read below.
             changes.mark_unchanged();

@@ -189,25 +189,29 @@ impl Browser {
         value
     }
 
-    /// Clicks the first element matching `css`.
+    /// Clicks the first element matching `css`. A live page may replace the element between
+    /// finding and clicking it (a stale reference): then it is found again, a few times.
     pub async fn click(&self, css: &str) {
-        let found = self
-            .call(
-                reqwest::Method::POST,
-                "/element",
-                Some(json!({ "using": "css selector", "value": css })),
-            )
-            .await;
-        let id = found[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}: {found}"))
-            .to_owned();
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            Some(json!({})),
-        )
-        .await;
+        for _ in 0..5 {
+            let found = self
+                .call(
+                    reqwest::Method::POST,
+                    "/element",
+                    Some(json!({ "using": "css selector", "value": css })),
+                )
+                .await;
+            let id = found[ELEMENT]
+                .as_str()
+                .unwrap_or_else(|| panic!("no element {css}: {found}"))
+                .to_owned();
+            let url = format!("{}/element/{id}/click", self.session);
+            match try_send(&self.http, reqwest::Method::POST, &url, Some(json!({}))).await {
+                Ok(_) => return,
+                Err(e) if e.contains("stale element reference") => continue,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("{css} went stale five times in a row");
     }
 
     /// Writes a PNG of the viewport to `path`.
@@ -287,6 +291,18 @@ async fn send(
     url: &str,
     body: Option<Value>,
 ) -> Value {
+    try_send(http, method, url, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One WebDriver call: its `value`, or the error it answered (or why it could not be made).
+async fn try_send(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> Result<Value, String> {
     let mut request = http.request(method.clone(), url);
     if let Some(body) = body {
         request = request
@@ -296,16 +312,17 @@ async fn send(
     let response = request
         .send()
         .await
-        .unwrap_or_else(|e| panic!("WebDriver {method} {url}: {e}"));
+        .map_err(|e| format!("WebDriver {method} {url}: {e}"))?;
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
     let answer: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("WebDriver {method} {url}: not JSON ({e}): {text}"));
-    assert!(
-        status.is_success(),
-        "WebDriver {method} {url} answered {status}: {answer}"
-    );
-    answer["value"].clone()
+        .map_err(|e| format!("WebDriver {method} {url}: not JSON ({e}): {text}"))?;
+    if !status.is_success() {
+        return Err(format!(
+            "WebDriver {method} {url} answered {status}: {answer}"
+        ));
+    }
+    Ok(answer["value"].clone())
 }
 
 /// Standard base64 (the screenshot's encoding).

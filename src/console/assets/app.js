@@ -92,13 +92,26 @@ document.getElementById("token-form").addEventListener("submit", (ev) => {
   route();
 });
 
+// A redraw between a button's mousedown and mouseup would swallow the click: while a pointer is
+// down, the newest update waits, and is drawn right after the click was handled.
+const deferred = { down: false, draw: null };
+document.addEventListener("mousedown", () => { deferred.down = true; }, true);
+document.addEventListener("mouseup", () => {
+  deferred.down = false;
+  setTimeout(() => { const draw = deferred.draw; deferred.draw = null; if (draw) draw(); }, 0);
+}, true);
+
 function follow(query, onData) {
   closeStream();
   let url = "/api/events" + query;
   if (state.token) url += (query ? "&" : "?") + "token=" + encodeURIComponent(state.token);
   const stream = new EventSource(url);
   const live = document.getElementById("live");
-  const handle = (ev) => { live.classList.remove("stale"); onData(JSON.parse(ev.data)); };
+  const handle = (ev) => {
+    live.classList.remove("stale");
+    const data = JSON.parse(ev.data);
+    if (deferred.down) deferred.draw = () => onData(data); else onData(data);
+  };
   stream.addEventListener("job", handle);
   stream.addEventListener("overview", handle);
   stream.addEventListener("error", (ev) => {
