@@ -305,6 +305,44 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
     screenshot(&browser, "servers.png").await;
     assert_no_console_errors(&browser, "the history and servers pages", &[]).await;
 
+    tracing::info!("--- a console with a token: the page asks for it, then follows the jobs live");
+    let guarded = Console::start(
+        conn.clone(),
+        ConsoleOptions {
+            listen: loopback(),
+            token: Some("s3cret".into()),
+            history: None,
+            namespace: ns.clone(),
+        },
+    )
+    .await
+    .expect("guarded console starts");
+    browser
+        .goto(&format!("http://{}/#/", guarded.local_addr()))
+        .await;
+    browser
+        .wait_for(
+            "the token form",
+            "!document.getElementById('token-form').hidden",
+        )
+        .await;
+    browser
+        .eval(
+            "document.getElementById('token').value = 's3cret';",
+            json!([]),
+        )
+        .await;
+    browser.click("#token-form button").await;
+    browser
+        .wait_for(
+            "the jobs, read with the token",
+            "document.querySelector('tr[data-job=orders]')",
+        )
+        .await;
+    // The refused stream and the request that asked why are logged as failed loads.
+    assert_no_console_errors(&browser, "the guarded console", &["401"]).await;
+    guarded.stop().await;
+
     browser.quit().await;
     console.stop().await;
     for node in &nodes {

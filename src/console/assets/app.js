@@ -115,8 +115,13 @@ function follow(query, onData) {
   stream.addEventListener("job", handle);
   stream.addEventListener("overview", handle);
   stream.addEventListener("error", (ev) => {
-    if (ev.data) { const body = JSON.parse(ev.data); show(el("h1", { text: "Unavailable" }), ...errorText(body)); }
-    else live.classList.add("stale");
+    if (ev.data) { const body = JSON.parse(ev.data); show(el("h1", { text: "Unavailable" }), ...errorText(body)); return; }
+    live.classList.add("stale");
+    // A refused stream is closed for good (an interrupted one reconnects by itself): ask the API
+    // why, which shows the token form when a token is missing or wrong.
+    if (stream.readyState === EventSource.CLOSED) {
+      api("GET", "/overview").catch((e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message })));
+    }
   });
   state.stream = stream;
 }
