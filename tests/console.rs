@@ -684,3 +684,47 @@ impl JobStream {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shardcronctl_console_serves_the_namespace_and_stops_on_sigterm() {
+    use tokio::io::AsyncBufReadExt;
+    let ns = format!("console-cli-{}", std::process::id());
+    let mut child = tokio::process::Command::new(example_bin::ctl_binary())
+        .args(["--zk", &zk::server().connect_string(), "--namespace", &ns])
+        .args(["console", "--listen", "127.0.0.1:0"])
+        .env_remove("SHARDCRON_CONSOLE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("shardcronctl console starts");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(WITHIN, lines.next_line())
+        .await
+        .expect("the console announces its address within 30 s")
+        .unwrap()
+        .expect("a line on stdout");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    let overview = console_get(&url, "/api/overview").await;
+    assert_eq!(overview["namespace"], ns.as_str());
+    assert_eq!(overview["jobs"], json!([]));
+    let page = reqwest::get(format!("{url}/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("/app.js"), "the page is served: {page}");
+
+    let pid = child.id().expect("running") as i32;
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(WITHIN, child.wait())
+        .await
+        .expect("the console stops within 30 s of SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}

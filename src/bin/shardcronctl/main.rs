@@ -46,6 +46,9 @@ const BAD_INPUT: u8 = 2;
 /// Why a command did not complete.
 #[derive(Debug, thiserror::Error)]
 enum CtlError {
+    /// The connect string or namespace is refused.
+    #[error("--zk / --namespace: {0}")]
+    BadRegistry(String),
     /// A command that needs the registry was given no `--zk`.
     #[error("--zk HOSTS is required for this command (see --help)")]
     NoRegistry,
@@ -81,7 +84,7 @@ enum CtlError {
 impl CtlError {
     fn exit_code(&self) -> u8 {
         match self {
-            Self::NoRegistry | Self::ReadFile { .. } => BAD_INPUT,
+            Self::NoRegistry | Self::BadRegistry(_) | Self::ReadFile { .. } => BAD_INPUT,
             Self::Connect { .. } | Self::History(_) => REFUSED,
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
             Self::Console(_) => REFUSED,
@@ -146,12 +149,8 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
     }
     let hosts = zk.ok_or(CtlError::NoRegistry)?;
     // Both strings were checked by the parser; this cannot fail, but says so if it does.
-    let config = ZkConfig::new(&hosts, &namespace).map_err(|e| {
-        CtlError::Console(shardcron::console::ConsoleError::BadOption {
-            option: "--zk",
-            reason: e.to_string(),
-        })
-    })?;
+    let config =
+        ZkConfig::new(&hosts, &namespace).map_err(|e| CtlError::BadRegistry(e.to_string()))?;
     // Read the file before connecting: a typo in its name is bad input, not a registry problem.
     let new_config = match &command {
         Command::Config(ConfigCommand::Set(set)) => Some(
@@ -177,7 +176,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
             "console of namespace {namespace} on http://{} (Ctrl-C stops it)",
             console.local_addr()
         );
-        let _ = tokio::signal::ctrl_c().await;
+        stop_signal().await;
         console.stop().await;
         return Ok(());
     }
@@ -345,6 +344,21 @@ fn or_none(names: &[&str]) -> String {
         "nothing".to_owned()
     } else {
         names.join(", ")
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        },
+        Err(e) => {
+            eprintln!("shardcronctl: cannot watch SIGTERM ({e}); stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
