@@ -1,17 +1,18 @@
 //! What the actors of one node share: the node's identity and registries of strategies and
-//! handlers ([`NodeContext`], lives as long as the node), and per session the registry session and
-//! the refs of the session's actors ([`SessionCtx`]).
+//! handlers ([`NodeContext`], lives as long as the node), and per session the registry session,
+//! its write batcher and the jobs' current configs ([`SessionCtx`]). No actor refs: those are
+//! handed down the tree.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use ractor::ActorRef;
 
 use crate::clock::SharedClock;
 use crate::config::{JobConfig, ValidatedConfig};
+use crate::decide::lifecycle::WriteMode;
 use crate::events::EventBus;
 use crate::job::handlers::HandlerRegistry;
 use crate::job::SharedHandler;
@@ -20,12 +21,6 @@ use crate::registry::mirror::Mirror;
 use crate::registry::{Connector, NodeEventKind, Op, Registry, RegistryError};
 use crate::sharding::StrategyRegistry;
 use crate::types::{InstanceId, JobName};
-
-use super::executor::ExecutorMsg;
-use super::failover::FailoverMsg;
-use super::leader::LeaderMsg;
-use super::sharding::ShardingMsg;
-use super::trigger::TriggerMsg;
 
 /// What kind of handler a job has: it decides the job root's data and config validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,45 +140,10 @@ pub(crate) struct JobEvent {
     pub(crate) kind: NodeEventKind,
 }
 
-/// The refs of the current session's actors, filled in by the SessionActor as it (re)spawns them.
-#[derive(Debug, Default)]
-pub(crate) struct Directory {
-    pub(crate) leader: RwLock<Option<ActorRef<LeaderMsg>>>,
-    pub(crate) sharding: RwLock<Option<ActorRef<ShardingMsg>>>,
-    pub(crate) failover: RwLock<Option<ActorRef<FailoverMsg>>>,
-    pub(crate) trigger: RwLock<Option<ActorRef<TriggerMsg>>>,
-    pub(crate) executors: DashMap<JobName, ActorRef<ExecutorMsg>>,
-    /// The configuration each job runs with now (the last valid one).
-    pub(crate) configs: DashMap<JobName, Arc<ValidatedConfig>>,
-}
-
-impl Directory {
-    /// Stops every actor the directory names and waits for them (bounded), so that a new
-    /// incarnation of the session subtree can register the same names.
-    pub(crate) async fn stop_all(&self) {
-        let mut cells: Vec<ractor::ActorCell> = Vec::new();
-        cells.extend(read(&self.leader).map(|r| r.get_cell()));
-        cells.extend(read(&self.sharding).map(|r| r.get_cell()));
-        cells.extend(read(&self.failover).map(|r| r.get_cell()));
-        cells.extend(read(&self.trigger).map(|r| r.get_cell()));
-        cells.extend(self.executors.iter().map(|e| e.value().get_cell()));
-        let stops = cells.iter().map(|c| {
-            c.stop_and_wait(
-                Some("session subtree restarting".into()),
-                Some(Duration::from_secs(5)),
-            )
-        });
-        futures::future::join_all(stops).await;
-    }
-}
-
-fn read<T: Clone>(slot: &RwLock<Option<T>>) -> Option<T> {
-    slot.read().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-pub(crate) fn write<T>(slot: &RwLock<Option<T>>, value: Option<T>) {
-    *slot.write().unwrap_or_else(|p| p.into_inner()) = value;
-}
+/// The configuration each job of the session runs with now (its last valid one), written by the
+/// job's executor, read by the leader, sharding and failover actors. Data, not actor refs: actors
+/// reach each other only through the handles they were given.
+pub(crate) type JobConfigs = DashMap<JobName, Arc<ValidatedConfig>>;
 
 /// What the actors of one session share.
 #[derive(Debug, Clone)]
@@ -192,8 +152,8 @@ pub(crate) struct SessionCtx {
     pub(crate) node: Arc<NodeContext>,
     /// The session.
     pub(crate) registry: Arc<dyn Registry>,
-    /// Refs of the session's actors and the jobs' current configs.
-    pub(crate) dir: Arc<Directory>,
+    /// The jobs' current configs.
+    pub(crate) configs: Arc<JobConfigs>,
     /// Run markers of concurrent runs, combined into multi-ops.
     pub(crate) writes: super::batch::WriteBatcher,
 }
@@ -209,33 +169,23 @@ impl SessionCtx {
         &self.node.mirror
     }
 
-    pub(crate) fn leader(&self) -> Option<ActorRef<LeaderMsg>> {
-        read(&self.dir.leader)
-    }
-
-    pub(crate) fn sharding(&self) -> Option<ActorRef<ShardingMsg>> {
-        read(&self.dir.sharding)
-    }
-
-    pub(crate) fn failover(&self) -> Option<ActorRef<FailoverMsg>> {
-        read(&self.dir.failover)
-    }
-
-    pub(crate) fn trigger(&self) -> Option<ActorRef<TriggerMsg>> {
-        read(&self.dir.trigger)
-    }
-
-    pub(crate) fn executor(&self, job: &JobName) -> Option<ActorRef<ExecutorMsg>> {
-        self.dir.executors.get(job).map(|r| r.clone())
-    }
-
     pub(crate) fn config(&self, job: &JobName) -> Option<Arc<ValidatedConfig>> {
-        self.dir.configs.get(job).map(|c| c.clone())
+        self.configs.get(job).map(|c| c.clone())
     }
 
     /// Applies operations: nothing for none, a plain call for one, a multi-op for several.
     pub(crate) async fn apply(&self, ops: &[Op]) -> Result<(), RegistryError> {
         apply_ops(&*self.registry, ops).await
+    }
+
+    /// Applies operations as a job's machine asked: batched with the session's other writes of
+    /// the moment, directly, or op by op tolerating nodes already as wanted.
+    pub(crate) async fn write(&self, ops: Vec<Op>, mode: WriteMode) -> Result<(), RegistryError> {
+        match mode {
+            WriteMode::Batched => self.writes.apply(ops).await,
+            WriteMode::Direct => self.apply(&ops).await,
+            WriteMode::Tolerant => apply_each_tolerant(&*self.registry, &ops).await,
+        }
     }
 }
 

@@ -68,8 +68,8 @@ impl crate::admin::NodeProbe for Probe {
         jobs.keys().cloned().collect()
     }
 
-    async fn is_ready(&self) -> bool {
-        is_ready(&self.0).await
+    async fn ready_session(&self) -> Option<i64> {
+        ready_session(&self.0).await
     }
 
     fn connector(&self) -> Arc<dyn Connector> {
@@ -77,9 +77,19 @@ impl crate::admin::NodeProbe for Probe {
     }
 }
 
+/// The connected session's id while the mirror is synced with it.
+async fn ready_session(node: &NodeContext) -> Option<i64> {
+    let registry = ActorRef::<RegistryMsg>::where_is(node.actor_name("registry"))?;
+    ractor::call!(registry, RegistryMsg::ReadySession).unwrap_or(None)
+}
+
+/// Whether the node is ready, as `/readyz` answers: a connected session with a synced mirror, and
+/// every job of the node registered on that session.
 pub(crate) async fn is_ready(node: &NodeContext) -> bool {
-    match ActorRef::<RegistryMsg>::where_is(node.actor_name("registry")) {
-        Some(r) => ractor::call!(r, RegistryMsg::IsReady).unwrap_or(false),
-        None => false,
-    }
+    let session = ready_session(node).await;
+    let jobs: Vec<JobName> = {
+        let jobs = node.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        jobs.keys().cloned().collect()
+    };
+    crate::admin::ready::read(&node.mirror, &node.instance_id, session, &jobs).is_ready()
 }

@@ -61,6 +61,9 @@ pub enum EngineError {
     /// The actor system refused a message or a spawn.
     #[error("actor error: {0}")]
     Actor(String),
+    /// A label given to `NodeBuilder::labels` is refused.
+    #[error("node labels: {0}")]
+    InvalidLabel(#[source] crate::sharding::LabelError),
     /// A metrics or admin endpoint could not start.
     #[error("operations endpoint could not start")]
     Endpoint(#[source] crate::admin::AdminError),

@@ -11,11 +11,13 @@
 //! - Failover turned off: the leader removes the `failover`/`failovering` records and the marks, as
 //!   ElasticJob's FailoverSettingsChangedJobListener does.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
 
 use crate::decide::failover;
+use crate::decide::lifecycle::Input;
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::{NodeEventKind, Op};
@@ -47,12 +49,25 @@ pub(crate) enum FailoverMsg {
     ConfigChanged(JobName),
     /// A job's executor has no run in progress any more: claim what is marked.
     RunEnded(JobName),
+    /// A job's executor started: claimed items of the job go to it.
+    Executor(JobName, ActorRef<ExecutorMsg>),
+    /// A job's executor stopped (forgotten unless a newer one replaced it).
+    ExecutorGone(JobName, ActorId),
+}
+
+/// Arguments of the FailoverActor: the session, and after a restart the executors running.
+#[derive(Debug)]
+pub(crate) struct FailoverArgs {
+    pub(crate) ctx: SessionCtx,
+    pub(crate) executors: HashMap<JobName, ActorRef<ExecutorMsg>>,
 }
 
 /// State of the FailoverActor.
 #[derive(Debug)]
 pub(crate) struct FailoverState {
     ctx: SessionCtx,
+    /// Each job's executor, as the executors announced themselves (handles, not a directory).
+    executors: HashMap<JobName, ActorRef<ExecutorMsg>>,
 }
 
 /// The removals that turning failover off asks for.
@@ -176,7 +191,7 @@ impl FailoverState {
     /// Whether the job's executor here has no run in progress. Asked, not tracked, so that a
     /// restarted executor or FailoverActor never leaves a stale answer behind.
     async fn executor_idle(&self, job: &JobName) -> bool {
-        let Some(exec) = self.ctx.executor(job) else {
+        let Some(exec) = self.executors.get(job) else {
             return false;
         };
         matches!(
@@ -200,8 +215,11 @@ impl FailoverState {
         }
         let me = self.ctx.me().clone();
         let mut view = JobView::read(self.ctx.mirror(), job);
-        let registered =
-            view.instances.contains(&me) && view.server_status(me.ip()) == ServerStatus::Enabled;
+        // An instance without the job's label takes no item of it, not even a failed-over one.
+        let label = self.ctx.config(job).and_then(|c| c.config().label.clone());
+        let registered = view.instances.contains(&me)
+            && view.server_status(me.ip()) == ServerStatus::Enabled
+            && view.carries(&me, label.as_deref());
         if view.failover_marks.is_empty() || !registered || !self.executor_idle(job).await {
             return;
         }
@@ -210,7 +228,7 @@ impl FailoverState {
             let share = view
                 .failover_marks
                 .len()
-                .div_ceil(view.available_instances().len().max(1));
+                .div_ceil(view.eligible_instances(label.as_deref()).len().max(1));
             let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
                 return;
             };
@@ -250,12 +268,11 @@ impl FailoverState {
             job: job.clone(),
             items: items.clone(),
         });
-        metrics::counter!("shardcron_failovers_total", "job" => job.to_string())
-            .increment(items.len() as u64);
-        match self.ctx.executor(job) {
+        crate::metrics::failover_claimed(self.ctx.me(), job, items.len());
+        match self.executors.get(job) {
             Some(exec) => {
                 if exec
-                    .send_message(ExecutorMsg::FailoverClaimed(items))
+                    .send_message(ExecutorMsg::Step(Input::FailoverClaimed(items)))
                     .is_err()
                 {
                     tracing::warn!(%job, "executor gone after a failover claim; its session's end fails the items over again");
@@ -266,26 +283,22 @@ impl FailoverState {
     }
 
     fn jobs(&self) -> Vec<JobName> {
-        self.ctx
-            .dir
-            .configs
-            .iter()
-            .map(|e| e.key().clone())
-            .collect()
+        self.ctx.configs.iter().map(|e| e.key().clone()).collect()
     }
 }
 
 impl Actor for FailoverActor {
     type Msg = FailoverMsg;
     type State = FailoverState;
-    type Arguments = SessionCtx;
+    type Arguments = FailoverArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        ctx: SessionCtx,
+        args: FailoverArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(FailoverState { ctx })
+        let FailoverArgs { ctx, executors } = args;
+        Ok(FailoverState { ctx, executors })
     }
 
     async fn handle(
@@ -313,6 +326,14 @@ impl Actor for FailoverActor {
                 }
             }
             FailoverMsg::RunEnded(job) => state.claim(&job).await,
+            FailoverMsg::Executor(job, exec) => {
+                state.executors.insert(job, exec);
+            }
+            FailoverMsg::ExecutorGone(job, id) => {
+                if state.executors.get(&job).is_some_and(|e| e.get_id() == id) {
+                    state.executors.remove(&job);
+                }
+            }
         }
         Ok(())
     }

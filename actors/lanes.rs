@@ -7,10 +7,64 @@
 //! At most [`DEFAULT_CAP`] tasks run at once; jobs beyond it wait in arrival order. A few hundred
 //! in flight keep the session's pipeline full, while ten thousand tasks at once (every job at a
 //! session start) would only hold ten thousand futures in memory without finishing sooner.
+//!
+//! A lane's task must report back whatever happens, or its slot stays taken until the session
+//! ends: its work runs under [`guarded`], which turns a panic (a user `ShardingStrategy` runs in
+//! the sharding lane) into an error the task reports, logged at ERROR and counted in
+//! `shardcron_lane_panics_total`; the actor then frees the slot and retries the job after
+//! [`PANIC_RETRY`].
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
 
 use crate::types::JobName;
+
+/// How long after a panicked lane task the job is tried again: long enough not to spin on a
+/// strategy that always panics, short enough to recover from one that panicked once.
+pub(crate) const PANIC_RETRY: Duration = Duration::from_secs(1);
+
+/// A lane task's work panicked; the message is the panic's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {lane} task of job {job} panicked: {message}")]
+pub(crate) struct LanePanic {
+    /// Which actor's lane.
+    pub(crate) lane: &'static str,
+    /// The job.
+    pub(crate) job: JobName,
+    /// The panic's message.
+    pub(crate) message: String,
+}
+
+/// Runs `work` (a lane task's body) and returns its output, or the panic it raised, logged and
+/// counted.
+pub(crate) async fn guarded<T>(
+    lane: &'static str,
+    job: &JobName,
+    work: impl Future<Output = T>,
+) -> Result<T, LanePanic> {
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(out) => Ok(out),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| String::from("a panic without a message"));
+            let panic = LanePanic {
+                lane,
+                job: job.clone(),
+                message,
+            };
+            tracing::error!(%job, lane, error = %panic, retry_in = ?PANIC_RETRY, "lane task panicked");
+            crate::metrics::lane_panicked(lane, job);
+            Err(panic)
+        }
+    }
+}
 
 /// Tasks in flight per actor unless said otherwise.
 pub(crate) const DEFAULT_CAP: usize = 256;
@@ -119,6 +173,24 @@ impl<R: Merge> Lanes<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_guarded_task_that_panics_reports_the_panic_and_one_that_ends_its_output() {
+        let job = JobName::new("a").expect("a job name");
+        assert_eq!(guarded("sharding", &job, async { 7 }).await, Ok(7));
+        let panicked = guarded("sharding", &job, async {
+            if job.as_str() == "a" {
+                panic!("strategy exploded");
+            }
+        })
+        .await
+        .expect_err("the panic is reported");
+        assert_eq!(panicked.message, "strategy exploded");
+        assert!(
+            panicked.to_string().contains("sharding task of job a"),
+            "{panicked}"
+        );
+    }
 
     #[derive(Debug, PartialEq)]
     struct Flags(u8);

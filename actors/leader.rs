@@ -14,12 +14,13 @@ use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
 use crate::registry::{CreateMode, Op};
+use crate::sharding::parse_labels;
 use crate::types::InstanceId;
 use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
-use super::lanes::{Lanes, Merge};
+use super::lanes::{self, Lanes, Merge};
 
 /// How often the leader looks whether a job's reconcile interval has passed.
 const RECONCILE_TICK: Duration = Duration::from_secs(60);
@@ -79,8 +80,16 @@ impl LeaderState {
             return;
         };
         let owner = String::from_utf8_lossy(&data).trim().to_owned();
+        let label = self
+            .ctx
+            .config(job)
+            .and_then(|c| c.config().label.clone())
+            .filter(|l| !l.is_empty());
         let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
-            mirror.exists(&node(JobNode::Instance(o.clone())))
+            let instance = mirror.data(&node(JobNode::Instance(o.clone())));
+            let carries =
+                |data: &[u8]| crate::sharding::carries(Some(&parse_labels(data)), label.as_deref());
+            instance.is_some_and(|d| carries(&d))
                 && mirror
                     .data(&node(JobNode::Server(o.ip().to_owned())))
                     .is_none_or(|d| ServerStatus::from_data(&d) == ServerStatus::Enabled)
@@ -114,7 +123,12 @@ impl LeaderState {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
         tokio::spawn(async move {
-            evaluate(&ctx, &job, request.instances_changed, request.reconcile).await;
+            let work = evaluate(&ctx, &job, request.instances_changed, request.reconcile);
+            if lanes::guarded("leader", &job, work).await.is_err() {
+                // Reported (logged, counted); evaluated again once the slot is free.
+                let retry = job.clone();
+                myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
+            }
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(LeaderMsg::Evaluated(job));
         });
@@ -152,8 +166,7 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
                 ctx.node
                     .events
                     .emit(EngineEvent::LeadershipGained { job: job.clone() });
-                metrics::counter!("shardcron_elections_total", "job" => job.to_string())
-                    .increment(1);
+                crate::metrics::election_won(&me, job);
                 leading = true;
             }
             Err(e) if e.is_node_exists() => {
@@ -182,12 +195,12 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
     if !leading {
         return;
     }
-    let total = config.sharding_total_count();
+    let rules = resharding::Rules::of(&config);
     let reason = if instances_changed {
-        Some("instances or servers changed".to_owned())
+        resharding::membership_reason(&view, rules)
     } else if reconcile || view.leader.as_ref() != Some(&me) {
         // Just elected, or the periodic check: look for a stale assignment.
-        resharding::reconcile_reason(&view, total)
+        resharding::reconcile_reason(&view, rules)
     } else {
         None
     };
@@ -270,13 +283,8 @@ impl Actor for LeaderActor {
                 }
             }
             LeaderMsg::Resynced => {
-                let jobs: Vec<JobName> = state
-                    .ctx
-                    .dir
-                    .configs
-                    .iter()
-                    .map(|e| e.key().clone())
-                    .collect();
+                let jobs: Vec<JobName> =
+                    state.ctx.configs.iter().map(|e| e.key().clone()).collect();
                 for job in jobs {
                     state.evaluate(&myself, &job, RECONCILE);
                 }
@@ -291,7 +299,6 @@ impl Actor for LeaderActor {
                 let now = state.ctx.node.clock.now();
                 let due: Vec<JobName> = state
                     .ctx
-                    .dir
                     .configs
                     .iter()
                     .filter(|e| {

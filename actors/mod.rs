@@ -9,26 +9,34 @@
 //!                     │        Mirror feed; turns MirrorEvents into typed JobEvents
 //!                     │ spawns one per session; a new session = a new subtree (state replayed
 //!                     ▼ from the mirror)
-//!               SessionActor   routes JobEvents, restarts its children on failure
+//!               SessionActor   holds its children's refs (no shared directory), routes JobEvents
+//!                     │        down, restarts children, fences on disconnection, watches for pauses
 //!     ┌──────────┬────┴──────┬─────────────┬──────────────┐
 //!     ▼          ▼           ▼             ▼              ▼
 //! LeaderActor ShardingActor FailoverActor TriggerActor  ExecutorActor × jobs
-//!  election,   waits for     clears fail-  one timer     registration, fires, runs
-//!  resharding  running items over nodes    schedule for  (items in tasks that report
-//!  flags,      then commits  when failover all jobs      back), misfire, triggers,
-//!  reconcile   the plan      is turned off               live config
+//!  election,   waits for     marks, claims one timer     interpreter of the job's
+//!  resharding  running items crashed runs  schedule for  decide::lifecycle::JobMachine
+//!  flags,      then commits  for failover  all jobs      (runs in tasks that report back)
+//!  reconcile   the plan
+//!
+//! Handles, passed down by the SessionActor as arguments and messages:
+//!   ExecutorActor ──Peers──▶ TriggerActor (Schedule/Unschedule), LeaderActor (Evaluate),
+//!                            ShardingActor (ShardIfNecessary), FailoverActor (RunEnded, ...)
+//!   TriggerActor  ──the executor's ref in each Schedule──▶ ExecutorActor (Prepare, Fire)
+//!   FailoverActor ──the refs executors announce──▶ ExecutorActor (IsIdle, FailoverClaimed)
 //! ```
 //!
 //! Message flow of a registry change: ZooKeeper watch event → `Mirror` feed applies it and emits a
 //! `MirrorEvent` → `RegistryActor` parses the path into `(JobName, JobNode)` → `SessionActor`
 //! sends the `JobEvent` to the leader, sharding and failover actors and the job's executor → each
 //! reads the job's [`JobView`](crate::view::JobView) from the mirror, asks a pure decision what to do,
-//! and applies the returned operations (one multi-op when there are several).
+//! and applies the returned operations (one multi-op when there are several). The executor feeds
+//! the event to its job's state machine as an input and carries out the commands it returns.
 //!
-//! A fire: `TriggerActor` timer → `ExecutorMsg::Fire` → the executor plans from the mirror (no
-//! registry read), writes its `running` markers in one multi-op, runs the items in a task, gets
-//! `RunFinished` back, hands the markers' removal to the session's write batcher and hears
-//! `RunEnded` when it is done; no handler waits on the run or its end write.
+//! A fire: `TriggerActor` timer → `ExecutorMsg::Fire` → `JobMachine::step(Fire)` plans from the
+//! mirror (no registry read) and asks for one batched write of the `running` markers → its outcome
+//! goes back in → `Launch` starts the run's task → `RunFinished` → the markers' removal is handed
+//! to the session's write batcher → `RunEnded`; no handler waits on the run or its end write.
 
 pub(crate) mod alarm;
 pub(crate) mod batch;

@@ -62,6 +62,7 @@ pub struct NodeBuilder {
     events: EventBus,
     metrics_addr: Option<std::net::SocketAddr>,
     admin_addr: Option<std::net::SocketAddr>,
+    labels: Vec<String>,
 }
 
 impl NodeBuilder {
@@ -78,7 +79,18 @@ impl NodeBuilder {
             events: EventBus::new(),
             metrics_addr: None,
             admin_addr: None,
+            labels: Vec::new(),
         }
+    }
+
+    /// This instance's labels (ElasticJob's `JobInstance.labels`), written in its
+    /// `instances/{id}` node of every job: a job whose `label` names one of them may run here, a
+    /// job with another label does not. Each label is ASCII letters, digits, `-`, `_` or `.`;
+    /// [`NodeBuilder::start`] refuses others.
+    pub fn labels<S: Into<String>>(mut self, labels: impl IntoIterator<Item = S>) -> Self {
+        self.labels = labels.into_iter().map(Into::into).collect();
+        self.labels.dedup();
+        self
     }
 
     /// Serves Prometheus metrics (`GET /metrics`) on `addr`; off unless asked. Unauthenticated:
@@ -179,6 +191,10 @@ impl NodeBuilder {
         let n = NODE_COUNTER.fetch_add(1, Ordering::Relaxed);
         let (metrics_addr, admin_addr) = (self.metrics_addr, self.admin_addr);
         let mut jobs = BTreeMap::new();
+        for label in &self.labels {
+            crate::sharding::check_label(label).map_err(EngineError::InvalidLabel)?;
+        }
+        let labels: Arc<[String]> = self.labels.into();
         let node = Arc::new(NodeContext {
             instance_id: instance_id.clone(),
             connector: self.connector.clone(),
@@ -192,7 +208,8 @@ impl NodeBuilder {
             events: self.events,
             clock_skew_ms: Default::default(),
         });
-        for spec in self.jobs {
+        for mut spec in self.jobs {
+            with_labels(&mut spec, &labels);
             let v = super::register::validate(&node, &spec.config, &spec.job_type)?;
             jobs.insert(v.job_name().clone(), Arc::new(spec));
         }
@@ -220,6 +237,7 @@ impl NodeBuilder {
             actor,
             node,
             endpoints,
+            labels,
         })
     }
 }
@@ -240,12 +258,25 @@ pub struct NodeHandle {
     actor: ActorRef<NodeMsg>,
     node: Arc<NodeContext>,
     endpoints: Arc<Endpoints>,
+    labels: Arc<[String]>,
+}
+
+/// Gives a job's spec the node's labels, unless the spec names its own.
+fn with_labels(spec: &mut JobSpec, labels: &[String]) {
+    if spec.config.instance_labels.is_empty() {
+        spec.config.instance_labels = labels.to_vec();
+    }
 }
 
 impl NodeHandle {
     /// This node's instance id.
     pub fn instance_id(&self) -> &InstanceId {
         &self.node.instance_id
+    }
+
+    /// This node's labels ([`NodeBuilder::labels`]).
+    pub fn labels(&self) -> &[String] {
+        &self.labels
     }
 
     /// The node's mirror of the namespace (read-only use).
@@ -281,7 +312,8 @@ impl NodeHandle {
     }
 
     /// Adds a job at runtime.
-    pub async fn add_job(&self, spec: JobSpec) -> Result<(), EngineError> {
+    pub async fn add_job(&self, mut spec: JobSpec) -> Result<(), EngineError> {
+        with_labels(&mut spec, &self.labels);
         self.ask(|r| RegistryMsg::AddJob(Box::new(spec), r)).await
     }
 
@@ -303,7 +335,8 @@ impl NodeHandle {
         self.node.events.subscribe(name, capacity)
     }
 
-    /// Whether a session is open and the mirror is in sync.
+    /// Whether the node is ready as `/readyz` answers: a session is open, the mirror in sync, and
+    /// every job of the node registered on that session.
     pub async fn is_ready(&self) -> bool {
         is_ready(&self.node).await
     }

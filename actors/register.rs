@@ -3,14 +3,20 @@
 //! `instances/{id}`, and the removal of this instance's stale `running` markers.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::ActorRef;
 
 use crate::config::{JobConfig, JobKind, ValidatedConfig, ValidationContext};
+use crate::decide::lifecycle::{Input, Registration};
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op, RegistryError};
+use crate::sharding::instance_node_data;
 use crate::types::JobName;
 use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobSpec, JobType, NodeContext, SessionCtx};
+use super::executor::ExecutorMsg;
 use super::node::EngineError;
 
 /// The config's job name, checked.
@@ -39,20 +45,28 @@ pub(crate) fn validate(
         error_handlers: &handlers,
         kind,
     };
-    config
+    let valid = config
         .validate(&ctx)
         .map_err(|e| EngineError::InvalidConfig {
             job: config.job_name.clone(),
             reason: e.to_string(),
-        })
+        })?;
+    // The notifier follows the config validated last: the local one at start, the registry's
+    // at registration and at every change.
+    node.handlers.notifiers().configure(
+        valid.job_name(),
+        valid.error_handler(),
+        &valid.config().props,
+    );
+    Ok(valid)
 }
 
-/// What registration found: the config to run with, and whether the instance node still belongs
-/// to an earlier session (then it is created when that one's deletion is seen).
+/// What registration found: the config to run with, and whose the instance node is (an earlier
+/// session's is replaced by ours when its deletion is seen).
 #[derive(Debug)]
 pub(crate) struct Registered {
     pub(crate) config: Arc<ValidatedConfig>,
-    pub(crate) instance_node_pending: bool,
+    pub(crate) registration: Registration,
 }
 
 fn step<'a>(job: &'a JobName, what: &'static str) -> impl Fn(RegistryError) -> EngineError + 'a {
@@ -173,19 +187,25 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
     }
 
     let instance = JobNode::Instance(me.clone()).to_path(&job);
-    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
-    let instance_node_pending = match reg
+    let data = instance_node_data(me, &spec.config.instance_labels);
+    let registration = match reg
         .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
         .await
     {
-        Ok(_) => false,
+        Ok(_) => Registration::Unconfirmed,
         Err(e) if e.is_node_exists() => {
             // An ephemeral of an earlier session of ours: wait for the server to remove it.
             let owner = reg
                 .exists(&instance)
                 .await
                 .map_err(step(&job, "checking instances/{id}"))?;
-            owner.is_some_and(|s| s.ephemeral_owner != reg.session_info().id)
+            match owner {
+                Some(s) if s.ephemeral_owner != reg.session_info().id => {
+                    Registration::Older(s.ephemeral_owner)
+                }
+                Some(_) => Registration::Confirmed,
+                None => Registration::Unconfirmed,
+            }
         }
         Err(e) => return Err(step(&job, "creating instances/{id}")(e)),
     };
@@ -203,7 +223,7 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         .map_err(step(&job, "clearing stale running markers"))?;
     Ok(Registered {
         config: Arc::new(config),
-        instance_node_pending,
+        registration,
     })
 }
 
@@ -286,7 +306,7 @@ async fn register_in_one_write(
     if mirror.exists(&instance) {
         return Ok(None);
     }
-    let data = format!("jobInstanceId: {me}\nserverIp: {}\n", me.ip());
+    let data = instance_node_data(me, &spec.config.instance_labels);
     ops.push(Op::create(instance, data, CreateMode::Ephemeral));
     for (item, v) in &JobView::read(mirror, job).items {
         if v.running.as_deref() == Some(me.as_str()) {
@@ -296,7 +316,7 @@ async fn register_in_one_write(
     match ctx.apply(&ops).await {
         Ok(()) => Ok(Some(Registered {
             config: Arc::new(config),
-            instance_node_pending: false,
+            registration: Registration::Unconfirmed,
         })),
         Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => Ok(None),
         Err(e) => Err(step(job, "registering in one write")(e)),
@@ -319,4 +339,33 @@ pub(crate) fn registry_config(
         reason: format!("{path}: {e}"),
     })?;
     validate(&ctx.node, &config, job_type)
+}
+
+/// The job's config as the registry has it, read from the mirror and validated, as an input for
+/// the job's machine; an invalid one is reported and the last valid one kept.
+pub(crate) fn config_input(ctx: &SessionCtx, job: &JobName, job_type: &JobType) -> Option<Input> {
+    let path = JobNode::Config.to_path(job);
+    let data = ctx.mirror().data(&path)?;
+    match registry_config(ctx, &path, &data, job_type) {
+        Ok(config) => Some(Input::Config(Arc::new(config))),
+        Err(e) => {
+            tracing::error!(%job, error = %e, "invalid config in the registry; keeping the last valid one");
+            None
+        }
+    }
+}
+
+/// How long a session check may take before the session counts as lost.
+const SESSION_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Checks, off the executor's handler, that the session still answers (one round trip); the
+/// answer comes back to `executor` as [`Input::SessionChecked`].
+pub(crate) fn check_session(ctx: &SessionCtx, job: &JobName, executor: &ActorRef<ExecutorMsg>) {
+    let (registry, executor) = (ctx.registry.clone(), executor.clone());
+    let path = JobNode::Instance(ctx.me().clone()).to_path(job);
+    tokio::spawn(async move {
+        let call = tokio::time::timeout(SESSION_CHECK_TIMEOUT, registry.exists(&path));
+        let alive = matches!(call.await, Ok(Ok(_)));
+        let _ = executor.send_message(ExecutorMsg::Step(Input::SessionChecked { alive }));
+    });
 }

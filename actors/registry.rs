@@ -14,7 +14,7 @@ use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 use crate::types::JobName;
 
-use super::context::{Directory, JobEvent, JobSpec, NodeContext, SessionCtx};
+use super::context::{JobConfigs, JobEvent, JobSpec, NodeContext, SessionCtx};
 use super::node::EngineError;
 use super::session::{SessionActor, SessionMsg};
 
@@ -35,8 +35,8 @@ pub(crate) enum RegistryMsg {
     RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// Run every item this instance owns of a job once, now.
     Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// Whether a session is open and its mirror synced.
-    IsReady(RpcReplyPort<bool>),
+    /// The id of the connected session, when its mirror is synced (`None` otherwise).
+    ReadySession(RpcReplyPort<Option<i64>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
 }
@@ -242,11 +242,13 @@ impl Actor for RegistryActor {
                     });
                 }
             }
-            RegistryMsg::IsReady(reply) => {
-                let ready = state.active.as_ref().is_some_and(|a| {
-                    *a.registry.session_state().borrow() == SessionState::Connected
-                }) && state.node.mirror.is_synced();
-                let _ = reply.send(ready);
+            RegistryMsg::ReadySession(reply) => {
+                let session = state.active.as_ref().and_then(|a| {
+                    let connected = *a.registry.session_state().borrow() == SessionState::Connected;
+                    (connected && state.node.mirror.is_synced())
+                        .then(|| a.registry.session_info().id)
+                });
+                let _ = reply.send(session);
             }
         }
         Ok(())
@@ -281,9 +283,9 @@ impl Actor for RegistryActor {
                 .map(|a| a.ctx.clone())
                 .expect("checked above");
             // Its children may outlive it for a moment: stop them so the new ones can take the names.
-            ctx.dir.stop_all().await;
+            stop_stragglers(&state.node).await;
             let ctx = SessionCtx {
-                dir: Arc::new(Directory::default()),
+                configs: Arc::new(JobConfigs::default()),
                 ..ctx
             };
             let session = state.spawn_session(&myself, ctx.clone()).await?;
@@ -343,25 +345,17 @@ async fn connect(
         .await?;
     state.generation += 1;
     let generation = state.generation;
-    let (mut events, handle) = feed.split();
+    let (events, handle) = feed.split();
     let ctx = SessionCtx {
         node: state.node.clone(),
         registry: registry.clone(),
-        dir: Arc::new(Directory::default()),
+        configs: Arc::new(JobConfigs::default()),
         writes: super::batch::WriteBatcher::start(registry.clone()),
     };
     let session = state.spawn_session(myself, ctx.clone()).await?;
     let me = myself.clone();
-    let forward = tokio::spawn(async move {
-        while let Some(ev) = events.recv().await {
-            if me
-                .send_message(RegistryMsg::MirrorChanged(generation, ev))
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
+    let states = registry.session_state();
+    let forward = tokio::spawn(forward(events, states, me, generation));
     myself.send_message(RegistryMsg::CheckClock)?;
     tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
         "registry session opened");
@@ -373,6 +367,71 @@ async fn connect(
         ctx,
     });
     Ok(())
+}
+
+/// Stops the actors a failed SessionActor left behind (its children outlive it for a moment) and
+/// waits for them (bounded), so that the new subtree can register the same names. Found by their
+/// scoped names: the node knows its jobs, and a dead subtree has nobody left to ask.
+async fn stop_stragglers(node: &NodeContext) {
+    let mut names: Vec<String> = ["trigger", "leader", "sharding", "failover"]
+        .iter()
+        .map(|w| node.actor_name(w))
+        .collect();
+    names.extend(
+        lock_jobs(node)
+            .keys()
+            .map(|job| node.actor_name(&format!("executor/{job}"))),
+    );
+    let cells: Vec<_> = names
+        .into_iter()
+        .filter_map(ractor::registry::where_is)
+        .collect();
+    let stops = cells.iter().map(|c| {
+        c.stop_and_wait(
+            Some("session subtree restarting".into()),
+            Some(Duration::from_secs(5)),
+        )
+    });
+    futures::future::join_all(stops).await;
+}
+
+/// Forwards the feed's events and the session's state changes to the actor. Session states come
+/// straight from the session's own state channel, never through the feed: the feed may be stuck
+/// on a read (a `get_many` of a partitioned session waits for its call timeout), and a node that
+/// must stop its items when cut off cannot wait behind it. The feed's own copies of non-terminal
+/// states are dropped (they arrive late or not at all); a terminal state may come either way,
+/// the first one tears the session down and the actor ignores the other (its generation is gone).
+async fn forward(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<MirrorEvent>,
+    mut states: tokio::sync::watch::Receiver<SessionState>,
+    me: ActorRef<RegistryMsg>,
+    generation: u64,
+) {
+    let mut states_open = true;
+    loop {
+        let ev = tokio::select! {
+            biased;
+            changed = states.changed(), if states_open => {
+                if changed.is_err() {
+                    // The session dropped its state channel: the feed reports its end.
+                    states_open = false;
+                    continue;
+                }
+                MirrorEvent::Session(*states.borrow_and_update())
+            }
+            ev = events.recv() => match ev {
+                Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
+                Some(ev) => ev,
+                None => break,
+            },
+        };
+        if me
+            .send_message(RegistryMsg::MirrorChanged(generation, ev))
+            .is_err()
+        {
+            break;
+        }
+    }
 }
 
 pub(crate) fn lock_jobs(

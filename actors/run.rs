@@ -7,13 +7,19 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ractor::ActorRef;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::clock::SharedClock;
+use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
-use crate::job::{ExecutionSource, JobError, ShardingContext, SharedHandler};
+use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
+use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
+use crate::decide::lifecycle::Command;
+
+use super::context::{JobSpec, NodeContext, SessionCtx};
 use super::executor::ExecutorMsg;
 
 /// Everything a run needs, moved into its task.
@@ -59,8 +65,120 @@ pub(crate) fn task_id(
     )
 }
 
+/// What a job's runs are made with, and the cancellation tokens of those in flight (usually
+/// none or one): the executor's equipment, kept apart from its state machine.
+#[derive(Debug)]
+pub(crate) struct RunKit {
+    pub(crate) spec: Arc<JobSpec>,
+    pub(crate) listeners: Listeners,
+    pub(crate) error_handler: Arc<dyn ErrorHandler>,
+    pub(crate) resharding: ReshardingFlag,
+    tokens: Vec<(u64, Vec<(ShardItem, CancellationToken)>)>,
+}
+
+impl RunKit {
+    /// The kit for `spec` running with `config`.
+    pub(crate) fn new(
+        node: &NodeContext,
+        spec: Arc<JobSpec>,
+        config: &ValidatedConfig,
+    ) -> Result<Self, ractor::ActorProcessingErr> {
+        Ok(Self {
+            listeners: node
+                .handlers
+                .listeners(&config.config().job_listener_types)?,
+            error_handler: node.handlers.error_handler(Some(config.error_handler()))?,
+            spec,
+            resharding: ReshardingFlag::default(),
+            tokens: Vec::new(),
+        })
+    }
+
+    /// Listeners and error handler of a new configuration (a name that does not resolve keeps
+    /// the current one: validation already reported it).
+    pub(crate) fn reconfigure(&mut self, node: &NodeContext, config: &ValidatedConfig) {
+        if let Ok(l) = node.handlers.listeners(&config.config().job_listener_types) {
+            self.listeners = l;
+        }
+        if let Ok(h) = node.handlers.error_handler(Some(config.error_handler())) {
+            self.error_handler = h;
+        }
+    }
+
+    /// Starts run `run_id` of `items` in its task, which reports to `executor`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch(
+        &mut self,
+        ctx: &SessionCtx,
+        config: &ValidatedConfig,
+        executor: &ActorRef<ExecutorMsg>,
+        run_id: u64,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        items: &[ShardItem],
+    ) {
+        let me = ctx.me().clone();
+        let job = config.job_name().clone();
+        let task_id = task_id(&job, items, source, &me, run_id);
+        let c = config.config();
+        let mut tokens = Vec::with_capacity(items.len());
+        let contexts = items
+            .iter()
+            .map(|item| {
+                let token = CancellationToken::new();
+                tokens.push((*item, token.clone()));
+                ShardingContext {
+                    job_name: job.clone(),
+                    task_id: task_id.clone(),
+                    sharding_total_count: config.sharding_total_count(),
+                    job_parameter: c.job_parameter.clone().unwrap_or_default(),
+                    sharding_item: *item,
+                    sharding_parameter: config.item_parameter(*item).unwrap_or_default().to_owned(),
+                    source,
+                    instance_id: me.clone(),
+                    cancellation: token,
+                    resharding: self.resharding.clone(),
+                }
+            })
+            .collect();
+        self.tokens.push((run_id, tokens));
+        let req = RunRequest {
+            run_id,
+            job,
+            instance: me,
+            source,
+            task_id,
+            contexts,
+            handler: self.spec.handler.clone(),
+            listeners: self.listeners.clone(),
+            error_handler: self.error_handler.clone(),
+            clock: ctx.node.clock.clone(),
+            events: ctx.node.events.clone(),
+            scheduled,
+        };
+        spawn_run(req, executor.clone());
+    }
+
+    /// Cancels the running items `which` selects.
+    pub(crate) fn cancel(&self, which: impl Fn(ShardItem) -> bool) {
+        for (item, token) in self.tokens.iter().flat_map(|(_, t)| t) {
+            if which(*item) {
+                token.cancel();
+            }
+        }
+    }
+
+    /// Run `run_id`'s task ended: its tokens go (the memory too, once none is left).
+    pub(crate) fn forget(&mut self, run_id: u64) {
+        self.tokens.retain(|(id, _)| *id != run_id);
+        if self.tokens.is_empty() {
+            self.tokens = Vec::new();
+        }
+    }
+}
+
 /// Starts the run's task.
-pub(crate) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()> {
+fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()> {
     tokio::spawn(async move {
         let report = run(req).await;
         // The executor may be gone (job removed, node stopping): nobody is left to tell.
@@ -82,8 +200,7 @@ async fn run(req: RunRequest) -> RunReport {
     let started_at = req.clock.now();
     if let Some(at) = req.scheduled {
         let delay = (started_at - at).to_std().unwrap_or_default();
-        metrics::histogram!("shardcron_trigger_delay_seconds", "job" => req.job.to_string())
-            .record(delay.as_secs_f64());
+        crate::metrics::trigger_delay(&req.instance, &req.job, delay);
     }
     let status = |state: RunState, message: String| {
         if req.events.has_subscribers() {
@@ -151,23 +268,20 @@ async fn run(req: RunRequest) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
             });
         }
-        let outcome = if result.is_ok() { "success" } else { "failure" };
-        metrics::counter!("shardcron_executions_total", "job" => req.job.to_string(),
-            "item" => item.to_string(), "outcome" => outcome, "source" => req.source.as_str())
-        .increment(1);
+        let outcome = if result.is_ok() {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        };
+        crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
         if let Err(e) = result {
             if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
                 escalated = true;
             }
         }
     }
-    metrics::histogram!("shardcron_execution_duration_seconds", "job" => req.job.to_string())
-        .record(
-            (finished_at - started_at)
-                .to_std()
-                .unwrap_or_default()
-                .as_secs_f64(),
-        );
+    let took = (finished_at - started_at).to_std().unwrap_or_default();
+    crate::metrics::run_duration(&req.instance, &req.job, took);
     let failures: Vec<String> = results
         .iter()
         .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("item {i}: {e}")))
@@ -198,4 +312,43 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".to_owned())
+}
+
+/// Reports what a job's state machine asks to report: misfires and skipped fires as metrics and
+/// events, warnings as logs, refused fires to the job's error handler.
+pub(crate) fn report(
+    kit: &RunKit,
+    events: &EventBus,
+    me: &InstanceId,
+    job: &JobName,
+    command: Command,
+) {
+    match command {
+        Command::Misfired(items) => {
+            crate::metrics::misfires_flagged(me, job, items.len());
+            events.emit(EngineEvent::Misfired {
+                job: job.clone(),
+                items,
+            });
+        }
+        Command::Skipped {
+            reason,
+            items,
+            warn,
+        } => {
+            crate::metrics::fire_skipped(me, job, reason.as_str());
+            if warn {
+                tracing::warn!(%job, reason = reason.as_str(), items,
+                    "fire skipped: the job cannot keep up or cannot start work now");
+            } else {
+                tracing::debug!(%job, reason = reason.as_str(), items, "fire skipped");
+            }
+        }
+        Command::Refuse(why) => {
+            let _ = kit.error_handler.handle(job, None, &JobError::Refused(why));
+        }
+        Command::Warn(message) => tracing::warn!(%job, "{message}"),
+        // The executor hands over only the four reports above.
+        _ => {}
+    }
 }

@@ -3,6 +3,7 @@
 //! fails, and on stop drains the executors (running items get the shutdown timeout to finish).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures::StreamExt;
 
@@ -10,17 +11,18 @@ use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
 
+use crate::decide::lifecycle::{FenceBudget, Input};
 use crate::registry::SessionState;
 use crate::types::JobName;
 
-use super::context::{write, JobEvent, JobSpec, SessionCtx};
+use super::context::{JobEvent, JobSpec, SessionCtx};
 use super::executor::{ExecutorActor, ExecutorArgs, ExecutorMsg, JOB_REMOVED};
-use super::failover::{FailoverActor, FailoverMsg};
+use super::failover::{FailoverActor, FailoverArgs, FailoverMsg};
 use super::leader::{LeaderActor, LeaderMsg};
 use super::node::EngineError;
 use super::registry::lock_jobs;
 use super::sharding::{ShardingActor, ShardingMsg};
-use super::trigger::TriggerActor;
+use super::trigger::{TriggerActor, TriggerArgs, TriggerMsg};
 
 /// How long to wait before trying again to start a child whose restart failed.
 const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -28,12 +30,23 @@ const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Jobs registering at the same time when a session starts.
 const REGISTERING_AT_ONCE: usize = 512;
 
-/// Spawns (and so registers) the executor of `job`, recording its ref in the directory.
+/// The handles an executor talks to, handed down by the SessionActor; replaced (and sent again to
+/// every executor) when one of these actors restarts.
+#[derive(Debug)]
+pub(crate) struct Peers {
+    pub(crate) trigger: ActorRef<TriggerMsg>,
+    pub(crate) leader: ActorRef<LeaderMsg>,
+    pub(crate) sharding: ActorRef<ShardingMsg>,
+    pub(crate) failover: ActorRef<FailoverMsg>,
+}
+
+/// Spawns (and so registers) the executor of `job`.
 async fn spawn_executor(
     ctx: &SessionCtx,
     supervisor: &ActorCell,
     job: &JobName,
-) -> Result<ActorCell, ActorProcessingErr> {
+    peers: Arc<Peers>,
+) -> Result<ActorRef<ExecutorMsg>, ActorProcessingErr> {
     let spec = lock_jobs(&ctx.node)
         .get(job)
         .cloned()
@@ -41,11 +54,11 @@ async fn spawn_executor(
     let args = ExecutorArgs {
         ctx: ctx.clone(),
         spec,
+        peers,
     };
     let name = Some(ctx.node.actor_name(&format!("executor/{job}")));
     let (r, _) = Actor::spawn_linked(name, ExecutorActor, args, supervisor.clone()).await?;
-    ctx.dir.executors.insert(job.clone(), r.clone());
-    Ok(r.get_cell())
+    Ok(r)
 }
 
 /// The SessionActor.
@@ -74,8 +87,11 @@ pub(crate) enum SessionMsg {
     Abandon,
     /// Try again to start a child whose restart failed.
     Restart(Child),
-    /// The disconnection numbered `epoch` has lasted two thirds of the session timeout.
+    /// The disconnection numbered `epoch` has lasted the fencing budget.
     DisconnectDeadline(u64),
+    /// The watchdog's tick, with the instant its timer fired: a late one means the node was not scheduled (SIGSTOP, a stalled
+    /// runtime) and may have outlived its session.
+    Watchdog(tokio::time::Instant),
 }
 
 /// A child of the SessionActor.
@@ -100,6 +116,17 @@ pub(crate) struct SessionActorState {
     /// Counts disconnections; `Some` while disconnected.
     disconnected: Option<u64>,
     epochs: u64,
+    trigger: Option<ActorRef<TriggerMsg>>,
+    leader: Option<ActorRef<LeaderMsg>>,
+    sharding: Option<ActorRef<ShardingMsg>>,
+    failover: Option<ActorRef<FailoverMsg>>,
+    /// The handles executors get; `None` until the four actors above run.
+    peers: Option<Arc<Peers>>,
+    executors: HashMap<JobName, ActorRef<ExecutorMsg>>,
+    /// The session's fencing budget.
+    fence: FenceBudget,
+    /// The watchdog's period and its last tick.
+    watchdog: (std::time::Duration, tokio::time::Instant),
 }
 
 impl SessionActorState {
@@ -111,7 +138,7 @@ impl SessionActorState {
                 let (r, _) =
                     Actor::spawn_linked(name("leader"), LeaderActor, ctx.clone(), myself.clone())
                         .await?;
-                write(&ctx.dir.leader, Some(r.clone()));
+                self.leader = Some(r.clone());
                 r.get_cell()
             }
             Child::Sharding => {
@@ -122,48 +149,95 @@ impl SessionActorState {
                     myself.clone(),
                 )
                 .await?;
-                write(&ctx.dir.sharding, Some(r.clone()));
+                self.sharding = Some(r.clone());
                 r.get_cell()
             }
             Child::Failover => {
-                let (r, _) = Actor::spawn_linked(
-                    name("failover"),
-                    FailoverActor,
-                    ctx.clone(),
-                    myself.clone(),
-                )
-                .await?;
-                write(&ctx.dir.failover, Some(r.clone()));
+                let args = FailoverArgs {
+                    ctx: ctx.clone(),
+                    executors: self.executors.clone(),
+                };
+                let (r, _) =
+                    Actor::spawn_linked(name("failover"), FailoverActor, args, myself.clone())
+                        .await?;
+                self.failover = Some(r.clone());
                 r.get_cell()
             }
             Child::Trigger => {
+                let jobs = self
+                    .executors
+                    .iter()
+                    .filter_map(|(job, exec)| {
+                        ctx.config(job).map(|c| (job.clone(), c, exec.clone()))
+                    })
+                    .collect();
+                let args = TriggerArgs {
+                    ctx: ctx.clone(),
+                    jobs,
+                };
                 let (r, _) =
-                    Actor::spawn_linked(name("trigger"), TriggerActor, ctx.clone(), myself.clone())
+                    Actor::spawn_linked(name("trigger"), TriggerActor, args, myself.clone())
                         .await?;
-                write(&ctx.dir.trigger, Some(r.clone()));
+                self.trigger = Some(r.clone());
                 r.get_cell()
             }
-            Child::Executor(job) => spawn_executor(&ctx, myself, job).await?,
+            Child::Executor(job) => {
+                let Some(peers) = self.peers.clone() else {
+                    return Err(EngineError::Actor("session actors not started".into()).into());
+                };
+                let r = spawn_executor(&ctx, myself, job, peers).await?;
+                self.executors.insert(job.clone(), r.clone());
+                r.get_cell()
+            }
         };
-        self.children.insert(cell.get_id(), child);
+        self.children.insert(cell.get_id(), child.clone());
+        if !matches!(child, Child::Executor(_)) {
+            self.hand_down_peers();
+        }
         Ok(())
+    }
+
+    /// Builds the executors' handles once the four session actors run, and hands new ones to
+    /// every executor after one of them restarted.
+    fn hand_down_peers(&mut self) {
+        let (Some(trigger), Some(leader), Some(sharding), Some(failover)) = (
+            self.trigger.clone(),
+            self.leader.clone(),
+            self.sharding.clone(),
+            self.failover.clone(),
+        ) else {
+            return;
+        };
+        let peers = Arc::new(Peers {
+            trigger,
+            leader,
+            sharding,
+            failover,
+        });
+        for e in self.executors.values() {
+            let _ = e.send_message(ExecutorMsg::Peers(peers.clone()));
+        }
+        self.peers = Some(peers);
+    }
+
+    fn to_executors(&self, make: impl Fn() -> ExecutorMsg) {
+        for e in self.executors.values() {
+            let _ = e.send_message(make());
+        }
     }
 
     fn broadcast(&self, make: impl Fn() -> (LeaderMsg, ShardingMsg, FailoverMsg, ExecutorMsg)) {
         let (l, s, f, _) = make();
-        if let Some(r) = self.ctx.leader() {
+        if let Some(r) = &self.leader {
             let _ = r.send_message(l);
         }
-        if let Some(r) = self.ctx.sharding() {
+        if let Some(r) = &self.sharding {
             let _ = r.send_message(s);
         }
-        if let Some(r) = self.ctx.failover() {
+        if let Some(r) = &self.failover {
             let _ = r.send_message(f);
         }
-        for e in self.ctx.dir.executors.iter() {
-            let (_, _, _, m) = make();
-            let _ = e.value().send_message(m);
-        }
+        self.to_executors(|| make().3);
     }
 }
 
@@ -177,6 +251,8 @@ impl Actor for SessionActor {
         myself: ActorRef<Self::Msg>,
         ctx: SessionCtx,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let fence = FenceBudget::for_session(ctx.registry.session_info().timeout);
+        let period = (fence.late_fire_bound() / 2).max(std::time::Duration::from_millis(100));
         let mut state = SessionActorState {
             ctx,
             children: HashMap::new(),
@@ -184,7 +260,17 @@ impl Actor for SessionActor {
             abandoned: false,
             disconnected: None,
             epochs: 0,
+            trigger: None,
+            leader: None,
+            sharding: None,
+            failover: None,
+            peers: None,
+            executors: HashMap::new(),
+            fence,
+            watchdog: (period, tokio::time::Instant::now()),
         };
+        // The instant is taken when the timer fires, so a busy mailbox does not look like a pause.
+        myself.send_interval(period, || SessionMsg::Watchdog(tokio::time::Instant::now()));
         let cell = myself.get_cell();
         for child in [
             Child::Trigger,
@@ -198,18 +284,25 @@ impl Actor for SessionActor {
         // Jobs register side by side (their writes pipelined on the session), not one after
         // another; a few hundred at a time fill the pipeline without holding every job's
         // registration in memory at once.
+        let peers = state
+            .peers
+            .clone()
+            .ok_or_else(|| EngineError::Actor("session actors not started".into()))?;
         let results: Vec<_> = futures::stream::iter(jobs.clone())
             .map(|job| {
-                let (ctx, cell) = (state.ctx.clone(), cell.clone());
-                async move { spawn_executor(&ctx, &cell, &job).await }
+                let (ctx, cell, peers) = (state.ctx.clone(), cell.clone(), peers.clone());
+                async move { spawn_executor(&ctx, &cell, &job, peers).await }
             })
             .buffered(REGISTERING_AT_ONCE)
             .collect()
             .await;
         for (job, result) in jobs.into_iter().zip(results) {
             match result {
-                Ok(child) => {
-                    state.children.insert(child.get_id(), Child::Executor(job));
+                Ok(exec) => {
+                    state
+                        .children
+                        .insert(exec.get_id(), Child::Executor(job.clone()));
+                    state.executors.insert(job, exec);
                 }
                 // One job that cannot register (bad config, a conflicting job root) must not keep
                 // the others from running: report it and go on.
@@ -227,16 +320,16 @@ impl Actor for SessionActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::Job(ev) => {
-                if let Some(r) = state.ctx.leader() {
+                if let Some(r) = &state.leader {
                     let _ = r.send_message(LeaderMsg::Job(ev.clone()));
                 }
-                if let Some(r) = state.ctx.sharding() {
+                if let Some(r) = &state.sharding {
                     let _ = r.send_message(ShardingMsg::Job(ev.clone()));
                 }
-                if let Some(r) = state.ctx.failover() {
+                if let Some(r) = &state.failover {
                     let _ = r.send_message(FailoverMsg::Job(ev.clone()));
                 }
-                if let Some(r) = state.ctx.executor(&ev.job) {
+                if let Some(r) = state.executors.get(&ev.job) {
                     let _ = r.send_message(ExecutorMsg::Job(ev));
                 }
             }
@@ -249,17 +342,16 @@ impl Actor for SessionActor {
                 )
             }),
             SessionMsg::SessionState(s) => {
-                for e in state.ctx.dir.executors.iter() {
-                    let _ = e.value().send_message(ExecutorMsg::SessionState(s));
-                }
+                state.to_executors(|| ExecutorMsg::Step(Input::Session(s)));
                 match s {
                     SessionState::Disconnected if state.disconnected.is_none() => {
-                        // Running items must stop before the session can expire and a survivor
-                        // takes them over: cancel them at two thirds of the negotiated timeout.
+                        // Running items must stop before the server can expire the session and a
+                        // survivor take them over: the fencing budget (FenceBudget) counts from
+                        // the notice, which comes at most 9 client ticks after the last answer.
                         state.epochs += 1;
                         let epoch = state.epochs;
                         state.disconnected = Some(epoch);
-                        let after = state.ctx.registry.session_info().timeout * 2 / 3;
+                        let after = state.fence.cancel_after_notice();
                         myself.send_after(after, move || SessionMsg::DisconnectDeadline(epoch));
                     }
                     SessionState::Connected => state.disconnected = None,
@@ -268,10 +360,17 @@ impl Actor for SessionActor {
             }
             SessionMsg::DisconnectDeadline(epoch) => {
                 if state.disconnected == Some(epoch) {
-                    tracing::warn!("registry disconnected for 2/3 of the session timeout: cancelling running items");
-                    for e in state.ctx.dir.executors.iter() {
-                        let _ = e.value().send_message(ExecutorMsg::CancelRunning);
-                    }
+                    tracing::warn!("registry disconnected past the fencing budget: cancelling running items before the session can expire");
+                    state.to_executors(|| ExecutorMsg::Step(Input::Fenced));
+                }
+            }
+            SessionMsg::Watchdog(fired) => {
+                let (period, last) = state.watchdog;
+                state.watchdog.1 = fired;
+                let paused = fired.duration_since(last).saturating_sub(period);
+                if paused > state.fence.late_fire_bound() {
+                    tracing::warn!(?paused, "this node was not scheduled for a while: checking the session before any fire");
+                    state.to_executors(|| ExecutorMsg::Step(Input::Paused(paused)));
                 }
             }
             SessionMsg::Restart(child) => {
@@ -298,7 +397,7 @@ impl Actor for SessionActor {
                         return Ok(());
                     }
                 };
-                if let Some(old) = state.ctx.executor(&job) {
+                if let Some(old) = state.executors.get(&job).cloned() {
                     state.removing.push(job.clone());
                     old.stop_and_wait(Some("job replaced".into()), None)
                         .await
@@ -314,10 +413,10 @@ impl Actor for SessionActor {
                 let _ = reply.send(result);
             }
             SessionMsg::RemoveJob(job, reply) => {
-                let result = match state.ctx.executor(&job) {
+                let result = match state.executors.get(&job) {
                     Some(exec) => {
                         state.removing.push(job.clone());
-                        let _ = exec.send_message(ExecutorMsg::Remove);
+                        let _ = exec.send_message(ExecutorMsg::Step(Input::Remove));
                         Ok(())
                     }
                     None => Err(EngineError::UnknownJob(job)),
@@ -325,9 +424,9 @@ impl Actor for SessionActor {
                 let _ = reply.send(result);
             }
             SessionMsg::Trigger(job, reply) => {
-                let result = match state.ctx.executor(&job) {
+                let result = match state.executors.get(&job) {
                     Some(exec) => exec
-                        .send_message(ExecutorMsg::TriggerNow)
+                        .send_message(ExecutorMsg::Step(Input::Trigger))
                         .map_err(|e| EngineError::Actor(e.to_string())),
                     None => Err(EngineError::UnknownJob(job)),
                 };
@@ -365,12 +464,14 @@ impl Actor for SessionActor {
                     // forgets the job until it is added again.
                     lock_jobs(&state.ctx.node).remove(job);
                 }
-                state
-                    .ctx
-                    .dir
+                if state
                     .executors
-                    .remove_if(job, |_, r| r.get_id() == cell.get_id());
-                state.ctx.dir.configs.remove(job);
+                    .get(job)
+                    .is_some_and(|r| r.get_id() == cell.get_id())
+                {
+                    state.executors.remove(job);
+                    state.ctx.configs.remove(job);
+                }
                 return Ok(());
             }
         }
@@ -400,13 +501,7 @@ impl Actor for SessionActor {
             return Ok(());
         }
         let timeout = state.ctx.node.options.shutdown_timeout;
-        let executors: Vec<_> = state
-            .ctx
-            .dir
-            .executors
-            .iter()
-            .map(|e| e.value().clone())
-            .collect();
+        let executors: Vec<_> = state.executors.values().cloned().collect();
         let drains = executors.iter().map(|e| {
             e.call(
                 ExecutorMsg::Drain,

@@ -2,7 +2,7 @@
 //! (as state, not by blocking) for the job's running items to end, then marks `processing` and
 //! commits the whole plan in one multi-op. Followers wait for the commit as a mirror event.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
@@ -13,10 +13,10 @@ use crate::registry::NodeEventKind;
 use crate::registry::Op;
 use crate::types::JobName;
 use crate::types::{InstanceId, ShardItem};
-use crate::view::JobView;
+use crate::view::{namespace_load, owners_in_mirror, JobView};
 
 use super::context::{JobEvent, SessionCtx};
-use super::lanes::Lanes;
+use super::lanes::{self, Lanes};
 
 /// The most operations one multi-op carries. ZooKeeper refuses a request past `jute.maxbuffer`
 /// (1 MiB by default) and drops the connection; a plan for a huge `shardingTotalCount` is therefore
@@ -91,7 +91,16 @@ pub(crate) struct ShardingState {
     retrying: BTreeSet<JobName>,
     /// Jobs with a sharding step in flight.
     lanes: Lanes<()>,
+    /// Plans of NAMESPACE_BALANCE jobs this leader committed and the mirror may not show yet (the
+    /// owner of each item), with when they were decided: the next such decision counts them, so
+    /// that jobs sharded one after the other do not all pick the instance that looked idle.
+    recent: BTreeMap<JobName, Vec<InstanceId>>,
+    recent_at: BTreeMap<JobName, tokio::time::Instant>,
 }
+
+/// How long a recent plan stands in for the mirror at most (a commit that failed, or a job that
+/// another leader has resharded since).
+const RECENT_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long a burst of `running` deletions (one per item at the end of a run) is gathered before
 /// a waiting job is looked at again: one check of the whole job instead of one per item.
@@ -105,23 +114,89 @@ impl ShardingState {
         }
     }
 
-    fn spawn_shard(&self, myself: &ActorRef<ShardingMsg>, job: JobName) {
+    fn spawn_shard(&mut self, myself: &ActorRef<ShardingMsg>, job: JobName) {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
+        if balanced(&ctx, &job) {
+            // Decided here, one job at a time, against the plans committed just before.
+            self.forget_caught_up();
+            let step = decide(&ctx, &job, &self.recent);
+            if let Some(ShardingStep::Commit { commit, .. }) = &step {
+                let owners = assignment_of(commit).into_iter().map(|(_, o)| o).collect();
+                self.recent.insert(job.clone(), owners);
+                self.recent_at
+                    .insert(job.clone(), tokio::time::Instant::now());
+            }
+            tokio::spawn(async move {
+                let waiting = match step {
+                    Some(step) => apply(&ctx, &job, step).await,
+                    None => false,
+                };
+                let _ = myself.send_message(ShardingMsg::Sharded { job, waiting });
+            });
+            return;
+        }
         tokio::spawn(async move {
-            let waiting = shard(&ctx, &job).await;
+            let work = async {
+                match decide(&ctx, &job, &BTreeMap::new()) {
+                    Some(step) => apply(&ctx, &job, step).await,
+                    None => false,
+                }
+            };
+            let waiting = match lanes::guarded("sharding", &job, work).await {
+                Ok(waiting) => waiting,
+                Err(_) => {
+                    // Reported (logged, counted); the job waits and is tried again.
+                    let retry = job.clone();
+                    myself.send_after(lanes::PANIC_RETRY, move || ShardingMsg::Retry(retry));
+                    true
+                }
+            };
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(ShardingMsg::Sharded { job, waiting });
         });
     }
+
+    /// Drops the recent plans the mirror shows by now, or that are too old to trust.
+    fn forget_caught_up(&mut self) {
+        let mirror = self.ctx.mirror();
+        let now = tokio::time::Instant::now();
+        let stale: Vec<JobName> = self
+            .recent
+            .iter()
+            .filter(|(job, owners)| {
+                self.recent_at
+                    .get(*job)
+                    .is_none_or(|at| now.duration_since(*at) > RECENT_FOR)
+                    || owners_in_mirror(mirror, job) == **owners
+            })
+            .map(|(job, _)| job.clone())
+            .collect();
+        for job in stale {
+            self.recent.remove(&job);
+            self.recent_at.remove(&job);
+        }
+    }
 }
 
-/// One sharding step of `job`; returns whether it waits (for running items to end, or to retry a
-/// failed commit).
-async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
-    let Some(config) = ctx.config(job) else {
-        return false;
-    };
+/// Whether `job`'s strategy balances over the namespace (its decisions are then serialized).
+fn balanced(ctx: &SessionCtx, job: &JobName) -> bool {
+    ctx.config(job).is_some_and(|config| {
+        ctx.node
+            .strategies
+            .get(config.config().job_sharding_strategy_type.as_deref())
+            .is_ok_and(|s| s.uses_namespace_load())
+    })
+}
+
+/// Decides one sharding step of `job` from the mirror (and `recent` plans); `None` when the job
+/// or its strategy is unknown.
+fn decide(
+    ctx: &SessionCtx,
+    job: &JobName,
+    recent: &BTreeMap<JobName, Vec<InstanceId>>,
+) -> Option<ShardingStep> {
+    let config = ctx.config(job)?;
     let strategy = match ctx
         .node
         .strategies
@@ -130,18 +205,33 @@ async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(%job, error = %e, "cannot shard");
-            return false;
+            return None;
         }
     };
     let view = JobView::read(ctx.mirror(), job);
     let i_lead = view.leader.as_ref() == Some(ctx.me());
-    match resharding::step(
-        &view,
-        job,
-        config.sharding_total_count(),
-        &*strategy,
-        i_lead,
-    ) {
+    let rules = resharding::Rules::of(&config);
+    // Counting the namespace's items reads every job's owners: only for a strategy that needs it,
+    // and only when a commit is about to be computed.
+    let held = if i_lead && view.sharding_necessary && strategy.uses_namespace_load() {
+        let eligible = view.eligible_instances(rules.label);
+        namespace_load(ctx.mirror(), job, &eligible, recent)
+    } else {
+        BTreeMap::new()
+    };
+    let facts = resharding::Facts {
+        now_millis: ctx.node.clock.now().timestamp_millis(),
+        held: &held,
+    };
+    Some(resharding::step(
+        &view, job, rules, &*strategy, facts, i_lead,
+    ))
+}
+
+/// Applies one sharding step of `job`; returns whether it waits (for running items to end, or to
+/// retry a failed commit).
+async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> bool {
+    match step {
         ShardingStep::Nothing => false,
         ShardingStep::WaitForRunningItems(items) => {
             tracing::debug!(%job, ?items, "sharding waits for running items");
@@ -163,8 +253,7 @@ async fn shard(ctx: &SessionCtx, job: &JobName) -> bool {
                         job: job.clone(),
                         assignment: assignment_of(&commit),
                     });
-                    metrics::counter!("shardcron_reshardings_total", "job" => job.to_string())
-                        .increment(1);
+                    crate::metrics::resharding_committed(ctx.me(), job);
                     false
                 }
                 Err(e) => {
@@ -195,6 +284,8 @@ impl Actor for ShardingActor {
             waiting: BTreeSet::new(),
             retrying: BTreeSet::new(),
             lanes: Lanes::default(),
+            recent: BTreeMap::new(),
+            recent_at: BTreeMap::new(),
         })
     }
 
@@ -239,6 +330,9 @@ impl Actor for ShardingActor {
             ShardingMsg::Sharded { job, waiting } => {
                 if waiting {
                     state.waiting.insert(job.clone());
+                    // A failed commit's plan must not count as the job's owners.
+                    state.recent.remove(&job);
+                    state.recent_at.remove(&job);
                 } else {
                     state.waiting.remove(&job);
                 }

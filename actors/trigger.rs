@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::config::ValidatedConfig;
+use crate::decide::lifecycle::Input;
 use crate::types::JobName;
 
 use super::alarm::Alarm;
@@ -36,9 +37,13 @@ pub(crate) struct TriggerActor;
 /// Messages of the TriggerActor.
 #[derive(Debug)]
 pub(crate) enum TriggerMsg {
-    /// Schedule (or reschedule) a job by its configuration's cron and time zone; a job without cron
-    /// is unscheduled.
-    Schedule(JobName, std::sync::Arc<ValidatedConfig>),
+    /// Schedule (or reschedule) a job by its configuration's cron and time zone, firing its
+    /// executor; a job without cron is unscheduled.
+    Schedule(
+        JobName,
+        std::sync::Arc<ValidatedConfig>,
+        ActorRef<ExecutorMsg>,
+    ),
     /// Stop firing a job.
     Unschedule(JobName),
     /// The timer of arming `generation` rang.
@@ -49,7 +54,8 @@ pub(crate) enum TriggerMsg {
 #[derive(Debug)]
 pub(crate) struct TriggerState {
     ctx: SessionCtx,
-    /// Each scheduled job's next instant, the prepare entry queued for it (if any), its config.
+    /// Each scheduled job's next instant, the prepare entry queued for it (if any), its config
+    /// and its executor.
     next: HashMap<JobName, Scheduled>,
     queue: BTreeSet<(DateTime<Utc>, Phase, JobName)>,
     alarm: Alarm,
@@ -61,6 +67,18 @@ struct Scheduled {
     at: DateTime<Utc>,
     prepare_at: Option<DateTime<Utc>>,
     config: std::sync::Arc<ValidatedConfig>,
+    executor: ActorRef<ExecutorMsg>,
+}
+
+/// Arguments of the TriggerActor: the session, and after a restart the jobs already running.
+#[derive(Debug)]
+pub(crate) struct TriggerArgs {
+    pub(crate) ctx: SessionCtx,
+    pub(crate) jobs: Vec<(
+        JobName,
+        std::sync::Arc<ValidatedConfig>,
+        ActorRef<ExecutorMsg>,
+    )>,
 }
 
 impl TriggerState {
@@ -77,17 +95,18 @@ impl TriggerState {
         &mut self,
         job: JobName,
         config: std::sync::Arc<ValidatedConfig>,
-        after: DateTime<Utc>,
+        executor: ActorRef<ExecutorMsg>,
         now: DateTime<Utc>,
     ) {
-        let at = config.next_fire_after(after);
-        self.schedule_at(job, config, at, now);
+        let at = config.next_fire_after(now);
+        self.schedule_at(job, config, executor, at, now);
     }
 
     fn schedule_at(
         &mut self,
         job: JobName,
         config: std::sync::Arc<ValidatedConfig>,
+        executor: ActorRef<ExecutorMsg>,
         at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) {
@@ -108,6 +127,7 @@ impl TriggerState {
                 at,
                 prepare_at,
                 config,
+                executor,
             },
         );
     }
@@ -131,11 +151,12 @@ impl TriggerState {
                 break;
             }
             self.queue.pop_first();
-            let exec = self.ctx.executor(&job);
             if phase == Phase::Prepare {
-                if let (Some(exec), Some(s)) = (exec, self.next.get_mut(&job)) {
+                if let Some(s) = self.next.get_mut(&job) {
                     s.prepare_at = None;
-                    let _ = exec.send_message(ExecutorMsg::Prepare { scheduled: s.at });
+                    let _ = s
+                        .executor
+                        .send_message(ExecutorMsg::Step(Input::Prepare { scheduled: s.at }));
                 }
                 continue;
             }
@@ -145,15 +166,15 @@ impl TriggerState {
             if let Some(p) = s.prepare_at {
                 self.queue.remove(&(p, Phase::Prepare, job.clone()));
             }
-            if let Some(exec) = exec {
-                let _ = exec.send_message(ExecutorMsg::Fire { scheduled: at });
-            }
+            let _ = s
+                .executor
+                .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
             // Fires missed while the node was busy or asleep collapse into the one just sent.
             let next = match s.config.next_fire_after(at) {
                 Some(n) if n <= now => s.config.next_fire_after(now),
                 next => next,
             };
-            self.schedule_at(job, s.config, next, now);
+            self.schedule_at(job, s.config, s.executor, next, now);
         }
     }
 }
@@ -161,13 +182,14 @@ impl TriggerState {
 impl Actor for TriggerActor {
     type Msg = TriggerMsg;
     type State = TriggerState;
-    type Arguments = SessionCtx;
+    type Arguments = TriggerArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        ctx: SessionCtx,
+        args: TriggerArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let TriggerArgs { ctx, jobs } = args;
         let alarm = Alarm::new(&myself, ctx.node.clock.is_real_time());
         let mut state = TriggerState {
             ctx,
@@ -178,15 +200,8 @@ impl Actor for TriggerActor {
         };
         // After a restart, the jobs already running are scheduled again from their current configs.
         let now = state.ctx.node.clock.now();
-        let jobs: Vec<_> = state
-            .ctx
-            .dir
-            .configs
-            .iter()
-            .map(|e| (e.key().clone(), e.value().clone()))
-            .collect();
-        for (job, config) in jobs {
-            state.schedule_after(job, config, now, now);
+        for (job, config, executor) in jobs {
+            state.schedule_after(job, config, executor, now);
         }
         state.arm(&myself);
         Ok(state)
@@ -199,9 +214,9 @@ impl Actor for TriggerActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            TriggerMsg::Schedule(job, config) => {
+            TriggerMsg::Schedule(job, config, executor) => {
                 let now = state.ctx.node.clock.now();
-                state.schedule_after(job, config, now, now);
+                state.schedule_after(job, config, executor, now);
                 state.arm(&myself);
             }
             TriggerMsg::Unschedule(job) => {

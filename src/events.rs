@@ -211,8 +211,7 @@ impl EventBus {
                 s.pending_missed
                     .fetch_add(missed_before + 1, Ordering::Relaxed);
                 s.total_missed.fetch_add(1, Ordering::Relaxed);
-                metrics::counter!("shardcron_events_dropped_total", "subscriber" => s.name.clone())
-                    .increment(1);
+                crate::metrics::event_dropped(&s.name);
             }
         }
     }

@@ -69,6 +69,11 @@ impl JobName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The shared string itself (a metric label without a copy).
+    pub(crate) fn shared(&self) -> Arc<str> {
+        self.0.clone()
+    }
 }
 
 impl fmt::Display for JobName {
@@ -157,6 +162,11 @@ impl InstanceId {
     /// The whole id.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The shared string itself (a metric label without a copy).
+    pub(crate) fn shared(&self) -> Arc<str> {
+        self.0.clone()
     }
 }
 

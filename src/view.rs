@@ -62,6 +62,8 @@ pub struct JobView {
     pub job: Option<JobName>,
     /// Live instances (`instances/` children).
     pub instances: BTreeSet<InstanceId>,
+    /// The labels of the live instances that carry any (`labels` in their `instances/{id}` YAML).
+    pub labels: BTreeMap<InstanceId, BTreeSet<String>>,
     /// `servers/{ip}` statuses.
     pub servers: BTreeMap<String, ServerStatus>,
     /// `leader/election/instance`.
@@ -91,8 +93,15 @@ impl JobView {
             job: Some(job.clone()),
             ..Default::default()
         };
-        for name in mirror.children(&path(JobNode::Instances)) {
-            if let Ok(id) = InstanceId::parse(name) {
+        let instances = path(JobNode::Instances);
+        for name in mirror.children(&instances) {
+            if let Ok(id) = InstanceId::parse(name.as_str()) {
+                if let Some(data) = mirror.data(&format!("{instances}/{name}")) {
+                    let labels = crate::sharding::parse_labels(&data);
+                    if !labels.is_empty() {
+                        view.labels.insert(id.clone(), labels);
+                    }
+                }
                 view.instances.insert(id);
             }
         }
@@ -163,6 +172,19 @@ impl JobView {
         )
     }
 
+    /// The available instances that may run a job configured with `label` (all of them when the
+    /// job has none), in sharding order: those sharding sees.
+    pub fn eligible_instances(&self, label: Option<&str>) -> Vec<InstanceId> {
+        let mut available = self.available_instances();
+        available.retain(|i| crate::sharding::carries(self.labels.get(i), label));
+        available
+    }
+
+    /// Whether `instance` carries the job's `label` (always, for a job without one).
+    pub fn carries(&self, instance: &InstanceId, label: Option<&str>) -> bool {
+        crate::sharding::carries(self.labels.get(instance), label)
+    }
+
     /// Items owned by `me`, ascending.
     pub fn items_owned_by(&self, me: &InstanceId) -> Vec<ShardItem> {
         self.items
@@ -176,4 +198,117 @@ impl JobView {
     pub fn has_running_items(&self) -> bool {
         self.items.values().any(|v| v.running.is_some())
     }
+}
+
+/// The [`Facts`](crate::decide::lifecycle::Facts) a job's state machine reads, taken from the
+/// mirror and the injected clock: no registry call.
+#[derive(Debug)]
+pub struct MirrorFacts<'a> {
+    /// The local copy of the namespace.
+    pub mirror: &'a Mirror,
+    /// The job.
+    pub job: &'a JobName,
+    /// This instance.
+    pub me: &'a InstanceId,
+    /// Wall-clock time.
+    pub clock: &'a crate::clock::SharedClock,
+    /// The last measured clock skew against the registry.
+    pub skew: Option<std::time::Duration>,
+}
+
+impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
+    fn view(&self) -> JobView {
+        JobView::read(self.mirror, self.job)
+    }
+
+    fn owns(&self, item: ShardItem) -> bool {
+        let path = JobNode::ShardingInstance(item).to_path(self.job);
+        self.mirror
+            .data(&path)
+            .and_then(|d| instance_of(&d))
+            .is_some_and(|o| &o == self.me)
+    }
+
+    fn marker_mirrored(&self, item: ShardItem) -> bool {
+        self.mirror
+            .exists(&JobNode::ShardingRunning(item).to_path(self.job))
+    }
+
+    fn instance_owner(&self) -> Option<i64> {
+        let path = JobNode::Instance(self.me.clone()).to_path(self.job);
+        self.mirror.get(&path).map(|n| n.stat.ephemeral_owner)
+    }
+
+    fn has_failover_marks(&self) -> bool {
+        !self
+            .mirror
+            .children(&JobNode::LeaderFailoverItems.to_path(self.job))
+            .is_empty()
+    }
+
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
+    fn clock_skew(&self) -> Option<std::time::Duration> {
+        self.skew
+    }
+}
+
+/// The items each of `among` owns in the namespace's jobs other than `except`, read from the mirror
+/// (`/{job}/sharding/{i}/instance` of every job it holds): what NAMESPACE_BALANCE balances on.
+/// `recent` overrides the mirror for jobs whose newer plan (committed by this leader moments ago)
+/// the mirror may not show yet: their owners, one per item. Every instance of `among` is in the
+/// result, with 0 when it owns nothing.
+pub fn namespace_load(
+    mirror: &Mirror,
+    except: &JobName,
+    among: &[InstanceId],
+    recent: &BTreeMap<JobName, Vec<InstanceId>>,
+) -> BTreeMap<InstanceId, usize> {
+    let mut load: BTreeMap<InstanceId, usize> = among.iter().map(|i| (i.clone(), 0)).collect();
+    let mut add = |owner: &InstanceId| {
+        if let Some(count) = load.get_mut(owner) {
+            *count += 1;
+        }
+    };
+    let mut buf = String::new();
+    for job in mirror.children("/") {
+        if job == except.as_str() {
+            continue;
+        }
+        if let Some(owners) = JobName::new(job.as_str()).ok().and_then(|j| recent.get(&j)) {
+            owners.iter().for_each(&mut add);
+            continue;
+        }
+        let sharding = format!("/{job}/sharding");
+        for item in mirror.children(&sharding) {
+            buf.clear();
+            buf.push_str(&sharding);
+            buf.push('/');
+            buf.push_str(&item);
+            buf.push_str("/instance");
+            if let Some(owner) = mirror.data(&buf).and_then(|d| instance_of(&d)) {
+                add(&owner);
+            }
+        }
+    }
+    load
+}
+
+/// The owner of each item of `job` as the mirror has it, in item order (items without a readable
+/// owner left out): to tell whether the mirror caught up with a plan.
+pub fn owners_in_mirror(mirror: &Mirror, job: &JobName) -> Vec<InstanceId> {
+    let sharding = JobNode::Sharding.to_path(job);
+    let mut items: Vec<(ShardItem, InstanceId)> = mirror
+        .children(&sharding)
+        .into_iter()
+        .filter_map(|name| {
+            let item = name.parse::<ShardItem>().ok()?;
+            let data = mirror.data(&format!("{sharding}/{name}/instance"))?;
+            Some((item, instance_of(&data)?))
+        })
+        .collect();
+    items.sort();
+    items.into_iter().map(|(_, o)| o).collect()
 }

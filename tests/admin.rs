@@ -1,6 +1,7 @@
 //! The operations endpoints over real TCP on loopback: `/metrics` scrapes, `/healthz` and
-//! `/readyz` across a cut session, `/dump/{job}` beside the registry, and the HTTP server's
-//! refusals. Real time (a job firing every second); every wait is on recorded state.
+//! `/readyz` across a cut session and an unregistered job, `/dump/{job}` beside the registry, the
+//! HTTP server's refusals, keep-alive and `HEAD`. Real time (a job firing every second); every
+//! wait is on recorded state.
 
 #[allow(dead_code)]
 #[path = "support/cluster.rs"]
@@ -52,25 +53,82 @@ async fn executions(rec: &Recorder, job: &str, n: usize) {
     .await;
 }
 
-/// Sends `raw` to `addr` and returns the status code and the body of the answer.
+/// One HTTP answer: status, head (lowercased) and body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    /// The value of header `name` (lowercase).
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    }
+}
+
+/// Reads one answer from `stream`: the head, then `Content-Length` bytes of body (none after a
+/// `HEAD`), or everything up to the close when no length is given. The connection stays usable
+/// for a next request when the server keeps it alive.
+async fn read_answer(stream: &mut TcpStream, head_only: bool) -> Answer {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = stream.read(&mut chunk).await.expect("answer read");
+        assert!(n > 0, "connection closed before a whole head: {buf:?}");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let mut body = buf[head_end..].to_vec();
+    let mut answer = Answer {
+        status,
+        head,
+        body: String::new(),
+    };
+    let length = answer
+        .header("content-length")
+        .map(|l| l.parse::<usize>().unwrap());
+    match (head_only, length) {
+        (true, _) => body.clear(),
+        (false, Some(length)) => {
+            while body.len() < length {
+                let n = stream.read(&mut chunk).await.expect("body read");
+                assert!(n > 0, "connection closed mid-body");
+                body.extend_from_slice(&chunk[..n]);
+            }
+        }
+        (false, None) => {
+            stream
+                .read_to_end(&mut body)
+                .await
+                .expect("body read to the close");
+        }
+    }
+    answer.body = String::from_utf8(body).expect("a UTF-8 body");
+    answer
+}
+
+/// Sends `raw` to `addr` on a new connection and returns the status code and the body.
 async fn exchange(addr: SocketAddr, raw: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).await.expect("connects");
     stream
         .write_all(raw.as_bytes())
         .await
         .expect("request sent");
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .await
-        .expect("answer read to the end: the server closes the connection");
-    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    (status, body.to_owned())
+    let answer = read_answer(&mut stream, raw.starts_with("HEAD ")).await;
+    (answer.status, answer.body)
 }
 
 async fn get(addr: SocketAddr, target: &str) -> (u16, String) {
@@ -130,7 +188,7 @@ async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histo
     executions(&rec, "metered", 1).await;
     let (status, first) = get(addr, "/metrics").await;
     assert_eq!(status, 200, "{first}");
-    let job = r#"job="metered""#;
+    let job = r#"job_name="metered""#;
     let before = sample_sum(&first, "shardcron_executions_total", &[job]);
     let started = rec.all().len();
 
@@ -158,16 +216,30 @@ async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histo
         &[job, r#"le="+Inf""#],
     );
     assert!(buckets >= 1.0, "no trigger delay histogram:\n{second}");
+    assert_eq!(
+        sample_sum(
+            &second,
+            "shardcron_trigger_delay_seconds_bucket",
+            &[job, r#"le="+Inf""#]
+        ),
+        sample_sum(&second, "shardcron_trigger_delay_seconds_count", &[job]),
+        "the histogram's buckets end at its count:\n{second}"
+    );
     assert!(
-        second.contains(r#"shardcron_trigger_delay_seconds_bucket{job="metered",le="0.0005"}"#),
+        second
+            .lines()
+            .any(|l| l.starts_with("shardcron_trigger_delay_seconds_bucket{")
+                && l.contains(job)
+                && l.contains(r#"le="0.0005""#)),
         "the histogram has millisecond buckets:\n{second}"
     );
 
     tracing::info!("--- this node's gauges, and registry operations by kind");
-    let me = format!(r#"instance="{}""#, node.instance_id());
+    let me = format!(r#"instance_id="{}""#, node.instance_id());
     for (metric, labels, want) in [
         ("shardcron_items_owned", vec![job, me.as_str()], 1.0),
         ("shardcron_leader", vec![job, me.as_str()], 1.0),
+        ("shardcron_job_registered", vec![job, me.as_str()], 1.0),
         ("shardcron_session_connected", vec![me.as_str()], 1.0),
     ] {
         assert_eq!(
@@ -182,7 +254,13 @@ async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histo
         r#"kind="multi""#,
         r#"outcome="ok""#,
     ];
-    assert!(sample_sum(&second, "shardcron_registry_operations_total", &multis) >= 1.0);
+    // Registry calls are process series, served by the process's oldest metrics endpoint: in this
+    // binary that may be another test's node (tests/prometheus.rs checks exactly one serves them).
+    let served_here = second.contains("shardcron_registry_operations_total{");
+    assert!(
+        !served_here || sample_sum(&second, "shardcron_registry_operations_total", &multis) >= 1.0,
+        "{second}"
+    );
 
     node.shutdown().await;
     assert!(
@@ -313,12 +391,10 @@ async fn the_server_refuses_garbage_unknown_paths_other_methods_and_huge_heads()
     assert_eq!(get(admin, "/nowhere").await.0, 404);
     assert_eq!(get(metrics, "/healthz").await.0, 404);
     assert_eq!(get(admin, "/healthz?verbose").await.0, 200);
-    let post = "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+    let post = "POST /healthz HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     assert_eq!(exchange(admin, post).await.0, 405);
-    assert_eq!(
-        exchange(metrics, "HEAD /metrics HTTP/1.1\r\n\r\n").await.0,
-        405
-    );
+    let put = "PUT /metrics HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    assert_eq!(exchange(metrics, put).await.0, 405);
     for garbage in [
         "hello\r\n\r\n",
         "GET /healthz SPDY/3\r\n\r\n",
@@ -348,12 +424,192 @@ async fn a_second_node_in_the_process_reuses_the_recorder_and_reports_its_own_ga
     let (status, body) = get(addr, "/metrics").await;
     assert_eq!(status, 200, "{body}");
     let mine = format!(
-        r#"shardcron_mirror_nodes{{instance="{}"}}"#,
+        r#"shardcron_mirror_nodes{{instance_id="{}"}}"#,
         second.instance_id()
     );
-    let theirs = format!(r#"instance="{}""#, first.instance_id());
+    let theirs = format!(r#"instance_id="{}""#, first.instance_id());
     assert!(body.contains(&mine), "{body}");
     assert!(!body.contains(&theirs), "{body}");
     second.shutdown().await;
     first.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_connection_carries_several_requests_and_head_answers_without_a_body() {
+    init_tracing();
+    let server = EmbeddedServer::new();
+    let rec = Recorder::real_time();
+    let node = start(
+        &server,
+        &rec,
+        7,
+        JobConfig::test("alive").items(1).cron("0 0 0 1 1 ? 2099"),
+    )
+    .await;
+    let (admin, metrics) = (node.admin_addr().unwrap(), node.metrics_addr().unwrap());
+
+    tracing::info!("--- two requests, then a HEAD, then a GET on one admin connection");
+    let mut stream = TcpStream::connect(admin).await.expect("connects");
+    for (request, head_only, want) in [
+        ("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n", false, "ok\n"),
+        (
+            "GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n",
+            false,
+            "not found: /nowhere\n",
+        ),
+        ("HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n", true, ""),
+        ("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n", false, "ok\n"),
+    ] {
+        stream.write_all(request.as_bytes()).await.expect("sent");
+        let answer = read_answer(&mut stream, head_only).await;
+        assert_eq!(answer.body, want, "{request:?}: {answer:?}");
+        assert_ne!(answer.header("connection"), Some("close"), "{answer:?}");
+    }
+
+    tracing::info!("--- HEAD /metrics: the GET's head, no body; the connection goes on");
+    let mut stream = TcpStream::connect(metrics).await.expect("connects");
+    stream
+        .write_all(b"HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let head = read_answer(&mut stream, true).await;
+    assert_eq!(head.status, 200, "{head:?}");
+    assert_eq!(
+        head.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let get = read_answer(&mut stream, false).await;
+    assert_eq!(get.status, 200);
+    assert!(
+        get.body.contains("# TYPE shardcron_mirror_nodes gauge"),
+        "{get:?}"
+    );
+
+    tracing::info!("--- other methods: 405 naming the allowed ones");
+    stream
+        .write_all(b"DELETE /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let refused = read_answer(&mut stream, false).await;
+    assert_eq!(refused.status, 405);
+    let allow = refused.header("allow").unwrap_or_default().to_owned();
+    assert!(
+        allow.contains("get") && allow.contains("head"),
+        "{refused:?}"
+    );
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn readyz_names_a_job_not_registered_on_the_nodes_session_until_it_is() {
+    init_tracing();
+    let server = EmbeddedServer::new();
+    let rec = Recorder::real_time();
+    let me = instance(8);
+
+    tracing::info!("--- another session holds the node's instances/{{id}} of job 'held'");
+    let admin = server.connector(NAMESPACE).open();
+    let held = format!("/held/instances/{me}");
+    for path in ["/held", "/held/instances"] {
+        admin
+            .create(path, b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    admin
+        .create(&held, b"an earlier session's", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let node = start(
+        &server,
+        &rec,
+        8,
+        JobConfig::test("held").items(1).cron("0 0 0 1 1 ? 2099"),
+    )
+    .await;
+    let addr = node.admin_addr().expect("admin asked for");
+    let metrics = node.metrics_addr().expect("metrics asked for");
+
+    tracing::info!("--- connected and synced, yet not ready: the job is not registered");
+    let mut synced = node.mirror().synced();
+    wait_synced(&mut synced, true).await;
+    let (status, body) = get(addr, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.starts_with(&format!(
+            "not ready: job held is not registered on this instance's session ({held} belongs \
+             to an earlier session"
+        )),
+        "{body}"
+    );
+    assert!(!node.is_ready().await);
+    let (_, scrape) = get(metrics, "/metrics").await;
+    let registered = format!(r#"job_name="held",instance_id="{me}""#);
+    assert_eq!(
+        sample_sum(&scrape, "shardcron_job_registered", &[&registered]),
+        0.0,
+        "{scrape}"
+    );
+    assert_eq!(sample_sum(&scrape, "shardcron_session_connected", &[]), 1.0);
+
+    tracing::info!("--- the other session's node goes: the node registers and is ready");
+    admin.delete(&held, None).await.unwrap();
+    // No event tells of a registration; readiness is asked again until it holds.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !node.is_ready().await {
+        let owner = node.mirror().get(&held).map(|n| n.stat.ephemeral_owner);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for the node to register job held (owner now {owner:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = get(addr, "/readyz").await;
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+    let (_, scrape) = get(metrics, "/metrics").await;
+    assert_eq!(
+        sample_sum(&scrape, "shardcron_job_registered", &[&registered]),
+        1.0,
+        "{scrape}"
+    );
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_request_head_is_disconnected() {
+    init_tracing();
+    let server = EmbeddedServer::new();
+    let rec = Recorder::real_time();
+    let node = start(
+        &server,
+        &rec,
+        9,
+        JobConfig::test("slowloris")
+            .items(1)
+            .cron("0 0 0 1 1 ? 2099"),
+    )
+    .await;
+    let addr = node.admin_addr().unwrap();
+    let mut stream = TcpStream::connect(addr).await.expect("connects");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n")
+        .await
+        .unwrap();
+    // The server's head timeout is 5 s; the wait is for the close, bounded well above it.
+    let mut rest = Vec::new();
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut rest))
+        .await
+        .expect("the server closes a connection whose head does not arrive in time")
+        .ok();
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("200"),
+        "an unfinished request is not answered: {rest:?}"
+    );
+    tracing::info!("--- the server still answers others");
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    node.shutdown().await;
 }

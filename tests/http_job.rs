@@ -2,118 +2,20 @@
 //! answers as each test asks (or never answers).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use shardcron::job::http::{HttpJob, HttpJobError, SHARDING_CONTEXT_HEADER};
 use shardcron::job::{ExecutionSource, ItemHandler, JobError, ShardingContext};
 use shardcron::{InstanceId, JobName, ShardItem};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+mod support;
+use support::http::{server, Answer, Seen};
+
 /// A bound on every wait, so a broken job fails the test instead of hanging it.
 const WITHIN: Duration = Duration::from_secs(20);
-
-/// One request as the server read it.
-#[derive(Debug)]
-struct Received {
-    method: String,
-    target: String,
-    headers: BTreeMap<String, String>,
-    body: String,
-}
-
-/// What the server does once it has read a request.
-#[derive(Debug, Clone, Copy)]
-enum Answer {
-    Status(u16, &'static str),
-    /// Never answers; reports when the client closes the connection.
-    Never,
-}
-
-/// The server's reports.
-#[derive(Debug)]
-enum Seen {
-    Request(Received),
-    ClientClosed,
-}
-
-/// Serves `answer` to every connection on a free loopback port.
-async fn server(answer: Answer) -> (SocketAddr, mpsc::UnboundedReceiver<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((conn, _)) = listener.accept().await {
-            tokio::spawn(serve(conn, answer, tx.clone()));
-        }
-    });
-    (addr, rx)
-}
-
-async fn serve(mut conn: TcpStream, answer: Answer, seen: mpsc::UnboundedSender<Seen>) {
-    let Some(request) = read_request(&mut conn).await else {
-        return;
-    };
-    let _ = seen.send(Seen::Request(request));
-    match answer {
-        Answer::Status(code, body) => {
-            let response = format!(
-                "HTTP/1.1 {code} Test\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = conn.write_all(response.as_bytes()).await;
-        }
-        Answer::Never => {
-            let mut rest = [0u8; 64];
-            // Zero bytes (or an error) means the client has gone.
-            while matches!(conn.read(&mut rest).await, Ok(n) if n > 0) {}
-            let _ = seen.send(Seen::ClientClosed);
-        }
-    }
-}
-
-async fn read_request(conn: &mut TcpStream) -> Option<Received> {
-    let mut data = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        let n = conn.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut start = lines.next()?.split(' ');
-    let (method, target) = (start.next()?.to_owned(), start.next()?.to_owned());
-    let headers: BTreeMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .get("content-length")
-        .map_or(0, |v| v.parse().unwrap());
-    let mut body = data[head_end + 4..].to_vec();
-    while body.len() < length {
-        let n = conn.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    Some(Received {
-        method,
-        target,
-        headers,
-        body: String::from_utf8(body).unwrap(),
-    })
-}
 
 async fn next(seen: &mut mpsc::UnboundedReceiver<Seen>) -> Seen {
     tokio::time::timeout(WITHIN, seen.recv())

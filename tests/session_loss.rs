@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use cluster::{instance, start_node, Recorder};
 use shardcron::config::JobConfig;
+use shardcron::decide::lifecycle::FenceBudget;
 use shardcron::job::{FnJob, JobError, ShardingContext, SharedHandler};
 use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
 use shardcron::registry::{Connector, Registry};
@@ -87,9 +88,14 @@ async fn a_disconnection_cancels_running_items_before_expiry_and_a_reconnection_
         .expect("the running item is cancelled before the 6 s session timeout")
         .unwrap();
     let waited = started.elapsed();
+    // The fencing budget: noticed at most 9 client ticks after the last answer, cancelled with
+    // a tenth of the timeout to spare before the server can expire the session.
+    let budget = FenceBudget::for_session(Duration::from_secs(6));
+    assert_eq!(budget.cancel_after_notice(), Duration::from_millis(2_700));
     assert!(
-        waited >= Duration::from_secs(3) && waited < Duration::from_secs(5),
-        "at about 2/3 of the timeout: {waited:?}"
+        waited >= budget.cancel_after_notice()
+            && waited < budget.cancel_after_notice() + Duration::from_millis(100),
+        "at the fencing deadline: {waited:?}"
     );
     let runs_while_cut = rec.all().len();
     tracing::info!("--- the connection comes back within the timeout");

@@ -55,6 +55,11 @@ struct Cli {
     /// `shardcronctl history NAME --db TARGET`.
     #[arg(long, value_name = "TARGET")]
     history: Option<String>,
+    /// This instance's labels, comma-separated (e.g. gpu,eu): a job whose `label:` names one of
+    /// them runs here, a job with another label does not (ElasticJob's instance labels; embedded:
+    /// every node gets them).
+    #[arg(long = "label", value_name = "LABELS", value_parser = labels)]
+    labels: Option<Labels>,
 }
 
 /// Where the nodes register and what they run.
@@ -78,6 +83,8 @@ pub(crate) struct Args {
     pub(crate) admin: Option<SocketAddr>,
     /// Where to record the execution history.
     pub(crate) history: Option<String>,
+    /// This instance's labels (`--label`).
+    pub(crate) labels: Vec<String>,
 }
 
 /// Parses the process's arguments; on a refusal (or `--help`) clap's error, which `main` prints.
@@ -98,6 +105,7 @@ pub(crate) fn parse() -> Result<Args, clap::Error> {
         metrics: cli.metrics,
         admin: cli.admin,
         history: cli.history,
+        labels: cli.labels.map(|l| l.0).unwrap_or_default(),
     })
 }
 
@@ -118,6 +126,23 @@ fn namespace(value: &str) -> Result<String, String> {
 
 fn instance_id(value: &str) -> Result<InstanceId, String> {
     InstanceId::parse(value).map_err(|e| format!("{e}; expected ip@-@suffix"))
+}
+
+/// `--label`'s list, one value for clap (which would read a bare `Vec` as a repeated flag).
+#[derive(Debug, Clone)]
+struct Labels(Vec<String>);
+
+fn labels(value: &str) -> Result<Labels, String> {
+    value
+        .split(',')
+        .map(|part| {
+            let part = part.trim();
+            shardcron::sharding::check_label(part)
+                .map(|()| part.to_owned())
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()
+        .map(Labels)
 }
 
 fn address(value: &str) -> Result<SocketAddr, String> {

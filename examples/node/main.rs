@@ -133,6 +133,7 @@ struct Planned {
     namespace: String,
     metrics: Option<std::net::SocketAddr>,
     admin: Option<std::net::SocketAddr>,
+    labels: Vec<String>,
 }
 
 /// The address for node `n`: the given port plus `n`, so several embedded nodes do not collide
@@ -159,6 +160,7 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
             namespace: args.namespace.clone(),
             metrics: args.metrics,
             admin: args.admin,
+            labels: args.labels.clone(),
         }]);
     }
     let server = EmbeddedServer::new();
@@ -181,6 +183,7 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
                 namespace: args.namespace.clone(),
                 metrics: nth(args.metrics, n),
                 admin: nth(args.admin, n),
+                labels: args.labels.clone(),
             })
         })
         .collect()
@@ -252,11 +255,13 @@ async fn start_node(
         namespace,
         metrics,
         admin,
+        labels,
     } = planned;
     // The handlers are built before the node, and the node's mirror exists only once it started.
     let mirror = Arc::new(OnceLock::new());
     let mut builder = NodeBuilder::new(connector)
         .event_bus(bus.clone())
+        .labels(labels)
         .options(NodeOptions {
             shutdown_timeout: SHUTDOWN_TIMEOUT,
             ..NodeOptions::default()
@@ -282,7 +287,7 @@ async fn start_node(
     console.line(
         "node",
         format_args!(
-            "instance={} registry={} namespace={} metrics={} admin={}",
+            "instance={} registry={} namespace={} metrics={} admin={} labels={}",
             node.instance_id(),
             registry,
             namespace,
@@ -290,6 +295,11 @@ async fn start_node(
                 .map_or("off".to_owned(), |a| a.to_string()),
             node.admin_addr()
                 .map_or("off".to_owned(), |a| a.to_string()),
+            if node.labels().is_empty() {
+                "none".to_owned()
+            } else {
+                node.labels().join(",")
+            },
         ),
     );
     Ok(node)

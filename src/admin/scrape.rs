@@ -1,16 +1,20 @@
-//! The Prometheus side: the process-wide recorder the engine's `metrics::counter!` and
-//! `metrics::histogram!` calls land in, and the gauges computed from a node's mirror at scrape time.
+//! The Prometheus side: the process-wide recorder the engine's metrics (all emitted by
+//! [`crate::metrics`]) land in, the share of it each node's endpoint serves, and the gauges
+//! computed from a node's mirror at scrape time.
 //!
 //! `metrics` allows one global recorder per process, so the first node that asks for metrics
-//! installs it and later nodes reuse its handle. The counters and histograms are therefore the
-//! process's (they carry a `job` label, not an instance); the gauges appended by
-//! [`render_node_gauges`] are the scraped node's own and carry its `instance`.
+//! installs it and later nodes reuse its handle. A node's endpoint serves the series labelled with
+//! its `instance_id` ([`node_series`]); the process series (no `instance_id`) are served by the
+//! oldest metrics endpoint still running ([`ProcessSeriesTurn`]), so scraping every node of a
+//! process counts nothing twice.
 
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
+use super::ready;
 use crate::registry::mirror::Mirror;
 use crate::types::{InstanceId, JobName};
 use crate::view::JobView;
@@ -45,99 +49,191 @@ fn install() -> Result<PrometheusHandle, BuildError> {
     let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS_BUCKETS)?
         .install_recorder()?;
-    describe();
+    crate::metrics::describe();
     Ok(handle)
 }
 
-/// The `# HELP` lines of the engine's counters and histograms. Kept here rather than beside each
-/// `counter!` call so that the one list of what a scrape shows lives in one place, next to
-/// the README (section "Metrics and health endpoints").
-fn describe() {
-    use metrics::{describe_counter, describe_histogram, Unit};
-    describe_counter!(
-        "shardcron_executions_total",
-        "Item executions that ended, by job, item, outcome (success, failure) and source \
-         (normal, misfire, failover, manual)."
-    );
-    describe_histogram!(
-        "shardcron_trigger_delay_seconds",
-        Unit::Seconds,
-        "Delay from a fire's scheduled instant to the start of its run, by job."
-    );
-    describe_histogram!(
-        "shardcron_execution_duration_seconds",
-        Unit::Seconds,
-        "Duration of a run (all of this instance's items of one fire), by job."
-    );
-    describe_counter!(
-        "shardcron_elections_total",
-        "Leader elections this instance won, by job."
-    );
-    describe_counter!(
-        "shardcron_reshardings_total",
-        "Sharding plans this instance committed as leader, by job."
-    );
-    describe_counter!(
-        "shardcron_misfires_total",
-        "Items flagged misfire because they still ran at a fire, by job."
-    );
-    describe_counter!(
-        "shardcron_failovers_total",
-        "Items of crashed instances this instance claimed, by job."
-    );
-    describe_counter!(
-        "shardcron_events_dropped_total",
-        "Engine events dropped because a subscriber's queue was full, by subscriber."
-    );
-    describe_counter!(
-        "shardcron_registry_operations_total",
-        "Registry calls that finished, by backend (zookeeper, embedded), kind and outcome \
-         (ok, error); a multi-op counts once."
-    );
+/// The metrics endpoints of a process now serving, oldest first: the oldest serves the process
+/// series (see [`crate::metrics`]).
+#[derive(Debug)]
+pub(crate) struct EndpointLine {
+    serving: Mutex<Vec<u64>>,
+    next: AtomicU64,
+}
+
+/// The process's line.
+static LINE: EndpointLine = EndpointLine::new();
+
+impl EndpointLine {
+    const fn new() -> Self {
+        Self {
+            serving: Mutex::new(Vec::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    fn serving(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        self.serving.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A metrics endpoint's place in the line of endpoints that may serve the process series. Leaves
+/// the line when dropped, handing the process series to the next oldest.
+#[derive(Debug)]
+pub(crate) struct ProcessSeriesTurn {
+    line: &'static EndpointLine,
+    id: u64,
+}
+
+impl ProcessSeriesTurn {
+    /// Joins the process's line.
+    pub(crate) fn join() -> Self {
+        Self::join_line(&LINE)
+    }
+
+    fn join_line(line: &'static EndpointLine) -> Self {
+        let id = line.next.fetch_add(1, Ordering::Relaxed);
+        line.serving().push(id);
+        Self { line, id }
+    }
+
+    /// Whether this endpoint is the oldest still serving, so it serves the process series.
+    pub(crate) fn serves_process_series(&self) -> bool {
+        self.line.serving().first() == Some(&self.id)
+    }
+}
+
+impl Drop for ProcessSeriesTurn {
+    fn drop(&mut self) {
+        self.line.serving().retain(|id| *id != self.id);
+    }
+}
+
+/// The part of the recorder's rendering `me`'s endpoint serves: the series labelled with its
+/// `instance_id`, and, when `process` is set, the series that have no `instance_id`. A family's
+/// `# HELP`/`# TYPE` lines are kept only when one of its samples is.
+pub fn node_series(rendered: &str, me: &InstanceId, process: bool) -> String {
+    let mut out = String::with_capacity(rendered.len());
+    let mut header: Vec<&str> = Vec::new();
+    let mut family_shown = false;
+    for line in rendered.lines() {
+        if line.is_empty() {
+            if family_shown {
+                out.push('\n');
+            }
+            header.clear();
+            family_shown = false;
+        } else if line.starts_with('#') {
+            if line.starts_with("# HELP ") {
+                header.clear();
+                family_shown = false;
+            }
+            header.push(line);
+        } else {
+            let keep = match label_value(line, crate::metrics::INSTANCE_LABEL) {
+                Some(id) => id == me.as_str(),
+                None => process,
+            };
+            if keep {
+                for h in header.drain(..) {
+                    out.push_str(h);
+                    out.push('\n');
+                }
+                out.push_str(line);
+                out.push('\n');
+                family_shown = true;
+            }
+        }
+    }
+    out
+}
+
+/// The (unescaped) value of label `name` in a text-format sample line, if it has that label.
+fn label_value(sample: &str, name: &str) -> Option<String> {
+    let (_, mut rest) = sample.split_once('{')?;
+    loop {
+        rest = rest.trim_start_matches([',', ' ']);
+        if rest.starts_with('}') || rest.is_empty() {
+            return None;
+        }
+        let (label, after) = rest.split_once('=')?;
+        let mut chars = after.strip_prefix('"')?.char_indices();
+        let mut value = String::new();
+        let end = loop {
+            match chars.next()? {
+                (_, '\\') => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    c => value.push(c),
+                },
+                (i, '"') => break i,
+                (_, c) => value.push(c),
+            }
+        };
+        if label.trim() == name {
+            return Some(value);
+        }
+        rest = &after[end + 2..];
+    }
 }
 
 /// Appends this node's gauges, in the Prometheus text format, computed from its mirror now:
-/// `shardcron_items_owned{job,instance}`, `shardcron_leader{job,instance}`,
-/// `shardcron_session_connected{instance}` and `shardcron_mirror_nodes{instance}`.
-pub fn render_node_gauges(out: &mut String, mirror: &Mirror, me: &InstanceId, jobs: &[JobName]) {
+/// `shardcron_items_owned{job_name,instance_id}`, `shardcron_leader{job_name,instance_id}`,
+/// `shardcron_job_registered{job_name,instance_id}`, `shardcron_session_connected{instance_id}`
+/// and `shardcron_mirror_nodes{instance_id}`. `session` is the id of the connected session whose
+/// mirror is synced, if any (as for `/readyz`).
+pub fn render_node_gauges(
+    out: &mut String,
+    mirror: &Mirror,
+    me: &InstanceId,
+    jobs: &[JobName],
+    session: Option<i64>,
+) {
     let instance = escape(me.as_str());
-    let views: Vec<(String, JobView)> = jobs
+    let views: Vec<(&JobName, String, JobView)> = jobs
         .iter()
-        .map(|j| (escape(j.as_str()), JobView::read(mirror, j)))
+        .map(|j| (j, escape(j.as_str()), JobView::read(mirror, j)))
         .collect();
-    family(
+    let per_job =
+        |out: &mut String, name: &str, help: &str, value: &dyn Fn(&JobName, &JobView) -> usize| {
+            family(out, name, help);
+            for (job, label, view) in &views {
+                let _ = writeln!(
+                    out,
+                    "{name}{{job_name=\"{label}\",instance_id=\"{instance}\"}} {}",
+                    value(job, view)
+                );
+            }
+        };
+    per_job(
         out,
         "shardcron_items_owned",
         "Sharding items this instance owns, per job, as its mirror holds them.",
+        &|_, view| view.items_owned_by(me).len(),
     );
-    for (job, view) in &views {
-        let n = view.items_owned_by(me).len();
-        let _ = writeln!(
-            out,
-            "shardcron_items_owned{{job=\"{job}\",instance=\"{instance}\"}} {n}"
-        );
-    }
-    family(
+    per_job(
         out,
         "shardcron_leader",
         "1 while this instance is the job's elected leader, else 0.",
+        &|_, view| usize::from(view.leader.as_ref() == Some(me)),
     );
-    for (job, view) in &views {
-        let leading = u8::from(view.leader.as_ref() == Some(me));
-        let _ = writeln!(
-            out,
-            "shardcron_leader{{job=\"{job}\",instance=\"{instance}\"}} {leading}"
-        );
-    }
+    per_job(
+        out,
+        "shardcron_job_registered",
+        "1 while the job's instances/{id} node of this instance belongs to its current session \
+         (what /readyz requires), else 0.",
+        &|job, _| {
+            usize::from(ready::read(mirror, me, session, std::slice::from_ref(job)).is_ready())
+        },
+    );
     family(
         out,
         "shardcron_session_connected",
         "1 while the registry session is connected and the mirror in sync with it, else 0.",
     );
-    let connected = u8::from(mirror.is_synced());
+    let connected = u8::from(session.is_some() && mirror.is_synced());
     let _ = writeln!(
         out,
-        "shardcron_session_connected{{instance=\"{instance}\"}} {connected}"
+        "shardcron_session_connected{{instance_id=\"{instance}\"}} {connected}"
     );
     family(
         out,
@@ -146,7 +242,7 @@ pub fn render_node_gauges(out: &mut String, mirror: &Mirror, me: &InstanceId, jo
     );
     let _ = writeln!(
         out,
-        "shardcron_mirror_nodes{{instance=\"{instance}\"}} {}",
+        "shardcron_mirror_nodes{{instance_id=\"{instance}\"}} {}",
         mirror.len()
     );
 }
@@ -182,15 +278,83 @@ mod tests {
             &Mirror::new(),
             &me,
             &[JobName::new("orders").unwrap()],
+            None,
         );
         for line in [
             "# TYPE shardcron_items_owned gauge",
-            "shardcron_items_owned{job=\"orders\",instance=\"10.0.0.1@-@1\"} 0",
-            "shardcron_leader{job=\"orders\",instance=\"10.0.0.1@-@1\"} 0",
-            "shardcron_session_connected{instance=\"10.0.0.1@-@1\"} 0",
-            "shardcron_mirror_nodes{instance=\"10.0.0.1@-@1\"} 0",
+            "shardcron_items_owned{job_name=\"orders\",instance_id=\"10.0.0.1@-@1\"} 0",
+            "shardcron_leader{job_name=\"orders\",instance_id=\"10.0.0.1@-@1\"} 0",
+            "shardcron_job_registered{job_name=\"orders\",instance_id=\"10.0.0.1@-@1\"} 0",
+            "shardcron_session_connected{instance_id=\"10.0.0.1@-@1\"} 0",
+            "shardcron_mirror_nodes{instance_id=\"10.0.0.1@-@1\"} 0",
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line:?} in\n{out}");
         }
+    }
+
+    const RENDERED: &str = "\
+# HELP shardcron_executions_total Item executions.
+# TYPE shardcron_executions_total counter
+shardcron_executions_total{instance_id=\"a@-@1\",job_name=\"orders\",item=\"0\"} 3
+shardcron_executions_total{instance_id=\"b@-@2\",job_name=\"orders\",item=\"1\"} 4
+
+# HELP shardcron_misfires_total Misfires.
+# TYPE shardcron_misfires_total counter
+shardcron_misfires_total{instance_id=\"b@-@2\",job_name=\"orders\"} 1
+
+# TYPE shardcron_registry_operations_total counter
+shardcron_registry_operations_total{backend=\"embedded\",kind=\"get\",outcome=\"ok\"} 9
+";
+
+    #[test]
+    fn a_node_serves_its_own_series_and_the_oldest_endpoint_the_process_series() {
+        let a = InstanceId::parse("a@-@1").unwrap();
+        let first = node_series(RENDERED, &a, true);
+        assert_eq!(
+            first,
+            "# HELP shardcron_executions_total Item executions.\n\
+             # TYPE shardcron_executions_total counter\n\
+             shardcron_executions_total{instance_id=\"a@-@1\",job_name=\"orders\",item=\"0\"} 3\n\
+             \n\
+             # TYPE shardcron_registry_operations_total counter\n\
+             shardcron_registry_operations_total{backend=\"embedded\",kind=\"get\",outcome=\"ok\"} 9\n"
+        );
+        let b = InstanceId::parse("b@-@2").unwrap();
+        let second = node_series(RENDERED, &b, false);
+        assert!(second.contains("item=\"1\"} 4\n"), "{second}");
+        assert!(second.contains("shardcron_misfires_total{"), "{second}");
+        assert!(!second.contains("registry_operations"), "{second}");
+        assert!(!second.contains("a@-@1"), "{second}");
+    }
+
+    #[test]
+    fn label_values_are_read_through_escapes() {
+        let line = r#"m{x="a\"b,c",instance_id="q\\r",y="z"} 1"#;
+        assert_eq!(label_value(line, "instance_id").as_deref(), Some("q\\r"));
+        assert_eq!(label_value(line, "x").as_deref(), Some("a\"b,c"));
+        assert_eq!(label_value(line, "nope"), None);
+        assert_eq!(label_value("m 1", "x"), None);
+        assert_eq!(label_value("m{x=\"unterminated} 1", "x"), None);
+    }
+
+    #[test]
+    fn the_process_series_pass_to_the_next_oldest_endpoint() {
+        static LINE: EndpointLine = EndpointLine::new();
+        let first = ProcessSeriesTurn::join_line(&LINE);
+        let second = ProcessSeriesTurn::join_line(&LINE);
+        let third = ProcessSeriesTurn::join_line(&LINE);
+        let serving = |turns: &[&ProcessSeriesTurn]| {
+            turns
+                .iter()
+                .map(|t| t.serves_process_series())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(serving(&[&first, &second, &third]), [true, false, false]);
+        drop(second);
+        assert_eq!(serving(&[&first, &third]), [true, false]);
+        drop(first);
+        assert_eq!(serving(&[&third]), [true]);
+        let fourth = ProcessSeriesTurn::join_line(&LINE);
+        assert_eq!(serving(&[&third, &fourth]), [true, false]);
     }
 }

@@ -29,10 +29,19 @@ pub use validate::{
 pub use yaml::ConfigYamlError;
 
 /// The built-in sharding strategies; an absent `jobShardingStrategyType` means the first.
-pub const BUILTIN_STRATEGIES: [&str; 3] = ["AVG_ALLOCATION", "ODEVITY", "ROUND_ROBIN"];
+pub const BUILTIN_STRATEGIES: [&str; 5] = [
+    "AVG_ALLOCATION",
+    "ODEVITY",
+    "ROUND_ROBIN",
+    "SINGLE_SHARDING_BALANCE",
+    "NAMESPACE_BALANCE",
+];
 
-/// The built-in error handlers; an absent `jobErrorHandlerType` means the first.
-pub const BUILTIN_ERROR_HANDLERS: [&str; 3] = ["LOG", "THROW", "IGNORE"];
+/// The built-in error handlers; an absent `jobErrorHandlerType` means the first. The last four
+/// notify (see [`crate::job::handlers::notify`]) and need their `props`.
+pub const BUILTIN_ERROR_HANDLERS: [&str; 7] = [
+    "LOG", "THROW", "IGNORE", "EMAIL", "WECHAT", "DINGTALK", "WEBHOOK",
+];
 
 /// The `props` key holding a SCRIPT job's command line.
 pub const SCRIPT_COMMAND_LINE: &str = "script.command.line";
@@ -107,12 +116,21 @@ pub struct JobConfig {
     /// `overwrite` (false): the local config replaces the registry's at start-up.
     #[serde(default)]
     pub overwrite: bool,
-    /// `label`: only instances carrying this label run the job.
+    /// `label`: only instances carrying this label take the job's items (sharding sees only them,
+    /// and only they take failed-over items). An instance's labels are set with
+    /// `NodeBuilder::labels` and written in its `instances/{id}` node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// `staticSharding` (false): keep the sharding when instances come and go.
+    /// `staticSharding` (false): once items have owners they keep them; instances joining or
+    /// leaving move nothing, except the items of an owner that is gone, disabled, or no longer
+    /// carries the job's label, which go to the eligible instances holding the fewest items.
     #[serde(default)]
     pub static_sharding: bool,
+    /// The labels of the instance that registers this config, written in its `instances/{id}`
+    /// node (ElasticJob's `JobInstance.labels`); not part of the registry's `config`. The node
+    /// sets them from `NodeBuilder::labels`.
+    #[serde(skip)]
+    pub instance_labels: Vec<String>,
     /// Fields this crate does not know, written by other tools (or newer versions); kept so that
     /// a rewrite does not drop them.
     #[serde(skip)]
@@ -163,6 +181,7 @@ impl JobConfig {
             overwrite: false,
             label: None,
             static_sharding: false,
+            instance_labels: Vec::new(),
             unknown_fields: BTreeMap::new(),
         }
     }

@@ -195,9 +195,9 @@ fn each_invalid_config_names_its_field() {
             "unknown sharding strategy \"HASH\"",
         ),
         (
-            base().error_handler("EMAIL"),
+            base().error_handler("PAGER"),
             "jobErrorHandlerType",
-            "unknown error handler \"EMAIL\"",
+            "unknown error handler \"PAGER\"",
         ),
         (
             base().max_time_diff_seconds(-2),
@@ -241,17 +241,17 @@ fn a_script_job_needs_a_command_line() {
 fn registered_strategies_and_handlers_are_accepted_by_name() {
     let ctx = ValidationContext {
         strategies: &["HASH"],
-        error_handlers: &["EMAIL"],
+        error_handlers: &["PAGER"],
         kind: JobKind::Simple,
     };
     let config = JobConfig::test("orders")
         .sharding_strategy("HASH")
-        .error_handler("EMAIL");
+        .error_handler("PAGER");
     let valid = config.validate(&ctx).unwrap();
-    assert_eq!((valid.strategy(), valid.error_handler()), ("HASH", "EMAIL"));
+    assert_eq!((valid.strategy(), valid.error_handler()), ("HASH", "PAGER"));
     let errors = config.validate(&simple()).unwrap_err().to_string();
     assert!(
-        errors.contains("known: AVG_ALLOCATION, ODEVITY, ROUND_ROBIN"),
+        errors.contains("known: AVG_ALLOCATION, ODEVITY, ROUND_ROBIN, SINGLE_SHARDING_BALANCE, NAMESPACE_BALANCE"),
         "{errors}"
     );
 }

@@ -251,12 +251,29 @@ impl JobConfig {
                 ),
             );
         }
+        let notifier =
+            crate::job::handlers::notify::NotifierSettings::from_props(handler, &self.props);
+        if let Some(Err(problems)) = notifier {
+            for p in problems {
+                report(p.field, p.problem);
+            }
+        }
         let command = self.props.get(SCRIPT_COMMAND_LINE).map(|c| c.trim());
         if ctx.kind == JobKind::Script && command.is_none_or(str::is_empty) {
             report(
                 "props.script.command.line",
                 "a SCRIPT job needs the command to run".to_owned(),
             );
+        }
+        if let Some(label) = self.label.as_deref().filter(|l| !l.is_empty()) {
+            if let Err(e) = crate::sharding::check_label(label) {
+                report("label", e.to_string());
+            }
+        }
+        for label in &self.instance_labels {
+            if let Err(e) = crate::sharding::check_label(label) {
+                report("instance labels", e.to_string());
+            }
         }
         if self.max_time_diff_seconds < -1 {
             report(

@@ -20,6 +20,22 @@ fn taken_by_live(view: &JobView, v: &ItemView, gone: Option<&InstanceId>) -> boo
         .is_some_and(|t| Some(t) != gone && view.instances.contains(t))
 }
 
+/// Whether `gone` is back in `instances/` (a restart under the same id, or a new session after
+/// an expiry): its node's deletion was an older session's, and what its `running` markers name
+/// may be its new session's runs. Such an instance's runs are never failed over.
+fn back(view: &JobView, gone: &InstanceId) -> bool {
+    view.instances.contains(gone)
+}
+
+/// Whether the item's `running` names a live instance: its owner is back and running it, so a
+/// claim would run it twice.
+fn run_by_live(view: &JobView, v: &ItemView) -> bool {
+    v.running
+        .as_deref()
+        .and_then(|r| InstanceId::parse(r).ok())
+        .is_some_and(|r| view.instances.contains(&r))
+}
+
 /// One item's mark, as a multi-op that applies only while the run it fails over is as the view
 /// saw it: `proof` (the node naming the vanished instance) still exists, and no instance holds the
 /// item's `failover` (creating and deleting it in the same multi-op fails when one exists). A
@@ -58,6 +74,9 @@ fn proof(v: &ItemView, item: ShardItem, gone: &InstanceId) -> JobNode {
 /// the marks' parent first and tolerates a multi-op that fails (marked meanwhile, or no longer
 /// needed).
 pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) -> Vec<Vec<Op>> {
+    if back(view, crashed) {
+        return Vec::new();
+    }
     view.items
         .iter()
         .filter(|(item, v)| {
@@ -128,7 +147,7 @@ pub fn claim(
         let mine = v.owner.as_ref() == Some(me)
             || v.running.as_deref() == Some(me.as_str())
             || v.failovering.as_ref() == Some(me);
-        if mine || taken_by_live(view, v, None) {
+        if mine || taken_by_live(view, v, None) || run_by_live(view, v) {
             continue;
         }
         let item = *item;
@@ -323,6 +342,15 @@ mod tests {
     }
 
     #[test]
+    fn an_instance_back_under_the_same_id_has_none_of_its_runs_marked() {
+        // Killed and restarted at once (or back on a new session after an expiry): the deletion
+        // seen is its old session's node; what `running` names is its new session's run.
+        let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
+        let v = running(owned(view(&[&a, &x], Some(&a)), &[(0, &x)]), 0, &x);
+        assert!(marks_for_crashed(&v, &job(), &x).is_empty());
+    }
+
+    #[test]
     fn which_marked_items_a_claim_takes() {
         let (a, b, x) = (
             inst("10.0.0.1@-@1"),
@@ -375,6 +403,12 @@ mod tests {
                 marked(base.clone(), &[7]),
                 8,
                 None,
+            ),
+            (
+                "an item whose owner is back and running it is not claimed",
+                marked(running(base.clone(), 0, &b), &[0, 1]),
+                8,
+                items(&[1]),
             ),
         ];
         for (name, v, max, want) in cases {

@@ -41,3 +41,12 @@ pub(crate) fn with_item(mut v: JobView, i: u32, f: impl FnOnce(&mut ItemView)) -
     f(v.items.entry(ShardItem(i)).or_default());
     v
 }
+
+/// Gives an instance labels, as its `instances/{id}` YAML would.
+pub(crate) fn labelled(mut v: JobView, who: &InstanceId, labels: &[&str]) -> JobView {
+    v.labels.insert(
+        who.clone(),
+        labels.iter().map(|l| (*l).to_owned()).collect(),
+    );
+    v
+}

@@ -10,10 +10,12 @@
 //! | [`prepare`] | which `running` markers are written just ahead of a fire's instant |
 //! | [`reconcile`] | which records of dead owners the leader clears |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
+//! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
 
 pub mod election;
 pub mod execution;
 pub mod failover;
+pub mod lifecycle;
 pub mod prepare;
 pub mod reconcile;
 pub mod resharding;

@@ -3,14 +3,61 @@
 //! The leader flags `leader/sharding/necessary`; at the next fire it waits (without blocking) for the
 //! job's running items to end, creates the ephemeral `leader/sharding/processing`, and commits the
 //! whole plan in one multi-op that also removes both flags.
+//!
+//! Sharding sees the *eligible* instances: live, server enabled, and carrying the job's `label` when
+//! it has one. With `staticSharding`, a job that has owners keeps them: membership changes only
+//! reshard when an owner can no longer run its items, and the commit moves only those items
+//! ([`keep_owners`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::config::ValidatedConfig;
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op};
-use crate::sharding::ShardingStrategy;
-use crate::types::{JobName, ShardItem};
+use crate::sharding::{keep_owners, ShardingInput, ShardingPlan, ShardingStrategy};
+use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
+
+/// What of a job's config sharding follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules<'a> {
+    /// `shardingTotalCount`.
+    pub total: u32,
+    /// `staticSharding`.
+    pub static_sharding: bool,
+    /// `label`: only instances carrying it take items.
+    pub label: Option<&'a str>,
+}
+
+impl<'a> Rules<'a> {
+    /// The rules of a validated config.
+    pub fn of(config: &'a ValidatedConfig) -> Self {
+        Self {
+            total: config.sharding_total_count(),
+            static_sharding: config.config().static_sharding,
+            label: config.config().label.as_deref().filter(|l| !l.is_empty()),
+        }
+    }
+
+    /// `total` items, dynamic sharding, no label.
+    pub fn items(total: u32) -> Self {
+        Self {
+            total,
+            static_sharding: false,
+            label: None,
+        }
+    }
+}
+
+/// What the leader knows beyond the job's nodes when it shards: the time, and the items each
+/// eligible instance holds in the namespace's other jobs (empty unless the strategy reads it).
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// Milliseconds since the Unix epoch, from the node's clock.
+    pub now_millis: i64,
+    /// Items held elsewhere, per eligible instance.
+    pub held: &'a BTreeMap<InstanceId, usize>,
+}
 
 /// The operation that raises the resharding flag, or none when it is already up.
 pub fn flag(view: &JobView, job: &JobName) -> Option<Op> {
@@ -23,20 +70,52 @@ pub fn flag(view: &JobView, job: &JobName) -> Option<Op> {
     })
 }
 
-/// Why the reconcile check wants a reshard, if it does: items without a live, enabled owner, item
-/// nodes past `total`, or an available instance left without items while another has two or more.
-pub fn reconcile_reason(view: &JobView, total: u32) -> Option<String> {
-    let available: BTreeSet<_> = view.available_instances().into_iter().collect();
-    if available.is_empty() {
-        return None; // nobody could take items: resharding would assign nothing
+/// Whether the job has been sharded: some item names an owner (ElasticJob asks whether `sharding/`
+/// has children; an item node without an owner says nothing about a plan).
+fn has_owners(view: &JobView) -> bool {
+    view.items.values().any(|v| v.has_owner_node)
+}
+
+/// Why instances coming or going (or a server's status changing) need a reshard. Always, as in
+/// ElasticJob, unless `staticSharding` holds and the job has owners: then only when an owner can no
+/// longer run its items (see [`reconcile_reason`]).
+pub fn membership_reason(view: &JobView, rules: Rules<'_>) -> Option<String> {
+    if rules.static_sharding && has_owners(view) {
+        reconcile_reason(view, rules)
+    } else {
+        Some("instances or servers changed".to_owned())
+    }
+}
+
+/// Why the reconcile check wants a reshard, if it does: items without an eligible owner, item nodes
+/// past `total`, or (without `staticSharding`) an eligible instance left without items while another
+/// has two or more. With a `label` that no available instance carries, items still owned are a
+/// reason too: the commit then takes them from their owners.
+pub fn reconcile_reason(view: &JobView, rules: Rules<'_>) -> Option<String> {
+    let total = rules.total;
+    let eligible: BTreeSet<_> = view.eligible_instances(rules.label).into_iter().collect();
+    if eligible.is_empty() {
+        // Nobody could take items: resharding would assign nothing. Only a label can make owners
+        // that are still available ineligible; their items must stop running there.
+        let label = rules.label?;
+        return view
+            .items
+            .iter()
+            .find(|(_, v)| v.has_owner_node)
+            .map(|(i, _)| {
+                format!("item {i} is owned, but no available instance carries label {label:?}")
+            });
     }
     for i in 0..total {
         match view.items.get(&ShardItem(i)).and_then(|v| v.owner.as_ref()) {
             None => return Some(format!("item {i} has no owner")),
-            Some(o) if !available.contains(o) => {
-                return Some(format!(
-                    "item {i} is owned by {o}, which is offline or disabled"
-                ))
+            Some(o) if !eligible.contains(o) => {
+                return Some(match rules.label {
+                    Some(label) if view.available_instances().contains(o) => {
+                        format!("item {i} is owned by {o}, which does not carry label {label:?}")
+                    }
+                    _ => format!("item {i} is owned by {o}, which is offline or disabled"),
+                })
             }
             Some(_) => {}
         }
@@ -44,8 +123,10 @@ pub fn reconcile_reason(view: &JobView, total: u32) -> Option<String> {
     if let Some(extra) = view.items.keys().find(|i| i.0 >= total) {
         return Some(format!("item {extra} is past shardingTotalCount {total}"));
     }
-    let mut counts: std::collections::BTreeMap<_, usize> =
-        available.iter().map(|i| (i.clone(), 0)).collect();
+    if rules.static_sharding {
+        return None;
+    }
+    let mut counts: BTreeMap<_, usize> = eligible.iter().map(|i| (i.clone(), 0)).collect();
     for v in view.items.values() {
         if let Some(c) = v.owner.as_ref().and_then(|o| counts.get_mut(o)) {
             *c += 1;
@@ -77,12 +158,43 @@ pub enum ShardingStep {
     },
 }
 
-/// Decides the leader's sharding step for a job of `total` items under `strategy`.
+/// The plan for the eligible instances: the strategy's, or with `staticSharding` and existing
+/// owners, the current owners kept.
+fn plan(
+    view: &JobView,
+    job: &JobName,
+    rules: Rules<'_>,
+    eligible: &[InstanceId],
+    strategy: &dyn ShardingStrategy,
+    facts: Facts<'_>,
+) -> ShardingPlan {
+    if eligible.is_empty() {
+        return ShardingPlan::new();
+    }
+    if rules.static_sharding && has_owners(view) {
+        let owners: BTreeMap<ShardItem, InstanceId> = view
+            .items
+            .iter()
+            .filter_map(|(i, v)| v.owner.clone().map(|o| (*i, o)))
+            .collect();
+        return keep_owners(&owners, eligible, rules.total);
+    }
+    strategy.shard_with(&ShardingInput {
+        instances: eligible,
+        job,
+        total: rules.total,
+        now_millis: facts.now_millis,
+        held: facts.held,
+    })
+}
+
+/// Decides the leader's sharding step for a job under `strategy`.
 pub fn step(
     view: &JobView,
     job: &JobName,
-    total: u32,
+    rules: Rules<'_>,
     strategy: &dyn ShardingStrategy,
+    facts: Facts<'_>,
     i_lead: bool,
 ) -> ShardingStep {
     if !i_lead || !view.sharding_necessary {
@@ -97,14 +209,18 @@ pub fn step(
     if !running.is_empty() {
         return ShardingStep::WaitForRunningItems(running);
     }
-    let available = view.available_instances();
-    if available.is_empty() {
+    let eligible = view.eligible_instances(rules.label);
+    // Without an eligible instance, only a label's ineligible owners give something to do.
+    if eligible.is_empty() && (rules.label.is_none() || !has_owners(view)) {
         return ShardingStep::Nothing;
     }
-    let plan = strategy.shard(&available, job, total);
+    let total = rules.total;
+    let plan = plan(view, job, rules, &eligible, strategy, facts);
     let mut commit = Vec::new();
+    let mut assigned = BTreeSet::new();
     for (owner, items) in &plan {
         for item in items {
+            assigned.insert(*item);
             let existing = view.items.get(item);
             if existing.is_none() {
                 commit.push(Op::create(
@@ -119,6 +235,12 @@ pub fn step(
             } else {
                 commit.push(Op::create(path, owner.as_str(), CreateMode::Persistent));
             }
+        }
+    }
+    // Items nobody eligible may take (a label no available instance carries) lose their owner.
+    for (item, v) in view.items.range(..ShardItem(total)) {
+        if v.has_owner_node && !assigned.contains(item) {
+            commit.push(Op::delete(JobNode::ShardingInstance(*item).to_path(job)));
         }
     }
     for (item, v) in view.items.range(ShardItem(total)..) {
@@ -159,15 +281,27 @@ mod tests {
         StrategyRegistry::new().get(None).unwrap()
     }
 
+    static NO_LOAD: BTreeMap<InstanceId, usize> = BTreeMap::new();
+
+    fn facts() -> Facts<'static> {
+        Facts {
+            now_millis: 0,
+            held: &NO_LOAD,
+        }
+    }
+
     #[test]
     fn no_flag_or_not_leader_means_nothing_to_do() {
         let a = inst("10.0.0.1@-@1");
         let v = view(&[&a], Some(&a));
-        assert_eq!(step(&v, &job(), 2, &*avg(), true), ShardingStep::Nothing);
+        assert_eq!(
+            step(&v, &job(), Rules::items(2), &*avg(), facts(), true),
+            ShardingStep::Nothing
+        );
         let mut flagged = v.clone();
         flagged.sharding_necessary = true;
         assert_eq!(
-            step(&flagged, &job(), 2, &*avg(), false),
+            step(&flagged, &job(), Rules::items(2), &*avg(), facts(), false),
             ShardingStep::Nothing
         );
     }
@@ -180,7 +314,7 @@ mod tests {
         });
         v.sharding_necessary = true;
         assert_eq!(
-            step(&v, &job(), 2, &*avg(), true),
+            step(&v, &job(), Rules::items(2), &*avg(), facts(), true),
             ShardingStep::WaitForRunningItems(vec![ShardItem(1)])
         );
     }
@@ -195,7 +329,9 @@ mod tests {
         }
         v = with_item(v, 2, |i| i.misfire = true);
         v.sharding_necessary = true;
-        let ShardingStep::Commit { processing, commit } = step(&v, &job(), 2, &*avg(), true) else {
+        let ShardingStep::Commit { processing, commit } =
+            step(&v, &job(), Rules::items(2), &*avg(), facts(), true)
+        else {
             panic!("expected a commit")
         };
         assert_eq!(
@@ -258,7 +394,193 @@ mod tests {
             ("no instance at all", view(&[], None), false),
         ];
         for (name, v, want) in cases {
-            assert_eq!(reconcile_reason(&v, 2).is_some(), want, "{name}");
+            assert_eq!(
+                reconcile_reason(&v, Rules::items(2)).is_some(),
+                want,
+                "{name}"
+            );
+        }
+    }
+
+    fn rules(total: u32, static_sharding: bool, label: Option<&str>) -> Rules<'_> {
+        Rules {
+            total,
+            static_sharding,
+            label,
+        }
+    }
+
+    /// The owners a commit writes, as (item, owner) pairs, and the owners it deletes.
+    fn written(step: ShardingStep) -> (Vec<(String, String)>, Vec<String>) {
+        let ShardingStep::Commit { commit, .. } = step else {
+            panic!("expected a commit, got {step:?}")
+        };
+        let mut set = Vec::new();
+        let mut deleted = Vec::new();
+        for op in commit {
+            match op {
+                Op::Create { path, data, .. } | Op::Set { path, data, .. }
+                    if path.ends_with("/instance") =>
+                {
+                    set.push((path, String::from_utf8(data.to_vec()).unwrap()))
+                }
+                Op::Delete { path, .. } if path.ends_with("/instance") => deleted.push(path),
+                _ => {}
+            }
+        }
+        (set, deleted)
+    }
+
+    #[test]
+    fn static_sharding_ignores_a_joining_instance_and_moves_only_a_gone_owners_items() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let c = inst("10.0.0.3@-@1");
+        let gone = inst("10.0.0.9@-@1");
+        let static_rules = rules(4, true, None);
+        let settled = owned(
+            view(&[&a, &b, &c], Some(&a)),
+            &[(0, &a), (1, &a), (2, &b), (3, &b)],
+        );
+        let mut settled = settled;
+        settled
+            .items
+            .values_mut()
+            .for_each(|v| v.has_owner_node = true);
+        assert_eq!(
+            membership_reason(&settled, static_rules),
+            None,
+            "c joined: nothing moves"
+        );
+        assert_eq!(reconcile_reason(&settled, static_rules), None);
+        assert!(
+            membership_reason(&settled, Rules::items(4)).is_some(),
+            "without staticSharding every membership change reshards"
+        );
+        assert!(
+            reconcile_reason(&settled, Rules::items(4)).is_some(),
+            "without staticSharding an idle instance is a reason"
+        );
+
+        let mut lost = owned(settled.clone(), &[(2, &gone), (3, &gone)]);
+        assert!(
+            membership_reason(&lost, static_rules).is_some(),
+            "b's items lost their owner"
+        );
+        lost.sharding_necessary = true;
+        let (set, deleted) = written(step(&lost, &job(), static_rules, &*avg(), facts(), true));
+        assert!(deleted.is_empty());
+        let expected = [
+            ("/orders/sharding/0/instance", &a),
+            ("/orders/sharding/1/instance", &a),
+            ("/orders/sharding/2/instance", &c),
+            ("/orders/sharding/3/instance", &b),
+        ];
+        let mut set = set;
+        set.sort();
+        assert_eq!(
+            set,
+            expected
+                .map(|(p, o)| (p.to_owned(), o.to_string()))
+                .to_vec(),
+            "a keeps 0 and 1; the gone owner's 2 and 3 go to the least loaded, c then b"
+        );
+    }
+
+    #[test]
+    fn a_job_with_a_label_is_sharded_only_over_instances_carrying_it() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let c = inst("10.0.0.3@-@1");
+        let mut v = labelled(view(&[&a, &b, &c], Some(&a)), &a, &["gpu", "eu"]);
+        v = labelled(v, &c, &["gpu"]);
+        v.sharding_necessary = true;
+        let (set, _) = written(step(
+            &v,
+            &job(),
+            rules(4, false, Some("gpu")),
+            &*avg(),
+            facts(),
+            true,
+        ));
+        let owners: BTreeSet<&str> = set.iter().map(|(_, o)| o.as_str()).collect();
+        assert_eq!(
+            owners,
+            BTreeSet::from([a.as_str(), c.as_str()]),
+            "b carries no gpu"
+        );
+        assert_eq!(set.len(), 4);
+
+        let (set, _) = written(step(
+            &v,
+            &job(),
+            rules(2, false, Some("eu")),
+            &*avg(),
+            facts(),
+            true,
+        ));
+        assert_eq!(
+            set.iter().filter(|(_, o)| o == a.as_str()).count(),
+            2,
+            "only a is in eu"
+        );
+    }
+
+    #[test]
+    fn items_lose_their_owners_when_no_available_instance_carries_the_label() {
+        let a = inst("10.0.0.1@-@1");
+        let mut v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
+        v.items.values_mut().for_each(|i| i.has_owner_node = true);
+        let gpu = rules(2, false, Some("gpu"));
+        assert!(reconcile_reason(&v, gpu)
+            .unwrap()
+            .contains("no available instance carries"));
+        v.sharding_necessary = true;
+        let (set, deleted) = written(step(&v, &job(), gpu, &*avg(), facts(), true));
+        assert!(set.is_empty());
+        assert_eq!(
+            deleted,
+            ["/orders/sharding/0/instance", "/orders/sharding/1/instance"]
+        );
+        // Once nobody owns anything, there is nothing left to do.
+        let mut bare = view(&[&a], Some(&a));
+        bare = with_item(bare, 0, |_| {});
+        assert_eq!(reconcile_reason(&bare, gpu), None);
+    }
+
+    #[test]
+    fn reconcile_reasons_with_labels_and_static_sharding() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let both = || labelled(view(&[&a, &b], None), &a, &["gpu"]);
+        let cases: Vec<(&str, JobView, Rules<'static>, bool)> = vec![
+            (
+                "owner lacks the label",
+                owned(both(), &[(0, &a), (1, &b)]),
+                rules(2, false, Some("gpu")),
+                true,
+            ),
+            (
+                "owners carry the label",
+                owned(both(), &[(0, &a), (1, &a)]),
+                rules(2, false, Some("gpu")),
+                false,
+            ),
+            (
+                "static: an idle instance is fine",
+                owned(both(), &[(0, &a), (1, &a)]),
+                rules(2, true, None),
+                false,
+            ),
+            (
+                "static: an unowned item is not",
+                owned(both(), &[(0, &a)]),
+                rules(2, true, None),
+                true,
+            ),
+        ];
+        for (name, v, r, want) in cases {
+            assert_eq!(reconcile_reason(&v, r).is_some(), want, "{name}");
         }
     }
 }

@@ -339,7 +339,7 @@ async fn record(
         match outcome {
             Some(Ok(())) => p.written += 1,
             Some(Err(e)) => {
-                metrics::counter!("shardcron_history_write_errors_total").increment(1);
+                crate::metrics::history_write_failed();
                 let message = error_chain(&e);
                 tracing::warn!(target: "shardcron::history", error = %message, "history write failed");
                 p.write_errors += 1;

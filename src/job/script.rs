@@ -16,18 +16,34 @@
 //! - When the item is cancelled the child is killed (SIGKILL) and the item fails with
 //!   [`JobError::Cancelled`]. The child is also killed if the run's future is dropped. Only the
 //!   direct child is killed, not processes it started itself.
+//! - Every child is reaped as it ends: its exit is awaited beside its pipes, a cancelled child is
+//!   killed and awaited, and a child whose run was dropped is killed and handed to tokio's orphan
+//!   queue, which reaps it at the next `SIGCHLD`.
+//! - At most [`MAX_CHILDREN`] children of one script job live at once; its items beyond wait for
+//!   one to end (still cancellable). A job that asks for far more than the machine can fork (ten
+//!   thousand items a second) then degrades into long runs, which its executor skips or misfires,
+//!   instead of thousands of forks and unreaped exits; the bound is the job's own, so a healthy
+//!   script job beside it keeps its slots (ElasticJob bounds each job by its executor pool, twice
+//!   the cores by default).
 
 use std::collections::BTreeMap;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::Semaphore;
 
 use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key holding the command line, as ElasticJob names it.
 pub const COMMAND_LINE_PROP: &str = "script.command.line";
+
+/// How many children of one script job may live at once: far more items than cores run side by
+/// side (a script mostly waits), while a job that asks for more items than the machine can run
+/// is bounded in forks and in exits waiting to be reaped.
+pub const MAX_CHILDREN: usize = 256;
 
 /// Why a script job could not be built from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,12 +76,23 @@ pub enum ScriptError {
 /// assert_eq!(job.program(), "/usr/local/bin/export");
 /// assert_eq!(job.args(), ["--format", "csv, quoted"]);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ScriptJob {
     command_line: String,
     program: String,
     args: Vec<String>,
+    /// [`MAX_CHILDREN`] permits, shared by the job's clones.
+    children: Arc<Semaphore>,
 }
+
+impl PartialEq for ScriptJob {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.command_line, &self.program, &self.args)
+            == (&other.command_line, &other.program, &other.args)
+    }
+}
+
+impl Eq for ScriptJob {}
 
 impl ScriptJob {
     /// Splits `command_line` into a program and its arguments.
@@ -83,6 +110,7 @@ impl ScriptJob {
             command_line: command_line.to_owned(),
             program,
             args: words,
+            children: Arc::new(Semaphore::new(MAX_CHILDREN)),
         })
     }
 
@@ -109,6 +137,11 @@ impl ScriptJob {
     /// The arguments before the context JSON.
     pub fn args(&self) -> &[String] {
         &self.args
+    }
+
+    /// This job's children alive now (spawned and not yet reaped, or handed to the orphan queue).
+    pub fn live_children(&self) -> usize {
+        MAX_CHILDREN - self.children.available_permits()
     }
 
     fn cancelled(&self, when: &str) -> JobError {
@@ -159,6 +192,16 @@ impl ItemHandler for ScriptJob {
         if ctx.is_cancelled() {
             return Err(self.cancelled("was cancelled before it started"));
         }
+        // Held until the child is reaped (or handed to the orphan queue, killed, on a drop).
+        let _permit = tokio::select! {
+            biased;
+            () = ctx.cancelled() => {
+                return Err(self.cancelled("was cancelled while waiting for a free child slot"));
+            }
+            permit = self.children.acquire() => permit.map_err(|_| {
+                JobError::failed("the job's child slots are closed")
+            })?,
+        };
         let mut child = Command::new(&self.program)
             .args(&self.args)
             .arg(ctx.to_json())

@@ -74,6 +74,10 @@ impl JobSnapshot {
                 view.servers.insert(ip, ServerStatus::from_data(data));
             }
             JobNode::Instance(id) => {
+                let labels = crate::sharding::parse_labels(data);
+                if !labels.is_empty() {
+                    view.labels.insert(id.clone(), labels);
+                }
                 view.instances.insert(id);
             }
             JobNode::LeaderElectionInstance => view.leader = instance_of(data),

@@ -10,14 +10,25 @@
 //! | `AVG_ALLOCATION` (default) | [`AverageAllocation`] | contiguous blocks, remainder to the first instances |
 //! | `ODEVITY` | [`Odevity`] | reverse the order when the job name's hash is even, then average |
 //! | `ROUND_ROBIN` | [`RoundRobin`] | rotate the order by the job name's hash, then average |
+//! | `SINGLE_SHARDING_BALANCE` | [`SingleShardingBalance`] | rotate by the hash plus the sharding's time (ElasticJob 3.0.5) |
+//! | `NAMESPACE_BALANCE` (ours) | [`NamespaceBalance`] | least loaded first, counting the items held in the namespace's other jobs |
 //!
 //! A [`StrategyRegistry`] maps the configured `jobShardingStrategyType` to a strategy, user
-//! strategies included.
+//! strategies included. The two balancing strategies need more than the instances: the leader hands
+//! every strategy a [`ShardingInput`] with the sharding's time and, for a strategy that
+//! [asks](ShardingStrategy::uses_namespace_load), the items each instance holds in the other jobs.
+//!
+//! With `staticSharding`, the configured strategy shards a job only once; afterwards
+//! [`keep_owners`] moves only the items whose owner cannot run them.
 
 mod average;
 mod java_hash;
+mod labels;
+mod namespace_balance;
 mod odevity;
 mod round_robin;
+mod single_balance;
+mod static_sharding;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -26,8 +37,12 @@ use std::sync::Arc;
 
 pub use average::{average_allocation, AverageAllocation};
 pub use java_hash::java_string_hash;
+pub use labels::{carries, check_label, instance_node_data, parse_labels, LabelError};
+pub use namespace_balance::NamespaceBalance;
 pub use odevity::Odevity;
 pub use round_robin::RoundRobin;
+pub use single_balance::SingleShardingBalance;
+pub use static_sharding::keep_owners;
 
 use crate::{InstanceId, JobName, ShardItem};
 
@@ -42,6 +57,34 @@ pub trait ShardingStrategy: Send + Sync + Debug {
     /// Assigns items `0..total` to `instances`, which come in [`sharding_order`] (distinct, descending,
     /// as the Java registry client returns them). The plan holds every given instance.
     fn shard(&self, instances: &[InstanceId], job: &JobName, total: u32) -> ShardingPlan;
+
+    /// Assigns items with everything the leader knows ([`ShardingInput`]); by default the plan of
+    /// [`ShardingStrategy::shard`]. The engine always calls this one.
+    fn shard_with(&self, input: &ShardingInput<'_>) -> ShardingPlan {
+        self.shard(input.instances, input.job, input.total)
+    }
+
+    /// Whether the strategy reads [`ShardingInput::held`]; the leader counts the namespace's items
+    /// only for a strategy that does.
+    fn uses_namespace_load(&self) -> bool {
+        false
+    }
+}
+
+/// What the leader knows when it shards a job.
+#[derive(Debug, Clone, Copy)]
+pub struct ShardingInput<'a> {
+    /// The available instances, in [`sharding_order`].
+    pub instances: &'a [InstanceId],
+    /// The job.
+    pub job: &'a JobName,
+    /// `shardingTotalCount`.
+    pub total: u32,
+    /// The sharding's wall-clock time, in milliseconds since the Unix epoch (from the node's clock).
+    pub now_millis: i64,
+    /// Items each available instance holds in the namespace's other jobs; empty unless the strategy
+    /// [uses it](ShardingStrategy::uses_namespace_load).
+    pub held: &'a BTreeMap<InstanceId, usize>,
 }
 
 /// Why a strategy could not be registered or found.
@@ -108,12 +151,15 @@ impl StrategyRegistry {
     /// The strategy used when a job names none.
     pub const DEFAULT: &'static str = AverageAllocation::NAME;
 
-    /// A registry holding the built-ins `AVG_ALLOCATION`, `ODEVITY` and `ROUND_ROBIN`.
+    /// A registry holding the built-ins `AVG_ALLOCATION`, `ODEVITY`, `ROUND_ROBIN`,
+    /// `SINGLE_SHARDING_BALANCE` and `NAMESPACE_BALANCE`.
     pub fn new() -> Self {
-        let builtins: [(&str, Arc<dyn ShardingStrategy>); 3] = [
+        let builtins: [(&str, Arc<dyn ShardingStrategy>); 5] = [
             (AverageAllocation::NAME, Arc::new(AverageAllocation)),
             (Odevity::NAME, Arc::new(Odevity)),
             (RoundRobin::NAME, Arc::new(RoundRobin)),
+            (SingleShardingBalance::NAME, Arc::new(SingleShardingBalance)),
+            (NamespaceBalance::NAME, Arc::new(NamespaceBalance)),
         ];
         Self {
             strategies: builtins
@@ -238,7 +284,13 @@ pub(crate) mod tests {
         let mut registry = StrategyRegistry::new();
         assert_eq!(
             registry.names(),
-            ["AVG_ALLOCATION", "ODEVITY", "ROUND_ROBIN"]
+            [
+                "AVG_ALLOCATION",
+                "NAMESPACE_BALANCE",
+                "ODEVITY",
+                "ROUND_ROBIN",
+                "SINGLE_SHARDING_BALANCE"
+            ]
         );
         let given = ids(&["b", "a"]);
         let default_plan = average_allocation(&given, 3);
@@ -250,7 +302,14 @@ pub(crate) mod tests {
         registry.register("MINE", Arc::new(Odevity)).unwrap();
         assert_eq!(
             registry.names(),
-            ["AVG_ALLOCATION", "MINE", "ODEVITY", "ROUND_ROBIN"]
+            [
+                "AVG_ALLOCATION",
+                "MINE",
+                "NAMESPACE_BALANCE",
+                "ODEVITY",
+                "ROUND_ROBIN",
+                "SINGLE_SHARDING_BALANCE"
+            ]
         );
         assert!(registry.get(Some("MINE")).is_ok());
         assert_eq!(
@@ -267,9 +326,7 @@ pub(crate) mod tests {
             registry.get(Some("avg_allocation")).unwrap_err(),
             ShardingError::UnknownStrategy {
                 name: "avg_allocation".into(),
-                known: ["AVG_ALLOCATION", "MINE", "ODEVITY", "ROUND_ROBIN"]
-                    .map(String::from)
-                    .into(),
+                known: registry.names().into_iter().map(String::from).collect(),
             }
         );
     }

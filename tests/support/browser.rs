@@ -217,7 +217,10 @@ impl Browser {
     /// Writes a PNG of the viewport to `path`.
     pub async fn screenshot(&self, path: &Path) {
         let encoded = self.call(reqwest::Method::GET, "/screenshot", None).await;
-        let png = decode_base64(encoded.as_str().expect("a base64 screenshot"));
+        use base64::Engine;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().expect("a base64 screenshot"))
+            .expect("the screenshot is base64");
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("the screenshot directory");
         }
@@ -323,27 +326,4 @@ async fn try_send(
         ));
     }
     Ok(answer["value"].clone())
-}
-
-/// Standard base64 (the screenshot's encoding).
-fn decode_base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for v in text.bytes().filter_map(value) {
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
 }

@@ -166,9 +166,21 @@ pub async fn start_node_with_clock(
     jobs: Vec<(JobConfig, SharedHandler)>,
     clock: SharedClock,
 ) -> NodeHandle {
+    start_labelled_node(connector, id, jobs, clock, &[]).await
+}
+
+/// Starts one node carrying `labels` (an instance's labels, see `NodeBuilder::labels`).
+pub async fn start_labelled_node(
+    connector: Arc<dyn Connector>,
+    id: InstanceId,
+    jobs: Vec<(JobConfig, SharedHandler)>,
+    clock: SharedClock,
+    labels: &[&str],
+) -> NodeHandle {
     let mut b = NodeBuilder::new(connector)
         .instance_id(id)
         .clock(clock)
+        .labels(labels.iter().copied())
         .options(NodeOptions {
             shutdown_timeout: Duration::from_secs(5),
             ..NodeOptions::default()

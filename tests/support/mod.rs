@@ -7,4 +7,7 @@
 pub mod backend;
 pub mod conformance;
 pub mod embedded;
+pub mod http;
+pub mod prometheus;
+pub mod smtp;
 pub mod zk;

@@ -10,12 +10,16 @@
 //!   ([`RunInfo`], [`RunOutcome`]). A panicking listener or error handler never takes the run down:
 //!   the panic is caught, logged, and reported to the caller.
 //!
+//! - [`notify`]: `EMAIL`, `WECHAT`, `DINGTALK` (ElasticJob's) and `WEBHOOK` (ours) log the failure
+//!   and send a notice off the run's path, configured by the job's `props`.
+//!
 //! Handlers are looked up by name from a registry the application fills at start-up, never from a
 //! global: the built-ins are always there, user handlers are registered under their own names, and
 //! config validation asks the registry which names exist.
 
 pub mod error;
 pub mod listener;
+pub mod notify;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -65,6 +69,7 @@ pub enum HandlerError {
 pub struct HandlerRegistry {
     error_handlers: BTreeMap<String, Arc<dyn ErrorHandler>>,
     listeners: BTreeMap<String, Arc<dyn JobListener>>,
+    notifiers: Arc<notify::Notifiers>,
 }
 
 impl Default for HandlerRegistry {
@@ -74,20 +79,33 @@ impl Default for HandlerRegistry {
 }
 
 impl HandlerRegistry {
-    /// A registry holding the built-in error handlers `LOG`, `IGNORE` and `THROW`, and no listener.
+    /// A registry holding the built-in error handlers `LOG`, `IGNORE`, `THROW` and the notifiers
+    /// `EMAIL`, `WECHAT`, `DINGTALK` and `WEBHOOK`, and no listener.
     pub fn new() -> Self {
+        let notifiers = Arc::new(notify::Notifiers::default());
         let builtins: [(&str, Arc<dyn ErrorHandler>); 3] = [
             (LOG, Arc::new(LogErrorHandler)),
             (IGNORE, Arc::new(IgnoreErrorHandler)),
             (THROW, Arc::new(ThrowErrorHandler)),
         ];
-        Self {
-            error_handlers: builtins
-                .into_iter()
-                .map(|(name, handler)| (name.to_owned(), handler))
-                .collect(),
-            listeners: BTreeMap::new(),
+        let mut error_handlers: BTreeMap<String, Arc<dyn ErrorHandler>> = builtins
+            .into_iter()
+            .map(|(name, handler)| (name.to_owned(), handler))
+            .collect();
+        for kind in notify::NOTIFIERS {
+            let handler = notify::NotifyErrorHandler::new(kind, notifiers.clone());
+            error_handlers.insert(kind.to_owned(), Arc::new(handler));
         }
+        Self {
+            error_handlers,
+            listeners: BTreeMap::new(),
+            notifiers,
+        }
+    }
+
+    /// The notifiers' settings per job, their queue and their counts.
+    pub fn notifiers(&self) -> &notify::Notifiers {
+        &self.notifiers
     }
 
     /// Registers a user error handler; a taken name is refused rather than silently replaced.

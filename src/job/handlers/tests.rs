@@ -84,7 +84,10 @@ fn built_in_error_handlers_resolve_by_name_and_return_their_action() {
         assert_eq!(handler.handle(&job(), Some(ShardItem(1)), &error), action);
         assert_eq!(handler.handle(&job(), None, &error), action, "{name:?}");
     }
-    assert_eq!(registry.error_handler_names(), ["IGNORE", "LOG", "THROW"]);
+    assert_eq!(
+        registry.error_handler_names(),
+        ["DINGTALK", "EMAIL", "IGNORE", "LOG", "THROW", "WEBHOOK", "WECHAT"]
+    );
     assert!(registry.listener_names().is_empty());
 }
 
@@ -94,15 +97,15 @@ fn unknown_handler_and_listener_names_are_refused_with_the_name() {
     registry
         .register_listener("audit", Arc::new(Recorder::default()))
         .unwrap();
-    let err = registry.error_handler(Some("EMAIL")).unwrap_err();
+    let err = registry.error_handler(Some("PAGER")).unwrap_err();
     assert_eq!(
         err,
         HandlerError::ResolveErrorHandler {
-            name: "EMAIL".into(),
-            known: vec!["IGNORE".into(), "LOG".into(), "THROW".into()],
+            name: "PAGER".into(),
+            known: registry.error_handler_names(),
         }
     );
-    assert!(err.to_string().contains("\"EMAIL\""), "{err}");
+    assert!(err.to_string().contains("\"PAGER\""), "{err}");
     let err = registry
         .listeners(&["audit".into(), "metrics".into()])
         .unwrap_err();

@@ -335,11 +335,5 @@ fn relative_error(chroot: &str, e: RegistryError) -> RegistryError {
 
 /// Counts one finished call by kind and outcome, as the ZooKeeper backend does.
 fn op_metric(kind: OpKind, ok: bool) {
-    metrics::counter!(
-        "shardcron_registry_operations_total",
-        "backend" => "embedded",
-        "kind" => kind.as_str(),
-        "outcome" => if ok { "ok" } else { "error" },
-    )
-    .increment(1);
+    crate::metrics::registry_operation("embedded", kind, ok);
 }

@@ -9,9 +9,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::{Freshness, Mirror, Upserted};
+use super::{Mirror, Upserted};
 use crate::registry::{
-    ListedNode, NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
+    NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
 };
 
 /// The most node events applied as one batch.
@@ -396,7 +396,7 @@ impl Feeder {
     ) -> Result<(), RegistryError> {
         match read {
             Ok((data, stat)) => {
-                self.upsert(path, data, stat, Freshness::IfNotOlder);
+                self.upsert(path, data, stat);
                 Ok(())
             }
             Err(e) if e.is_no_node() => {
@@ -474,8 +474,8 @@ impl Feeder {
         Flow::End
     }
 
-    /// Lists the subtree and swaps it in: removes what is gone (deepest first), applies what is
-    /// new or changed, emits each difference, then `Resynced`, and marks the mirror synced.
+    /// Lists the subtree and swaps it in whole ([`Mirror::replace_subtree`]), then emits each
+    /// difference (removals deepest first), `Resynced`, and marks the mirror synced.
     async fn relist(&mut self) -> Result<(), RegistryError> {
         let listing = match self.registry.list_subtree(&self.root).await {
             Ok(listing) => listing,
@@ -485,23 +485,29 @@ impl Feeder {
         };
         self.pending.clear();
         self.pending_set.clear();
-        let listed: HashSet<&str> = listing.iter().map(|n| n.path.as_str()).collect();
-        for path in self.mirror.subtree(&self.root).iter().rev() {
-            if !listed.contains(path.as_str()) && self.mirror.remove(path) {
-                self.emit(MirrorEvent::Deleted { path: path.clone() });
+        // The whole new tree is swapped in before any event goes out: a consumer that reacts to
+        // the first one reads the namespace as listed.
+        for (path, change) in self.mirror.replace_subtree(&self.root, listing) {
+            match change {
+                // A mirrored node the listing no longer has.
+                Upserted::Stale => self.emit(MirrorEvent::Deleted { path }),
+                Upserted::Created => self.emit(MirrorEvent::Created { path }),
+                Upserted::Changed => self.emit(MirrorEvent::Changed { path }),
+                Upserted::Replaced => {
+                    self.emit(MirrorEvent::Deleted { path: path.clone() });
+                    self.emit(MirrorEvent::Created { path });
+                }
+                Upserted::Unchanged => {}
             }
-        }
-        for ListedNode { path, data, stat } in listing {
-            self.upsert(&path, data, stat, Freshness::Authoritative);
         }
         self.emit(MirrorEvent::Resynced);
         self.mirror.set_synced(true);
         Ok(())
     }
 
-    fn upsert(&mut self, path: &str, data: Vec<u8>, stat: crate::registry::Stat, f: Freshness) {
+    fn upsert(&mut self, path: &str, data: Vec<u8>, stat: crate::registry::Stat) {
         let path = path.to_owned();
-        match self.mirror.upsert(&path, data, stat, f) {
+        match self.mirror.upsert(&path, data, stat) {
             Upserted::Created => self.emit(MirrorEvent::Created { path }),
             Upserted::Changed => self.emit(MirrorEvent::Changed { path }),
             Upserted::Replaced => {

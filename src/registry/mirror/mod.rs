@@ -9,8 +9,10 @@
 //!
 //! Reads take a shared lock for the time of one lookup, never across an await: the copy is a
 //! compact path trie (`tree.rs`), one slot per node, because a node with ten thousand jobs mirrors
-//! about 150,000 nodes. One feed writes; several readers may observe a multi-node change
-//! half applied, exactly as they would observe a registry between two reads.
+//! about 150,000 nodes. One feed writes. Events apply one node at a time (readers may observe a
+//! multi-node change half applied, exactly as they would observe a registry between two reads),
+//! but a re-list is built aside as a complete new tree and swapped in under one write lock, as
+//! kube-runtime's store does at `InitDone`: no reader sees a namespace half old, half new.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -36,7 +38,7 @@ use tokio::sync::watch;
 
 pub use feed::{FeedHandle, FeedOptions, LazyPaths, MirrorError, MirrorEvent, MirrorFeed};
 
-use crate::registry::Stat;
+use crate::registry::{ListedNode, Stat};
 
 /// One mirrored node. Cloning is cheap: the data is shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,15 +108,6 @@ enum Upserted {
     Unchanged,
     /// The read was older than what the mirror holds, so it was ignored.
     Stale,
-}
-
-/// Whether an upsert may overwrite a newer-looking node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Freshness {
-    /// A fresh listing: it wins.
-    Authoritative,
-    /// A read after an event: applied only when not older than what the mirror holds.
-    IfNotOlder,
 }
 
 impl Mirror {
@@ -188,7 +181,9 @@ impl Mirror {
         self.inner.tree.read().subtree(path)
     }
 
-    fn upsert(&self, path: &str, data: Vec<u8>, stat: Stat, freshness: Freshness) -> Upserted {
+    /// Applies a read after an event: only when not older than what the mirror holds (a fresh
+    /// listing goes through [`Mirror::replace_subtree`] instead, and wins).
+    fn upsert(&self, path: &str, data: Vec<u8>, stat: Stat) -> Upserted {
         let stat = MirrorStat::from(&stat);
         let mut tree = self.inner.tree.write();
         let outcome = match tree.get(path) {
@@ -198,7 +193,7 @@ impl Mirror {
             Some(old) => {
                 let older = stat.czxid < old.stat.czxid
                     || (stat.czxid == old.stat.czxid && stat.mzxid < old.stat.mzxid);
-                if older && freshness == Freshness::IfNotOlder {
+                if older {
                     return Upserted::Stale;
                 }
                 if stat.czxid != old.stat.czxid {
@@ -220,6 +215,62 @@ impl Mirror {
         };
         tree.set(path, node);
         outcome
+    }
+
+    /// Swaps `listing` in as the complete content of the subtree at `root`: a new tree is built
+    /// aside (readers go on reading the old one meanwhile), then replaces the old one under one
+    /// write lock, so a reader sees the namespace before the listing or after it, never a mix.
+    /// Returns what changed: removals deepest first, then each listed node's change, in listing
+    /// order.
+    fn replace_subtree(&self, root: &str, listing: Vec<ListedNode>) -> Vec<(String, Upserted)> {
+        // Only the feed writes, and it is here: the tree read now is the tree swapped out.
+        let old = self.inner.tree.upgradable_read();
+        let mut new = tree::Tree::default();
+        let under_root = |p: &str| {
+            root == "/" || p == root || p.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
+        };
+        if root != "/" {
+            for path in old.subtree("/") {
+                if let Some(node) = old.get(&path).filter(|_| !under_root(&path)) {
+                    new.set(&path, node.clone());
+                }
+            }
+        }
+        let listed: std::collections::HashSet<String> =
+            listing.iter().map(|n| n.path.clone()).collect();
+        let mut changes: Vec<(String, Upserted)> = old
+            .subtree(root)
+            .into_iter()
+            .rev()
+            .filter(|p| old.get(p).is_some() && !listed.contains(p))
+            .map(|p| (p, Upserted::Stale))
+            .collect();
+        for ListedNode { path, data, stat } in listing {
+            let stat = MirrorStat::from(&stat);
+            let outcome = match old.get(&path) {
+                None => Upserted::Created,
+                Some(was) if was.pending => Upserted::Changed,
+                Some(was) if was.stat.czxid != stat.czxid => Upserted::Replaced,
+                Some(was)
+                    if was.stat.mzxid == stat.mzxid
+                        && was.stat.version == stat.version
+                        && *was.data == data[..] =>
+                {
+                    Upserted::Unchanged
+                }
+                Some(_) => Upserted::Changed,
+            };
+            let node = MirrorNode {
+                data: new.share(data),
+                stat,
+                pending: false,
+            };
+            new.set(&path, node);
+            changes.push((path, outcome));
+        }
+        let mut tree = parking_lot::RwLockUpgradableReadGuard::upgrade(old);
+        *tree = new;
+        changes
     }
 
     /// Records a node known to exist from its creation event, with its data still unread. Returns
@@ -266,37 +317,112 @@ mod tests {
     fn upserts_ignore_older_reads_and_spot_new_incarnations() {
         let m = Mirror::new();
         assert_eq!(
-            m.upsert("/a", b"1".to_vec(), stat(5, 5, 0), Freshness::IfNotOlder),
+            m.upsert("/a", b"1".to_vec(), stat(5, 5, 0)),
             Upserted::Created
         );
         assert_eq!(
-            m.upsert("/a", b"2".to_vec(), stat(5, 7, 1), Freshness::IfNotOlder),
+            m.upsert("/a", b"2".to_vec(), stat(5, 7, 1)),
             Upserted::Changed
         );
         assert_eq!(
-            m.upsert("/a", b"1".to_vec(), stat(5, 5, 0), Freshness::IfNotOlder),
+            m.upsert("/a", b"1".to_vec(), stat(5, 5, 0)),
             Upserted::Stale
         );
         assert_eq!(&*m.data("/a").unwrap(), b"2");
         assert_eq!(
-            m.upsert("/a", b"2".to_vec(), stat(5, 7, 1), Freshness::IfNotOlder),
+            m.upsert("/a", b"2".to_vec(), stat(5, 7, 1)),
             Upserted::Unchanged
         );
         assert_eq!(
-            m.upsert("/a", b"3".to_vec(), stat(9, 9, 0), Freshness::IfNotOlder),
+            m.upsert("/a", b"3".to_vec(), stat(9, 9, 0)),
             Upserted::Replaced
+        );
+    }
+
+    fn listed(path: &str, czxid: i64, mzxid: i64) -> ListedNode {
+        ListedNode {
+            path: path.to_owned(),
+            data: path.as_bytes().to_vec(),
+            stat: stat(czxid, mzxid, 0),
+        }
+    }
+
+    #[test]
+    fn a_relist_swaps_in_the_whole_new_subtree_and_reports_each_difference() {
+        let m = Mirror::new();
+        for (p, z) in [("/", 1), ("/a", 2), ("/a/x", 3), ("/b", 4), ("/c", 5)] {
+            m.upsert(p, p.as_bytes().to_vec(), stat(z, z, 0));
+        }
+        let changes = m.replace_subtree(
+            "/",
+            vec![
+                listed("/", 1, 1),
+                listed("/b", 4, 9),
+                listed("/c", 7, 7),
+                listed("/d", 8, 8),
+            ],
         );
         assert_eq!(
-            m.upsert("/a", b"0".to_vec(), stat(1, 1, 0), Freshness::Authoritative),
-            Upserted::Replaced
+            changes,
+            [
+                ("/a/x".to_owned(), Upserted::Stale),
+                ("/a".to_owned(), Upserted::Stale),
+                ("/".to_owned(), Upserted::Unchanged),
+                ("/b".to_owned(), Upserted::Changed),
+                ("/c".to_owned(), Upserted::Replaced),
+                ("/d".to_owned(), Upserted::Created),
+            ],
+            "removals deepest first (Stale marks a removal), then the listing's changes"
         );
+        assert_eq!(
+            m.snapshot("/").keys().collect::<Vec<_>>(),
+            ["/", "/b", "/c", "/d"]
+        );
+        tracing::info!("--- a subtree's relist keeps what lies outside it");
+        m.replace_subtree("/c", vec![listed("/c", 7, 7), listed("/c/z", 9, 9)]);
+        assert_eq!(
+            m.snapshot("/").keys().collect::<Vec<_>>(),
+            ["/", "/b", "/c", "/c/z", "/d"]
+        );
+    }
+
+    #[test]
+    fn readers_during_relists_see_the_old_namespace_or_the_new_one_never_a_mix() {
+        let m = Mirror::new();
+        m.replace_subtree("/", vec![listed("/", 1, 1), listed("/old", 2, 2)]);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (m, stop) = (m.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let seen = m.children("/");
+                    assert!(
+                        seen == ["old"] || seen == ["new"],
+                        "a reader saw a half-swapped namespace: {seen:?}"
+                    );
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for round in 0..2000i64 {
+            let name = if round % 2 == 0 { "/new" } else { "/old" };
+            m.replace_subtree(
+                "/",
+                vec![listed("/", 1, 1), listed(name, round + 3, round + 3)],
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let reads = reader.join().expect("the reader saw no mix");
+        assert!(reads > 0, "the reader read while the relists ran");
     }
 
     #[test]
     fn the_child_index_follows_inserts_and_removals() {
         let m = Mirror::new();
         for p in ["/", "/a", "/a/c", "/a/b", "/z"] {
-            m.upsert(p, Vec::new(), stat(1, 1, 0), Freshness::IfNotOlder);
+            m.upsert(p, Vec::new(), stat(1, 1, 0));
         }
         assert_eq!(m.children("/a"), ["b", "c"]);
         assert_eq!(m.children("/"), ["a", "z"]);

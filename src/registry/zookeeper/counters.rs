@@ -39,13 +39,7 @@ impl OpCounters {
     pub(crate) fn record(&self, kind: OpKind, ok: bool) {
         let table = if ok { &self.ok } else { &self.err };
         table[index(kind)].fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(
-            "shardcron_registry_operations_total",
-            "backend" => "zookeeper",
-            "kind" => kind.as_str(),
-            "outcome" => if ok { "ok" } else { "error" },
-        )
-        .increment(1);
+        crate::metrics::registry_operation("zookeeper", kind, ok);
     }
 
     /// A copy of the counters now.

@@ -8,6 +8,7 @@
 //! | `listing.rs` | `list_subtree` in pipelined multi-read batches |
 //! | `convert.rs` | client errors, stats and states to the registry's own types |
 //! | `counters.rs` | [`OpCounts`], calls per kind and outcome |
+//! | `io.rs` | the runtime the client's IO runs on: one thread of its own, whatever the job load |
 //!
 //! With digest credentials every node is created with creator-only ACLs, as ElasticJob does with its
 //! `digest` option; without them nodes are open to anyone.
@@ -15,6 +16,7 @@
 mod config;
 mod convert;
 mod counters;
+mod io;
 mod listing;
 mod session;
 mod watching;
@@ -82,15 +84,28 @@ impl ZkConnector {
             builder = builder.with_auth("digest", credentials.as_bytes());
         }
         let bound = config.connection_timeout().max(config.session_timeout());
-        let root = tokio::time::timeout(bound, builder.connect(&config.connect_string()))
+        // Connected on the IO runtime, where the client spawns the task that owns the connection.
+        let hosts = config.connect_string();
+        let connecting = io::handle()
+            .spawn(async move { builder.connect(&hosts).await.map_err(|e| e.to_string()) });
+        let abort = connecting.abort_handle();
+        let root = tokio::time::timeout(bound, connecting)
             .await
             .map_err(|_| {
+                // A session that connects after we gave up would be nobody's.
+                abort.abort();
                 failed(
                     "opening a session",
                     format!("no server answered within {bound:?}"),
                 )
             })?
-            .map_err(|e| failed("opening a session", e.to_string()))?;
+            .map_err(|e| {
+                failed(
+                    "opening a session",
+                    format!("the connecting task failed: {e}"),
+                )
+            })?
+            .map_err(|e| failed("opening a session", e))?;
         let namespace = format!("/{}", config.namespace());
         let options = zk::CreateMode::Persistent.with_acls(acls);
         tokio::time::timeout(config.call_timeout(), root.mkdir(&namespace, &options))

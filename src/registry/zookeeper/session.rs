@@ -64,7 +64,8 @@ impl ZkSession {
         let zk_info = client.session().clone();
         let state = Arc::new(watch::Sender::new(convert::session_state(client.state())));
         let closed = CancellationToken::new();
-        tokio::spawn(mirror_state(
+        // On the IO runtime: a state change reaches the watch whatever the job load.
+        super::io::handle().spawn(mirror_state(
             client.state_watcher(),
             state.clone(),
             closed.clone(),

@@ -14,6 +14,7 @@
 //! | `process.rs` | [`process::NodeProc`]: one node process and its signals |
 //! | `log.rs` | the script's log and [`log::check`] |
 //! | `registry.rs` | reading owners and leader through ZooKeeper; waiting for convergence |
+//! | `spans.rs` | the tracking script (start, ticks, end of every run) and its verdict: overlaps, duplicates, losses |
 //!
 //! The nodes are outside the test, so the only way to know their state is to look: waits poll
 //! the log file or the registry with a deadline that names what was expected.
@@ -21,6 +22,8 @@
 pub mod log;
 pub mod process;
 pub mod registry;
+pub mod soak;
+pub mod spans;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +64,7 @@ pub struct Cluster {
     pub connect: String,
     jobs: PathBuf,
     log: PathBuf,
+    track: PathBuf,
     nodes: BTreeMap<String, NodeProc>,
 }
 
@@ -102,21 +106,50 @@ impl Cluster {
                 .replace("{hang}", &hang.display().to_string()),
         );
         std::fs::write(&jobs, text).expect("writing the jobs file");
+        let track = dir.path().join("track.log");
+        write_script(&dir.path().join("track.sh"), &spans::script(&track));
         Cluster {
             dir,
             namespace: format!("chaos-{scenario}-{}", std::process::id()),
             connect: connect.to_owned(),
             jobs,
             log,
+            track,
             nodes: BTreeMap::new(),
         }
     }
 
+    /// A cluster whose jobs file holds exactly `jobs` (YAML list entries under `jobs:`), where
+    /// `{track}` names the tracking script of [`spans`] (`{track} TICKS SECONDS` runs TICKS ticks
+    /// of SECONDS each).
+    pub fn with_jobs(connect: &str, scenario: &str, jobs: &str) -> Cluster {
+        let cluster = Cluster::new(connect, scenario, "");
+        let track = cluster.dir.path().join("track.sh");
+        let text = format!(
+            "jobs:\n{}",
+            jobs.replace("{track}", &track.display().to_string())
+        );
+        std::fs::write(&cluster.jobs, text).expect("writing the jobs file");
+        cluster
+    }
+
+    /// Every run the tracking script logged so far, in start order.
+    pub fn spans(&self) -> Vec<spans::Span> {
+        spans::read(&self.track)
+    }
+
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.
     pub fn start(&mut self, label: &str) -> &mut NodeProc {
+        let connect = self.connect.clone();
+        self.start_via(label, &connect)
+    }
+
+    /// Starts the node labelled `label`, reaching ZooKeeper through `connect` (its own proxies).
+    /// A node of that label still running is killed first.
+    pub fn start_via(&mut self, label: &str, connect: &str) -> &mut NodeProc {
         let args: Vec<String> = [
             "--zk",
-            &self.connect,
+            connect,
             "--namespace",
             &self.namespace,
             "--jobs",
@@ -129,6 +162,8 @@ impl Cluster {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        // Killed (by its drop) before its successor starts: one process per instance id.
+        drop(self.nodes.remove(label));
         let node = NodeProc::spawn(self.dir.path(), label, &instance(label), &args);
         self.nodes.insert(label.to_owned(), node);
         self.node(label)

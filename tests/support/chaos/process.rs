@@ -38,8 +38,8 @@ impl NodeProc {
             .env("SHARDCRON_TEST_INSTANCE", instance)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout).expect("creating a node's stdout file"))
-            .stderr(std::fs::File::create(&stderr).expect("creating a node's stderr file"));
+            .stdout(append(&stdout))
+            .stderr(append(&stderr));
         // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
         unsafe {
             command.pre_exec(|| {
@@ -92,6 +92,39 @@ impl NodeProc {
         assert_eq!(rc, 0, "kill({pid}, {signal}) failed");
     }
 
+    /// The node's process id.
+    pub fn pid(&self) -> libc::pid_t {
+        libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t")
+    }
+
+    /// The node's descendants now (its script jobs and what they started), parents first, read
+    /// from `/proc/<pid>/task/*/children`.
+    pub fn descendants(&self) -> Vec<libc::pid_t> {
+        let mut found = Vec::new();
+        let mut next = vec![self.pid()];
+        while let Some(pid) = next.pop() {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+            for task in tasks.into_iter().flatten().flatten() {
+                let children = std::fs::read_to_string(task.path().join("children"));
+                for child in children.unwrap_or_default().split_whitespace() {
+                    if let Ok(child) = child.parse::<libc::pid_t>() {
+                        found.push(child);
+                        next.push(child);
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// Sends `signal` to the node's descendants `pids` (those still alive).
+    pub fn signal_pids(pids: &[libc::pid_t], signal: libc::c_int) {
+        for pid in pids {
+            // SAFETY: kill(2) has no memory effects. A pid that ended meanwhile is fine to miss.
+            unsafe { libc::kill(*pid, signal) };
+        }
+    }
+
     /// `kill -9`, then the exit.
     pub fn kill9(&mut self) {
         self.signal(libc::SIGKILL);
@@ -118,6 +151,15 @@ impl NodeProc {
         }
         self.exit.expect("the loop ends on an exit")
     }
+}
+
+/// A log file opened for appending: a node restarted under the same label keeps its history.
+fn append(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("opening {} for the node's output: {e}", path.display()))
 }
 
 impl Drop for NodeProc {

@@ -1,6 +1,12 @@
 //! [`TcpProxy`]: a loopback TCP proxy in front of one server, so that a test can cut *one* session's
 //! connection (and refuse its reconnects) without touching any other session.
 //!
+//! Three faults: [`TcpProxy::disconnect`] (every connection closed, new ones refused: a dead server
+//! behind a live balancer), [`TcpProxy::reset`] (every connection reset with an RST, new ones
+//! served), and [`TcpProxy::black_hole`] (nothing forwarded either way and nothing closed, new
+//! connections accepted and held: a partition, where only timeouts tell), ended by
+//! [`TcpProxy::restore`].
+//!
 //! It runs on its own thread and runtime: it outlives any one test's runtime when shared, and a
 //! test's paused clock cannot stall it.
 
@@ -8,6 +14,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +36,8 @@ struct Shared {
     gate: Mutex<Gate>,
     /// Connections accepted and not yet closed.
     active: watch::Sender<usize>,
+    /// While true, no byte is forwarded either way and no connection is closed or opened.
+    holes: watch::Sender<bool>,
 }
 
 #[derive(Debug)]
@@ -53,6 +62,7 @@ impl TcpProxy {
                 cut: CancellationToken::new(),
             }),
             active: watch::Sender::new(0),
+            holes: watch::Sender::new(false),
         });
         let shutdown = CancellationToken::new();
         let (s, stop) = (shared.clone(), shutdown.clone());
@@ -103,6 +113,30 @@ impl TcpProxy {
                 self.addr
             ),
         }
+    }
+
+    /// Resets every connection (RST, as a crashed middlebox or a rebooted peer would); new
+    /// connections are served as before.
+    pub fn reset(&self) {
+        let mut gate = self.shared.gate.lock().unwrap();
+        gate.cut.cancel();
+        gate.cut = CancellationToken::new();
+    }
+
+    /// Stops forwarding without closing anything: bytes already read are held, nothing more is
+    /// read, new connections are accepted and held too. Clients only notice by their timeouts.
+    pub fn black_hole(&self) {
+        self.shared.holes.send_replace(true);
+    }
+
+    /// Ends a [`TcpProxy::black_hole`]: what was held is forwarded, as after a healed partition.
+    pub fn restore(&self) {
+        self.shared.holes.send_replace(false);
+    }
+
+    /// Whether the proxy is a black hole now.
+    pub fn is_black_hole(&self) -> bool {
+        *self.shared.holes.borrow()
     }
 
     /// Accepts and forwards new connections again.
@@ -156,26 +190,87 @@ async fn serve(
         };
         let (shared, shutdown) = (shared.clone(), shutdown.clone());
         tokio::spawn(async move {
-            forward(inbound, target, cut, shutdown).await;
+            let holes = shared.holes.subscribe();
+            forward(inbound, target, cut, shutdown, holes).await;
             shared.active.send_modify(|n| *n -= 1);
         });
     }
 }
 
-/// Copies bytes both ways until either side closes, the cut, or the proxy's shutdown.
+/// Copies bytes both ways until either side closes, the cut (which resets the client's side), or
+/// the proxy's shutdown; holds everything while the proxy is a black hole.
 async fn forward(
     mut inbound: TcpStream,
     target: SocketAddr,
     cut: CancellationToken,
     shutdown: CancellationToken,
+    holes: watch::Receiver<bool>,
 ) {
-    let Ok(mut outbound) = TcpStream::connect(target).await else {
-        // The server is down: the client sees its connection close, as it would without a proxy.
-        return;
+    let copied = async {
+        // A connection that arrives in a black hole is held, not refused: it opens when it ends.
+        open(holes.clone()).await;
+        let Ok(outbound) = TcpStream::connect(target).await else {
+            // The server is down: the client sees its connection close, as without a proxy.
+            return;
+        };
+        let (mut in_read, mut in_write) = inbound.split();
+        let (mut out_read, mut out_write) = outbound.into_split();
+        tokio::select! {
+            _ = pump(&mut in_read, &mut out_write, holes.clone()) => {}
+            _ = pump(&mut out_read, &mut in_write, holes.clone()) => {}
+        }
     };
-    tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-        () = cut.cancelled() => {}
-        () = shutdown.cancelled() => {}
+    let was_cut = tokio::select! {
+        () = copied => false,
+        () = cut.cancelled() => true,
+        () = shutdown.cancelled() => false,
+    };
+    if was_cut {
+        // An RST rather than a FIN, as when a peer or a middlebox forgets the connection.
+        zero_linger(&inbound);
+    }
+}
+
+/// Makes closing `stream` send an RST. Best effort: the socket is closed either way.
+fn zero_linger(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt reads `linger` for the call only; the descriptor is open (owned by
+    // `stream`, which outlives the call).
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::addr_of!(linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Returns once the proxy is not a black hole.
+async fn open(mut holes: watch::Receiver<bool>) {
+    // The sender lives as long as the proxy; if it is gone, so is the proxy.
+    let _ = holes.wait_for(|hole| !*hole).await;
+}
+
+/// Copies `from` to `to`, each chunk only once the proxy is not a black hole.
+async fn pump(
+    from: &mut (impl AsyncReadExt + Unpin),
+    to: &mut (impl AsyncWriteExt + Unpin),
+    holes: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        open(holes.clone()).await;
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        open(holes.clone()).await;
+        to.write_all(&buf[..n]).await?;
     }
 }

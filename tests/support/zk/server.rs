@@ -212,7 +212,7 @@ fn classpath() -> String {
 }
 
 /// A port that was free a moment ago (the kernel picks it; the listener is closed at once).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("finding a free loopback port")
@@ -222,18 +222,30 @@ fn free_port() -> u16 {
 type SpawnRequest = (Command, Sender<std::io::Result<Child>>);
 
 /// Spawns `cmd` from the process-long spawner thread, with `PDEATHSIG = SIGKILL`.
-fn spawn_from_spawner(mut cmd: Command) -> Child {
+fn spawn_from_spawner(cmd: Command) -> Child {
+    match spawn_dying_with_process(cmd) {
+        Ok(child) => child,
+        Err(e) => panic!(
+            "cannot run `java` for the ZooKeeper server ({e}); run `scripts/test`, which installs \
+             the Debian `zookeeper` package and its Java runtime"
+        ),
+    }
+}
+
+/// Spawns `cmd` so that it dies with the test process (`PDEATHSIG = SIGKILL`, set from a
+/// spawner thread that lives as long as the process), for every server a test starts.
+pub fn spawn_dying_with_process(mut cmd: Command) -> std::io::Result<Child> {
     static SPAWNER: OnceLock<Mutex<Sender<SpawnRequest>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnRequest>();
         std::thread::Builder::new()
-            .name("zk-spawner".into())
+            .name("server-spawner".into())
             .spawn(move || {
                 for (mut cmd, reply) in rx {
                     let _ = reply.send(cmd.spawn());
                 }
             })
-            .expect("starting the ZooKeeper spawner thread");
+            .expect("starting the server spawner thread");
         Mutex::new(tx)
     });
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
@@ -251,13 +263,7 @@ fn spawn_from_spawner(mut cmd: Command) -> Child {
         .unwrap()
         .send((cmd, reply_tx))
         .expect("the spawner thread lives as long as the process");
-    match reply_rx.recv().expect("the spawner thread answers") {
-        Ok(child) => child,
-        Err(e) => panic!(
-            "cannot run `java` for the ZooKeeper server ({e}); run `scripts/test`, which installs \
-             the Debian `zookeeper` package and its Java runtime"
-        ),
-    }
+    reply_rx.recv().expect("the spawner thread answers")
 }
 
 /// A three-server ZooKeeper ensemble on loopback, each server with its own client, quorum and
@@ -382,6 +388,50 @@ impl ZkEnsemble {
             // Already gone is fine: the point is that it is not running.
             let _ = child.kill();
             child.wait().expect("waiting for a killed ensemble server");
+        }
+    }
+
+    /// Starts server `i` again (after [`ZkEnsemble::kill`]) on its ports and data, and waits until
+    /// it serves in the quorum. Does nothing when it is running.
+    pub fn restart(&self, i: usize) {
+        if self.is_running(i) {
+            return;
+        }
+        self.spawn(i);
+        self.wait_serving(i);
+    }
+
+    /// Whether server `i`'s process is running (stopped by SIGSTOP counts as running).
+    pub fn is_running(&self, i: usize) -> bool {
+        let mut slot = self.members[i].child.lock().unwrap();
+        match slot.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => true,
+            Some(_) => {
+                *slot = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Sends `signal` to every running server (SIGSTOP then SIGCONT pauses the whole ensemble, as
+    /// a frozen VM host or a long stop-the-world would).
+    pub fn signal_all(&self, signal: libc::c_int) {
+        for member in &self.members {
+            if let Some(child) = member.child.lock().unwrap().as_ref() {
+                let pid = libc::pid_t::try_from(child.id()).expect("a pid fits pid_t");
+                // SAFETY: kill(2) has no memory effects; the child is not reaped while it runs.
+                unsafe { libc::kill(pid, signal) };
+            }
+        }
+    }
+
+    /// Waits until every running server serves in a quorum again (after a pause or a restart).
+    pub fn wait_quorum(&self) {
+        for i in 0..Self::SIZE {
+            if self.is_running(i) {
+                self.wait_serving(i);
+            }
         }
     }
 

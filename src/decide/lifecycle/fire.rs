@@ -1,0 +1,411 @@
+//! The machine's fires and runs: prepare, fire, park for a reshard and resume, start write,
+//! launch, end write, misfire catch-up, queued trigger, drain.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+
+use crate::decide::execution::{plan_run, FireSettings};
+use crate::decide::prepare::{plan_prepare, release_ops};
+use crate::job::ExecutionSource;
+use crate::paths::JobNode;
+use crate::registry::Op;
+use crate::types::ShardItem;
+use crate::view::ServerStatus;
+
+use super::{
+    Command, Facts, JobMachine, Link, Parked, Purpose, Registration, Run, SkipReason, Starting,
+    WriteMode,
+};
+
+impl JobMachine {
+    pub(super) fn settings(&self) -> FireSettings {
+        let c = self.config.config();
+        FireSettings {
+            monitor_execution: c.monitor_execution,
+            failover: c.failover,
+            misfire: c.misfire,
+        }
+    }
+
+    /// Whether work may start now: connected, our node not an older session's, not stopping.
+    fn may_start(&self) -> bool {
+        !self.draining
+            && !self.leaving
+            && self.link == Link::Connected
+            && !matches!(self.registration, Registration::Older(_))
+    }
+
+    pub(super) fn prepare(
+        &mut self,
+        _scheduled: DateTime<Utc>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if !self.may_start() || self.parked.is_some() {
+            return;
+        }
+        let view = facts.view();
+        if view.server_status(self.me.ip()) == ServerStatus::Disabled {
+            return;
+        }
+        let plan = plan_prepare(&view, &self.job, &self.me, self.settings(), &self.local);
+        if !plan.ops.is_empty() {
+            out.push(Command::Write {
+                ops: plan.ops,
+                mode: WriteMode::Batched,
+                then: Purpose::Prepare(plan.items),
+            });
+        }
+    }
+
+    fn skipped(&mut self, reason: SkipReason, items: usize, out: &mut Vec<Command>) {
+        let warn = !self.behind;
+        self.behind = true;
+        out.push(Command::Skipped {
+            reason,
+            items,
+            warn,
+        });
+    }
+
+    /// A fire (cron, manual, or misfire catch-up when `only` is given).
+    pub(super) fn fire(
+        &mut self,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        self.fire_only(source, scheduled, None, facts, out)
+    }
+
+    pub(super) fn fire_only(
+        &mut self,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        only: Option<BTreeSet<ShardItem>>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if self.draining || self.leaving {
+            self.release_marks(out);
+            return;
+        }
+        let now = facts.now();
+        if scheduled.is_some_and(|at| self.served_until.is_some_and(|s| at < s)) {
+            // Due before the previous fire's handling ended: queued behind a stall (a registry
+            // freeze held the handler). Collapsed into that fire, as the trigger collapses the
+            // fires it missed: one catch-up, not one per queued fire.
+            self.skipped(SkipReason::Coalesced, 0, out);
+            return;
+        }
+        match self.link {
+            Link::Disconnected => {
+                self.skipped(SkipReason::Disconnected, 0, out);
+                return;
+            }
+            Link::Suspect => {
+                self.hold(source, scheduled, out);
+                return;
+            }
+            Link::Connected => {}
+        }
+        let late = scheduled
+            .and_then(|at| (now - at).to_std().ok())
+            .is_some_and(|late| late > self.fence.late_fire_bound());
+        if late && only.is_none() {
+            // Resumed from a pause (SIGSTOP, a stalled runtime)? Check the session first.
+            self.link = Link::Suspect;
+            self.hold(source, scheduled, out);
+            return;
+        }
+        if let Registration::Older(_) = self.registration {
+            self.release_marks(out);
+            self.skipped(SkipReason::NotRegistered, 0, out);
+            return;
+        }
+        let view = facts.view();
+        if view.server_status(self.me.ip()) == ServerStatus::Disabled {
+            self.release_marks(out);
+            return;
+        }
+        // A job never sharded yet (its first leader is still being elected) waits for its first
+        // plan as for a reshard.
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        if view.sharding_necessary || view.sharding_processing || unsharded {
+            // The leader waits for running items to end: markers written ahead must go.
+            self.release_marks(out);
+            let taken = view
+                .items
+                .iter()
+                .filter(|(i, v)| v.running.is_some() && !self.local.running.contains(i))
+                .map(|(i, _)| *i)
+                .collect();
+            let keep = self.parked.take().map(|p| p.taken).unwrap_or_default();
+            self.parked = Some(Box::new(Parked {
+                source,
+                scheduled,
+                taken: keep.union(&taken).copied().collect(),
+            }));
+            self.resharding = true;
+            out.push(Command::SetResharding(true));
+            if view.leader.as_ref() == Some(&self.me) {
+                out.push(Command::AskReshard);
+            }
+            return;
+        }
+        if let Some(limit) = self.config.max_time_diff() {
+            let skew = facts.clock_skew();
+            if skew.is_some_and(|s| s > limit) {
+                out.push(Command::Refuse(format!(
+                    "local clock differs from the registry's by {skew:?}, over {limit:?}"
+                )));
+                self.release_marks(out);
+                return;
+            }
+        }
+        let mut plan = plan_run(
+            &view,
+            &self.job,
+            &self.me,
+            self.settings(),
+            &self.local,
+            only.as_ref(),
+        );
+        drop(view);
+        if !plan.skipped.is_empty() {
+            self.skipped(SkipReason::StillRunning, plan.skipped.len(), out);
+        } else if !plan.run.is_empty() && only.is_none() {
+            self.behind = false;
+        }
+        plan.start_ops.shrink_to_fit();
+        let start_ops = plan.start_ops.clone();
+        self.starting = Some(Box::new(Starting {
+            source,
+            scheduled,
+            plan,
+        }));
+        if start_ops.is_empty() {
+            self.started(facts, out);
+        } else {
+            out.push(Command::Write {
+                ops: start_ops,
+                mode: WriteMode::Batched,
+                then: Purpose::Start,
+            });
+        }
+    }
+
+    /// Holds a fire until the session check answers (one check at a time).
+    fn hold(
+        &mut self,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        out: &mut Vec<Command>,
+    ) {
+        if self.held.is_some() {
+            // The held fire runs (or is dropped) for both.
+            self.skipped(SkipReason::AlreadyHeld, 0, out);
+            return;
+        }
+        self.held = Some((source, scheduled));
+        out.push(Command::CheckSession);
+    }
+
+    /// The start write is done (or there was none): the planned run starts.
+    pub(super) fn started(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        let Some(s) = self.starting.take() else {
+            return;
+        };
+        let Starting {
+            source,
+            scheduled,
+            plan,
+        } = *s;
+        if source == ExecutionSource::Normal {
+            self.served_until = Some(facts.now());
+        }
+        for i in &plan.unmarked {
+            self.local.marked.remove(i);
+        }
+        for i in &plan.run {
+            self.local.ended.remove(i);
+        }
+        if !plan.flagged.is_empty() {
+            out.push(Command::Misfired(plan.flagged.clone()));
+        }
+        self.local
+            .misfire_flagged
+            .extend(plan.flagged.iter().copied());
+        for i in &plan.run {
+            self.local.misfire_flagged.remove(i);
+        }
+        self.launch(source, scheduled, plan.run, plan.end_ops, facts, out);
+    }
+
+    /// Hands `items` to a run; `end_ops` are written when they are done. Shared by fires and
+    /// failover runs.
+    pub(super) fn launch(
+        &mut self,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        items: Vec<ShardItem>,
+        mut end_ops: Vec<Op>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if items.is_empty() {
+            return;
+        }
+        self.next_run += 1;
+        let run_id = self.next_run;
+        self.local.running.extend(items.iter().copied());
+        // Kept until the run ends: its exact size, not the planner's growth.
+        end_ops.shrink_to_fit();
+        self.runs.reserve_exact(1);
+        self.runs.push((
+            run_id,
+            Run {
+                items: items.clone(),
+                end_ops,
+                started: facts.now(),
+            },
+        ));
+        out.push(Command::Launch {
+            run_id,
+            source,
+            scheduled,
+            items,
+        });
+    }
+
+    /// A run's task ended: queue its end write (batched with every job's of the moment), or end
+    /// it now when it has nothing to write.
+    pub(super) fn run_finished(&mut self, run_id: u64, facts: &dyn Facts, out: &mut Vec<Command>) {
+        let Some(run) = self.run(run_id) else {
+            return;
+        };
+        if run.end_ops.is_empty() {
+            self.finish(run_id, true, facts, out);
+        } else {
+            out.push(Command::SubmitEnd {
+                run_id,
+                ops: run.end_ops.clone(),
+            });
+        }
+    }
+
+    /// A run is over once its end write has its outcome: misfire catch-up, queued trigger,
+    /// pending drain, failover claims follow.
+    pub(super) fn finish(
+        &mut self,
+        run_id: u64,
+        removed: bool,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        let Some(at) = self.runs.iter().position(|(i, _)| *i == run_id) else {
+            return;
+        };
+        let (_, run) = self.runs.swap_remove(at);
+        for i in &run.items {
+            self.local.running.remove(i);
+        }
+        if removed {
+            // Until the mirror shows the deletions, those markers are this instance's, not a run
+            // elsewhere. One the mirror already shows gone needs no note: its event came first.
+            for op in &run.end_ops {
+                if let Ok((_, JobNode::ShardingRunning(item))) = JobNode::parse(op.path()) {
+                    if facts.marker_mirrored(item) {
+                        self.local.ended.insert(item);
+                    }
+                }
+            }
+        }
+        let catch_up: BTreeSet<ShardItem> = self
+            .local
+            .misfire_flagged
+            .iter()
+            .filter(|i| !self.local.running.contains(i))
+            .copied()
+            .collect();
+        if !catch_up.is_empty() && self.config.config().misfire {
+            self.fire_only(ExecutionSource::Misfire, None, Some(catch_up), facts, out);
+        }
+        if self.trigger_queued && self.runs.is_empty() {
+            self.trigger_queued = false;
+            self.fire(ExecutionSource::Manual, None, facts, out);
+        }
+        if self.runs.is_empty() {
+            if self.draining {
+                out.push(Command::DrainDone);
+            }
+            // A busy instance claims marked items when its run ends (ElasticJob does the same).
+            if facts.has_failover_marks() {
+                out.push(Command::FailoverIdle);
+            }
+        }
+    }
+
+    /// Deletes the markers written ahead that no run will use.
+    pub(super) fn release_marks(&mut self, out: &mut Vec<Command>) {
+        if self.local.marked.is_empty() {
+            return;
+        }
+        out.push(Command::Write {
+            ops: release_ops(&self.job, self.local.marked.iter().copied()),
+            mode: WriteMode::Tolerant,
+            then: Purpose::Release,
+        });
+    }
+
+    /// The reshard ended: the parked fire runs under the new plan, without the items another
+    /// instance ran for it meanwhile.
+    pub(super) fn resume_parked(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        let view = facts.view();
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        if view.sharding_necessary || view.sharding_processing || unsharded {
+            return;
+        }
+        drop(view);
+        if self.resharding {
+            self.resharding = false;
+            out.push(Command::SetResharding(false));
+        }
+        let Some(p) = self.parked.take() else {
+            return;
+        };
+        let only = if p.taken.is_empty() {
+            None
+        } else {
+            let view = facts.view();
+            let rest: BTreeSet<ShardItem> = view
+                .items_owned_by(&self.me)
+                .into_iter()
+                .filter(|i| !p.taken.contains(i))
+                .collect();
+            if rest.is_empty() {
+                return;
+            }
+            Some(rest)
+        };
+        // A resumed fire is late by the reshard's length, not by a pause: no session check.
+        let scheduled = p.scheduled;
+        self.fire_resumed(p.source, scheduled, only, facts, out);
+    }
+
+    fn fire_resumed(
+        &mut self,
+        source: ExecutionSource,
+        scheduled: Option<DateTime<Utc>>,
+        only: Option<BTreeSet<ShardItem>>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        // `only` set skips the lateness check; the full set of owned items stands for "all".
+        let only =
+            only.or_else(|| Some(facts.view().items_owned_by(&self.me).into_iter().collect()));
+        self.fire_only(source, scheduled, only, facts, out);
+    }
+}

@@ -1,0 +1,671 @@
+//! A job's whole life on one instance as one pure state machine, in the shape of openraft's
+//! `Engine`: the ExecutorActor turns its messages into [`Input`]s, [`JobMachine::step`] changes
+//! the state and returns [`Command`]s, and the actor carries the commands out (writes, runs,
+//! timers, messages) and feeds their outcomes back as inputs. The machine makes no call: what it
+//! needs from the mirror and the clock it reads through [`Facts`], which tests fake.
+//!
+//! ```text
+//!  inputs                                   state                          commands
+//!  ──────                                   ─────                          ────────
+//!  Prepare, Fire, Trigger ──┐         ┌─ link: Connected │ Disconnected    Write{ops, then}
+//!  RunFinished, RunEnded ───┤         │        │ Suspect (check first)     SubmitEnd (batched)
+//!  Written{purpose,outcome} ┤         ├─ registration: Confirmed │        Launch / Cancel
+//!  Event (mirror) ──────────┼─▶ step ─┤   Unconfirmed │ Older(session) ─▶ Schedule / Unschedule
+//!  Resynced, Config ────────┤         ├─ runs, marks, misfire flags        AskReshard, CheckSession
+//!  Session, Fenced, Paused ─┤         ├─ parked fire (+ items taken)      FailoverIdle, Evaluate
+//!  SessionChecked ──────────┤         ├─ held fire (awaiting the check)   DrainDone, Stop
+//!  Drain, Remove, Claimed ──┘         └─ draining │ leaving               Misfired, Skipped, Warn
+//! ```
+//!
+//! A fire goes: coalesced if a run that started after its instant covers it; held for a session
+//! check if it is late past [`FenceBudget::late_fire_bound`] or the link is suspect; skipped while
+//! disconnected or while this instance's node belongs to an older session; parked while a reshard
+//! is pending (items seen running elsewhere meanwhile are left out when it resumes: the fire is
+//! bound to the plan it was fired under); otherwise planned by
+//! [`plan_run`](super::execution::plan_run).
+
+mod fence;
+mod fire;
+mod registration;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+pub use fence::FenceBudget;
+
+use crate::config::ValidatedConfig;
+use crate::job::ExecutionSource;
+use crate::paths::JobNode;
+use crate::registry::{NodeEventKind, Op, RegistryError, SessionState};
+use crate::types::{InstanceId, JobName, ShardItem};
+use crate::view::JobView;
+
+use super::execution::LocalRuns;
+
+/// What the machine reads from the mirror and the clock, only when an input needs it.
+pub trait Facts {
+    /// The job's nodes as the mirror holds them.
+    fn view(&self) -> JobView;
+    /// Whether `sharding/{item}/instance` names this instance.
+    fn owns(&self, item: ShardItem) -> bool;
+    /// Whether the mirror still shows `sharding/{item}/running`.
+    fn marker_mirrored(&self, item: ShardItem) -> bool;
+    /// The ephemeral owner (session id) of `instances/{me}` as mirrored; `None` when absent.
+    fn instance_owner(&self) -> Option<i64>;
+    /// Whether `leader/failover/items` has children.
+    fn has_failover_marks(&self) -> bool;
+    /// Now, by the injected clock.
+    fn now(&self) -> DateTime<Utc>;
+    /// The last measured difference between the local and the registry's clock.
+    fn clock_skew(&self) -> Option<Duration>;
+}
+
+/// What a write came to, as the machine branches on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Applied.
+    Done,
+    /// A node was already there or already gone (the mirror lagged behind a write).
+    Conflict,
+    /// Anything else (connection loss, timeout): the message says what.
+    Failed(String),
+}
+
+impl Outcome {
+    /// Classifies a registry result.
+    pub fn of(result: &Result<(), RegistryError>) -> Self {
+        match result {
+            Ok(()) => Self::Done,
+            Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => Self::Conflict,
+            Err(e) => Self::Failed(e.to_string()),
+        }
+    }
+}
+
+/// What a write was for: its outcome comes back as [`Input::Written`] with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Purpose {
+    /// The start write of the planned run.
+    Start,
+    /// The start write again, op by op, tolerating nodes already as wanted.
+    StartTolerant,
+    /// Markers written ahead of a fire for these items.
+    Prepare(Vec<ShardItem>),
+    /// Markers written ahead released.
+    Release,
+    /// A run's end write again, op by op.
+    EndRetry(u64),
+    /// Leaving the job's coordination (removed here).
+    Leave,
+    /// `instances/{me}` created again.
+    Register,
+    /// `trigger/{me}` taken.
+    TakeTrigger,
+}
+
+/// How a write is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Through the session's write batcher (shared multi-ops), awaited.
+    Batched,
+    /// One call or one multi-op.
+    Direct,
+    /// Op by op, nodes already as wanted count as done.
+    Tolerant,
+}
+
+/// Why a fire ran nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// A run started after the fire's instant already covers it (fires queued behind a stall).
+    Coalesced,
+    /// The registry is disconnected: no work starts.
+    Disconnected,
+    /// The session check after a pause found the session gone.
+    SessionLost,
+    /// This instance's node still belongs to an older session: its runs may be failed over.
+    NotRegistered,
+    /// Items were still running at the fire: they are flagged misfire or skipped.
+    StillRunning,
+    /// The fire came while another waited for the session check.
+    AlreadyHeld,
+}
+
+impl SkipReason {
+    /// Metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Coalesced => "coalesced",
+            Self::Disconnected => "disconnected",
+            Self::SessionLost => "session_lost",
+            Self::NotRegistered => "not_registered",
+            Self::StillRunning => "still_running",
+            Self::AlreadyHeld => "already_held",
+        }
+    }
+}
+
+/// An input to the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The cron fires soon for `scheduled`: write the free items' markers ahead.
+    Prepare {
+        /// The coming instant.
+        scheduled: DateTime<Utc>,
+    },
+    /// The cron fired for `scheduled`.
+    Fire {
+        /// The instant the cron named.
+        scheduled: DateTime<Utc>,
+    },
+    /// Run every owned item once now.
+    Trigger,
+    /// A run's task ended.
+    RunFinished {
+        /// The run.
+        run_id: u64,
+    },
+    /// A run's batched end write has its outcome.
+    RunEnded {
+        /// The run.
+        run_id: u64,
+        /// The end write's outcome.
+        outcome: Outcome,
+    },
+    /// A write the machine asked for has its outcome.
+    Written {
+        /// What it was for.
+        purpose: Purpose,
+        /// Its outcome.
+        outcome: Outcome,
+    },
+    /// A node of the job changed (the mirror already holds the change).
+    Event {
+        /// The node.
+        node: JobNode,
+        /// What happened to it.
+        kind: NodeEventKind,
+    },
+    /// The mirror was re-listed.
+    Resynced,
+    /// The job's configuration in the registry was read again (valid).
+    Config(Arc<ValidatedConfig>),
+    /// The session's connection state changed.
+    Session(SessionState),
+    /// The disconnection lasted the fencing budget: running items must stop now.
+    Fenced,
+    /// The node was not scheduled for this long (SIGSTOP, a stalled runtime).
+    Paused(Duration),
+    /// The session check asked for by [`Command::CheckSession`] answered.
+    SessionChecked {
+        /// The session still lives.
+        alive: bool,
+    },
+    /// Stop firing; report once no item runs.
+    Drain,
+    /// The job is removed from this instance.
+    Remove,
+    /// The FailoverActor claimed these items for this instance.
+    FailoverClaimed(Vec<ShardItem>),
+}
+
+/// What the interpreter must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Apply `ops`; feed the outcome back as [`Input::Written`] with `then`.
+    Write {
+        /// The operations.
+        ops: Vec<Op>,
+        /// How.
+        mode: WriteMode,
+        /// What for.
+        then: Purpose,
+    },
+    /// Queue a run's end write on the batcher; its outcome comes back as [`Input::RunEnded`].
+    SubmitEnd {
+        /// The run.
+        run_id: u64,
+        /// The writes.
+        ops: Vec<Op>,
+    },
+    /// Start a run of `items`.
+    Launch {
+        /// Its number.
+        run_id: u64,
+        /// Why it runs.
+        source: ExecutionSource,
+        /// The cron instant it answers.
+        scheduled: Option<DateTime<Utc>>,
+        /// Its items, ascending.
+        items: Vec<ShardItem>,
+    },
+    /// Cancel these running items.
+    Cancel(Vec<ShardItem>),
+    /// Cancel every running item.
+    CancelAll,
+    /// (Re)schedule the job with the machine's config.
+    Schedule,
+    /// Stop firing the job.
+    Unschedule,
+    /// Ask the ShardingActor to reshard now (this instance leads).
+    AskReshard,
+    /// Check the session (one registry round trip, off the handler), answer with
+    /// [`Input::SessionChecked`].
+    CheckSession,
+    /// Raise or lower the resharding flag items see.
+    SetResharding(bool),
+    /// No run is in progress and failover marks exist: the FailoverActor may claim.
+    FailoverIdle,
+    /// The leader and failover actors look at the job again.
+    Evaluate,
+    /// Run with this configuration from now on (listeners, error handler, peers' copy).
+    ConfigApplied(Arc<ValidatedConfig>),
+    /// Answer the pending drains.
+    DrainDone,
+    /// Stop the executor: the job is removed here.
+    Stop,
+    /// The fire is refused (reported to the job's error handler).
+    Refuse(String),
+    /// Items newly flagged misfire.
+    Misfired(Vec<ShardItem>),
+    /// A fire (or part of it) ran nothing: counted, and logged at WARN when it starts a streak.
+    Skipped {
+        /// Why.
+        reason: SkipReason,
+        /// Items concerned (0 for a whole fire).
+        items: usize,
+        /// Whether this skip starts a streak (log it at WARN).
+        warn: bool,
+    },
+    /// Log at WARN.
+    Warn(String),
+}
+
+/// How the machine sees its session's link to the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Connected: work starts.
+    Connected,
+    /// Disconnected: no work starts; running items are cancelled at the fencing deadline.
+    Disconnected,
+    /// The node may have been paused past its session: check the session before any fire.
+    Suspect,
+}
+
+/// Whose `instances/{me}` node stands, as far as this machine knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// The mirror showed it owned by this session.
+    Confirmed,
+    /// Written by this session (or unknown); not yet seen in the mirror.
+    Unconfirmed,
+    /// It belongs to an older session of this instance: wait for its deletion, then create ours.
+    Older(i64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Run {
+    items: Vec<ShardItem>,
+    end_ops: Vec<Op>,
+    started: DateTime<Utc>,
+}
+
+/// A planned run waiting for its start write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Starting {
+    source: ExecutionSource,
+    scheduled: Option<DateTime<Utc>>,
+    plan: super::execution::RunPlan,
+}
+
+/// A fire waiting for a reshard to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Parked {
+    source: ExecutionSource,
+    scheduled: Option<DateTime<Utc>>,
+    /// Items seen running on another instance since the fire: they ran (or run) under the plan
+    /// before the reshard, and this fire does not run them again.
+    taken: BTreeSet<ShardItem>,
+}
+
+/// One job's state on one instance, for one session.
+#[derive(Debug)]
+pub struct JobMachine {
+    job: JobName,
+    me: InstanceId,
+    session: i64,
+    fence: FenceBudget,
+    config: Arc<ValidatedConfig>,
+    runs: Vec<(u64, Run)>,
+    local: LocalRuns,
+    next_run: u64,
+    starting: Option<Box<Starting>>,
+    parked: Option<Box<Parked>>,
+    held: Option<(ExecutionSource, Option<DateTime<Utc>>)>,
+    link: Link,
+    registration: Registration,
+    trigger_queued: bool,
+    draining: bool,
+    leaving: bool,
+    resharding: bool,
+    /// When the last cron fire's handling ended: fires due before it were queued behind a stall.
+    served_until: Option<DateTime<Utc>>,
+    /// A skip streak is under way (logged once at WARN, not at every fire).
+    behind: bool,
+}
+
+impl JobMachine {
+    /// A machine for `job` on `me`, registered on session `session` (`registration` says whether
+    /// the instance node is ours), running with `config`.
+    pub fn new(
+        job: JobName,
+        me: InstanceId,
+        session: i64,
+        fence: FenceBudget,
+        config: Arc<ValidatedConfig>,
+        registration: Registration,
+    ) -> Self {
+        Self {
+            job,
+            me,
+            session,
+            fence,
+            config,
+            runs: Vec::new(),
+            local: LocalRuns::default(),
+            next_run: 0,
+            starting: None,
+            parked: None,
+            held: None,
+            link: Link::Connected,
+            registration,
+            trigger_queued: false,
+            draining: false,
+            leaving: false,
+            resharding: false,
+            served_until: None,
+            behind: false,
+        }
+    }
+
+    /// The job.
+    pub fn job(&self) -> &JobName {
+        &self.job
+    }
+
+    /// The configuration the job runs with.
+    pub fn config(&self) -> &Arc<ValidatedConfig> {
+        &self.config
+    }
+
+    /// Whether no run is in progress and the job may take failover claims.
+    pub fn is_idle(&self) -> bool {
+        self.runs.is_empty() && !self.draining && !self.leaving && self.link == Link::Connected
+    }
+
+    /// The link as the machine sees it.
+    pub fn link(&self) -> Link {
+        self.link
+    }
+
+    /// The registration as the machine sees it.
+    pub fn registration(&self) -> Registration {
+        self.registration
+    }
+
+    /// Items running now.
+    pub fn running(&self) -> &BTreeSet<ShardItem> {
+        &self.local.running
+    }
+
+    /// Gives back the memory of empty collections (ten thousand idle jobs hold nothing).
+    pub fn release_empty(&mut self) {
+        self.local.release_empty();
+        if self.runs.is_empty() {
+            self.runs = Vec::new();
+        }
+    }
+
+    /// One input in, the commands it asks for out.
+    pub fn step(&mut self, input: Input, facts: &dyn Facts) -> Vec<Command> {
+        let mut out = Vec::new();
+        match input {
+            Input::Prepare { scheduled } => self.prepare(scheduled, facts, &mut out),
+            Input::Fire { scheduled } => {
+                self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
+            }
+            Input::Trigger => {
+                if self.runs.is_empty() {
+                    self.fire(ExecutionSource::Manual, None, facts, &mut out)
+                } else {
+                    self.trigger_queued = true;
+                }
+            }
+            Input::RunFinished { run_id } => self.run_finished(run_id, facts, &mut out),
+            Input::RunEnded { run_id, outcome } => match outcome {
+                Outcome::Done => self.finish(run_id, true, facts, &mut out),
+                _ => {
+                    if let Some(run) = self.run(run_id) {
+                        out.push(Command::Write {
+                            ops: run.end_ops.clone(),
+                            mode: WriteMode::Tolerant,
+                            then: Purpose::EndRetry(run_id),
+                        });
+                    }
+                }
+            },
+            Input::Written { purpose, outcome } => self.written(purpose, outcome, facts, &mut out),
+            Input::Event { node, kind } => self.event(node, kind, facts, &mut out),
+            Input::Resynced => {
+                self.resynced(facts, &mut out);
+                self.resume_parked(facts, &mut out);
+            }
+            Input::Config(new) => self.config_changed(new, &mut out),
+            Input::Session(s) => self.session_changed(s, facts, &mut out),
+            Input::Fenced => {
+                if self.link == Link::Disconnected && !self.runs.is_empty() {
+                    out.push(Command::CancelAll);
+                }
+            }
+            Input::Paused(for_) => self.paused(for_, &mut out),
+            Input::SessionChecked { alive } => self.session_checked(alive, facts, &mut out),
+            Input::Drain => {
+                self.draining = true;
+                self.release_marks(&mut out);
+                out.push(Command::Unschedule);
+                if self.runs.is_empty() {
+                    out.push(Command::DrainDone);
+                }
+            }
+            Input::Remove => self.leave(facts, &mut out),
+            Input::FailoverClaimed(items) => {
+                if self.draining || self.leaving {
+                    // Not run: `failovering` names this instance, so its departure fails them
+                    // over again.
+                    out.push(Command::Warn(format!(
+                        "failover claim of items {items:?} not run: the job is stopping here"
+                    )));
+                } else {
+                    let end_ops = super::failover::finish_ops(&self.job, &items);
+                    self.launch(
+                        ExecutionSource::Failover,
+                        None,
+                        items,
+                        end_ops,
+                        facts,
+                        &mut out,
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn run(&self, run_id: u64) -> Option<&Run> {
+        self.runs.iter().find(|(i, _)| *i == run_id).map(|(_, r)| r)
+    }
+
+    fn config_changed(&mut self, new: Arc<ValidatedConfig>, out: &mut Vec<Command>) {
+        if new.config() == self.config.config() {
+            // Unchanged (a resync, or a write of the same text): keep the shared copy.
+            out.push(Command::Evaluate);
+            return;
+        }
+        let (old, next) = (self.config.config(), new.config());
+        let reschedule = next.cron != old.cron || next.time_zone != old.time_zone;
+        if reschedule || !next.monitor_execution {
+            self.release_marks(out);
+        }
+        self.config = new.clone();
+        out.push(Command::ConfigApplied(new));
+        if reschedule && !self.draining && !self.leaving {
+            out.push(Command::Schedule);
+        }
+        out.push(Command::Evaluate);
+    }
+
+    fn event(
+        &mut self,
+        node: JobNode,
+        kind: NodeEventKind,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        use NodeEventKind::{Created, DataChanged, Deleted};
+        match (node, kind) {
+            (JobNode::LeaderShardingNecessary, Created) => {
+                self.resharding = true;
+                out.push(Command::SetResharding(true));
+            }
+            (JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing, Deleted) => {
+                self.resume_parked(facts, out)
+            }
+            (JobNode::ShardingRunning(item), Deleted) => {
+                self.local.ended.remove(&item);
+            }
+            (JobNode::ShardingRunning(item), Created) => {
+                let ours = self.local.running.contains(&item) || self.local.marked.contains(&item);
+                if let (Some(p), false) = (self.parked.as_mut(), ours) {
+                    p.taken.insert(item);
+                }
+            }
+            // One event per item when a plan is committed: that item's owner only.
+            (JobNode::ShardingInstance(item), _)
+                if self.local.running.contains(&item) && !facts.owns(item) =>
+            {
+                out.push(Command::Cancel(vec![item]));
+            }
+            (JobNode::TriggerInstance(id), Created) if id == self.me => {
+                let path = JobNode::TriggerInstance(id).to_path(&self.job);
+                out.push(Command::Write {
+                    ops: vec![Op::delete(path)],
+                    mode: WriteMode::Direct,
+                    then: Purpose::TakeTrigger,
+                });
+                let commands = self.step(Input::Trigger, facts);
+                out.extend(commands);
+            }
+            (JobNode::Instance(id), Created | DataChanged) if id == self.me => {
+                self.instance_seen(facts)
+            }
+            (JobNode::Instance(id), Deleted) if id == self.me => self.instance_deleted(facts, out),
+            (JobNode::Root, Deleted) => {
+                out.push(Command::Warn(
+                    "job removed from the registry: stopping it here".into(),
+                ));
+                self.leave(facts, out);
+            }
+            _ => {}
+        }
+    }
+
+    fn written(
+        &mut self,
+        purpose: Purpose,
+        outcome: Outcome,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        match (purpose, outcome) {
+            (Purpose::Start | Purpose::StartTolerant, Outcome::Done) => self.started(facts, out),
+            (Purpose::Start, Outcome::Conflict) => {
+                // The mirror was behind our own earlier writes: apply what still applies.
+                if let Some(s) = &self.starting {
+                    out.push(Command::Write {
+                        ops: s.plan.start_ops.clone(),
+                        mode: WriteMode::Tolerant,
+                        then: Purpose::StartTolerant,
+                    });
+                }
+            }
+            (Purpose::Start | Purpose::StartTolerant, Outcome::Conflict | Outcome::Failed(_)) => {
+                self.starting = None;
+                out.push(Command::Warn(
+                    "fire skipped: writing running markers failed".into(),
+                ));
+            }
+            (Purpose::Prepare(items), Outcome::Done) => {
+                for i in &items {
+                    self.local.ended.remove(i);
+                }
+                self.local.marked.extend(items);
+            }
+            (Purpose::Prepare(_), _) => {}
+            (Purpose::Release, Outcome::Done) => self.local.marked.clear(),
+            (Purpose::Release, Outcome::Conflict | Outcome::Failed(_)) => {
+                // Kept: the next fire uses them, or a new session clears this instance's markers.
+                out.push(Command::Warn(
+                    "releasing markers written ahead failed".into(),
+                ))
+            }
+            (Purpose::EndRetry(run_id), outcome) => {
+                if outcome != Outcome::Done {
+                    out.push(Command::Warn(format!(
+                        "removing running markers failed: {outcome:?}"
+                    )));
+                }
+                self.finish(run_id, outcome == Outcome::Done, facts, out)
+            }
+            (Purpose::Leave, Outcome::Done) => {}
+            (Purpose::Leave, outcome) => out.push(Command::Warn(format!(
+                "leaving the job's coordination failed: {outcome:?}"
+            ))),
+            (Purpose::Register, outcome) => self.reregistered(outcome, out),
+            (Purpose::TakeTrigger, Outcome::Failed(e)) => {
+                out.push(Command::Warn(format!("cannot take the trigger node: {e}")))
+            }
+            (Purpose::TakeTrigger, _) => {}
+        }
+    }
+
+    fn leave(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        if self.leaving {
+            return;
+        }
+        // Leave the job's coordination at once: the others reshard without this instance, and
+        // one of them leads if this one did.
+        self.leaving = true;
+        let mut ops =
+            super::prepare::release_ops(&self.job, std::mem::take(&mut self.local.marked));
+        ops.push(Op::delete(
+            JobNode::Instance(self.me.clone()).to_path(&self.job),
+        ));
+        if facts.view().leader.as_ref() == Some(&self.me) {
+            ops.push(Op::delete(
+                JobNode::LeaderElectionInstance.to_path(&self.job),
+            ));
+        }
+        out.push(Command::Unschedule);
+        out.push(Command::Write {
+            ops,
+            mode: WriteMode::Tolerant,
+            then: Purpose::Leave,
+        });
+        out.push(Command::Stop);
+    }
+}

@@ -1,0 +1,558 @@
+//! Table tests of the job state machine: inputs in, the exact commands out.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+
+use super::*;
+use crate::config::{JobConfig, JobKind, ValidationContext};
+use crate::decide::fixtures::*;
+use crate::registry::CreateMode;
+
+const SESSION: i64 = 0x20;
+const OLD_SESSION: i64 = 0x10;
+
+struct Fake {
+    view: JobView,
+    now: DateTime<Utc>,
+    owner: Option<i64>,
+    mirrored: BTreeSet<ShardItem>,
+}
+
+impl Facts for Fake {
+    fn view(&self) -> JobView {
+        self.view.clone()
+    }
+    fn owns(&self, item: ShardItem) -> bool {
+        self.view.items.get(&item).and_then(|v| v.owner.as_ref()) == Some(&me())
+    }
+    fn marker_mirrored(&self, item: ShardItem) -> bool {
+        self.mirrored.contains(&item)
+    }
+    fn instance_owner(&self) -> Option<i64> {
+        self.owner
+    }
+    fn has_failover_marks(&self) -> bool {
+        !self.view.failover_marks.is_empty()
+    }
+    fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+    fn clock_skew(&self) -> Option<Duration> {
+        None
+    }
+}
+
+fn me() -> InstanceId {
+    inst("10.0.0.1@-@1")
+}
+
+fn other() -> InstanceId {
+    inst("10.0.0.2@-@1")
+}
+
+fn t(secs: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + TimeDelta::milliseconds(secs * 1000)
+}
+
+fn at_ms(ms: i64) -> DateTime<Utc> {
+    t(0) + TimeDelta::milliseconds(ms)
+}
+
+fn config(f: impl FnOnce(JobConfig) -> JobConfig) -> Arc<ValidatedConfig> {
+    let ctx = ValidationContext {
+        strategies: &[],
+        error_handlers: &[],
+        kind: JobKind::Simple,
+    };
+    Arc::new(
+        f(JobConfig::test("orders").items(2))
+            .validate(&ctx)
+            .unwrap(),
+    )
+}
+
+/// A committed plan: every item has its owner node.
+fn committed(mut v: JobView) -> JobView {
+    for item in v.items.values_mut() {
+        item.has_owner_node = true;
+    }
+    v
+}
+
+/// Items 0 and 1 owned by `me`, `other` live too, `me` leads.
+fn two_items() -> JobView {
+    committed(owned(
+        view(&[&me(), &other()], Some(&me())),
+        &[(0, &me()), (1, &me())],
+    ))
+}
+
+fn fake() -> Fake {
+    Fake {
+        view: two_items(),
+        now: t(0),
+        owner: Some(SESSION),
+        mirrored: BTreeSet::new(),
+    }
+}
+
+fn machine(registration: Registration) -> JobMachine {
+    JobMachine::new(
+        job(),
+        me(),
+        SESSION,
+        FenceBudget::for_session(Duration::from_secs(4)),
+        config(|c| c),
+        registration,
+    )
+}
+
+fn marker(i: u32) -> Op {
+    Op::create(
+        format!("/orders/sharding/{i}/running"),
+        me().as_str(),
+        CreateMode::Ephemeral,
+    )
+}
+
+fn start(ops: Vec<Op>) -> Command {
+    Command::Write {
+        ops,
+        mode: WriteMode::Batched,
+        then: Purpose::Start,
+    }
+}
+
+fn written(purpose: Purpose) -> Input {
+    Input::Written {
+        purpose,
+        outcome: Outcome::Done,
+    }
+}
+
+fn launch(
+    run_id: u64,
+    source: ExecutionSource,
+    at: Option<DateTime<Utc>>,
+    items: &[u32],
+) -> Command {
+    Command::Launch {
+        run_id,
+        source,
+        scheduled: at,
+        items: items.iter().map(|i| ShardItem(*i)).collect(),
+    }
+}
+
+fn register_again() -> Command {
+    Command::Write {
+        ops: vec![Op::create(
+            format!("/orders/instances/{}", me()),
+            format!("jobInstanceId: {}\nserverIp: 10.0.0.1\n", me()),
+            CreateMode::Ephemeral,
+        )],
+        mode: WriteMode::Direct,
+        then: Purpose::Register,
+    }
+}
+
+fn deleted_me() -> Input {
+    Input::Event {
+        node: JobNode::Instance(me()),
+        kind: NodeEventKind::Deleted,
+    }
+}
+
+#[test]
+fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_more() {
+    let (mut m, f) = (machine(Registration::Confirmed), fake());
+    let fire = m.step(Input::Fire { scheduled: t(0) }, &f);
+    assert_eq!(fire, vec![start(vec![marker(0), marker(1)])]);
+    let launched = m.step(written(Purpose::Start), &f);
+    assert_eq!(
+        launched,
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
+    let ends = vec![
+        Op::delete("/orders/sharding/0/running"),
+        Op::delete("/orders/sharding/1/running"),
+    ];
+    assert_eq!(
+        m.step(Input::RunFinished { run_id: 1 }, &f),
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: ends
+        }]
+    );
+    let ended = Input::RunEnded {
+        run_id: 1,
+        outcome: Outcome::Done,
+    };
+    assert_eq!(m.step(ended, &f), vec![]);
+    assert!(m.is_idle());
+}
+
+#[test]
+fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror_showed_it_ours() {
+    let leave = |leader_ops: bool| {
+        let mut ops = vec![Op::delete(format!("/orders/instances/{}", me()))];
+        if leader_ops {
+            ops.push(Op::delete("/orders/leader/election/instance"));
+        }
+        vec![
+            Command::Unschedule,
+            Command::Write {
+                ops,
+                mode: WriteMode::Tolerant,
+                then: Purpose::Leave,
+            },
+            Command::Stop,
+        ]
+    };
+    // (case, registration, session state, owner of instances/{me} in the mirror, commands)
+    type Case = (
+        &'static str,
+        Registration,
+        Option<SessionState>,
+        Option<i64>,
+        Vec<Command>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "stale deletion of the old session's node, reported by a re-list after ours was written",
+            Registration::Unconfirmed,
+            None,
+            None,
+            vec![register_again()],
+        ),
+        (
+            "the old session's node expired after a quick restart: ours is created",
+            Registration::Older(OLD_SESSION),
+            None,
+            None,
+            vec![register_again()],
+        ),
+        (
+            "ours already stands in the mirror: the event was about an older incarnation",
+            Registration::Confirmed,
+            None,
+            Some(SESSION),
+            vec![],
+        ),
+        (
+            "deleted while the registry does not answer: in doubt, re-register and keep running",
+            Registration::Confirmed,
+            Some(SessionState::Disconnected),
+            None,
+            vec![register_again()],
+        ),
+    ];
+    for (name, registration, session, owner, expected) in cases {
+        let mut m = machine(registration);
+        let f = Fake { owner, ..fake() };
+        if let Some(s) = session {
+            m.step(Input::Session(s), &f);
+        }
+        assert_eq!(m.step(deleted_me(), &f), expected, "{name}");
+    }
+    // Confirmed by the mirror, connected, deleted: an operator's shutdown, logged at WARN.
+    let mut m = machine(Registration::Confirmed);
+    let out = m.step(
+        deleted_me(),
+        &Fake {
+            owner: None,
+            ..fake()
+        },
+    );
+    assert!(
+        matches!(&out[0], Command::Warn(w) if w.contains("operator")),
+        "{out:?}"
+    );
+    assert_eq!(out[1..], leave(true)[..]);
+}
+
+#[test]
+fn an_instance_whose_node_is_still_an_older_sessions_starts_nothing_until_its_own_is_seen() {
+    let mut m = machine(Registration::Older(OLD_SESSION));
+    let f = Fake {
+        owner: Some(OLD_SESSION),
+        ..fake()
+    };
+    let skipped = Command::Skipped {
+        reason: SkipReason::NotRegistered,
+        items: 0,
+        warn: true,
+    };
+    assert_eq!(m.step(Input::Fire { scheduled: t(0) }, &f), vec![skipped]);
+    assert_eq!(m.step(Input::Prepare { scheduled: t(1) }, &f), vec![]);
+    let f = Fake { owner: None, ..f };
+    assert_eq!(m.step(deleted_me(), &f), vec![register_again()]);
+    m.step(written(Purpose::Register), &f);
+    let f = Fake {
+        owner: Some(SESSION),
+        now: t(1),
+        ..f
+    };
+    let created = Input::Event {
+        node: JobNode::Instance(me()),
+        kind: NodeEventKind::Created,
+    };
+    assert_eq!(m.step(created, &f), vec![]);
+    assert_eq!(m.registration(), Registration::Confirmed);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(1) }, &f),
+        vec![start(vec![marker(0), marker(1)])]
+    );
+}
+
+#[test]
+fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
+    let mut m = machine(Registration::Confirmed);
+    // This instance just joined: under the old plan `other` owns both items, and the leader
+    // has raised the flag.
+    let old_plan = committed(owned(
+        view(&[&me(), &other()], Some(&other())),
+        &[(0, &other()), (1, &other())],
+    ));
+    let mut f = Fake {
+        view: old_plan.clone(),
+        ..fake()
+    };
+    f.view.sharding_necessary = true;
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &f),
+        vec![Command::SetResharding(true)]
+    );
+    // The old owner, whose mirror had not seen the flag yet, runs item 1 of this fire.
+    let running = Input::Event {
+        node: JobNode::ShardingRunning(ShardItem(1)),
+        kind: NodeEventKind::Created,
+    };
+    assert_eq!(m.step(running, &f), vec![]);
+    // The leader waited for it and committed: both items are this instance's now.
+    let f = Fake {
+        view: two_items(),
+        now: at_ms(300),
+        ..fake()
+    };
+    let done = Input::Event {
+        node: JobNode::LeaderShardingNecessary,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(
+        m.step(done, &f),
+        vec![Command::SetResharding(false), start(vec![marker(0)])],
+        "item 1 of this fire ran under the old plan: only item 0 runs here"
+    );
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0])]
+    );
+}
+
+#[test]
+fn fires_queued_behind_a_registry_freeze_collapse_and_a_missed_fire_is_made_up_once() {
+    let mut m = machine(Registration::Confirmed);
+    let mut f = fake();
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &f),
+        vec![start(vec![marker(0), marker(1)])]
+    );
+    // The registry froze for 3 s: the start write answers late, fires queued meanwhile.
+    f.now = at_ms(3_050);
+    m.step(written(Purpose::Start), &f);
+    let coalesced = |warn| Command::Skipped {
+        reason: SkipReason::Coalesced,
+        items: 0,
+        warn,
+    };
+    f.now = at_ms(3_060);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(1) }, &f),
+        vec![coalesced(true)]
+    );
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(2) }, &f),
+        vec![coalesced(false)]
+    );
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(3) }, &f),
+        vec![coalesced(false)]
+    );
+    // A fire on time while the items still run: flagged misfire once.
+    f.now = at_ms(4_001);
+    let misfires = vec![
+        Op::create("/orders/sharding/0/misfire", "", CreateMode::Persistent),
+        Op::create("/orders/sharding/1/misfire", "", CreateMode::Persistent),
+    ];
+    let out = m.step(Input::Fire { scheduled: t(4) }, &f);
+    assert_eq!(out[1], start(misfires));
+    let items = vec![ShardItem(0), ShardItem(1)];
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![Command::Misfired(items)]
+    );
+    // The run ends: exactly one catch-up.
+    m.step(Input::RunFinished { run_id: 1 }, &f);
+    let ended = Input::RunEnded {
+        run_id: 1,
+        outcome: Outcome::Done,
+    };
+    let out = m.step(ended, &f);
+    assert!(
+        matches!(
+            &out[..],
+            [Command::Write {
+                then: Purpose::Start,
+                ..
+            }]
+        ),
+        "{out:?}"
+    );
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![launch(2, ExecutionSource::Misfire, None, &[0, 1])]
+    );
+}
+
+#[test]
+fn a_late_fire_waits_for_a_session_check_and_runs_only_if_the_session_lives() {
+    let cases = [
+        (true, "the session lives: the fire runs"),
+        (false, "the session is gone: the fire is skipped"),
+    ];
+    for (alive, name) in cases {
+        let mut m = machine(Registration::Confirmed);
+        let f = Fake {
+            now: at_ms(2_000),
+            ..fake()
+        };
+        assert_eq!(
+            m.step(Input::Fire { scheduled: t(0) }, &f),
+            vec![Command::CheckSession],
+            "{name}"
+        );
+        assert_eq!(m.link(), Link::Suspect);
+        let out = m.step(Input::SessionChecked { alive }, &f);
+        let expected = if alive {
+            vec![start(vec![marker(0), marker(1)])]
+        } else {
+            vec![Command::Skipped {
+                reason: SkipReason::SessionLost,
+                items: 0,
+                warn: true,
+            }]
+        };
+        assert_eq!(out, expected, "{name}");
+    }
+}
+
+#[test]
+fn a_resumed_node_cancels_what_it_may_have_lost_before_anything_else() {
+    // Budget for a 4 s session: cancel after 1.8 s, check after 0.6 s.
+    let cases: [(u64, Vec<Command>); 3] = [
+        (100, vec![]),
+        (700, vec![Command::CheckSession]),
+        (3_000, vec![Command::CancelAll, Command::CheckSession]),
+    ];
+    for (pause_ms, expected) in cases {
+        let (mut m, f) = (machine(Registration::Confirmed), fake());
+        m.step(Input::Fire { scheduled: t(0) }, &f);
+        m.step(written(Purpose::Start), &f);
+        let out = m.step(Input::Paused(Duration::from_millis(pause_ms)), &f);
+        assert_eq!(out, expected, "paused {pause_ms} ms");
+    }
+}
+
+#[test]
+fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadline() {
+    let (mut m, f) = (machine(Registration::Confirmed), fake());
+    m.step(Input::Fire { scheduled: t(0) }, &f);
+    m.step(written(Purpose::Start), &f);
+    assert_eq!(
+        m.step(Input::Session(SessionState::Disconnected), &f),
+        vec![]
+    );
+    let f = Fake {
+        now: t(1),
+        ..fake()
+    };
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(1) }, &f),
+        vec![Command::Skipped {
+            reason: SkipReason::Disconnected,
+            items: 0,
+            warn: true
+        }]
+    );
+    assert_eq!(m.step(Input::Prepare { scheduled: t(2) }, &f), vec![]);
+    assert_eq!(m.step(Input::Fenced, &f), vec![Command::CancelAll]);
+    assert!(!m.is_idle());
+    m.step(Input::Session(SessionState::Connected), &f);
+    assert_eq!(m.link(), Link::Connected);
+}
+
+#[test]
+fn a_job_that_cannot_keep_up_warns_once_per_streak_and_counts_every_skip() {
+    let (mut m, mut f) = (machine(Registration::Confirmed), fake());
+    m.step(Input::Fire { scheduled: t(0) }, &f);
+    m.step(written(Purpose::Start), &f);
+    let mut warns = Vec::new();
+    for s in 1..4 {
+        f.now = t(s);
+        let out = m.step(Input::Fire { scheduled: t(s) }, &f);
+        for c in out {
+            if let Command::Skipped {
+                reason,
+                items,
+                warn,
+            } = c
+            {
+                assert_eq!((reason, items), (SkipReason::StillRunning, 2));
+                warns.push(warn);
+            }
+        }
+    }
+    assert_eq!(warns, vec![true, false, false]);
+}
+
+#[test]
+fn a_changed_cron_reschedules_and_an_unchanged_config_only_re_evaluates() {
+    let (mut m, f) = (machine(Registration::Confirmed), fake());
+    assert_eq!(
+        m.step(Input::Config(config(|c| c)), &f),
+        vec![Command::Evaluate]
+    );
+    let new = config(|c| c.cron("0/7 * * * * ?"));
+    assert_eq!(
+        m.step(Input::Config(new.clone()), &f),
+        vec![
+            Command::ConfigApplied(new),
+            Command::Schedule,
+            Command::Evaluate
+        ]
+    );
+}
+
+#[test]
+fn an_item_moved_away_by_a_new_plan_is_cancelled_here() {
+    let (mut m, f) = (machine(Registration::Confirmed), fake());
+    m.step(Input::Fire { scheduled: t(0) }, &f);
+    m.step(written(Purpose::Start), &f);
+    let f = Fake {
+        view: owned(two_items(), &[(1, &other())]),
+        ..fake()
+    };
+    let moved = |i| Input::Event {
+        node: JobNode::ShardingInstance(ShardItem(i)),
+        kind: NodeEventKind::DataChanged,
+    };
+    assert_eq!(m.step(moved(0), &f), vec![]);
+    assert_eq!(
+        m.step(moved(1), &f),
+        vec![Command::Cancel(vec![ShardItem(1)])]
+    );
+}
