@@ -18,6 +18,9 @@
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
 //! | `assets.rs` | the page, its script and style, compiled into the binary |
 //!
+//! Served within the bounds of the operations endpoints (`admin::serve`): request heads, their
+//! timeout, the number and age of connections.
+//!
 //! Security: the console listens on loopback unless told otherwise, and an address other than
 //! loopback requires a token. When a token is set, every `/api` request must carry it
 //! (`Authorization: Bearer TOKEN`; the event stream, which browsers open without headers, may take
@@ -196,14 +199,10 @@ impl Console {
         );
         let stop = CancellationToken::new();
         let shutdown = stop.clone();
-        let server = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { shutdown.cancelled().await })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the console stopped serving");
-            }
-        });
+        // The operations endpoints' bounded server: request heads of at most 8 KiB within 5 s,
+        // 32 connections, each closed after two minutes (an open page's event stream then
+        // reconnects by itself). Bodies are bounded by axum's 2 MB default.
+        let server = tokio::spawn(crate::admin::serve::serve(listener, app, shutdown));
         Ok(Self {
             addr,
             stop,
