@@ -14,6 +14,7 @@
 //! | jobs | [`job`], [`clock`] | the sharding context, simple, dataflow, script and HTTP jobs, error handlers and listeners; the injected wall clock |
 //! | events | [`events`], [`history`] | engine events on bounded per-subscriber queues; the execution history on SQLite or PostgreSQL |
 //! | operations | [`admin`], [`metrics`] | Prometheus scrape endpoint, health, readiness and dump endpoints (axum); every metric the engine emits, typed |
+//! | operations | [`console`] | the web console: JSON API, live event stream and embedded page, over [`ops`] |
 //! | operations | [`ops`] | the operations API on the registry: job, item and server statuses; trigger, disable, shutdown, remove; config get/set |
 //! | engine | [`node`], [`embed`] (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes; its builder and handle; embedding in a host's ractor tree |
 //!
@@ -25,6 +26,7 @@
 pub mod admin;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod cron;
 pub mod decide;
 pub mod events;

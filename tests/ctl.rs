@@ -1,6 +1,6 @@
 //! The operations API and the `ctl` CLI against a real ZooKeeper with live nodes in this process:
 //! each command's effect is observed in the executions of the running cluster, and the CLI binary
-//! (`target/debug/examples/ctl`, built by `cargo test --all-targets`) is run for its output and its
+//! (`shardcronctl`, the package's binary target) is run for its output and its
 //! exit codes.
 
 #[allow(dead_code, unreachable_pub)]
@@ -152,9 +152,9 @@ impl CtlOutput {
     }
 }
 
-/// The CLI binary, built (or found fresh) on first use.
+/// The CLI binary: a binary target of the package, which cargo builds before this test.
 fn ctl_binary() -> PathBuf {
-    example_bin::example("ctl")
+    example_bin::ctl_binary()
 }
 
 async fn ctl(ns: &str, args: &[&str]) -> CtlOutput {

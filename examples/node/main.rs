@@ -9,7 +9,7 @@
 //! | file | what it holds |
 //! | --- | --- |
 //! | `main.rs` | start-up, the nodes, and graceful shutdown on SIGINT / SIGTERM |
-//! | `args.rs` | the flags; a bad one exits with code 2 and names it |
+//! | `cli.rs` | the flags (clap derive); a bad one exits with code 2 and names it |
 //! | `jobs.rs` | the demo job set and jobs files (`jobs:` list of configs with a `type:`) |
 //! | `demo.rs` | the jobs compiled in: `demo`, `orders`, `inventory` |
 //! | `report.rs` | the printed lines and the handler wrapper that prints them |
@@ -17,7 +17,7 @@
 //! Exit codes: 0 after a graceful shutdown, 1 when a node cannot start (the registry is
 //! unreachable, say), 2 for a bad flag or jobs file.
 
-mod args;
+mod cli;
 mod demo;
 mod jobs;
 mod report;
@@ -38,7 +38,7 @@ use shardcron::{InstanceId, JobSpec, NodeOptions};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tracing_subscriber::EnvFilter;
 
-use args::{Args, Command};
+use cli::Args;
 use report::{Console, OnceLog, Reported, ONCE_LOG};
 
 /// How long a shutdown waits for running items: the demo's items are short, and an operator who
@@ -46,15 +46,16 @@ use report::{Console, OnceLog, Reported, ONCE_LOG};
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
-    let args = match args::parse(std::env::args().skip(1)) {
-        Ok(Command::Run(args)) => *args,
-        Ok(Command::Help) => {
-            print!("{}", args::USAGE);
-            return ExitCode::SUCCESS;
-        }
+    let args = match cli::parse() {
+        Ok(args) => args,
         Err(e) => {
-            eprintln!("node: {e}");
-            return ExitCode::from(2);
+            // Help goes to stdout and succeeds; every refused flag is bad input.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     tracing_subscriber::fmt()

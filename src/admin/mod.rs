@@ -23,7 +23,7 @@ pub mod dump;
 pub mod ready;
 mod routes;
 mod scrape;
-mod serve;
+pub(crate) mod serve;
 
 use std::fmt;
 use std::net::SocketAddr;

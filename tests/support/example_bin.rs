@@ -1,10 +1,16 @@
-//! The example programs' binaries, for tests that run them as processes (`tests/node_process.rs`,
-//! `tests/chaos.rs`, `tests/ctl.rs`).
+//! The programs' binaries, for tests that run them as processes (`tests/node_process.rs`,
+//! `tests/chaos.rs`, `tests/ctl.rs`, `tests/console.rs`): the example node, and `shardcronctl`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
+
+/// The `shardcronctl` binary. It is a binary target of the package, so cargo builds it before any
+/// integration test and names it in `CARGO_BIN_EXE_shardcronctl`.
+pub fn ctl_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_shardcronctl"))
+}
 
 /// The example node's binary.
 pub fn example_binary() -> PathBuf {

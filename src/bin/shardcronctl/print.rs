@@ -9,7 +9,7 @@ pub(crate) fn json(value: &impl Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
         // Every report is plain data; a failure here is a bug worth seeing.
-        Err(e) => eprintln!("ctl: cannot print JSON: {e}"),
+        Err(e) => eprintln!("shardcronctl: cannot print JSON: {e}"),
     }
 }
 

@@ -1,0 +1,228 @@
+//! The command line, declared with clap's derive: global flags, one command (or a group and its
+//! subcommand, as `config get`), each with its own flags. clap checks every value before anything
+//! connects and names the flag or argument it refuses; `main` maps that to exit code 2.
+//!
+//! A new command group (say `cron next`) is one variant of [`Command`] holding its own
+//! `#[derive(Subcommand)]` enum, as [`ConfigCommand`] does for `config`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand};
+use clap_complete::Shell;
+use shardcron::registry::zookeeper::ZkConfig;
+use shardcron::{InstanceId, JobName, ShardItem};
+
+/// The namespace when `--namespace` is not given (the example node's default).
+pub(crate) const DEFAULT_NAMESPACE: &str = "shardcron-demo";
+
+/// The address `console` listens on when `--listen` is not given.
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8899";
+
+/// Operates the shardcron (or ElasticJob-Lite 3.x) jobs of one registry namespace.
+#[derive(Debug, Parser)]
+#[command(
+    name = "shardcronctl",
+    version,
+    about,
+    after_help = "exit codes: 0 done, 1 refused or failed, 2 bad input (flag, file, job name, config field)"
+)]
+pub(crate) struct Cli {
+    /// ZooKeeper connect string (host:port,...); every command but `history` and `completions` needs it.
+    #[arg(long, global = true, value_name = "HOSTS", value_parser = connect_string)]
+    pub(crate) zk: Option<String>,
+    /// Registry namespace.
+    #[arg(long, global = true, value_name = "NS", default_value = DEFAULT_NAMESPACE, value_parser = namespace)]
+    pub(crate) namespace: String,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// One command of the CLI.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Every job: status, cron, instances, items.
+    Jobs,
+    /// One job: servers, instances, leader, every item.
+    Job(JobArg),
+    /// Every server IP: instances, jobs, disabled jobs.
+    Servers,
+    /// A job's stored config: read it, or validate a file and write it.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Every live instance runs its items once now.
+    Trigger(JobArg),
+    /// Disable every server of a job, one server, or one item.
+    Disable(SwitchArgs),
+    /// Undo `disable`.
+    Enable(SwitchArgs),
+    /// Stop the job on every instance, or on one.
+    Shutdown(ShutdownArgs),
+    /// Delete the job (refused while instances run it).
+    Remove(RemoveArgs),
+    /// Item executions recorded by nodes with a history (no registry needed).
+    History(HistoryArgs),
+    /// Serve the web console: jobs, live sharding map, config editing, operations, history.
+    Console(ConsoleArgs),
+    /// Print a shell completion script (e.g. `shardcronctl completions bash > /etc/bash_completion.d/shardcronctl`).
+    Completions(CompletionsArgs),
+}
+
+/// A job name.
+#[derive(Debug, Args)]
+pub(crate) struct JobArg {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+}
+
+/// `config get` / `config set`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// The stored config YAML (stdout) and its version (stderr).
+    Get(JobArg),
+    /// Validate FILE and write it as the job's config.
+    Set(ConfigSetArgs),
+}
+
+/// `config set NAME FILE [--version V]`.
+#[derive(Debug, Args)]
+pub(crate) struct ConfigSetArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// The file holding the new YAML.
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+    /// Write only over this version of the config (as printed by `config get`).
+    #[arg(long, value_name = "V", allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(0..))]
+    pub(crate) version: Option<i32>,
+}
+
+/// `disable` / `enable NAME [--server IP | --item N]`.
+#[derive(Debug, Args)]
+pub(crate) struct SwitchArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// One server only.
+    #[arg(long, value_name = "IP", conflicts_with = "item", value_parser = server_ip)]
+    pub(crate) server: Option<String>,
+    /// One item only.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) item: Option<ShardItem>,
+}
+
+/// `shutdown NAME [--instance ID]`.
+#[derive(Debug, Args)]
+pub(crate) struct ShutdownArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// One instance only (ip@-@suffix).
+    #[arg(long, value_name = "ID")]
+    pub(crate) instance: Option<InstanceId>,
+}
+
+/// `remove NAME [--force]`.
+#[derive(Debug, Args)]
+pub(crate) struct RemoveArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// Shut the instances that run it down first.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// `history NAME [--db TARGET] [--item N] [--since T] [--failed]`.
+#[derive(Debug, Args)]
+pub(crate) struct HistoryArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// A SQLite file (default shardcron-history.db) or postgres://...
+    #[arg(long, value_name = "TARGET", default_value = "")]
+    pub(crate) db: String,
+    /// One item only.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = item)]
+    pub(crate) item: Option<ShardItem>,
+    /// Not before T: RFC 3339, a date, or an age (90s, 15m, 2h, 7d).
+    #[arg(long, value_name = "T", value_parser = since)]
+    pub(crate) since: Option<DateTime<Utc>>,
+    /// Failures only.
+    #[arg(long)]
+    pub(crate) failed: bool,
+}
+
+/// `console [--listen ADDR] [--history DB] [--token TOKEN]`.
+#[derive(Debug, Args)]
+pub(crate) struct ConsoleArgs {
+    /// Where to serve the console; an address other than loopback requires --token.
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
+    pub(crate) listen: SocketAddr,
+    /// The execution history to show (a SQLite file or postgres://...); none when absent.
+    #[arg(long, value_name = "DB")]
+    pub(crate) history: Option<String>,
+    /// The token every state-changing request must carry (required off loopback).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "SHARDCRON_CONSOLE_TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) token: Option<String>,
+}
+
+/// `completions SHELL`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub(crate) shell: Shell,
+}
+
+fn connect_string(value: &str) -> Result<String, String> {
+    // ZkConfig checks both strings; a placeholder stands in for the namespace.
+    ZkConfig::new(value, "ns")
+        .map(|_| value.to_owned())
+        .map_err(|e| e.to_string())
+}
+
+fn namespace(value: &str) -> Result<String, String> {
+    ZkConfig::new("127.0.0.1:2181", value)
+        .map(|_| value.to_owned())
+        .map_err(|e| e.to_string())
+}
+
+fn server_ip(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.contains('/') {
+        Err("expected an IP address".to_owned())
+    } else {
+        Ok(value.to_owned())
+    }
+}
+
+fn item(value: &str) -> Result<ShardItem, String> {
+    shardcron::history::parse_item(value).map_err(|e| e.to_string())
+}
+
+fn since(value: &str) -> Result<DateTime<Utc>, String> {
+    shardcron::history::parse_since(value, Utc::now()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,380 @@
+//! `shardcronctl`: the operations CLI and web console, over [`shardcron::ops`] on one ZooKeeper
+//! session. Installed with `cargo install --path .`.
+//!
+//! ```text
+//! shardcronctl --zk 127.0.0.1:2181 --namespace NS jobs
+//! shardcronctl --zk 127.0.0.1:2181 --namespace NS --json job orders
+//! shardcronctl --zk 127.0.0.1:2181 --namespace NS disable orders --server 10.0.0.1
+//! shardcronctl --zk 127.0.0.1:2181 --namespace NS console --history hist.db
+//! shardcronctl completions bash > ~/.local/share/bash-completion/completions/shardcronctl
+//! ```
+//!
+//! The name follows `kubectl` and `etcdctl`: a bare `ctl` on `PATH` would collide with other
+//! tools, and the prefix says which system it operates.
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `main.rs` | parse, connect, run one command, map the outcome to an exit code |
+//! | `cli.rs` | the commands and flags (clap derive); a bad one exits with code 2 and names it |
+//! | `print.rs` | tables and `--json` |
+//!
+//! Exit codes: 0 done; 1 refused by the cluster's state (instances still run the job, the config
+//! changed meanwhile, nothing to trigger) or the registry failed; 2 bad input (flag, file, job
+//! name, unknown server/instance/item, invalid config field).
+
+mod cli;
+mod print;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{CommandFactory, Parser};
+use serde_json::json;
+use shardcron::console::{Console, ConsoleOptions};
+use shardcron::history::{render_executions, History, HistoryQuery};
+use shardcron::ops::{ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
+use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
+use shardcron::registry::Connector;
+
+use cli::{Cli, Command, ConfigCommand};
+
+/// Exit code of a command that the cluster's state refused, or whose registry call failed.
+const REFUSED: u8 = 1;
+/// Exit code of bad input.
+const BAD_INPUT: u8 = 2;
+
+/// Why a command did not complete.
+#[derive(Debug, thiserror::Error)]
+enum CtlError {
+    /// The connect string or namespace is refused.
+    #[error("--zk / --namespace: {0}")]
+    BadRegistry(String),
+    /// A command that needs the registry was given no `--zk`.
+    #[error("--zk HOSTS is required for this command (see --help)")]
+    NoRegistry,
+    /// The config file cannot be read.
+    #[error("reading config file {path}: {source}")]
+    ReadFile {
+        /// The file.
+        path: String,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The registry cannot be reached.
+    #[error("connecting to {target}: {source}")]
+    Connect {
+        /// The connect string and namespace.
+        target: String,
+        /// The registry's error.
+        #[source]
+        source: shardcron::registry::RegistryError,
+    },
+    /// The operation failed.
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    /// The history could not be read.
+    #[error("history: {0}")]
+    History(#[from] shardcron::history::HistoryError),
+    /// The console could not start or stopped on an error.
+    #[error("console: {0}")]
+    Console(#[from] shardcron::console::ConsoleError),
+}
+
+impl CtlError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Self::NoRegistry | Self::BadRegistry(_) | Self::ReadFile { .. } => BAD_INPUT,
+            Self::Connect { .. } | Self::History(_) => REFUSED,
+            Self::Console(e) if e.is_bad_input() => BAD_INPUT,
+            Self::Console(_) => REFUSED,
+            Self::Ops(e) => match e.class() {
+                ErrorClass::BadInput => BAD_INPUT,
+                ErrorClass::Refused | ErrorClass::Failed => REFUSED,
+            },
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout and succeed; every usage error is bad input.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if let Command::Completions(args) = &cli.command {
+        let mut command = Cli::command();
+        let name = command.get_name().to_owned();
+        clap_complete::generate(args.shell, &mut command, name, &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("shardcronctl: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shardcronctl: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CtlError> {
+    let Cli {
+        zk,
+        namespace,
+        json,
+        command,
+    } = cli;
+    if let Command::History(args) = command {
+        // The history lives in a database, not the registry: --zk and --namespace (often part of
+        // an alias) are accepted and unused.
+        return history(args, json).await;
+    }
+    let hosts = zk.ok_or(CtlError::NoRegistry)?;
+    // Both strings were checked by the parser; this cannot fail, but says so if it does.
+    let config =
+        ZkConfig::new(&hosts, &namespace).map_err(|e| CtlError::BadRegistry(e.to_string()))?;
+    // Read the file before connecting: a typo in its name is bad input, not a registry problem.
+    let new_config = match &command {
+        Command::Config(ConfigCommand::Set(set)) => Some(
+            std::fs::read_to_string(&set.file).map_err(|source| CtlError::ReadFile {
+                path: set.file.display().to_string(),
+                source,
+            })?,
+        ),
+        _ => None,
+    };
+    if let Command::Console(args) = command {
+        let options = ConsoleOptions {
+            listen: args.listen,
+            token: args.token,
+            history: args.history,
+            namespace: namespace.clone(),
+        };
+        // Checked before connecting: an open listener without a token is bad input.
+        options.check()?;
+        let connector: Arc<dyn Connector> = Arc::new(ZkConnector::new(config));
+        let console = Console::start(connector, options).await?;
+        println!(
+            "console of namespace {namespace} on http://{} (Ctrl-C stops it)",
+            console.local_addr()
+        );
+        stop_signal().await;
+        console.stop().await;
+        return Ok(());
+    }
+    let connector = ZkConnector::new(config);
+    let session = connector
+        .connect()
+        .await
+        .map_err(|source| CtlError::Connect {
+            target: connector.describe(),
+            source,
+        })?;
+    let ops = Ops::new(Arc::clone(&session));
+    let outcome = execute(&ops, command, new_config, json).await;
+    session.close().await;
+    outcome
+}
+
+async fn execute(
+    ops: &Ops,
+    command: Command,
+    new_config: Option<String>,
+    json: bool,
+) -> Result<(), CtlError> {
+    match command {
+        Command::Jobs => {
+            let jobs = ops.jobs().await?;
+            if json {
+                print::json(&jobs)
+            } else {
+                print::jobs(&jobs)
+            }
+        }
+        Command::Job(arg) => {
+            let detail = ops.job(&arg.job).await?;
+            if json {
+                print::json(&detail)
+            } else {
+                print::job(&detail)
+            }
+        }
+        Command::Servers => {
+            let servers = ops.servers().await?;
+            if json {
+                print::json(&servers)
+            } else {
+                print::servers(&servers)
+            }
+        }
+        Command::Config(ConfigCommand::Get(arg)) => {
+            let config = ops.config_get(&arg.job).await?;
+            if json {
+                print::json(&config)
+            } else {
+                print::config(&config)
+            }
+        }
+        Command::Config(ConfigCommand::Set(set)) => {
+            let (job, yaml) = (set.job, new_config.unwrap_or_default());
+            let written = match set.version {
+                Some(v) => ops.config_set_at(&job, &yaml, v).await?,
+                None => ops.config_set(&job, &yaml).await?,
+            };
+            report(
+                json,
+                json!({ "jobName": job, "version": written }),
+                format!("config of job {job} written (version {written})"),
+            );
+        }
+        Command::Trigger(arg) => {
+            let job = arg.job;
+            let asked = ops.trigger(&job).await?;
+            let names: Vec<&str> = asked.iter().map(|i| i.as_str()).collect();
+            report(
+                json,
+                json!({ "jobName": job, "triggered": asked }),
+                format!("job {job} triggered on {}", names.join(", ")),
+            );
+        }
+        Command::Disable(args) => {
+            let target = target(args.server, args.item);
+            let done = ops.disable(&args.job, target).await?;
+            report(
+                json,
+                json!({ "jobName": args.job, "disabled": done }),
+                format!("job {}: disabled {}", args.job, describe(&done)),
+            );
+        }
+        Command::Enable(args) => {
+            let target = target(args.server, args.item);
+            let done = ops.enable(&args.job, target).await?;
+            report(
+                json,
+                json!({ "jobName": args.job, "enabled": done }),
+                format!("job {}: enabled {}", args.job, describe(&done)),
+            );
+        }
+        Command::Shutdown(args) => {
+            let scope = match args.instance {
+                Some(id) => ShutdownScope::Instance(id),
+                None => ShutdownScope::AllInstances,
+            };
+            let stopped = ops.shutdown(&args.job, scope).await?;
+            let names: Vec<&str> = stopped.iter().map(|i| i.as_str()).collect();
+            report(
+                json,
+                json!({ "jobName": args.job, "shutdown": stopped }),
+                format!("job {} shut down on {}", args.job, or_none(&names)),
+            );
+        }
+        Command::Remove(args) => {
+            let mode = if args.force {
+                RemoveMode::Force
+            } else {
+                RemoveMode::RefuseWhileRunning
+            };
+            let stopped = ops.remove(&args.job, mode).await?;
+            let names: Vec<&str> = stopped.iter().map(|i| i.as_str()).collect();
+            report(
+                json,
+                json!({ "jobName": args.job, "removed": true, "shutdown": stopped }),
+                format!(
+                    "job {} removed (shut down on {})",
+                    args.job,
+                    or_none(&names)
+                ),
+            );
+        }
+        Command::History(_) | Command::Console(_) | Command::Completions(_) => {
+            unreachable!("answered before connecting")
+        }
+    }
+    Ok(())
+}
+
+fn target(server: Option<String>, item: Option<shardcron::ShardItem>) -> Target {
+    match (server, item) {
+        (Some(ip), _) => Target::Server(ip),
+        (None, Some(item)) => Target::Item(item),
+        (None, None) => Target::AllServers,
+    }
+}
+
+fn report(json: bool, value: serde_json::Value, text: String) {
+    if json {
+        print::json(&value)
+    } else {
+        println!("{text}")
+    }
+}
+
+fn describe(targets: &[Target]) -> String {
+    let parts: Vec<String> = targets
+        .iter()
+        .map(|t| match t {
+            Target::AllServers => "every server".to_owned(),
+            Target::Server(ip) => format!("server {ip}"),
+            Target::Item(i) => format!("item {i}"),
+        })
+        .collect();
+    or_none(&parts.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "nothing".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        },
+        Err(e) => {
+            eprintln!("shardcronctl: cannot watch SIGTERM ({e}); stopping on Ctrl-C only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// `history`: reads the execution history directly; no registry is involved.
+async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
+    let mut query = HistoryQuery::job(args.job);
+    query.item = args.item;
+    query.since = args.since;
+    query.failed_only = args.failed;
+    let history = History::open(&args.db).await?;
+    let records = history.query(&query).await?;
+    history.close().await;
+    if json {
+        print::json(&records);
+    } else {
+        print!("{}", render_executions(&records));
+    }
+    Ok(())
+}

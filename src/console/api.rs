@@ -1,0 +1,445 @@
+//! The console's JSON API, one handler per operation of [`crate::ops`], plus the history and the
+//! event stream. Errors answer `{"error", "class", "problems"}` with a status by class: 400 bad
+//! input (404 for an unknown job), 409 refused by the cluster's state, 502 the registry failed.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::schedule::{chart_points, Schedule};
+use super::ConsoleState;
+use crate::config::JobConfig;
+use crate::history::{parse_since, ExecutionRecord, HistoryQuery};
+use crate::ops::{ErrorClass, JobBrief, JobDetail, OpsError, ShutdownScope, Target};
+use crate::types::{InstanceId, JobName, ShardItem};
+
+/// Next fire times shown per job.
+const NEXT_FIRES: usize = 3;
+/// Changes closer together than this are sent as one refresh of a job's page.
+const COALESCE: Duration = Duration::from_millis(150);
+/// The same for the overview, which reads every job: a busy namespace changes many times a second.
+const COALESCE_OVERVIEW: Duration = Duration::from_secs(1);
+/// A page is refreshed at least this often, so its next fire times and last outcomes move on
+/// while the registry is quiet.
+const REFRESH: Duration = Duration::from_secs(5);
+/// Largest number of history records one request returns.
+const MAX_HISTORY: u32 = 2_000;
+
+pub(super) fn routes() -> Router<ConsoleState> {
+    Router::new()
+        .route("/overview", get(overview))
+        .route("/servers", get(servers))
+        .route("/jobs/{job}", get(job))
+        .route("/jobs/{job}/config", get(config_get).put(config_set))
+        .route("/jobs/{job}/trigger", post(trigger))
+        .route("/jobs/{job}/disable", post(disable))
+        .route("/jobs/{job}/enable", post(enable))
+        .route("/jobs/{job}/shutdown", post(shutdown))
+        .route("/jobs/{job}/history", get(history))
+        .route("/events", get(events))
+}
+
+/// A JSON error answer.
+pub(super) fn refusal(status: StatusCode, why: &str) -> Response {
+    (status, Json(json!({ "error": why, "class": "REFUSED" }))).into_response()
+}
+
+/// An [`OpsError`] (or bad request input) as an answer.
+#[derive(Debug)]
+pub(super) struct ApiError {
+    status: StatusCode,
+    body: Value,
+}
+
+impl ApiError {
+    fn bad_input(what: impl std::fmt::Display) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            body: json!({ "error": what.to_string(), "class": "BAD_INPUT" }),
+        }
+    }
+}
+
+impl From<OpsError> for ApiError {
+    fn from(e: OpsError) -> Self {
+        let (status, class) = match e.class() {
+            _ if matches!(e, OpsError::UnknownJob { .. }) => (StatusCode::NOT_FOUND, "BAD_INPUT"),
+            ErrorClass::BadInput => (StatusCode::BAD_REQUEST, "BAD_INPUT"),
+            ErrorClass::Refused => (StatusCode::CONFLICT, "REFUSED"),
+            ErrorClass::Failed => (StatusCode::BAD_GATEWAY, "FAILED"),
+        };
+        let problems: Vec<Value> = match &e {
+            OpsError::InvalidConfig { source, .. } => source
+                .0
+                .iter()
+                .map(|p| json!({ "field": p.field, "problem": p.problem }))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Self {
+            status,
+            body: json!({ "error": chain(&e), "class": class, "problems": problems }),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let next = e.to_string();
+        if !text.contains(&next) {
+            text.push_str(&format!(": {next}"));
+        }
+        source = e.source();
+    }
+    text
+}
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+fn job_name(name: &str) -> Result<JobName, ApiError> {
+    JobName::new(name).map_err(|e| ApiError::bad_input(format!("job name {name:?}: {e}")))
+}
+
+/// The last execution of a job, from the history.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Outcome {
+    at: chrono::DateTime<Utc>,
+    item: u32,
+    success: Option<bool>,
+    source: String,
+    cause: Option<String>,
+}
+
+impl From<&ExecutionRecord> for Outcome {
+    fn from(r: &ExecutionRecord) -> Self {
+        Self {
+            at: r.start_time,
+            item: r.sharding_item,
+            success: r.complete_time.map(|_| r.is_success),
+            source: r.execution_source.clone(),
+            cause: r.failure_cause.clone(),
+        }
+    }
+}
+
+/// The next fires of a config, or why there are none.
+fn next_fires(config: Option<&JobConfig>) -> (Vec<chrono::DateTime<Utc>>, Option<String>) {
+    match config.map(Schedule::of) {
+        Some(Ok(Some(s))) => (s.next_fires(Utc::now(), NEXT_FIRES), None),
+        Some(Ok(None)) | None => (Vec::new(), None),
+        Some(Err(e)) => (Vec::new(), Some(e)),
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JobLine {
+    #[serde(flatten)]
+    brief: JobBrief,
+    next_fires: Vec<chrono::DateTime<Utc>>,
+    schedule_error: Option<String>,
+    last_outcome: Option<Outcome>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Overview {
+    namespace: String,
+    history: bool,
+    jobs: Vec<JobLine>,
+}
+
+async fn overview_of(state: &ConsoleState) -> Result<Overview, ApiError> {
+    let ops = state.live.ops();
+    let briefs = ops.jobs().await?;
+    let mut jobs = Vec::with_capacity(briefs.len());
+    for brief in briefs {
+        let config = match (&brief.cron, brief.sharding_total_count) {
+            (Some(cron), Some(_)) => {
+                // The brief carries the cron but not the zone: read the config for both.
+                let stored = ops.config_get(&brief.job_name).await.ok();
+                stored
+                    .and_then(|s| JobConfig::from_yaml(&s.yaml).ok())
+                    .or_else(|| Some(JobConfig::new(brief.job_name.as_str(), 1).cron(cron)))
+            }
+            _ => None,
+        };
+        let (next, schedule_error) = next_fires(config.as_ref());
+        let last_outcome = match &state.history {
+            Some(history) => {
+                let mut query = HistoryQuery::job(brief.job_name.clone());
+                query.limit = 1;
+                match history.query(&query).await {
+                    Ok(records) => records.first().map(Outcome::from),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the console cannot read the history");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        jobs.push(JobLine {
+            brief,
+            next_fires: next,
+            schedule_error,
+            last_outcome,
+        });
+    }
+    Ok(Overview {
+        namespace: state.namespace.to_string(),
+        history: state.history.is_some(),
+        jobs,
+    })
+}
+
+async fn overview(State(state): State<ConsoleState>) -> ApiResult<Overview> {
+    Ok(Json(overview_of(&state).await?))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JobPage {
+    #[serde(flatten)]
+    detail: JobDetail,
+    next_fires: Vec<chrono::DateTime<Utc>>,
+    schedule_error: Option<String>,
+}
+
+async fn job_of(state: &ConsoleState, job: &JobName) -> Result<JobPage, ApiError> {
+    let detail = state.live.ops().job(job).await?;
+    let (next_fires, schedule_error) = next_fires(detail.config.as_ref());
+    Ok(JobPage {
+        detail,
+        next_fires,
+        schedule_error,
+    })
+}
+
+async fn job(State(state): State<ConsoleState>, Path(name): Path<String>) -> ApiResult<JobPage> {
+    let job = job_name(&name)?;
+    Ok(Json(job_of(&state, &job).await?))
+}
+
+async fn servers(State(state): State<ConsoleState>) -> ApiResult<Vec<crate::ops::ServerBrief>> {
+    Ok(Json(state.live.ops().servers().await?))
+}
+
+async fn config_get(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+) -> ApiResult<crate::ops::StoredConfig> {
+    let job = job_name(&name)?;
+    Ok(Json(state.live.ops().config_get(&job).await?))
+}
+
+#[derive(Debug, Deserialize)]
+struct ConfigWrite {
+    yaml: String,
+    version: i32,
+}
+
+async fn config_set(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+    Json(write): Json<ConfigWrite>,
+) -> ApiResult<Value> {
+    let job = job_name(&name)?;
+    let version = state
+        .live
+        .ops()
+        .config_set_at(&job, &write.yaml, write.version)
+        .await?;
+    Ok(Json(json!({ "jobName": job, "version": version })))
+}
+
+async fn trigger(State(state): State<ConsoleState>, Path(name): Path<String>) -> ApiResult<Value> {
+    let job = job_name(&name)?;
+    let asked = state.live.ops().trigger(&job).await?;
+    Ok(Json(json!({ "jobName": job, "triggered": asked })))
+}
+
+/// What `disable` / `enable` act on: nothing named is every server of the job.
+#[derive(Debug, Default, Deserialize)]
+struct SwitchTarget {
+    server: Option<String>,
+    item: Option<u32>,
+}
+
+impl SwitchTarget {
+    fn target(self) -> Result<Target, ApiError> {
+        match (self.server, self.item) {
+            (Some(_), Some(_)) => Err(ApiError::bad_input("server and item exclude each other")),
+            (Some(ip), None) if ip.is_empty() || ip.contains('/') => Err(ApiError::bad_input(
+                format!("server {ip:?}: expected an IP address"),
+            )),
+            (Some(ip), None) => Ok(Target::Server(ip)),
+            (None, Some(item)) => Ok(Target::Item(ShardItem(item))),
+            (None, None) => Ok(Target::AllServers),
+        }
+    }
+}
+
+async fn disable(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+    Json(target): Json<SwitchTarget>,
+) -> ApiResult<Value> {
+    let job = job_name(&name)?;
+    let done = state.live.ops().disable(&job, target.target()?).await?;
+    Ok(Json(json!({ "jobName": job, "disabled": done })))
+}
+
+async fn enable(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+    Json(target): Json<SwitchTarget>,
+) -> ApiResult<Value> {
+    let job = job_name(&name)?;
+    let done = state.live.ops().enable(&job, target.target()?).await?;
+    Ok(Json(json!({ "jobName": job, "enabled": done })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ShutdownTarget {
+    instance: Option<String>,
+}
+
+async fn shutdown(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+    Json(target): Json<ShutdownTarget>,
+) -> ApiResult<Value> {
+    let job = job_name(&name)?;
+    let scope = match target.instance {
+        None => ShutdownScope::AllInstances,
+        Some(id) => ShutdownScope::Instance(
+            InstanceId::parse(id.clone())
+                .map_err(|e| ApiError::bad_input(format!("instance {id:?}: {e}")))?,
+        ),
+    };
+    let stopped = state.live.ops().shutdown(&job, scope).await?;
+    Ok(Json(json!({ "jobName": job, "shutdown": stopped })))
+}
+
+/// The history filters, as the page's query string carries them.
+#[derive(Debug, Default, Deserialize)]
+struct HistoryFilter {
+    item: Option<String>,
+    since: Option<String>,
+    failed: Option<bool>,
+    limit: Option<u32>,
+}
+
+async fn history(
+    State(state): State<ConsoleState>,
+    Path(name): Path<String>,
+    Query(filter): Query<HistoryFilter>,
+) -> ApiResult<Value> {
+    let job = job_name(&name)?;
+    let Some(history) = &state.history else {
+        return Err(ApiError {
+            status: StatusCode::NOT_FOUND,
+            body: json!({
+                "error": "no history: start the console with --history DB",
+                "class": "BAD_INPUT",
+            }),
+        });
+    };
+    let mut query = HistoryQuery::job(job.clone());
+    if let Some(item) = filter.item.as_deref().filter(|i| !i.trim().is_empty()) {
+        query.item = Some(crate::history::parse_item(item).map_err(ApiError::bad_input)?);
+    }
+    if let Some(since) = filter.since.as_deref().filter(|s| !s.trim().is_empty()) {
+        query.since = Some(parse_since(since, Utc::now()).map_err(ApiError::bad_input)?);
+    }
+    query.failed_only = filter.failed.unwrap_or(false);
+    query.limit = filter.limit.unwrap_or(500).clamp(1, MAX_HISTORY);
+    let records = history.query(&query).await.map_err(|e| ApiError {
+        status: StatusCode::BAD_GATEWAY,
+        body: json!({ "error": chain(&e), "class": "FAILED" }),
+    })?;
+    // The chart reads delays against the job's current schedule, when the job still exists.
+    let schedule = match state.live.ops().job(&job).await {
+        Ok(detail) => detail
+            .config
+            .as_ref()
+            .and_then(|c| Schedule::of(c).ok().flatten()),
+        Err(_) => None,
+    };
+    let points = chart_points(&records, schedule.as_ref());
+    Ok(Json(
+        json!({ "jobName": job, "records": records, "points": points }),
+    ))
+}
+
+/// What the event stream follows: one job's page, or the overview.
+#[derive(Debug, Default, Deserialize)]
+struct EventsFilter {
+    job: Option<String>,
+}
+
+/// Server-sent events: the current state at once, then again after every change of the
+/// namespace (changes within [`COALESCE`], or [`COALESCE_OVERVIEW`], are sent once) and at least every [`REFRESH`]. Event `job` carries what
+/// `GET /jobs/{job}` answers, `overview` what `GET /overview` answers, `error` a failed read.
+async fn events(
+    State(state): State<ConsoleState>,
+    Query(filter): Query<EventsFilter>,
+) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let job = filter.job.as_deref().map(job_name).transpose()?;
+    let changes = state.live.changes();
+    let stream = futures::stream::unfold(
+        (state, job, changes, true),
+        |(state, job, mut changes, first)| async move {
+            if !first {
+                tokio::select! {
+                    changed = changes.changed() => changed.ok()?,
+                    _ = tokio::time::sleep(REFRESH) => {}
+                    _ = state.live.stopped() => return None,
+                }
+                tokio::time::sleep(if job.is_some() {
+                    COALESCE
+                } else {
+                    COALESCE_OVERVIEW
+                })
+                .await;
+            }
+            // Everything up to now is covered by the snapshot read below.
+            changes.mark_unchanged();
+            let event = match &job {
+                Some(job) => snapshot_event("job", job_of(&state, job).await),
+                None => snapshot_event("overview", overview_of(&state).await),
+            };
+            Some((Ok(event), (state, job, changes, false)))
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+fn snapshot_event<T: Serialize>(name: &str, result: Result<T, ApiError>) -> Event {
+    let (name, body) = match result {
+        Ok(value) => (name, serde_json::to_string(&value)),
+        Err(e) => ("error", serde_json::to_string(&e.body)),
+    };
+    Event::default()
+        .event(name)
+        .data(body.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")))
+}

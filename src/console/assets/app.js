@@ -1,0 +1,387 @@
+// The shardcron console: a page per hash route, drawn from the JSON API; the job and jobs pages
+// follow the registry through server-sent events (no reload). Plain DOM, no library: the console
+// is served offline from the binary.
+"use strict";
+
+const state = { token: sessionStorage.getItem("shardcron-token") || "", stream: null, route: "" };
+
+// ---- helpers --------------------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") node.textContent = v; else node.setAttribute(k, String(v));
+  }
+  for (const c of children.flat(Infinity)) if (c) node.append(c);
+  return node;
+}
+
+function badge(text, extra) { return el("span", { class: "badge " + text + (extra ? " " + extra : ""), text }); }
+function when(iso) { return iso ? new Date(iso).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "-"; }
+function show(...nodes) { document.getElementById("main").replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)); }
+
+function flash(text, kind) {
+  const box = document.getElementById("flash");
+  box.className = kind; box.hidden = false; box.replaceChildren(...[].concat(text));
+  clearTimeout(flash.timer);
+  if (kind === "ok") flash.timer = setTimeout(() => { box.hidden = true; }, 4000);
+}
+
+function errorText(body) {
+  const problems = (body.problems || []).map((p) => el("li", { text: p.field + ": " + p.problem }));
+  // With the problems listed one by one, the error's first line says the rest.
+  const error = body.error || "request failed";
+  return [el("div", { text: problems.length ? error.split("\n")[0] : error }),
+    problems.length ? el("ul", { class: "problems" }, problems) : null].filter(Boolean);
+}
+
+class ApiError extends Error {
+  constructor(status, body) { super(body.error || "HTTP " + status); this.status = status; this.body = body; }
+}
+
+async function api(method, path, body) {
+  const headers = { "Accept": "application/json" };
+  if (state.token) headers["Authorization"] = "Bearer " + state.token;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch("/api" + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let data;
+  try { data = text ? JSON.parse(text) : {}; } catch (_) { data = { error: text }; }
+  if (res.status === 401) askToken();
+  if (!res.ok) throw new ApiError(res.status, data);
+  return data;
+}
+
+// A state-changing call: reports its outcome in the flash line; the live stream redraws.
+async function act(label, method, path, body) {
+  try {
+    await api(method, path, body);
+    flash(label + ": done", "ok");
+    return true;
+  } catch (e) {
+    flash([el("strong", { text: label + " refused" }), ...errorText(e.body || { error: e.message })], "error");
+    return false;
+  }
+}
+
+function askToken() {
+  const form = document.getElementById("token-form");
+  form.hidden = false;
+}
+
+document.getElementById("token-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  state.token = document.getElementById("token").value.trim();
+  sessionStorage.setItem("shardcron-token", state.token);
+  document.getElementById("token-form").hidden = true;
+  route();
+});
+
+// A redraw between a button's mousedown and mouseup would swallow the click: while a pointer is
+// down, the newest update waits, and is drawn right after the click was handled.
+const deferred = { down: false, draw: null };
+document.addEventListener("mousedown", () => { deferred.down = true; }, true);
+document.addEventListener("mouseup", () => {
+  deferred.down = false;
+  setTimeout(() => { const draw = deferred.draw; deferred.draw = null; if (draw) draw(); }, 0);
+}, true);
+
+function follow(query, onData) {
+  closeStream();
+  let url = "/api/events" + query;
+  if (state.token) url += (query ? "&" : "?") + "token=" + encodeURIComponent(state.token);
+  const stream = new EventSource(url);
+  const live = document.getElementById("live");
+  const handle = (ev) => {
+    live.classList.remove("stale");
+    const data = JSON.parse(ev.data);
+    if (deferred.down) deferred.draw = () => onData(data); else onData(data);
+  };
+  stream.addEventListener("job", handle);
+  stream.addEventListener("overview", handle);
+  stream.addEventListener("error", (ev) => {
+    if (ev.data) { const body = JSON.parse(ev.data); show(el("h1", { text: "Unavailable" }), ...errorText(body)); return; }
+    live.classList.add("stale");
+    // A refused stream is closed for good (an interrupted one reconnects by itself): ask the API
+    // why, which shows the token form when a token is missing or wrong.
+    if (stream.readyState === EventSource.CLOSED) {
+      api("GET", "/overview").catch((e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message })));
+    }
+  });
+  state.stream = stream;
+}
+
+function closeStream() { if (state.stream) { state.stream.close(); state.stream = null; } }
+
+// ---- jobs -----------------------------------------------------------------------------------
+
+function jobsPage() {
+  follow("", drawJobs);
+}
+
+function drawJobs(o) {
+  document.getElementById("namespace").textContent = "namespace " + o.namespace;
+  const rows = o.jobs.map((j) => {
+    const last = j.lastOutcome;
+    const outcome = !o.history ? el("span", { class: "muted", text: "no history" })
+      : !last ? el("span", { class: "muted", text: "-" })
+      : el("span", {}, badge(last.success === null ? "running-now" : last.success ? "success" : "failure"),
+        " " + when(last.at) + " item " + last.item + (last.cause ? " (" + last.cause + ")" : ""));
+    const name = j.jobName;
+    return el("tr", { "data-job": name },
+      el("td", {}, el("a", { href: "#/job/" + encodeURIComponent(name), text: name }),
+        j.description ? el("div", { class: "muted", text: j.description }) : null),
+      el("td", {}, badge(j.status)),
+      el("td", {}, el("code", { text: j.cron || "one-off" }),
+        j.scheduleError ? el("div", { class: "problems", text: j.scheduleError }) : null),
+      el("td", { class: "num" }, j.nextFires.map((t) => el("div", { text: when(t) }))),
+      el("td", { class: "num", text: j.shardingTotalCount ?? "?" }),
+      el("td", { class: "num", text: j.instanceCount }),
+      el("td", {}, outcome),
+      el("td", {}, el("div", { class: "actions" },
+        el("button", { "data-action": "trigger", onclick: () => act("trigger " + name, "POST", "/jobs/" + name + "/trigger", {}) }, "Trigger"),
+        j.status === "DISABLED"
+          ? el("button", { "data-action": "enable-job", onclick: () => act("enable " + name, "POST", "/jobs/" + name + "/enable", {}) }, "Enable")
+          : el("button", { "data-action": "disable-job", onclick: () => act("disable " + name, "POST", "/jobs/" + name + "/disable", {}) }, "Disable"),
+        o.history ? el("a", { href: "#/history/" + encodeURIComponent(name) }, "History") : null)));
+  });
+  show(el("h1", { text: "Jobs" }),
+    el("table", { id: "jobs" },
+      el("thead", {}, el("tr", {}, ["Job", "Status", "Cron", "Next fires (UTC)", "Items", "Instances", "Last outcome", ""].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 8, class: "muted", text: "no jobs in this namespace" })))));
+}
+
+// ---- one job --------------------------------------------------------------------------------
+
+// Which part each instance plays for each item: the cell of the sharding map.
+function roleOf(item, instance) {
+  if (item.owner === instance) {
+    if (item.status === "DISABLED") return "skips";
+    if (item.status === "RUNNING" && !item.failover) return "runs";
+    return "owns";
+  }
+  if (item.failover === instance) return "failover";
+  return "";
+}
+
+let editing = null; // the config text being edited survives live redraws
+
+function jobPage(name) {
+  editing = null;
+  // The live part is redrawn on every change; the config editor is built once, so typing in it
+  // is never interrupted by a redraw.
+  const live = el("div", { id: "job-live" });
+  const config = el("div", {}, el("h2", { text: "Config" }), configEditor(name));
+  let shown = false;
+  show(el("p", { class: "muted", text: "Loading job " + name + "\u2026" }));
+  follow("?job=" + encodeURIComponent(name), (d) => {
+    drawJob(name, d, live);
+    if (!shown) { show(live, config); shown = true; }
+  });
+}
+
+function drawJob(name, d, box) {
+  const path = "/jobs/" + encodeURIComponent(name);
+  const instances = Array.from(new Set([...d.instances, ...d.items.map((i) => i.owner).filter(Boolean)])).sort();
+  const head = el("tr", {}, el("th", { text: "Item" }), el("th", { text: "Status" }),
+    instances.map((i) => el("th", { text: i, class: d.instances.includes(i) ? "" : "muted" })),
+    el("th", { text: "Misfire" }), el("th", { text: "" }));
+  const rows = d.items.map((it) => el("tr", { "data-item": it.item, "data-status": it.status, "data-owner": it.owner || "" },
+    el("td", { class: "num", text: it.item }),
+    el("td", {}, badge(it.status)),
+    instances.map((inst) => {
+      const role = roleOf(it, inst);
+      return el("td", { class: "cell", "data-item": it.item, "data-instance": inst, "data-role": role },
+        role ? el("span", { class: "role " + role, text: role === "failover" ? "fails over" : role }) : "");
+    }),
+    el("td", { text: it.misfire ? "yes" : "" }),
+    el("td", {}, it.status === "DISABLED"
+      ? el("button", { "data-action": "enable-item", "data-item": it.item, onclick: () => act("enable item " + it.item, "POST", path + "/enable", { item: it.item }) }, "Enable")
+      : el("button", { "data-action": "disable-item", "data-item": it.item, onclick: () => act("disable item " + it.item, "POST", path + "/disable", { item: it.item }) }, "Disable"))));
+  const servers = d.servers.map((s) => el("tr", { "data-server": s.ip },
+    el("td", { text: s.ip }), el("td", {}, badge(s.status)),
+    el("td", {}, s.status === "DISABLED"
+      ? el("button", { "data-action": "enable-server", onclick: () => act("enable server " + s.ip, "POST", path + "/enable", { server: s.ip }) }, "Enable")
+      : el("button", { "data-action": "disable-server", onclick: () => act("disable server " + s.ip, "POST", path + "/disable", { server: s.ip }) }, "Disable"))));
+  const insts = d.instances.map((i) => el("tr", { "data-instance": i },
+    el("td", { text: i }), el("td", { text: i === d.leader ? "leader" : "" }),
+    el("td", {}, el("button", { class: "danger", "data-action": "shutdown-instance", onclick: () => {
+      if (confirm("Stop job " + name + " on " + i + "?")) act("shutdown on " + i, "POST", path + "/shutdown", { instance: i });
+    } }, "Shut down"))));
+  const c = d.config;
+  const cards = el("div", { class: "cards" },
+    card("Status", badge(d.status)),
+    card("Type", d.jobType || "-"),
+    card("Cron", c ? (c.cron || "one-off") + (c.timeZone ? " (" + c.timeZone + ")" : "") : "-"),
+    card("Next fires (UTC)", d.nextFires.length ? d.nextFires.map((t) => el("div", { text: when(t) })) : (d.scheduleError || "-")),
+    card("Items", c ? c.shardingTotalCount : "-"),
+    card("Leader", d.leader || "-"));
+  box.replaceChildren(...[
+    el("h1", {}, "Job ", el("span", { id: "job-name", text: name })),
+    el("div", { class: "actions" },
+      el("button", { "data-action": "trigger", onclick: () => act("trigger", "POST", path + "/trigger", {}) }, "Trigger now"),
+      el("button", { "data-action": "disable-job", onclick: () => act("disable every server", "POST", path + "/disable", {}) }, "Disable job"),
+      el("button", { "data-action": "enable-job", onclick: () => act("enable every server", "POST", path + "/enable", {}) }, "Enable job"),
+      el("button", { class: "danger", "data-action": "shutdown-job", onclick: () => {
+        if (confirm("Stop job " + name + " on every instance?")) act("shutdown", "POST", path + "/shutdown", {});
+      } }, "Shut down everywhere"),
+      el("a", { href: "#/history/" + encodeURIComponent(name) }, "History")),
+    d.configError ? el("p", { class: "problems", text: "config: " + d.configError }) : null,
+    cards,
+    el("h2", { text: "Sharding map" }),
+    el("table", { class: "map", id: "sharding-map" }, el("thead", {}, head), el("tbody", {}, rows)),
+    el("p", { class: "muted" }, "runs: the owner is running it now; owns: assigned, waiting for its fire; fails over: took it over from a crashed owner; skips: disabled."),
+    el("h2", { text: "Servers" }),
+    el("table", { id: "servers" }, el("tbody", {}, servers.length ? servers : el("tr", {}, el("td", { class: "muted", text: "none" })))),
+    el("h2", { text: "Instances" }),
+    el("table", { id: "instances" }, el("tbody", {}, insts.length ? insts : el("tr", {}, el("td", { class: "muted", text: "none: the job is not running anywhere" }))))
+  ].filter(Boolean));
+}
+
+function card(label, ...value) { return el("div", { class: "card" }, el("div", { class: "label", text: label }), el("div", {}, value)); }
+
+function configEditor(name) {
+  const box = el("div", { id: "config" });
+  const load = async () => {
+    const stored = await api("GET", "/jobs/" + encodeURIComponent(name) + "/config");
+    if (editing === null) editing = { yaml: stored.yaml, version: stored.version, dirty: false };
+    else if (!editing.dirty) { editing.yaml = stored.yaml; editing.version = stored.version; }
+    const text = el("textarea", { id: "config-yaml", spellcheck: "false", oninput: (ev) => { editing.yaml = ev.target.value; editing.dirty = true; } });
+    text.value = editing.yaml;
+    const stale = stored.version !== editing.version;
+    box.replaceChildren(text,
+      el("div", { class: "actions" },
+        el("button", { "data-action": "save-config", onclick: async () => {
+          const ok = await act("config of " + name + " (version " + editing.version + ")", "PUT", "/jobs/" + encodeURIComponent(name) + "/config", { yaml: editing.yaml, version: editing.version });
+          if (ok) { editing = null; load().catch(() => {}); }
+        } }, "Validate and save"),
+        el("button", { onclick: () => { editing = null; load().catch(() => {}); } }, "Discard edits"),
+        el("span", { class: stale ? "problems" : "muted", text: "editing version " + editing.version + (stale ? " (stored is now " + stored.version + ": saving will be refused)" : "") })));
+  };
+  load().catch((e) => box.replaceChildren(el("p", { class: "problems", text: e.message })));
+  return box;
+}
+
+// ---- servers --------------------------------------------------------------------------------
+
+async function serversPage() {
+  closeStream();
+  const servers = await api("GET", "/servers");
+  show(el("h1", { text: "Servers" }),
+    el("table", { id: "servers" },
+      el("thead", {}, el("tr", {}, ["IP", "Instances", "Jobs", "Disabled jobs"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, servers.map((s) => el("tr", { "data-server": s.ip },
+        el("td", { text: s.ip }),
+        el("td", {}, s.instances.map((i) => el("div", { text: i }))),
+        el("td", {}, s.jobs.map((j) => el("div", {}, el("a", { href: "#/job/" + encodeURIComponent(j), text: j })))),
+        el("td", { class: "num", text: s.disabledJobs }))))));
+}
+
+// ---- history --------------------------------------------------------------------------------
+
+async function historyPage(name, params) {
+  closeStream();
+  const q = new URLSearchParams(params);
+  const form = el("form", { class: "filters", onsubmit: (ev) => {
+    ev.preventDefault();
+    const f = new FormData(ev.target);
+    const next = new URLSearchParams();
+    for (const k of ["item", "since"]) if (f.get(k)) next.set(k, f.get(k));
+    if (f.get("failed")) next.set("failed", "true");
+    location.hash = "#/history/" + encodeURIComponent(name) + (next.toString() ? "?" + next : "");
+  } },
+    el("label", {}, "Item", el("input", { name: "item", size: 4, value: q.get("item") || "" })),
+    el("label", {}, "Since (15m, 2h, 7d, date)", el("input", { name: "since", size: 16, value: q.get("since") || "" })),
+    el("label", {}, "Failed only", el("input", { name: "failed", type: "checkbox", checked: q.get("failed") === "true" })),
+    el("button", { type: "submit" }, "Filter"));
+  const heading = el("h1", {}, "History of ", el("a", { href: "#/job/" + encodeURIComponent(name), text: name }));
+  let data;
+  try {
+    data = await api("GET", "/jobs/" + encodeURIComponent(name) + "/history?" + q);
+  } catch (e) {
+    show(heading, form, el("div", { class: "problems" }, errorText(e.body || { error: e.message })));
+    return;
+  }
+  const rows = data.records.map((r) => el("tr", { "data-execution": r.id },
+    el("td", { text: when(r.start_time) }),
+    el("td", { class: "num", text: r.complete_time ? (new Date(r.complete_time) - new Date(r.start_time)) + " ms" : "-" }),
+    el("td", { class: "num", text: r.sharding_item }),
+    el("td", { text: r.execution_source }),
+    el("td", { text: r.hostname + " (" + r.ip + ")" }),
+    el("td", {}, badge(!r.complete_time ? "running-now" : r.is_success ? "success" : "failure")),
+    el("td", { text: r.failure_cause || "" })));
+  show(heading, form,
+    el("div", { class: "legend" }, el("span", {}, el("span", { class: "swatch delay" }), "trigger delay (ms)"),
+      el("span", {}, el("span", { class: "swatch duration" }), "duration (ms)"), el("span", { class: "muted", text: data.points.length + " executions" })),
+    chart(data.points),
+    el("table", { id: "history" },
+      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Source", "Host", "Result", "Cause"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted", text: "no executions match" })))));
+}
+
+// Trigger delay (top half) and duration (bottom half) of each execution over time, one dot each;
+// failed executions are ringed in red.
+function chart(points) {
+  const W = 1000, H = 320, L = 60, R = 10, T = 12, B = 28, mid = (H - B + T) / 2;
+  const box = svg("svg", { class: "chart", id: "chart", viewBox: `0 0 ${W} ${H}`, role: "img" });
+  if (!points.length) { box.append(svg("text", { x: W / 2 - 60, y: H / 2, text: "no executions to chart" })); return box; }
+  const t0 = Date.parse(points[0].at), t1 = Math.max(Date.parse(points[points.length - 1].at), t0 + 1000);
+  const x = (iso) => L + (Date.parse(iso) - t0) / (t1 - t0) * (W - L - R);
+  const maxOf = (key) => Math.max(1, ...points.map((p) => p[key] || 0));
+  const dMax = maxOf("delayMs"), uMax = maxOf("durationMs");
+  const yDelay = (v) => mid - 6 - v / dMax * (mid - 6 - T);
+  const yDur = (v) => H - B - v / uMax * (H - B - mid - 6);
+  box.append(
+    svg("line", { class: "axis", x1: L, y1: mid, x2: W - R, y2: mid }),
+    svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }),
+    svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }),
+    svg("text", { x: 4, y: T + 10, text: dMax + " ms" }), svg("text", { x: 4, y: mid - 8, text: "delay" }),
+    svg("text", { x: 4, y: mid + 16, text: uMax + " ms" }), svg("text", { x: 4, y: H - B - 4, text: "duration" }),
+    svg("text", { x: L, y: H - 8, text: when(points[0].at) }),
+    svg("text", { x: W - R - 150, y: H - 8, text: when(points[points.length - 1].at) }));
+  for (const p of points) {
+    const cls = p.success ? "" : " failed";
+    if (p.delayMs !== null) box.append(svg("circle", { class: "delay" + cls, cx: x(p.at), cy: yDelay(p.delayMs), r: 3 },
+      svg("title", { text: when(p.at) + " item " + p.item + ": delay " + p.delayMs + " ms" })));
+    if (p.durationMs !== null) box.append(svg("circle", { class: "duration" + cls, cx: x(p.at), cy: yDur(p.durationMs), r: 3 },
+      svg("title", { text: when(p.at) + " item " + p.item + ": took " + p.durationMs + " ms" })));
+  }
+  return box;
+}
+
+// ---- routing --------------------------------------------------------------------------------
+
+function route() {
+  window.scrollTo(0, 0);
+  document.getElementById("flash").hidden = true;
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, query] = hash.split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  for (const a of document.querySelectorAll("header nav a")) {
+    a.classList.toggle("active", a.dataset.nav === (parts[0] === "servers" ? "servers" : "jobs"));
+  }
+  const failed = (e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message }));
+  if (parts[0] === "job" && parts[1]) jobPage(parts[1]);
+  else if (parts[0] === "history" && parts[1]) historyPage(parts[1], query || "").catch(failed);
+  else if (parts[0] === "servers") serversPage().catch(failed);
+  else jobsPage();
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("beforeunload", closeStream);
+route();

@@ -1,0 +1,730 @@
+//! The web console in a real browser: headless Chromium, driven through chromedriver, loads the
+//! console served against live nodes on a real ZooKeeper, reads the sharding map, disables an item
+//! and sees both the map and the nodes react. Any console error of the page fails the test.
+//! Screenshots of the main pages go to `target/console-screenshots/` (and, with
+//! `SHARDCRON_UPDATE_SCREENSHOTS=1`, to `examples/console/screenshots/`, which README shows).
+//!
+//! Beside it, the console's guards without a browser: the token, forged writes, and the CLI's
+//! refusal to listen off loopback without a token.
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/backend.rs"]
+mod backend;
+#[allow(dead_code)]
+#[path = "support/browser.rs"]
+mod browser;
+#[allow(dead_code)]
+#[path = "support/cluster.rs"]
+mod cluster;
+#[allow(dead_code)]
+#[path = "support/example_bin.rs"]
+mod example_bin;
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/zk/mod.rs"]
+mod zk;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browser::Browser;
+use chrono::Utc;
+use cluster::{every_second, instance, Recorder};
+use serde_json::{json, Value};
+use shardcron::config::JobConfig;
+use shardcron::console::{Console, ConsoleOptions};
+use shardcron::events::EventBus;
+use shardcron::history::History;
+use shardcron::node::{NodeBuilder, NodeHandle};
+use shardcron::registry::embedded::EmbeddedServer;
+use shardcron::registry::zookeeper::ZkConnector;
+use shardcron::registry::Connector;
+use shardcron::{InstanceId, JobSpec, JobType, NodeOptions, ShardItem};
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+fn loopback() -> std::net::SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// A node running `jobs`, recording into `rec` and publishing on `bus` (which the history follows).
+async fn start_node(
+    conn: &Arc<dyn Connector>,
+    id: InstanceId,
+    jobs: &[JobConfig],
+    rec: &Recorder,
+    bus: &EventBus,
+) -> NodeHandle {
+    let mut b = NodeBuilder::new(conn.clone())
+        .instance_id(id)
+        .clock(rec.clock())
+        .event_bus(bus.clone())
+        .options(NodeOptions {
+            shutdown_timeout: Duration::from_secs(5),
+            ..NodeOptions::default()
+        });
+    for config in jobs {
+        b = b.job_spec(JobSpec {
+            config: config.clone(),
+            job_type: JobType::Named("recorded".into()),
+            handler: rec.handler(Duration::from_millis(40)),
+        });
+    }
+    b.start().await.expect("node starts")
+}
+
+/// Where screenshots go: always under target/, and into the README's folder when asked.
+fn screenshot_paths(name: &str) -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("target/console-screenshots").join(name)];
+    if std::env::var("SHARDCRON_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
+        paths.push(root.join("examples/console/screenshots").join(name));
+    }
+    paths
+}
+
+async fn screenshot(browser: &Browser, name: &str) {
+    for path in screenshot_paths(name) {
+        browser.screenshot(&path).await;
+    }
+}
+
+/// Fails on any SEVERE console entry except those `expected` (substrings) allows.
+async fn assert_no_console_errors(browser: &Browser, step: &str, expected: &[&str]) {
+    let severe: Vec<String> = browser
+        .severe_logs()
+        .await
+        .into_iter()
+        .filter(|m| !expected.iter().any(|e| m.contains(e)))
+        .collect();
+    assert!(
+        severe.is_empty(),
+        "console errors after {step}: {severe:#?}"
+    );
+}
+
+/// The map as the page shows it: (item, owner, status) per row, once every item has an owner.
+const MAP: &str = r#"(() => {
+  const rows = [...document.querySelectorAll('#sharding-map tbody tr')];
+  if (rows.length !== 3 || rows.some((r) => !r.dataset.owner)) return null;
+  return rows.map((r) => [Number(r.dataset.item), r.dataset.owner, r.dataset.status]);
+})()"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_on_the_node() {
+    cluster::init_tracing();
+    let ns = format!("console-{}", std::process::id());
+    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db").display().to_string();
+    let history = History::open(&db).await.expect("history opens");
+    let bus = EventBus::new();
+    let recording = history.attach(&bus);
+    let rec = Recorder::real_time();
+    let orders = every_second("orders", 3).description("orders of the day");
+    let reports = JobConfig::new("reports", 2)
+        .cron("0/5 * * * * ?")
+        .time_zone("UTC");
+    let jobs = [orders, reports];
+    let nodes = vec![
+        start_node(&conn, instance(1), &jobs, &rec, &bus).await,
+        start_node(&conn, instance(2), &jobs, &rec, &bus).await,
+    ];
+    let console = Console::start(
+        conn.clone(),
+        ConsoleOptions {
+            listen: loopback(),
+            token: None,
+            history: Some(db.clone()),
+            namespace: ns.clone(),
+        },
+    )
+    .await
+    .expect("console starts");
+    let base = format!("http://{}", console.local_addr());
+    let browser = Browser::start().await;
+
+    tracing::info!("--- the jobs page lists both jobs with their next fires");
+    rec.wait_until("every item of orders ran", WITHIN, |log| {
+        cluster::complete_fires(log, 3).len() >= 2
+    })
+    .await;
+    browser.goto(&format!("{base}/#/")).await;
+    browser
+        .wait_for(
+            "both jobs listed, orders with a last outcome",
+            "document.querySelector('tr[data-job=reports]') && \
+             document.querySelector('tr[data-job=orders] .badge.success')",
+        )
+        .await;
+    let next_fires = browser
+        .eval(
+            "return document.querySelector('tr[data-job=reports] td:nth-child(4)').innerText",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        next_fires.as_str().unwrap_or("").lines().count(),
+        3,
+        "three next fires of reports: {next_fires}"
+    );
+    screenshot(&browser, "jobs.png").await;
+    assert_no_console_errors(&browser, "the jobs page", &[]).await;
+
+    tracing::info!("--- the job page's sharding map is the registry's");
+    browser.goto(&format!("{base}/#/job/orders")).await;
+    let map = browser
+        .wait_for("every item of orders has an owner", MAP)
+        .await;
+    let shown: Vec<(u32, String)> = map
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_u64().unwrap() as u32,
+                r[1].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut registry: Vec<(u32, String)> = cluster::assignment(&nodes[0], "orders")
+        .into_iter()
+        .flat_map(|(owner, items)| items.into_iter().map(move |i| (i, owner.clone())))
+        .collect();
+    registry.sort();
+    assert_eq!(shown, registry, "the map shows the registry's owners");
+    let owners: std::collections::BTreeSet<&String> = shown.iter().map(|(_, o)| o).collect();
+    assert_eq!(owners.len(), 2, "both instances own items: {shown:?}");
+    screenshot(&browser, "job.png").await;
+
+    tracing::info!("--- disabling item 1 from the page: the map and the node react");
+    browser
+        .click("button[data-action=disable-item][data-item='1']")
+        .await;
+    browser
+        .wait_for(
+            "item 1 shown disabled, its owner skipping it",
+            "document.querySelector('#sharding-map tr[data-item=\"1\"]').dataset.status === 'DISABLED' && \
+             document.querySelector('#sharding-map td[data-item=\"1\"][data-role=skips]')",
+        )
+        .await;
+    // The page shows the registry, so the node has been told; a run already started may finish.
+    let disabled_at = Utc::now().timestamp() + 1;
+    let log = rec
+        .wait_until(
+            "three fires of items 0 and 2 after item 1 was disabled",
+            WITHIN,
+            |log| {
+                let fires: std::collections::BTreeSet<i64> = log
+                    .iter()
+                    .filter(|e| e.job == "orders" && e.item == ShardItem(2))
+                    .map(|e| e.at.timestamp())
+                    .filter(|t| *t > disabled_at)
+                    .collect();
+                fires.len() >= 3
+            },
+        )
+        .await;
+    let late: Vec<_> = log
+        .iter()
+        .filter(|e| e.job == "orders" && e.item == ShardItem(1) && e.at.timestamp() > disabled_at)
+        .collect();
+    assert!(
+        late.is_empty(),
+        "item 1 ran after it was disabled: {late:#?}"
+    );
+    screenshot(&browser, "job-item-disabled.png").await;
+
+    tracing::info!("--- enabling it again from the page");
+    browser
+        .click("button[data-action=enable-item][data-item='1']")
+        .await;
+    browser
+        .wait_for(
+            "item 1 enabled again",
+            "document.querySelector('#sharding-map tr[data-item=\"1\"]').dataset.status !== 'DISABLED'",
+        )
+        .await;
+    assert_no_console_errors(&browser, "the job page", &[]).await;
+
+    tracing::info!("--- an invalid config is refused naming the field; the stored one is kept");
+    browser
+        .wait_for(
+            "the config editor",
+            "document.getElementById('config-yaml')",
+        )
+        .await;
+    browser
+        .eval(
+            "const t = document.getElementById('config-yaml');
+             t.value = t.value.replace(/shardingTotalCount: \\d+/, 'shardingTotalCount: 0');
+             t.dispatchEvent(new Event('input'));",
+            json!([]),
+        )
+        .await;
+    browser.click("button[data-action=save-config]").await;
+    let refusal = browser
+        .wait_for(
+            "the refusal naming shardingTotalCount",
+            "document.querySelector('#flash.error') && document.getElementById('flash').innerText",
+        )
+        .await;
+    assert!(
+        refusal
+            .as_str()
+            .unwrap_or("")
+            .contains("shardingTotalCount"),
+        "{refusal}"
+    );
+    let stored = console_get(&base, "/api/jobs/orders").await;
+    assert_eq!(stored["config"]["shardingTotalCount"], 3);
+    // The refused PUT is logged by Chromium as a failed resource load: the one expected entry.
+    assert_no_console_errors(&browser, "the refused config", &["/api/jobs/orders/config"]).await;
+
+    tracing::info!("--- the history page charts delay and duration");
+    browser.goto(&format!("{base}/#/history/orders")).await;
+    let dots = browser
+        .wait_for(
+            "the chart's dots and the executions table",
+            "document.querySelectorAll('#history tbody tr[data-execution]').length > 0 && \
+             document.querySelectorAll('#chart circle.delay').length",
+        )
+        .await;
+    assert!(dots.as_u64().unwrap_or(0) > 0, "{dots}");
+    screenshot(&browser, "history.png").await;
+
+    tracing::info!("--- the servers page");
+    browser.goto(&format!("{base}/#/servers")).await;
+    browser
+        .wait_for(
+            "the server of both instances",
+            "document.querySelector('#servers tr[data-server=\"10.0.0.1\"]') && \
+             document.querySelector('#servers tr[data-server=\"10.0.0.2\"]')",
+        )
+        .await;
+    screenshot(&browser, "servers.png").await;
+    assert_no_console_errors(&browser, "the history and servers pages", &[]).await;
+
+    tracing::info!("--- a console with a token: the page asks for it, then follows the jobs live");
+    let guarded = Console::start(
+        conn.clone(),
+        ConsoleOptions {
+            listen: loopback(),
+            token: Some("s3cret".into()),
+            history: None,
+            namespace: ns.clone(),
+        },
+    )
+    .await
+    .expect("guarded console starts");
+    browser
+        .goto(&format!("http://{}/#/", guarded.local_addr()))
+        .await;
+    browser
+        .wait_for(
+            "the token form",
+            "!document.getElementById('token-form').hidden",
+        )
+        .await;
+    browser
+        .eval(
+            "document.getElementById('token').value = 's3cret';",
+            json!([]),
+        )
+        .await;
+    browser.click("#token-form button").await;
+    browser
+        .wait_for(
+            "the jobs, read with the token",
+            "document.querySelector('tr[data-job=orders]')",
+        )
+        .await;
+    // The refused stream and the request that asked why are logged as failed loads.
+    assert_no_console_errors(&browser, "the guarded console", &["401"]).await;
+    guarded.stop().await;
+
+    browser.quit().await;
+    console.stop().await;
+    for node in &nodes {
+        node.shutdown().await;
+    }
+    recording.close().await;
+}
+
+async fn console_get(base: &str, path: &str) -> Value {
+    let text = reqwest::get(format!("{base}{path}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
+}
+
+#[tokio::test]
+async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_json() {
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("guarded"));
+    let console = Console::start(
+        conn,
+        ConsoleOptions {
+            listen: loopback(),
+            token: Some("s3cret".into()),
+            history: None,
+            namespace: "guarded".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let base = format!("http://{}", console.local_addr());
+    let http = reqwest::Client::new();
+    let status = |r: reqwest::Response| r.status().as_u16();
+
+    let page = http.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(status(page), 200, "the page itself is public");
+    let no_token = http
+        .get(format!("{base}/api/overview"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(no_token), 401);
+    let wrong = http
+        .get(format!("{base}/api/overview"))
+        .bearer_auth("guess")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(wrong), 401);
+    let read = http
+        .get(format!("{base}/api/overview"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(read), 200);
+    // Browsers open an event stream without headers: it alone takes the token in its query.
+    let stream = http
+        .get(format!("{base}/api/events?token=s3cret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(stream), 200);
+    let stream = http.get(format!("{base}/api/events")).send().await.unwrap();
+    assert_eq!(status(stream), 401);
+    let query_elsewhere = http
+        .get(format!("{base}/api/overview?token=s3cret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(query_elsewhere), 401);
+    let write_without_token = http
+        .post(format!("{base}/api/jobs/orders/trigger"))
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(write_without_token), 401);
+    let form_post = http
+        .post(format!("{base}/api/jobs/orders/trigger"))
+        .bearer_auth("s3cret")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("x=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(form_post), 403, "a cross-site form cannot write");
+    let other_origin = http
+        .post(format!("{base}/api/jobs/orders/trigger"))
+        .bearer_auth("s3cret")
+        .header("Content-Type", "application/json")
+        .header("Origin", "http://evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(other_origin), 403);
+    let unknown_job = http
+        .post(format!("{base}/api/jobs/orders/trigger"))
+        .bearer_auth("s3cret")
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        status(unknown_job),
+        404,
+        "past the guard: the job is unknown"
+    );
+    console.stop().await;
+}
+
+#[test]
+fn the_cli_refuses_a_console_off_loopback_without_a_token_and_prints_completions() {
+    let ctl = example_bin::ctl_binary();
+    let out = std::process::Command::new(&ctl)
+        .args(["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"])
+        .env_remove("SHARDCRON_CONSOLE_TOKEN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--listen") && stderr.contains("token"),
+        "{stderr}"
+    );
+
+    for shell in ["bash", "zsh", "fish"] {
+        let out = std::process::Command::new(&ctl)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        assert!(
+            script.contains("shardcronctl") && script.contains("disable"),
+            "{shell} completion names the program and its commands"
+        );
+    }
+    let help = std::process::Command::new(&ctl)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("console") && help.contains("exit codes"),
+        "{help}"
+    );
+}
+
+/// The Java ElasticJob-Lite peer: `$SHARDCRON_ELASTICJOB_PEER` (scripts/test sets it), else
+/// `shared/elasticjob-peer` beside the repository, as `support/java.rs` finds it.
+fn java_peer() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SHARDCRON_ELASTICJOB_PEER") {
+        return PathBuf::from(dir);
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    root.ancestors()
+        .map(|dir| dir.join("shared/elasticjob-peer"))
+        .find(|dir| dir.join("run-instance").is_file())
+        .unwrap_or_else(|| {
+            panic!("the Java ElasticJob peer (shared/elasticjob-peer) is not beside the repository; set SHARDCRON_ELASTICJOB_PEER")
+        })
+}
+
+/// Items the Java instance ran, from its log (`<epoch ms> <item> <instanceId> java start <taskId>`).
+fn java_runs(log: &std::path::Path) -> Vec<(i64, u32)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(" java start "))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let ms = words.next()?.parse().ok()?;
+            let item = words.next()?.parse().ok()?;
+            Some((ms, item))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
+    cluster::init_tracing();
+    let ns = format!("console-java-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("items.log");
+    tracing::info!(
+        "--- one Java ElasticJob-Lite instance runs job `legacy` (4 items, every second)"
+    );
+    let mut java = tokio::process::Command::new(java_peer().join("run-instance"))
+        .args([
+            format!("zk={}", zk::server().connect_string()),
+            format!("ns={ns}"),
+            "job=legacy".to_owned(),
+            "items=4".to_owned(),
+            "cron=* * * * * ?".to_owned(),
+            "description=run by Java".to_owned(),
+            format!("log={}", log.display()),
+        ])
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the Java peer starts");
+    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let console = Console::start(
+        conn,
+        ConsoleOptions {
+            listen: loopback(),
+            token: None,
+            history: None,
+            namespace: ns.clone(),
+        },
+    )
+    .await
+    .expect("console starts");
+    let base = format!("http://{}", console.local_addr());
+    let mut changes = console_changes(&base).await;
+
+    let job = changes
+        .until("the Java instance owns every item of legacy", |page| {
+            let items = page["items"].as_array()?;
+            let live = page["instances"].as_array()?.len() == 1;
+            let owned = items.len() == 4 && items.iter().all(|i| i["owner"].is_string());
+            (live && owned).then(|| page.clone())
+        })
+        .await;
+    assert_eq!(job["status"], "OK", "{job:#}");
+    assert!(
+        job["jobType"].as_str().unwrap_or("").contains('.'),
+        "Java writes its class name: {job:#}"
+    );
+    assert_eq!(job["config"]["cron"], "* * * * * ?");
+    assert_eq!(
+        job["nextFires"].as_array().map(Vec::len),
+        Some(3),
+        "{job:#}"
+    );
+    let overview = console_get(&base, "/api/overview").await;
+    assert_eq!(overview["jobs"][0]["jobName"], "legacy");
+    assert_eq!(overview["jobs"][0]["description"], "run by Java");
+
+    tracing::info!("--- disabling item 2 from the console: the Java instance skips it");
+    let http = reqwest::Client::new();
+    let answer = http
+        .post(format!("{base}/api/jobs/legacy/disable"))
+        .header("Content-Type", "application/json")
+        .body(r#"{"item":2}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    changes
+        .until("item 2 shown disabled", |page| {
+            (page["items"][2]["status"] == "DISABLED").then_some(())
+        })
+        .await;
+    let disabled_at = Utc::now().timestamp_millis() + 1_000;
+    // Three more fires of the other items, then no run of item 2 among them.
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let runs = java_runs(&log);
+        let after: Vec<&(i64, u32)> = runs.iter().filter(|(ms, _)| *ms > disabled_at).collect();
+        if after.iter().filter(|(_, item)| *item == 0).count() >= 3 {
+            assert!(
+                after.iter().all(|(_, item)| *item != 2),
+                "the Java instance ran item 2 after it was disabled: {after:?}"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Java instance ran no item 0 three times after the disable: {runs:?}"
+        );
+        // The Java peer reports only through its log file; the console's stream ticks meanwhile.
+        changes.next().await;
+    }
+    let _ = java.kill().await;
+    console.stop().await;
+}
+
+/// The console's event stream of one job, read as a client would.
+struct JobStream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+async fn console_changes(base: &str) -> JobStream {
+    let response = reqwest::get(format!("{base}/api/events?job=legacy"))
+        .await
+        .expect("the event stream opens");
+    assert_eq!(response.status().as_u16(), 200);
+    JobStream {
+        response,
+        buffer: String::new(),
+    }
+}
+
+impl JobStream {
+    /// The next `job` event's data (the page may also send keep-alive comments and errors).
+    async fn next(&mut self) -> Value {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let data: String = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if block.lines().any(|l| l == "event: job" || l == "event:job") {
+                    return serde_json::from_str(&data).expect("a job event carries JSON");
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(WITHIN, self.response.chunk())
+                .await
+                .expect("the event stream sends within 30 s")
+                .expect("the event stream reads")
+                .expect("the event stream stays open");
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Reads events until `pick` returns something, failing with `what` after [`WITHIN`].
+    async fn until<T>(&mut self, what: &str, pick: impl Fn(&Value) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let page = tokio::time::timeout_at(deadline, self.next())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for: {what}"));
+            if let Some(found) = pick(&page) {
+                return found;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shardcronctl_console_serves_the_namespace_and_stops_on_sigterm() {
+    use tokio::io::AsyncBufReadExt;
+    let ns = format!("console-cli-{}", std::process::id());
+    let mut child = tokio::process::Command::new(example_bin::ctl_binary())
+        .args(["--zk", &zk::server().connect_string(), "--namespace", &ns])
+        .args(["console", "--listen", "127.0.0.1:0"])
+        .env_remove("SHARDCRON_CONSOLE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("shardcronctl console starts");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(WITHIN, lines.next_line())
+        .await
+        .expect("the console announces its address within 30 s")
+        .unwrap()
+        .expect("a line on stdout");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    let overview = console_get(&url, "/api/overview").await;
+    assert_eq!(overview["namespace"], ns.as_str());
+    assert_eq!(overview["jobs"], json!([]));
+    let page = reqwest::get(format!("{url}/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("/app.js"), "the page is served: {page}");
+
+    let pid = child.id().expect("running") as i32;
+    // SAFETY: signalling our own child by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(WITHIN, child.wait())
+        .await
+        .expect("the console stops within 30 s of SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
