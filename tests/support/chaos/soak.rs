@@ -447,17 +447,10 @@ impl Soak {
         });
     }
 
-    /// Waits until the last window closed and both jobs converged on every node, then checks the
-    /// log. Returns the verdict and the table.
+    /// Waits until the last window closed, checks the log, prints the table (and writes it to
+    /// `SHARDCRON_SOAK_TABLE` when set), then checks that every node is up and both jobs converged
+    /// on all of them. Returns the verdict and the table.
     pub fn finish(&mut self, settings: &Settings) -> (Verdict, String) {
-        for label in LABELS {
-            assert!(
-                self.cluster.node(label).is_running(),
-                "node {label} is still up after the faults\n{}",
-                self.cluster.dump()
-            );
-        }
-        self.converge();
         let last = self.windows.iter().map(|w| w.until).fold(now(), f64::max);
         // Two more seconds of fires, and a fire's run logged.
         let to = last + 2.0;
@@ -467,6 +460,20 @@ impl Soak {
         let spans = self.cluster.spans();
         let verdict = spans::check(&spans, &checks(), self.from, to, &self.windows);
         let table = self.table(settings, &verdict, to - self.from);
+        // Before any assertion below: a long run's table is what it is run for.
+        eprintln!("[soak] fault table\n{table}");
+        if let Ok(path) = std::env::var("SHARDCRON_SOAK_TABLE") {
+            std::fs::write(&path, &table)
+                .unwrap_or_else(|e| panic!("writing the table to {path}: {e}"));
+        }
+        for label in LABELS {
+            assert!(
+                self.cluster.node(label).is_running(),
+                "node {label} is still up after the faults\n{}",
+                self.cluster.dump()
+            );
+        }
+        self.converge();
         (verdict, table)
     }
 
