@@ -40,11 +40,6 @@ fn randomized_faults_on_an_ensemble_cause_no_overlap_no_duplicate_and_no_loss_ou
     let mut soak = Soak::start(settings.seed, "soak");
     soak.run(settings.duration);
     let (verdict, table) = soak.finish(&settings);
-    eprintln!("[soak] fault table\n{table}");
-    if let Ok(path) = std::env::var("SHARDCRON_SOAK_TABLE") {
-        std::fs::write(&path, &table)
-            .unwrap_or_else(|e| panic!("writing the table to {path}: {e}"));
-    }
     assert!(
         verdict.is_clean(),
         "seed {}: overlaps {:#?}\nduplicates {:#?}\nlost outside fault windows {:#?}\n{table}\n{}",

@@ -79,6 +79,12 @@ impl NodeProc {
         self.exit.is_none()
     }
 
+    /// How the node exited, once it has.
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.is_running();
+        self.exit
+    }
+
     /// Sends `signal` to the node.
     pub fn signal(&mut self, signal: libc::c_int) {
         assert!(

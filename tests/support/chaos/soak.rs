@@ -227,6 +227,9 @@ pub struct Soak {
     pub windows: Vec<Window>,
     /// When the checked span begins (the first complete fire).
     pub from: f64,
+    /// Nodes found dead that no fault killed: when, how, and the end of what they logged. Each is
+    /// started again so that the soak goes on, and fails the verdict.
+    pub deaths: Vec<String>,
 }
 
 impl Soak {
@@ -251,6 +254,7 @@ impl Soak {
             injected: Vec::new(),
             windows: Vec::new(),
             from: 0.0,
+            deaths: Vec::new(),
         };
         for label in LABELS {
             soak.start_node(label);
@@ -343,8 +347,33 @@ impl Soak {
         }
     }
 
+    /// Records every node that died on its own, and starts it again (with a window for its join).
+    fn bury_the_dead(&mut self) {
+        for label in LABELS {
+            let node = self.cluster.node(label);
+            let Some(status) = node.exit_status() else {
+                continue;
+            };
+            let stderr = node.stderr();
+            let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+            let at = now();
+            self.deaths.push(format!(
+                "node {label} found dead at {at:.3} ({status}); its last stderr lines, newest \
+                 first:\n{}",
+                tail.join("\n")
+            ));
+            self.start_node(label);
+            self.windows.push(Window {
+                what: format!("node {label} died"),
+                from: self.injected.last().map_or(at, |i| i.at),
+                until: now() + SESSION_TIMEOUT.as_secs_f64() + WINDOW_MARGIN,
+            });
+        }
+    }
+
     /// Injects one fault, waits its drawn time, heals it and records its window.
     pub fn inject(&mut self, fault: Fault) {
+        self.bury_the_dead();
         let label = LABELS[self.rng.below(LABELS.len())].to_owned();
         let at = now();
         let mut target = label.clone();
@@ -447,17 +476,11 @@ impl Soak {
         });
     }
 
-    /// Waits until the last window closed and both jobs converged on every node, then checks the
-    /// log. Returns the verdict and the table.
+    /// Waits until the last window closed, checks the log, prints the table (and writes it to
+    /// `SHARDCRON_SOAK_TABLE` when set), then checks that every node is up and both jobs converged
+    /// on all of them. Returns the verdict and the table.
     pub fn finish(&mut self, settings: &Settings) -> (Verdict, String) {
-        for label in LABELS {
-            assert!(
-                self.cluster.node(label).is_running(),
-                "node {label} is still up after the faults\n{}",
-                self.cluster.dump()
-            );
-        }
-        self.converge();
+        self.bury_the_dead();
         let last = self.windows.iter().map(|w| w.until).fold(now(), f64::max);
         // Two more seconds of fires, and a fire's run logged.
         let to = last + 2.0;
@@ -467,6 +490,19 @@ impl Soak {
         let spans = self.cluster.spans();
         let verdict = spans::check(&spans, &checks(), self.from, to, &self.windows);
         let table = self.table(settings, &verdict, to - self.from);
+        // Before any assertion below: a long run's table is what it is run for.
+        eprintln!("[soak] fault table\n{table}");
+        if let Ok(path) = std::env::var("SHARDCRON_SOAK_TABLE") {
+            std::fs::write(&path, &table)
+                .unwrap_or_else(|e| panic!("writing the table to {path}: {e}"));
+        }
+        assert!(
+            self.deaths.is_empty(),
+            "nodes died during the soak (seed {}):\n{}\n{table}",
+            settings.seed,
+            self.deaths.join("\n")
+        );
+        self.converge();
         (verdict, table)
     }
 
@@ -514,6 +550,10 @@ impl Soak {
             verdict.lost.len(),
             verdict.lost_in_window
         );
+        let _ = writeln!(t, "nodes that died on their own: {}", self.deaths.len());
+        for death in &self.deaths {
+            let _ = writeln!(t, "  {}", death.lines().next().unwrap_or_default());
+        }
         let _ = writeln!(t, "faults in order:");
         for i in &self.injected {
             let _ = writeln!(
