@@ -25,6 +25,9 @@ commands:
   enable NAME [--server IP | --item N]    undo disable
   shutdown NAME [--instance ID]           stop the job on every instance, or on one
   remove NAME [--force]                   delete the job (refused while instances run it)
+  cron next EXPR [--zone Z] [--from T] [--count N]
+                                          the next fire times of a Quartz cron expression
+                                          (UTC and local), or the field it refuses; no registry
   history NAME [--db TARGET] [--item N] [--since T] [--failed]
                                           item executions recorded by nodes with a history:
                                           TARGET is a SQLite file (default shardcron-history.db)
@@ -51,6 +54,8 @@ pub(crate) enum Parsed {
     Help,
     /// `history`: reads the execution history, no registry needed.
     History(HistoryArgs),
+    /// `cron next`: computed locally, no registry needed.
+    CronNext(shardcron::cron::next::CronNextArgs),
 }
 
 /// What `history` asks for.
@@ -171,7 +176,7 @@ pub(crate) enum ArgsError {
 }
 
 /// Flags, in the order of `Flags::values`; `true` when the flag takes a value.
-const FLAGS: [(&str, bool); 11] = [
+const FLAGS: [(&str, bool); 14] = [
     ("--zk", true),
     ("--namespace", true),
     ("--json", false),
@@ -183,6 +188,9 @@ const FLAGS: [(&str, bool); 11] = [
     ("--db", true),
     ("--since", true),
     ("--failed", false),
+    ("--zone", true),
+    ("--from", true),
+    ("--count", true),
 ];
 
 /// The flags given, by position in [`FLAGS`]; a switch holds an empty value.
@@ -251,6 +259,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, Ar
 
     let json = flags.take("--json").is_some();
     let (hosts, namespace) = (flags.take("--zk"), flags.take("--namespace"));
+    if words.first().is_some_and(|w| w == "cron") {
+        return cron_next(&mut flags, words, json);
+    }
     let command = command(&mut flags, words)?;
     if let Command::History(mut history) = command {
         // The history lives in a database, not the registry: --zk and --namespace (often part of
@@ -260,6 +271,41 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Parsed, Ar
     }
     let zk = zk_config(hosts, namespace)?;
     Ok(Parsed::Run(Invocation { zk, json, command }))
+}
+
+/// `cron next EXPR [--zone Z] [--from T] [--count N]`; the values are checked by the library.
+fn cron_next(flags: &mut Flags, words: Vec<String>, json: bool) -> Result<Parsed, ArgsError> {
+    let mut words = words.into_iter().skip(1);
+    match words.next().as_deref() {
+        Some("next") => {}
+        Some(other) => return Err(ArgsError::UnknownCommand(format!("cron {other}"))),
+        None => {
+            return Err(ArgsError::MissingArgument {
+                command: "cron",
+                what: "next",
+            })
+        }
+    }
+    let mut pos = Positional {
+        command: "cron next",
+        words: words.collect::<Vec<_>>().into_iter(),
+    };
+    let expr = pos.next("EXPR (quote it: \"0 0 12 * * ?\")")?;
+    pos.done()?;
+    let args = shardcron::cron::next::CronNextArgs {
+        expr,
+        zone: flags.take("--zone"),
+        from: flags.take("--from"),
+        count: flags.take("--count"),
+        json,
+    };
+    if let Some(flag) = flags.leftover() {
+        return Err(ArgsError::NotForCommand {
+            flag,
+            command: "cron next",
+        });
+    }
+    Ok(Parsed::CronNext(args))
 }
 
 fn zk_config(hosts: Option<String>, namespace: Option<String>) -> Result<ZkConfig, ArgsError> {
@@ -357,9 +403,10 @@ fn command(flags: &mut Flags, words: Vec<String>) -> Result<Command, ArgsError> 
             let file = PathBuf::from(pos.next("FILE")?);
             let version = match flags.take("--version") {
                 None => None,
-                Some(v) => Some(v.parse::<i32>().ok().filter(|v| *v >= 0).ok_or_else(|| {
-                    bad("--version", &v, "expected a config version, a whole number")
-                })?),
+                Some(v) => Some(
+                    shardcron::ops::parse_config_version(&v)
+                        .map_err(|e| bad("--version", &v, e))?,
+                ),
             };
             Command::ConfigSet { job, file, version }
         }

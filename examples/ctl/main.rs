@@ -81,6 +81,18 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::History(history)) => return run_history(history),
+        Ok(Parsed::CronNext(args)) => {
+            return match shardcron::cron::next::cron_next(&args, chrono::Utc::now()) {
+                Ok(out) => {
+                    print!("{out}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ctl: {e}");
+                    ExitCode::from(e.exit_code())
+                }
+            }
+        }
         Err(e) => {
             eprintln!("ctl: {e}");
             return ExitCode::from(BAD_INPUT);
@@ -139,7 +151,14 @@ async fn execute(
 ) -> Result<(), CtlError> {
     match command {
         Command::Jobs => {
-            let jobs = ops.jobs().await?;
+            let (jobs, not_jobs) = ops.job_roots().await?;
+            for n in &not_jobs {
+                eprintln!(
+                    "ctl: root {} is not a job: {}",
+                    shardcron::ops::quote_name(&n.root),
+                    n.reason
+                );
+            }
             if json {
                 print::json(&jobs)
             } else {
@@ -283,6 +302,10 @@ fn run_history(args: args::HistoryArgs) -> ExitCode {
         }
     }
     query.failed_only = args.failed;
+    if let Err(e) = shardcron::history::HistoryTarget::parse(&args.db).require_existing() {
+        eprintln!("ctl: {e}");
+        return ExitCode::from(REFUSED);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
