@@ -206,3 +206,81 @@ pub fn cron_next(args: &CronNextArgs, now: DateTime<Utc>) -> Result<String, Cron
         answer.to_text()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(expr: &str) -> CronNextArgs {
+        CronNextArgs {
+            expr: expr.into(),
+            zone: Some("America/New_York".into()),
+            from: Some("2026-03-07T12:00:00Z".into()),
+            count: Some("3".into()),
+            json: false,
+        }
+    }
+
+    #[test]
+    fn cron_next_lists_utc_and_local_times_across_a_dst_switch() {
+        let out = cron_next(&args("0 0 12 * * ?"), Utc::now()).unwrap();
+        assert_eq!(
+            out,
+            "2026-03-07T17:00:00Z  2026-03-07T12:00:00-05:00\n\
+             2026-03-08T16:00:00Z  2026-03-08T12:00:00-04:00\n\
+             2026-03-09T16:00:00Z  2026-03-09T12:00:00-04:00\n"
+        );
+    }
+
+    #[test]
+    fn cron_next_prints_json_when_asked() {
+        let mut a = args("0 0 12 * * ?");
+        a.json = true;
+        a.count = Some("1".into());
+        let out: serde_json::Value =
+            serde_json::from_str(&cron_next(&a, Utc::now()).unwrap()).unwrap();
+        assert_eq!(out["zone"], "America/New_York");
+        assert_eq!(out["fires"][0]["utc"], "2026-03-07T17:00:00Z");
+        assert_eq!(out["fires"][0]["local"], "2026-03-07T12:00:00-05:00");
+    }
+
+    #[test]
+    fn cron_next_refuses_bad_input_naming_the_field_with_exit_code_2() {
+        let cases: [(CronNextArgs, &str); 5] = [
+            (args("0 0 12 * MON ?"), "month field \"MON\""),
+            (
+                CronNextArgs {
+                    zone: Some("GMT+1€".into()),
+                    ..args("0 0 12 * * ?")
+                },
+                "--zone",
+            ),
+            (
+                CronNextArgs {
+                    from: Some("yesterday".into()),
+                    ..args("0 0 12 * * ?")
+                },
+                "--from",
+            ),
+            (
+                CronNextArgs {
+                    count: Some("0".into()),
+                    ..args("0 0 12 * * ?")
+                },
+                "--count",
+            ),
+            (args("0 0 0 30 2 ?"), "never fires"),
+        ];
+        for (a, expected) in cases {
+            let err = cron_next(&a, Utc::now()).unwrap_err();
+            assert!(err.to_string().contains(expected), "{err}");
+            assert_eq!(err.exit_code(), 2);
+        }
+    }
+
+    #[test]
+    fn an_expression_that_stopped_firing_says_so() {
+        let out = cron_next(&args("0 0 12 1 1 ? 2020"), Utc::now()).unwrap();
+        assert!(out.contains("does not fire after"), "{out}");
+    }
+}

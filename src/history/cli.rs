@@ -110,7 +110,8 @@ pub fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, His
     if let Ok(day) = NaiveDate::parse_from_str(v, "%Y-%m-%d") {
         return Ok(day.and_hms_opt(0, 0, 0).ok_or_else(invalid)?.and_utc());
     }
-    let unit_at = v.len().checked_sub(1).ok_or_else(invalid)?;
+    // The unit is the last character, which may be several bytes (`5€` once panicked here).
+    let unit_at = v.char_indices().last().ok_or_else(invalid)?.0;
     let (number, unit) = v.split_at(unit_at);
     let n: i64 = number.parse().map_err(|_| invalid())?;
     let age = match unit {
@@ -275,6 +276,14 @@ mod tests {
             HistoryTarget::parse("postgres://db/jobs").require_existing(),
             Ok(())
         );
+    }
+
+    #[test]
+    fn a_since_ending_in_a_multibyte_character_is_refused_not_a_panic() {
+        for value in ["5€", "€", "1é", "2h€"] {
+            let err = parse_since(value, now()).unwrap_err();
+            assert!(err.to_string().contains(value), "{err}");
+        }
     }
 
     #[test]
