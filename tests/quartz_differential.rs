@@ -358,7 +358,8 @@ enum Outcome {
     ExplainedQuartzThrows,
     /// It never fires: Quartz accepts it and returns no time; we refuse it.
     ExplainedNeverFires,
-    /// `0W`, `L-28W`..`L-30W`: Quartz's search loops forever (or will, later); we refuse.
+    /// `0W`, `L-28W`..`L-30W`: Quartz's search loops forever (or will, later); we refuse. Also
+    /// any expression we refuse on which Quartz's search hangs.
     ExplainedQuartzLoops,
     /// More than seven fields: Quartz ignores the rest; we refuse.
     ExplainedExtraFields,
@@ -380,6 +381,8 @@ fn compare(case: &Case, quartz: &Quartz) -> (Outcome, String) {
     let outcome = match (quartz, &ours) {
         (Quartz::Refused(_), Err(_)) => Outcome::BothRefuse,
         (Quartz::Threw(_), Err(_)) => Outcome::ExplainedQuartzThrows,
+        // Quartz's search looping forever on an expression we refuse for any reason.
+        (Quartz::Hung, Err(_)) => Outcome::ExplainedQuartzLoops,
         (Quartz::Fires(_) | Quartz::Hung, Err(CronError::QuartzLoops { .. })) => {
             Outcome::ExplainedQuartzLoops
         }

@@ -14,11 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.text.ParseException;
 import java.util.Date;
 import java.util.TimeZone;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.quartz.CronExpression;
 
 public final class QuartzOracle {
@@ -26,33 +21,33 @@ public final class QuartzOracle {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
         String line;
-        ExecutorService pool = daemonPool();
         while ((line = in.readLine()) != null) {
             String[] parts = line.split("\t", 4);
-            Future<String> answer = pool.submit(
-                () -> answer(parts[0], Long.parseLong(parts[1]), Integer.parseInt(parts[2]), parts[3]));
-            String result;
-            try {
-                result = answer.get(2, TimeUnit.SECONDS);
-            } catch (TimeoutException e) {
-                // The looping thread cannot be stopped; a fresh pool carries on without it.
-                answer.cancel(true);
-                pool = daemonPool();
-                result = "HUNG";
+            String[] result = new String[1];
+            Thread worker = new Thread(
+                () -> result[0] = answer(parts[0], Long.parseLong(parts[1]), Integer.parseInt(parts[2]), parts[3]));
+            worker.setDaemon(true);
+            worker.start();
+            worker.join(2000);
+            if (worker.isAlive()) {
+                stop(worker);
+                result[0] = "HUNG";
             }
-            out.write(result);
+            out.write(result[0]);
             out.write('\n');
         }
         out.flush();
         System.exit(0);
     }
 
-    private static ExecutorService daemonPool() {
-        return Executors.newSingleThreadExecutor(task -> {
-            Thread thread = new Thread(task);
-            thread.setDaemon(true);
-            return thread;
-        });
+    /** Stops a search that loops forever, so that it does not slow down the cases after it. */
+    @SuppressWarnings({"deprecation", "removal"})
+    private static void stop(Thread worker) {
+        try {
+            worker.stop();
+        } catch (Throwable unsupported) {
+            // JDK 20 and later refuse Thread.stop: the daemon thread spins on until exit.
+        }
     }
 
     private static String answer(String zone, long from, int count, String expression) {
