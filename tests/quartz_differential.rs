@@ -383,9 +383,7 @@ fn compare(case: &Case, quartz: &Quartz) -> (Outcome, String) {
         (Quartz::Threw(_), Err(_)) => Outcome::ExplainedQuartzThrows,
         // Quartz's search looping forever on an expression we refuse for any reason.
         (Quartz::Hung, Err(_)) => Outcome::ExplainedQuartzLoops,
-        (Quartz::Fires(_) | Quartz::Hung, Err(CronError::QuartzLoops { .. })) => {
-            Outcome::ExplainedQuartzLoops
-        }
+        (Quartz::Fires(_), Err(CronError::QuartzLoops { .. })) => Outcome::ExplainedQuartzLoops,
         (Quartz::Fires(fires), Err(CronError::NeverFires { .. } | CronError::NoValues { .. }))
             if fires.is_empty() =>
         {
