@@ -6,7 +6,7 @@
 //! what it refuses is refused**, with an error naming the field. Java and Rust instances of one
 //! job then fire together. `tests/quartz_differential.rs` checks this against the real
 //! `org.quartz.CronExpression` on thousands of generated expressions in every CI run. The grammar
-//! is in [`parse`](self) (Quartz's own, quirks included) and the search in `search`, over a model
+//! is in `parse` (Quartz's own, quirks included) and the search in `search`, over a model
 //! of Java's lenient calendar in `calendar`. croner was the parser before; it cannot express
 //! wrap-around ranges, `L-n` or Quartz's DST resolution, so it is no longer used (ARCHITECTURE.md).
 //!
