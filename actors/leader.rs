@@ -97,7 +97,7 @@ impl LeaderState {
         if available {
             return;
         }
-        tracing::warn!(%job, %item, %owner, %path,
+        tracing::warn!(%job, %item, owner = ?owner, %path,
             "an item is assigned to an instance that is not available: resharding");
         let op = Op::create(
             node(JobNode::LeaderShardingNecessary),

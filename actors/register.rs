@@ -345,6 +345,16 @@ pub(crate) fn registry_config(
         job: path.to_owned(),
         reason: format!("{path}: {e}"),
     })?;
+    // A config stored under another job's name is refused as `ctl config set` refuses it.
+    if let Some(e) = JobNode::parse(path)
+        .ok()
+        .and_then(|(job, _)| config.job_name_mismatch(&job))
+    {
+        return Err(EngineError::InvalidConfig {
+            job: path.to_owned(),
+            reason: format!("{path}: {e}"),
+        });
+    }
     validate(&ctx.node, &config, job_type)
 }
 

@@ -1,49 +1,62 @@
 //! Quartz cron expressions, as ElasticJob takes them: `sec min hour day-of-month month day-of-week
-//! [year]`, with `?`, `L`, `W`, `#`, month and day names, and Quartz's day numbering (1 = SUN .. 7 =
-//! SAT).
+//! [year]`, with `?`, `L`, `L-n`, `W`, `LW`, `#`, month and day names, wrap-around ranges
+//! (`22-6`, `FRI-MON`, `NOV-FEB`) and Quartz's day numbering (1 = SUN .. 7 = SAT).
+//!
+//! The rule is simple: **what Quartz 2.3.2 accepts is accepted and fires at the same instants;
+//! what it refuses is refused**, with an error naming the field. Java and Rust instances of one
+//! job then fire together. `tests/quartz_differential.rs` checks this against the real
+//! `org.quartz.CronExpression` on thousands of generated expressions in every CI run. The grammar
+//! is in `parse` (Quartz's own, quirks included) and the search in `search`, over a model
+//! of Java's lenient calendar in `calendar`. croner was the parser before; it cannot express
+//! wrap-around ranges, `L-n` or Quartz's DST resolution, so it is no longer used (ARCHITECTURE.md).
+//!
+//! Deliberate differences from Quartz (README's Cron section lists them with examples):
+//!
+//! - an expression that can never fire (`0 0 0 30 2 ?`) is refused, where Quartz accepts it and
+//!   returns no fire time; so is one Quartz accepts but cannot search (an empty list `0 0 12 * , ?`
+//!   throws `NoSuchElementException` in Quartz);
+//! - `W` on a day that can fall before the month starts (`0W`, `L-28W` to `L-30W`) is refused:
+//!   Quartz's search loops forever on it once that day comes up;
+//! - more than seven fields are refused (Quartz ignores the extra ones);
+//! - fire times are searched up to the year 2999, where Quartz 2.3.2 stops at the current year +
+//!   100 (2126 in 2026);
+//! - `W` compares with the wall clock's milliseconds taken as 0 (Quartz reads the real clock's,
+//!   so its answer can depend on when it is asked);
+//! - only ASCII digits are numbers (Java's `parseInt` also takes other scripts' digits after `#`).
 //!
 //! Parsing is done once per config by [`CronSchedule::parse`]; [`CronSchedule::next_fire_after`]
-//! then only searches, so it is cheap enough to run for every fire of every job.
-//!
-//! A parsed croner pattern takes about 5 KB (its year field is a bitfield over croner's whole
-//! range of years), so schedules written the same way share one parse: ten thousand jobs on
-//! `0/10 * * * * ?` hold one pattern, and a clone of a schedule is a reference count.
-//!
-//! # Quartz rules enforced here (croner is laxer)
-//!
-//! - Exactly one of day-of-month and day-of-week is `?`; the other may be `*`. Quartz refuses both
-//!   set ("specifying both a day-of-week AND a day-of-month is not implemented") and both `?`.
-//! - Seconds are required: a 5-field unix expression is refused with a message saying so.
-//! - `?` stands alone and only in the two day fields; croner's `+` (AND) day-of-week modifier and
-//!   `@daily`-style nicknames are not Quartz and are refused.
-//!
-//! A day-of-week of just `L` is Saturday, as in Quartz. Not supported: the `L-3` offset from
-//! the last day of the month (croner refuses it, so the error names the field).
+//! then only searches. Schedules written the same way share one parse.
 //!
 //! # Daylight-saving time
 //!
-//! Times are matched on the wall clock of the job's [`JobTimeZone`]. Following croner, which follows
-//! the Open Cron Pattern Specification, a *fixed-time* expression (one value each in seconds,
-//! minutes and hours, e.g. `0 30 2 * * ?`) differs from an *interval* one (`0 0/30 * * * ?`):
+//! Times are matched on the wall clock of the job's [`JobTimeZone`], resolved as Java resolves
+//! them, because that is what Quartz 2.3.2 does (checked against it for America/New_York,
+//! Europe/London and Australia/Lord_Howe in the differential test):
 //!
-//! - **Gap** (spring forward; 02:30 does not exist on 2025-03-30 in Europe/Berlin): a fixed-time
-//!   fire moves to the first instant after the gap (03:00 CEST), so a daily job still runs that
-//!   day. Interval fires inside the gap are skipped: they name no instant. (Quartz, through Java's
-//!   lenient `Calendar`, may fire at 03:30 instead; we take the earliest real instant.)
-//! - **Overlap** (fall back; 02:30 happens twice on 2025-10-26 in Europe/Berlin): a fixed-time
-//!   fire happens once, at the first occurrence (CEST), as Quartz does. Interval fires happen on
-//!   both passes, so `0 0/30 * * * ?` keeps firing every 30 minutes of real time.
+//! - **Gap** (spring forward; 02:30 does not exist on 2026-03-08 in America/New_York): a fixed
+//!   time inside the gap does not fire that day at all: `0 30 2 * * ?` fires on 03-07 and then on
+//!   03-09. Interval fires inside the gap are skipped; the rest of the day fires as usual.
+//! - **Overlap** (fall back; 01:30 happens twice on 2026-11-01 in America/New_York): a fixed time
+//!   fires once, at the *second* occurrence (01:30 EST, 06:30Z). An interval expression such as
+//!   `0 0/30 * * * ?` fires through the repeated hour as Quartz does (see the tests).
 //!
-//! Both rules are deterministic and covered by the tests below.
+//! Both are Quartz's behaviour, kept so that mixed Java/Rust clusters agree; schedule daily jobs
+//! outside 01:00-03:00 local time, or in UTC, to avoid them.
+
+pub mod next;
+
+mod calendar;
+mod parse;
+mod search;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
-use chrono::{DateTime, Local, Utc};
-use croner::parser::{CronParser, Seconds};
-use croner::Cron;
+use chrono::{DateTime, Utc};
 
 use crate::timezone::{JobTimeZone, Zone};
+
+use parse::{Fields, GrammarError};
 
 /// The seven Quartz fields in order, as error messages name them.
 const FIELD_NAMES: [&str; 7] = [
@@ -55,11 +68,9 @@ const FIELD_NAMES: [&str; 7] = [
     "day-of-week",
     "year",
 ];
-const DAY_OF_MONTH: usize = 3;
-const DAY_OF_WEEK: usize = 5;
 
 /// Why a cron expression was refused. Every variant carries the expression.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CronError {
     /// Five fields: a unix cron line, which lacks Quartz's leading seconds field.
     #[error(
@@ -78,7 +89,7 @@ pub enum CronError {
     FieldCount {
         /// The refused expression.
         expr: String,
-        /// How many whitespace-separated fields it has.
+        /// How many space-separated fields it has.
         count: usize,
     },
     /// Both day fields hold a value: Quartz requires `?` in exactly one of them.
@@ -93,41 +104,58 @@ pub enum CronError {
         /// The refused expression.
         expr: String,
     },
-    /// Syntax that croner accepts but Quartz does not (`?` mixed with values or outside the day
-    /// fields, the `+` day-of-week modifier).
-    #[error("cron {expr:?}: {field} field {value:?}: {problem}")]
-    NotQuartz {
-        /// The refused expression.
-        expr: String,
-        /// Which field holds it.
-        field: &'static str,
-        /// The field's text.
-        value: String,
-        /// What Quartz does not allow.
-        problem: &'static str,
-    },
-    /// croner refused one field (a value out of range, a bad step, an unknown name).
-    #[error("cron {expr:?}: {field} field {value:?} is invalid: {source}")]
+    /// Quartz's grammar refuses one field.
+    #[error("cron {expr:?}: {field} field {value:?} is invalid: {problem}")]
     InvalidField {
         /// The refused expression.
         expr: String,
-        /// Which field croner refused.
+        /// Which field is refused.
         field: &'static str,
         /// The field's text.
         value: String,
-        /// croner's reason.
-        #[source]
-        source: croner::errors::CronError,
+        /// What is wrong with it.
+        problem: String,
     },
-    /// croner refused the expression and no single field alone explains it.
-    #[error("cron {expr:?} is invalid: {source}")]
-    Invalid {
+    /// A field that names no value at all (`,`, or `L` outside the day fields): Quartz accepts it
+    /// and then fails to search.
+    #[error("cron {expr:?}: {field} field {value:?} matches no value")]
+    NoValues {
         /// The refused expression.
         expr: String,
-        /// croner's reason.
-        #[source]
-        source: croner::errors::CronError,
+        /// The empty field.
+        field: &'static str,
+        /// The field's text.
+        value: String,
     },
+    /// `W` on a day that can fall before the month starts (`0W`, `L-28W` to `L-30W`): Quartz
+    /// 2.3.2's search then loops forever (its scheduler thread spins), so it is refused.
+    #[error("cron {expr:?}: day-of-month field {value:?}: 'W' on a day that can fall before the month starts (0W, L-28W to L-30W) makes Quartz's search loop forever; use a day from 1W or L-27W")]
+    QuartzLoops {
+        /// The refused expression.
+        expr: String,
+        /// The day-of-month field.
+        value: String,
+    },
+    /// A valid expression that matches no instant from 1970 to 2999 (`0 0 0 30 2 ?`).
+    #[error("cron {expr:?} never fires: no date from 1970 to 2999 matches its day, month and year fields")]
+    NeverFires {
+        /// The refused expression.
+        expr: String,
+    },
+}
+
+impl CronError {
+    /// The field the error is about, when it is about one.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidField { field, .. } | Self::NoValues { field, .. } => Some(field),
+            Self::QuartzLoops { .. } => Some(FIELD_NAMES[parse::DAY_OF_MONTH]),
+            Self::BothDaysSet { .. } | Self::BothDaysUnspecified { .. } => {
+                Some("day-of-month/day-of-week")
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The schedules alive in this process, by expression (entries of dropped ones are pruned as the
@@ -139,7 +167,7 @@ struct Parsed(Mutex<ParsedTable>);
 
 #[derive(Default)]
 struct ParsedTable {
-    by_expr: HashMap<Arc<str>, Weak<Cron>>,
+    by_expr: HashMap<Arc<str>, Weak<Fields>>,
     /// Size after the last pruning; the next one happens at twice that.
     pruned_at: usize,
 }
@@ -179,7 +207,7 @@ impl Parsed {
 #[derive(Debug, Clone)]
 pub struct CronSchedule {
     expr: Arc<str>,
-    cron: Arc<Cron>,
+    cron: Arc<Fields>,
 }
 
 impl PartialEq for CronSchedule {
@@ -197,14 +225,10 @@ impl CronSchedule {
         if let Some(shared) = PARSED.get(expr) {
             return Ok(shared);
         }
-        let fields: Vec<&str> = expr.split_whitespace().collect();
-        check_quartz_shape(expr, &fields)?;
-        let cron = quartz_parser()
-            .parse(&croner_spelling(&fields))
-            .map_err(|source| blame_field(expr, &fields, source))?;
+        let fields = parse_fields(expr)?;
         let schedule = Self {
             expr: Arc::from(expr),
-            cron: Arc::new(cron),
+            cron: Arc::new(fields),
         };
         PARSED.put(&schedule);
         Ok(schedule)
@@ -215,39 +239,14 @@ impl CronSchedule {
         &self.expr
     }
 
-    /// The first fire time strictly after `now`, reading the expression in `tz`.
+    /// The first fire time strictly after `now`, reading the expression in `tz`, as Quartz's
+    /// `getNextValidTimeAfter` gives it.
     ///
-    /// `None` when the expression never fires again (a past year, or no match before croner's
-    /// search horizon, the year 5000): the job has no next fire, not a failed lookup.
+    /// `None` when the expression never fires again (a past year, or nothing before the year
+    /// 2999): the job has no next fire, not a failed lookup.
     pub fn next_fire_after(&self, now: DateTime<Utc>, tz: &JobTimeZone) -> Option<DateTime<Utc>> {
-        // croner searches the wall clock in whole seconds and, being exclusive, starts at the
-        // second after `now`'s; a fire inside `now`'s own second is never after `now`. The final
-        // filter states the contract (strictly after) rather than trusting that detail.
-        let result = match tz.zone() {
-            Zone::Iana(zone) => self
-                .cron
-                .find_next_occurrence(&now.with_timezone(&zone), false)
-                .map(|t| t.with_timezone(&Utc)),
-            Zone::Fixed(offset) => self
-                .cron
-                .find_next_occurrence(&now.with_timezone(&offset), false)
-                .map(|t| t.with_timezone(&Utc)),
-            Zone::Local => self
-                .cron
-                .find_next_occurrence(&now.with_timezone(&Local), false)
-                .map(|t| t.with_timezone(&Utc)),
-        };
-        match result {
-            Ok(next) => Some(next).filter(|next| *next > now),
-            // croner's way of saying the expression never matches again.
-            Err(croner::errors::CronError::TimeSearchLimitExceeded) => None,
-            Err(error) => {
-                // Only a date arithmetic overflow near croner's horizon gets here; the job has no
-                // representable next fire, which is worth a line in the log.
-                tracing::warn!(cron = %self.expr, %now, %error, "no next fire time");
-                None
-            }
-        }
+        let next = search::next_after(&self.cron, tz.zone(), now.timestamp_millis())?;
+        DateTime::from_timestamp(next, 0).filter(|next| *next > now)
     }
 
     /// The fire times after `now`, in order; a convenience over [`Self::next_fire_after`].
@@ -268,62 +267,68 @@ impl std::fmt::Display for CronSchedule {
     }
 }
 
-/// croner configured as Quartz: seconds required, optional year, 1 = SUN, and `0/5` steps.
-fn quartz_parser() -> CronParser {
-    CronParser::builder()
-        .seconds(Seconds::Required)
-        .alternative_weekdays(true)
-        .sloppy_ranges(true)
-        .build()
-}
-
-/// The Quartz rules croner does not enforce, checked before croner sees the expression.
-fn check_quartz_shape(expr: &str, fields: &[&str]) -> Result<(), CronError> {
-    match fields.len() {
-        5 => {
-            return Err(CronError::MissingSeconds {
-                expr: expr.to_owned(),
-                suggestion: quartz_suggestion(fields),
-            })
-        }
-        6 | 7 => {}
-        count => {
-            return Err(CronError::FieldCount {
-                expr: expr.to_owned(),
-                count,
-            })
-        }
-    }
-    let not_quartz = |index: usize, problem| CronError::NotQuartz {
-        expr: expr.to_owned(),
-        field: FIELD_NAMES[index],
-        value: fields[index].to_owned(),
-        problem,
-    };
-    for (index, field) in fields.iter().enumerate() {
-        let is_day_field = index == DAY_OF_MONTH || index == DAY_OF_WEEK;
-        if field.contains('?') && !(is_day_field && *field == "?") {
-            return Err(not_quartz(
-                index,
-                "'?' stands alone, and only in day-of-month or day-of-week",
-            ));
-        }
-    }
-    if fields[DAY_OF_WEEK].starts_with('+') {
-        return Err(not_quartz(
-            DAY_OF_WEEK,
-            "the '+' modifier is croner's, not Quartz's",
-        ));
-    }
-    match (fields[DAY_OF_MONTH] == "?", fields[DAY_OF_WEEK] == "?") {
-        (true, false) | (false, true) => Ok(()),
-        (false, false) => Err(CronError::BothDaysSet {
+/// Parses with Quartz's grammar, then refuses what Quartz would accept but cannot fire.
+fn parse_fields(expr: &str) -> Result<Fields, CronError> {
+    let tokens = parse::tokens(expr);
+    let fields = parse::parse(expr).map_err(|error| match error {
+        GrammarError::FieldCount(5) => CronError::MissingSeconds {
             expr: expr.to_owned(),
-        }),
-        (true, true) => Err(CronError::BothDaysUnspecified {
+            suggestion: quartz_suggestion(&tokens),
+        },
+        GrammarError::FieldCount(count) => CronError::FieldCount {
             expr: expr.to_owned(),
-        }),
+            count,
+        },
+        GrammarError::BothDays {
+            both_unspecified: true,
+        } => CronError::BothDaysUnspecified {
+            expr: expr.to_owned(),
+        },
+        GrammarError::BothDays { .. } => CronError::BothDaysSet {
+            expr: expr.to_owned(),
+        },
+        GrammarError::Field(error) => CronError::InvalidField {
+            expr: expr.to_owned(),
+            field: FIELD_NAMES[error.field],
+            value: tokens.get(error.field).unwrap_or(&"").to_string(),
+            problem: error.problem,
+        },
+    })?;
+    for index in [
+        parse::SECOND,
+        parse::MINUTE,
+        parse::HOUR,
+        parse::MONTH,
+        parse::YEAR,
+    ] {
+        if fields.sets[index].is_empty() {
+            return Err(CronError::NoValues {
+                expr: expr.to_owned(),
+                field: FIELD_NAMES[index],
+                value: tokens.get(index).unwrap_or(&"").to_string(),
+            });
+        }
     }
+    let loops = fields.nearest_weekday
+        && if fields.last_day_of_month {
+            fields.last_day_offset >= 28
+        } else {
+            fields.sets[parse::DAY_OF_MONTH].first() == Some(&0)
+        };
+    if loops {
+        return Err(CronError::QuartzLoops {
+            expr: expr.to_owned(),
+            value: tokens.get(parse::DAY_OF_MONTH).unwrap_or(&"").to_string(),
+        });
+    }
+    // From the first second of 1970 (Quartz's first year), in UTC.
+    let utc = Zone::Iana(chrono_tz::UTC);
+    if search::next_after(&fields, utc, -1000).is_none() {
+        return Err(CronError::NeverFires {
+            expr: expr.to_owned(),
+        });
+    }
+    Ok(fields)
 }
 
 /// The Quartz spelling of a 5-field unix expression: seconds `0`, and `?` in the day field that
@@ -336,45 +341,6 @@ fn quartz_suggestion(unix: &[&str]) -> String {
         dom = "?";
     }
     format!("0 {} {} {dom} {} {dow}", unix[0], unix[1], unix[3])
-}
-
-/// The expression as croner reads Quartz: a day-of-week of just `L` means Saturday in Quartz (the
-/// last day of the week), where croner would take it as a never-matching "last" flag.
-fn croner_spelling(fields: &[&str]) -> String {
-    let mut fields = fields.to_vec();
-    if fields[DAY_OF_WEEK].eq_ignore_ascii_case("L") {
-        fields[DAY_OF_WEEK] = "7";
-    }
-    fields.join(" ")
-}
-
-/// Finds the field croner refused by parsing each field alone in an otherwise valid expression.
-///
-/// Runs only on the error path, so the extra parses cost nothing in steady state.
-fn blame_field(expr: &str, fields: &[&str], source: croner::errors::CronError) -> CronError {
-    let parser = quartz_parser();
-    for (index, value) in fields.iter().enumerate() {
-        let mut probe = ["0", "0", "0", "*", "*", "?", "*"];
-        if index == DAY_OF_MONTH {
-            probe[DAY_OF_WEEK] = "?";
-        }
-        if index == DAY_OF_WEEK {
-            probe[DAY_OF_MONTH] = "?";
-        }
-        probe[index] = value;
-        if let Err(source) = parser.parse(&croner_spelling(&probe)) {
-            return CronError::InvalidField {
-                expr: expr.to_owned(),
-                field: FIELD_NAMES[index],
-                value: (*value).to_owned(),
-                source,
-            };
-        }
-    }
-    CronError::Invalid {
-        expr: expr.to_owned(),
-        source,
-    }
 }
 
 #[cfg(test)]

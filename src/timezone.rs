@@ -160,6 +160,11 @@ fn parse_java_gmt_offset(input: &str) -> Option<Option<FixedOffset>> {
         b'-' => (-1, &rest[1..]),
         _ => return None,
     };
+    // Only ASCII digits and one ':' from here on, so that byte positions are char boundaries
+    // (`GMT+1€` once split inside the euro sign and panicked).
+    if !digits.bytes().all(|b| b.is_ascii_digit() || b == b':') {
+        return None;
+    }
     let (hours, minutes) = match digits.split_once(':') {
         Some((h, m)) if (1..=2).contains(&h.len()) && m.len() == 2 => (h, m),
         Some(_) => return None,
@@ -214,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn refused_spellings_name_the_input() {
+    fn refused_spellings_name_the_input_and_never_panic_on_multibyte_characters() {
         let table: &[(&str, &str)] = &[
             ("", "neither"),
             ("Mars/Olympus", "neither"),
@@ -224,6 +229,9 @@ mod tests {
             ("GMT+123", "neither"),
             ("GMT+8:0", "neither"),
             ("GMT+ab", "neither"),
+            ("GMT+1€", "neither"),
+            ("GMT-€€", "neither"),
+            ("GMT+€:00", "neither"),
             ("GMT+24", "out of range"),
             ("GMT+08:60", "out of range"),
         ];

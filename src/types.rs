@@ -15,8 +15,10 @@ pub enum IdError {
     /// A job name is empty.
     #[error("job name is empty")]
     EmptyJobName,
-    /// A job name holds a character that cannot appear in one registry path segment.
-    #[error("job name {name:?} contains {ch:?}; use letters, digits, '-', '_' or '.'")]
+    /// A job name holds a character that cannot appear in one ZooKeeper node name: `/`, a
+    /// control character, or one ZooKeeper refuses (U+E000-U+F8FF, U+FFF0-U+FFFF, and anything
+    /// outside the Basic Multilingual Plane, which Java spells with surrogates).
+    #[error("job name {name:?} contains {ch:?}, which a ZooKeeper node name cannot hold")]
     BadJobNameChar {
         /// The refused name.
         name: String,
@@ -41,11 +43,15 @@ pub enum IdError {
 pub struct JobName(Arc<str>);
 
 impl JobName {
-    /// Validates `name` as a job name.
+    /// Validates `name` as a job name: as in ElasticJob, any ZooKeeper node name without `/`
+    /// (spaces, `:`, `#` and CJK included), except ZooKeeper's own reserved names (`.`, `..`,
+    /// `zookeeper`) and the characters ZooKeeper refuses in a path.
     ///
     /// ```
     /// use shardcron::JobName;
     /// assert!(JobName::new("orders").is_ok());
+    /// assert!(JobName::new("orders:eu#1").is_ok());
+    /// assert!(JobName::new("日次 集計").is_ok());
     /// assert!(JobName::new("a/b").is_err());
     /// ```
     pub fn new(name: impl Into<String>) -> Result<Self, IdError> {
@@ -56,10 +62,7 @@ impl JobName {
         if name == "." || name == ".." || name == "zookeeper" {
             return Err(IdError::ReservedJobName(name));
         }
-        if let Some(ch) = name
-            .chars()
-            .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')))
-        {
+        if let Some(ch) = name.chars().find(|&c| !zookeeper_allows(c)) {
             return Err(IdError::BadJobNameChar { name, ch });
         }
         Ok(Self(name.into()))
@@ -100,6 +103,12 @@ impl From<JobName> for String {
     fn from(n: JobName) -> String {
         n.0.to_string()
     }
+}
+
+/// Whether ZooKeeper allows `c` in a path segment (its `PathUtils.validatePath`, plus `/`).
+fn zookeeper_allows(c: char) -> bool {
+    !matches!(c,
+        '/' | '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..)
 }
 
 /// The separator ElasticJob puts between the IP and the process id of an instance id.
@@ -237,12 +246,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn job_names_that_cannot_be_one_path_segment_are_refused() {
-        for bad in ["", "a/b", "a b", "..", ".", "zookeeper", "x\u{0}y"] {
+    fn job_names_that_cannot_be_one_zookeeper_node_name_are_refused() {
+        for bad in [
+            "",
+            "a/b",
+            "..",
+            ".",
+            "zookeeper",
+            "x\u{0}y",
+            "tab\there",
+            "new\nline",
+            "del\u{7f}",
+            "c1\u{85}",
+            "private\u{e000}",
+            "special\u{fffe}",
+            "emoji😀",
+        ] {
             assert!(JobName::new(bad).is_err(), "{bad:?} should be refused");
         }
-        for good in ["orders", "billing-job_2.v1", "订单"] {
-            assert!(JobName::new(good).is_ok(), "{good:?} should be accepted");
+    }
+
+    #[test]
+    fn job_names_elasticjob_accepts_are_accepted() {
+        for good in [
+            "orders",
+            "billing-job_2.v1",
+            "订单",
+            "my job",
+            "orders:eu#1",
+            "日次 集計",
+            "a.b",
+            "...",
+            "job=1&x?y*",
+            " leading space",
+        ] {
+            let name = JobName::new(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
+            assert_eq!(name.as_str(), good);
         }
     }
 

@@ -737,3 +737,90 @@ async fn the_cli_exits_with_2_on_bad_input_naming_it_and_1_when_refused() {
     assert!(out.stderr.contains("no live instance"), "{out:#?}");
     c.stop().await;
 }
+
+/// ctl without a registry (`cron next`, `history`): the binary's own answer and exit code.
+fn ctl_offline(args: &[&str], cwd: &std::path::Path) -> CtlOutput {
+    let out = std::process::Command::new(ctl_binary())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("ctl runs");
+    CtlOutput {
+        code: out.status.code().expect("ctl exited, not killed"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn cron_next_prints_fire_times_and_names_the_refused_field_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "cron",
+        "next",
+        "0 30 2 * * ?",
+        "--zone",
+        "America/New_York",
+        "--from",
+        "2026-03-07T00:00:00Z",
+        "--count",
+        "2",
+    ];
+    let out = ctl_offline(&args, dir.path());
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(
+        out.stdout,
+        "2026-03-07T07:30:00Z  2026-03-07T02:30:00-05:00\n\
+         2026-03-09T06:30:00Z  2026-03-09T02:30:00-04:00\n"
+    );
+    let out = ctl_offline(&["cron", "next", "0 0 12 * MON ?"], dir.path());
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("month field \"MON\""), "{out:#?}");
+    let out = ctl_offline(
+        &["cron", "next", "0 0 12 * * ?", "--zone", "GMT+1€"],
+        dir.path(),
+    );
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("--zone"), "{out:#?}");
+}
+
+#[test]
+fn history_without_a_database_says_so_exits_non_zero_and_creates_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing/dir/x.db");
+    let out = ctl_offline(
+        &["history", "orders", "--db", missing.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.stderr.contains("does not exist"), "{out:#?}");
+    assert!(!missing.exists());
+    let out = ctl_offline(&["history", "orders"], dir.path());
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.stderr.contains("no history database"), "{out:#?}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing created in the current folder"
+    );
+}
+
+#[test]
+fn config_set_with_a_version_past_32_bits_says_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ctl_offline(
+        &[
+            "--zk",
+            "127.0.0.1:1",
+            "config",
+            "set",
+            "orders",
+            "x.yaml",
+            "--version",
+            "99999999999",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("out of range"), "{out:#?}");
+}

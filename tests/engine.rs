@@ -387,3 +387,46 @@ async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept(
     }
     node.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_config_whose_job_name_differs_from_its_path_is_refused_on_reload() {
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 2).is_empty()
+    })
+    .await;
+    tracing::info!("--- someone stores billing's config (every 5 s) under /orders/config");
+    let renamed = JobConfig::new("billing", 2)
+        .cron("0/5 * * * * ?")
+        .time_zone("UTC")
+        .to_yaml()
+        .unwrap();
+    let admin = conn.connect().await.unwrap();
+    admin
+        .set("/orders/config", renamed.as_bytes(), None)
+        .await
+        .unwrap();
+    let start = rec.all().len();
+    let log = rec
+        .wait_until(
+            "fires go on every second with the last valid config",
+            WITHIN,
+            |log| complete_fires(&log[start..], 2).len() >= 4,
+        )
+        .await;
+    let fires = complete_fires(&log[start..], 2);
+    for w in fires[1..].windows(2) {
+        assert_eq!(
+            w[1] - w[0],
+            1,
+            "the renamed config is not applied: {fires:?}"
+        );
+    }
+    node.shutdown().await;
+}

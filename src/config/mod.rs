@@ -208,6 +208,28 @@ impl JobConfig {
         non_empty(&self.job_sharding_strategy_type).unwrap_or(BUILTIN_STRATEGIES[0])
     }
 
+    /// The problem when this config is stored under another job's path: `jobName` must name the
+    /// job whose `config` node holds it (a job cannot be renamed by rewriting its config). ctl
+    /// refuses such a write, and the engine refuses such a config found in the registry.
+    ///
+    /// ```
+    /// use shardcron::{config::JobConfig, JobName};
+    /// let orders = JobName::new("orders").unwrap();
+    /// assert!(JobConfig::new("orders", 1).job_name_mismatch(&orders).is_none());
+    /// let err = JobConfig::new("billing", 1).job_name_mismatch(&orders).unwrap();
+    /// assert_eq!(err.field, "jobName");
+    /// ```
+    pub fn job_name_mismatch(&self, job: &crate::JobName) -> Option<ConfigError> {
+        (self.job_name != job.as_str()).then(|| ConfigError {
+            field: "jobName",
+            problem: format!(
+                "is {:?}, but the config is stored for job {:?}; a job cannot be renamed",
+                self.job_name,
+                job.as_str()
+            ),
+        })
+    }
+
     /// The error handler's name, the default when absent or empty (as Java reads it).
     pub fn error_handler_name(&self) -> &str {
         non_empty(&self.job_error_handler_type).unwrap_or(BUILTIN_ERROR_HANDLERS[0])

@@ -258,7 +258,7 @@ fn registered_strategies_and_handlers_are_accepted_by_name() {
 
 #[test]
 fn several_problems_are_reported_at_once() {
-    let config = JobConfig::new("a b", 0)
+    let config = JobConfig::new("a/b", 0)
         .cron("0 0 12 * * MON")
         .time_zone("Nowhere")
         .item_parameters("x=1,0=")
@@ -348,4 +348,36 @@ fn a_config_without_cron_is_a_one_off_job() {
     );
     assert_eq!(defaults.max_time_diff(), None);
     assert!(defaults.time_zone().is_local());
+}
+
+#[test]
+fn the_unknown_strategy_message_lists_each_known_strategy_once() {
+    let ctx = ValidationContext {
+        strategies: &["ODEVITY", "HASH", "HASH"],
+        error_handlers: &[],
+        kind: JobKind::Simple,
+    };
+    let errors = JobConfig::test("orders")
+        .sharding_strategy("NOPE")
+        .validate(&ctx)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        errors.contains("known: AVG_ALLOCATION, ODEVITY, ROUND_ROBIN, HASH"),
+        "{errors}"
+    );
+    assert_eq!(errors.matches("ODEVITY").count(), 1, "{errors}");
+}
+
+#[test]
+fn a_config_stored_under_another_jobs_path_names_the_mismatch() {
+    let orders = crate::JobName::new("orders").unwrap();
+    let err = JobConfig::new("billing", 1)
+        .job_name_mismatch(&orders)
+        .unwrap();
+    assert_eq!(err.field, "jobName");
+    assert!(err.problem.contains("\"billing\""), "{}", err.problem);
+    assert!(JobConfig::new("orders", 1)
+        .job_name_mismatch(&orders)
+        .is_none());
 }

@@ -322,6 +322,11 @@ impl JobConfig {
 }
 
 fn unknown_name(what: &str, name: &str, builtin: &[&str], registered: &[&str]) -> String {
-    let known: Vec<&str> = builtin.iter().chain(registered).copied().collect();
+    let mut known: Vec<&str> = Vec::new();
+    for name in builtin.iter().chain(registered) {
+        if !known.contains(name) {
+            known.push(name);
+        }
+    }
     format!("unknown {what} {name:?}; known: {}", known.join(", "))
 }

@@ -47,6 +47,49 @@ impl HistoryTarget {
     }
 }
 
+/// Why a history cannot be read from where the command line points.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryLookupError {
+    /// The SQLite file does not exist (reading never creates one).
+    #[error(
+        "no history database at {path}: it does not exist (nodes started with a history create it; \
+         give --db PATH or a postgres:// URL)"
+    )]
+    NoDatabase {
+        /// The file looked for.
+        path: PathBuf,
+    },
+    /// The SQLite file's folder does not exist.
+    #[error("no history database at {path}: folder {folder} does not exist")]
+    NoFolder {
+        /// The file looked for.
+        path: PathBuf,
+        /// Its missing folder.
+        folder: PathBuf,
+    },
+}
+
+impl HistoryTarget {
+    /// Checks that a history to *read* exists: a SQLite file must already be there (opening one
+    /// for reading would otherwise create an empty database and show an empty table).
+    /// PostgreSQL targets are checked by connecting.
+    pub fn require_existing(&self) -> Result<(), HistoryLookupError> {
+        let Self::Sqlite(path) = self else {
+            return Ok(());
+        };
+        if path.is_file() {
+            return Ok(());
+        }
+        match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(folder) if !folder.is_dir() => Err(HistoryLookupError::NoFolder {
+                path: path.clone(),
+                folder: folder.to_owned(),
+            }),
+            _ => Err(HistoryLookupError::NoDatabase { path: path.clone() }),
+        }
+    }
+}
+
 /// Parses `--since`: an RFC 3339 instant (`2026-03-02T10:00:00Z`), a UTC date (`2026-03-02`,
 /// midnight), or an age before `now` (`90s`, `15m`, `2h`, `7d`).
 ///
@@ -67,7 +110,8 @@ pub fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, His
     if let Ok(day) = NaiveDate::parse_from_str(v, "%Y-%m-%d") {
         return Ok(day.and_hms_opt(0, 0, 0).ok_or_else(invalid)?.and_utc());
     }
-    let unit_at = v.len().checked_sub(1).ok_or_else(invalid)?;
+    // The unit is the last character, which may be several bytes (`5€` once panicked here).
+    let unit_at = v.char_indices().last().ok_or_else(invalid)?.0;
     let (number, unit) = v.split_at(unit_at);
     let n: i64 = number.parse().map_err(|_| invalid())?;
     let age = match unit {
@@ -198,6 +242,48 @@ mod tests {
             .to_string()
             .starts_with("--item"));
         assert_eq!(parse_item(" 3 ").unwrap(), ShardItem(3));
+    }
+
+    #[test]
+    fn reading_a_missing_history_database_is_refused_without_creating_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing_folder = dir.path().join("missing/dir/x.db");
+        let err = HistoryTarget::Sqlite(missing_folder.clone())
+            .require_existing()
+            .unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        assert!(matches!(err, HistoryLookupError::NoFolder { .. }));
+        let missing_file = dir.path().join("x.db");
+        let err = HistoryTarget::Sqlite(missing_file.clone())
+            .require_existing()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            HistoryLookupError::NoDatabase {
+                path: missing_file.clone()
+            }
+        );
+        assert!(
+            !missing_file.exists() && !missing_folder.exists(),
+            "nothing created"
+        );
+        std::fs::write(&missing_file, b"").unwrap();
+        assert_eq!(
+            HistoryTarget::Sqlite(missing_file).require_existing(),
+            Ok(())
+        );
+        assert_eq!(
+            HistoryTarget::parse("postgres://db/jobs").require_existing(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_since_ending_in_a_multibyte_character_is_refused_not_a_panic() {
+        for value in ["5€", "€", "1é", "2h€"] {
+            let err = parse_since(value, now()).unwrap_err();
+            assert!(err.to_string().contains(value), "{err}");
+        }
     }
 
     #[test]

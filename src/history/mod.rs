@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Delivered, EngineEvent, EventBus, Subscription};
 use crate::types::JobName;
 
-pub use cli::{parse_item, parse_since, render_executions, HistoryTarget};
+pub use cli::{parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget};
 pub use record::{
     source_name, state_name, to_write, ExecutionRecord, HistoryQuery, HistoryWrite, StatusRecord,
     LITE_EXECUTOR,

@@ -8,10 +8,43 @@
 use serde::Serialize;
 
 use super::{Ops, OpsError};
-use crate::config::{ConfigError, ConfigErrors, JobConfig, JobKind, ValidationContext};
+use crate::config::{ConfigErrors, JobConfig, JobKind, ValidationContext};
 use crate::paths::JobNode;
 use crate::registry::RegistryError;
 use crate::types::JobName;
+
+/// The largest config text written: ZooKeeper refuses node data of 1 MiB or more by default
+/// (`jute.maxbuffer`, 0xfffff bytes), and does so only after the request is sent, with a
+/// connection loss rather than an error that says why.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024 - 1024;
+
+/// Parses `--version` of `config set`: a config node's data version, 0 to 2147483647.
+///
+/// ```
+/// use shardcron::ops::parse_config_version;
+/// assert_eq!(parse_config_version("3"), Ok(3));
+/// assert!(parse_config_version("99999999999").unwrap_err().contains("out of range"));
+/// assert!(parse_config_version("x").unwrap_err().contains("whole number"));
+/// ```
+pub fn parse_config_version(value: &str) -> Result<i32, String> {
+    use std::num::IntErrorKind;
+    match value.parse::<i32>() {
+        Ok(v) if v >= 0 => Ok(v),
+        Ok(_) => Err("out of range: a config version is 0 or more".to_owned()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
+            ) =>
+        {
+            Err(format!(
+                "out of range: a config version is 0 to {}",
+                i32::MAX
+            ))
+        }
+        Err(_) => Err("expected a config version, a whole number".to_owned()),
+    }
+}
 
 /// The `config` node as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -64,6 +97,12 @@ impl Ops {
 
     /// Parses and validates a new config for `job`, naming every bad field.
     async fn checked_config(&self, job: &JobName, yaml: &str) -> Result<JobConfig, OpsError> {
+        if yaml.len() > MAX_CONFIG_BYTES {
+            return Err(OpsError::ConfigTooLarge {
+                job: job.clone(),
+                bytes: yaml.len(),
+            });
+        }
         let config = JobConfig::from_yaml(yaml).map_err(|source| OpsError::ConfigYaml {
             job: job.clone(),
             source,
@@ -87,15 +126,7 @@ impl Ops {
         if let Err(ConfigErrors(java)) = config.check_java_readable() {
             problems.extend(java);
         }
-        if config.job_name != job.as_str() {
-            problems.push(ConfigError {
-                field: "jobName",
-                problem: format!(
-                    "is {:?}, but the config is written to job {job}; a job cannot be renamed",
-                    config.job_name
-                ),
-            });
-        }
+        problems.extend(config.job_name_mismatch(job));
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -117,6 +148,12 @@ impl Ops {
             job: job.clone(),
             source,
         })?;
+        if yaml.len() > MAX_CONFIG_BYTES {
+            return Err(OpsError::ConfigTooLarge {
+                job: job.clone(),
+                bytes: yaml.len(),
+            });
+        }
         match self
             .registry
             .set(

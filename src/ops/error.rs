@@ -60,6 +60,18 @@ pub enum OpsError {
         #[source]
         source: ConfigYamlError,
     },
+    /// The new config is larger than a ZooKeeper node holds by default; nothing was written.
+    #[error(
+        "new config for job {job} is {bytes} bytes; a config node holds at most {max} bytes \
+         (ZooKeeper's default 1 MiB jute.maxbuffer, less the request's own size); nothing was written",
+        max = super::MAX_CONFIG_BYTES
+    )]
+    ConfigTooLarge {
+        /// The job.
+        job: JobName,
+        /// The config's size.
+        bytes: usize,
+    },
     /// The new config failed validation; every problem names its field.
     #[error("new config for job {job} refused: {source}")]
     InvalidConfig {
@@ -188,6 +200,7 @@ impl OpsError {
             | UnknownInstance { .. }
             | UnknownItem { .. }
             | ConfigYaml { .. }
+            | ConfigTooLarge { .. }
             | InvalidConfig { .. } => ErrorClass::BadInput,
             ConfigChanged { .. } | StillRunning { .. } | NoLiveInstance { .. } => {
                 ErrorClass::Refused

@@ -39,11 +39,12 @@ use std::sync::Arc;
 use crate::registry::Registry;
 use crate::types::JobName;
 
-pub use configure::StoredConfig;
+pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};
 pub use report::{
-    ItemLine, ItemStatus, JobBrief, JobDetail, JobStatus, ServerBrief, ServerLine, ServerState,
+    quote_name, ItemLine, ItemStatus, JobBrief, JobDetail, JobStatus, NotAJob, ServerBrief,
+    ServerLine, ServerState,
 };
 use snapshot::JobSnapshot;
 
@@ -74,6 +75,18 @@ impl Ops {
             .collect())
     }
 
+    /// Every child of the namespace root: the jobs, and the roots that are not jobs with the
+    /// reason (a name ZooKeeper or ElasticJob cannot use as a job, or no `config` node), so that
+    /// an operator sees every root rather than a silently shorter list.
+    pub async fn job_roots(&self) -> Result<(Vec<JobBrief>, Vec<NotAJob>), OpsError> {
+        let (jobs, not_jobs) = self.roots().await?;
+        let briefs = jobs
+            .iter()
+            .map(|(job, snap)| report::job_brief(job, snap))
+            .collect();
+        Ok((briefs, not_jobs))
+    }
+
     /// One job: config, instances, servers, leader and every item's owner and status.
     pub async fn job(&self, job: &JobName) -> Result<JobDetail, OpsError> {
         let snap = self.snapshot(job).await?;
@@ -102,24 +115,39 @@ impl Ops {
 
     /// Reads every job, skipping children of the root that are not jobs or vanish meanwhile.
     async fn snapshots(&self) -> Result<Vec<(JobName, JobSnapshot)>, OpsError> {
+        Ok(self.roots().await?.0)
+    }
+
+    /// Reads every child of the root: the jobs, and why the others are not.
+    async fn roots(&self) -> Result<(Vec<(JobName, JobSnapshot)>, Vec<NotAJob>), OpsError> {
         let names = self
             .registry
             .children("/")
             .await
             .map_err(|source| OpsError::ListJobs { source })?;
-        let mut out = Vec::new();
+        let mut jobs = Vec::new();
+        let mut not_jobs = Vec::new();
         for name in names {
-            // `zookeeper` and other tools' nodes are not job names.
-            let Ok(job) = JobName::new(name) else {
-                continue;
+            let job = match JobName::new(name.clone()) {
+                Ok(job) => job,
+                Err(e) => {
+                    not_jobs.push(NotAJob {
+                        root: name,
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
             };
             match self.snapshot(&job).await {
-                Ok(snap) => out.push((job, snap)),
-                Err(OpsError::UnknownJob { .. }) => {}
+                Ok(snap) => jobs.push((job, snap)),
+                Err(OpsError::UnknownJob { .. }) => not_jobs.push(NotAJob {
+                    root: name,
+                    reason: "no config node (not a job, or one being created or removed)".into(),
+                }),
                 Err(e) => return Err(e),
             }
         }
-        Ok(out)
+        Ok((jobs, not_jobs))
     }
 }
 

@@ -76,6 +76,37 @@ pub struct JobBrief {
     pub description: Option<String>,
 }
 
+/// A child of the namespace root that is not a job, from [`super::Ops::job_roots`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotAJob {
+    /// The node's name.
+    pub root: String,
+    /// Why it is not a job.
+    pub reason: String,
+}
+
+/// A job or root name as a table shows it: as is when it is plain (letters, digits, `-`, `_`,
+/// `.`), else quoted with escapes, so that spaces, `#` or control characters stay visible.
+///
+/// ```
+/// use shardcron::ops::quote_name;
+/// assert_eq!(quote_name("orders"), "orders");
+/// assert_eq!(quote_name("my job"), "\"my job\"");
+/// assert_eq!(quote_name("a\u{1}b"), "\"a\\u{1}b\"");
+/// ```
+pub fn quote_name(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if plain {
+        name.to_owned()
+    } else {
+        format!("{name:?}")
+    }
+}
+
 /// One server of a job in [`JobDetail`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -261,3 +261,75 @@ async fn remove_is_refused_while_an_instance_runs_the_job_unless_forced() {
     assert!(session.exists("/orders").await.unwrap().is_none());
     assert!(ops.jobs().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_config_larger_than_a_zookeeper_node_is_refused_before_writing() {
+    let (ops, session) = seeded(b"recorded").await;
+    let before = ops.config_get(&job()).await.unwrap();
+    let huge = format!(
+        "jobName: orders\nshardingTotalCount: 3\ndescription: {}\n",
+        "x".repeat(MAX_CONFIG_BYTES)
+    );
+    let err = ops.config_set(&job(), &huge).await.unwrap_err();
+    assert!(matches!(err, OpsError::ConfigTooLarge { .. }), "{err:?}");
+    assert!(err.to_string().contains("1 MiB"), "{err}");
+    assert_eq!(err.class(), ErrorClass::BadInput);
+    let (_, stat) = session.get("/orders/config").await.unwrap();
+    assert_eq!(stat.version, before.version, "nothing written");
+}
+
+#[tokio::test]
+async fn a_config_whose_job_name_differs_from_its_path_is_refused() {
+    let (ops, _session) = seeded(b"recorded").await;
+    let yaml = JobConfig::new("billing", 3).to_yaml().unwrap();
+    let err = ops.config_set(&job(), &yaml).await.unwrap_err();
+    assert!(err.to_string().contains("jobName"), "{err}");
+    assert_eq!(err.class(), ErrorClass::BadInput);
+}
+
+#[test]
+fn a_config_version_too_large_is_out_of_range_not_a_bad_number() {
+    let err = parse_config_version("99999999999").unwrap_err();
+    assert!(err.contains("out of range"), "{err}");
+    assert!(parse_config_version("-1")
+        .unwrap_err()
+        .contains("out of range"));
+    assert!(parse_config_version("v2")
+        .unwrap_err()
+        .contains("whole number"));
+    assert_eq!(parse_config_version("2147483647"), Ok(i32::MAX));
+}
+
+#[tokio::test]
+async fn every_root_is_listed_and_roots_that_are_not_jobs_say_why() {
+    let (ops, session) = seeded(b"recorded").await;
+    for (path, data) in [("/my job", &b""[..]), ("/orders:eu#1", b"")] {
+        session
+            .create(path, data, CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    let yaml = JobConfig::new("orders:eu#1", 1).to_yaml().unwrap();
+    session
+        .create(
+            "/orders:eu#1/config",
+            yaml.as_bytes(),
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    session
+        .create("/zookeeper", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let (jobs, not_jobs) = ops.job_roots().await.unwrap();
+    let names: Vec<&str> = jobs.iter().map(|j| j.job_name.as_str()).collect();
+    assert_eq!(names, ["orders", "orders:eu#1"]);
+    let roots: Vec<(&str, bool)> = not_jobs
+        .iter()
+        .map(|n| (n.root.as_str(), n.reason.contains("config")))
+        .collect();
+    assert_eq!(roots, [("my job", true), ("zookeeper", false)]);
+    assert_eq!(quote_name("my job"), "\"my job\"");
+    assert_eq!(quote_name("orders"), "orders");
+}

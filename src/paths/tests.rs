@@ -118,7 +118,7 @@ fn paths_outside_the_layout_are_refused_with_the_step_that_failed() {
         ("/orders/sharding/0/running/x", "unrecognised"),
         ("/orders/servers/192.0.2.2/x", "unrecognised"),
         ("/orders/leader/failover/items/1/x", "unrecognised"),
-        ("/a b/config", "job name"),
+        ("/a\tb/config", "job name"),
         ("/zookeeper/quota", "job name"),
         ("//config", "job name"),
         ("/orders/servers/", "server ip"),
@@ -154,5 +154,24 @@ fn a_server_node_refuses_an_ip_that_is_not_one_segment() {
             JobNode::server(bad),
             Err(PathError::BadServerIp { ip: bad.into() })
         );
+    }
+}
+
+#[test]
+fn job_names_elasticjob_allows_round_trip_through_paths() {
+    for name in ["my job", "orders:eu#1", "日次 集計", "a.b", "x=1&y?"] {
+        let job = JobName::new(name).unwrap();
+        for node in [
+            JobNode::Root,
+            JobNode::Config,
+            JobNode::ShardingItem(ShardItem(3)),
+        ] {
+            let path = node.to_path(&job);
+            assert_eq!(
+                JobNode::parse(&path).unwrap(),
+                (job.clone(), node),
+                "{path}"
+            );
+        }
     }
 }

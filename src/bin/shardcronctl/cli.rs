@@ -67,6 +67,9 @@ pub(crate) enum Command {
     Remove(RemoveArgs),
     /// Item executions recorded by nodes with a history (no registry needed).
     History(HistoryArgs),
+    /// Quartz cron expressions, checked locally (no registry needed).
+    #[command(subcommand)]
+    Cron(CronCommand),
     /// Serve the web console: jobs, live sharding map, config editing, operations, history.
     Console(ConsoleArgs),
     /// Print a shell completion script (e.g. `shardcronctl completions bash > /etc/bash_completion.d/shardcronctl`).
@@ -90,6 +93,32 @@ pub(crate) enum ConfigCommand {
     Set(ConfigSetArgs),
 }
 
+/// `cron next`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum CronCommand {
+    /// The next fire times of EXPR (UTC instant and local time with offset per line), or the
+    /// field it refuses (exit 2).
+    Next(CronNextArgs),
+}
+
+/// `cron next EXPR [--zone Z] [--from RFC3339] [--count N]`; the values are checked by the
+/// library, which names the flag it refuses.
+#[derive(Debug, Args)]
+pub(crate) struct CronNextArgs {
+    /// The Quartz expression (quote it: "0 0 12 * * ?").
+    #[arg(value_name = "EXPR")]
+    pub(crate) expr: String,
+    /// The zone: an IANA name or GMT+hh:mm (default: the local zone, as a job without timeZone).
+    #[arg(long, value_name = "Z")]
+    pub(crate) zone: Option<String>,
+    /// Start after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub(crate) from: Option<String>,
+    /// How many fire times.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) count: Option<String>,
+}
+
 /// `config set NAME FILE [--version V]`.
 #[derive(Debug, Args)]
 pub(crate) struct ConfigSetArgs {
@@ -100,7 +129,7 @@ pub(crate) struct ConfigSetArgs {
     #[arg(value_name = "FILE")]
     pub(crate) file: PathBuf,
     /// Write only over this version of the config (as printed by `config get`).
-    #[arg(long, value_name = "V", allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(0..))]
+    #[arg(long, value_name = "V", allow_negative_numbers = true, value_parser = config_version)]
     pub(crate) version: Option<i32>,
 }
 
@@ -206,6 +235,10 @@ fn server_ip(value: &str) -> Result<String, String> {
     } else {
         Ok(value.to_owned())
     }
+}
+
+fn config_version(value: &str) -> Result<i32, String> {
+    shardcron::ops::parse_config_version(value)
 }
 
 fn item(value: &str) -> Result<ShardItem, String> {

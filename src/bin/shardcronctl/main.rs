@@ -76,6 +76,12 @@ enum CtlError {
     /// The history could not be read.
     #[error("history: {0}")]
     History(#[from] shardcron::history::HistoryError),
+    /// The history database named does not exist.
+    #[error(transparent)]
+    NoHistory(#[from] shardcron::history::HistoryLookupError),
+    /// `cron next` refused its input (the error names the field or flag).
+    #[error(transparent)]
+    CronNext(#[from] shardcron::cron::next::CronNextError),
     /// The console could not start or stopped on an error.
     #[error("console: {0}")]
     Console(#[from] shardcron::console::ConsoleError),
@@ -85,7 +91,8 @@ impl CtlError {
     fn exit_code(&self) -> u8 {
         match self {
             Self::NoRegistry | Self::BadRegistry(_) | Self::ReadFile { .. } => BAD_INPUT,
-            Self::Connect { .. } | Self::History(_) => REFUSED,
+            Self::Connect { .. } | Self::History(_) | Self::NoHistory(_) => REFUSED,
+            Self::CronNext(e) => e.exit_code(),
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
             Self::Console(_) => REFUSED,
             Self::Ops(e) => match e.class() {
@@ -142,6 +149,19 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         json,
         command,
     } = cli;
+    if let Command::Cron(cli::CronCommand::Next(args)) = command {
+        // Computed locally: --zk and --namespace are accepted and unused.
+        let args = shardcron::cron::next::CronNextArgs {
+            expr: args.expr,
+            zone: args.zone,
+            from: args.from,
+            count: args.count,
+            json,
+        };
+        let out = shardcron::cron::next::cron_next(&args, chrono::Utc::now())?;
+        print!("{out}");
+        return Ok(());
+    }
     if let Command::History(args) = command {
         // The history lives in a database, not the registry: --zk and --namespace (often part of
         // an alias) are accepted and unused.
@@ -202,7 +222,14 @@ async fn execute(
 ) -> Result<(), CtlError> {
     match command {
         Command::Jobs => {
-            let jobs = ops.jobs().await?;
+            let (jobs, not_jobs) = ops.job_roots().await?;
+            for n in &not_jobs {
+                eprintln!(
+                    "shardcronctl: root {} is not a job: {}",
+                    shardcron::ops::quote_name(&n.root),
+                    n.reason
+                );
+            }
             if json {
                 print::json(&jobs)
             } else {
@@ -304,7 +331,7 @@ async fn execute(
                 ),
             );
         }
-        Command::History(_) | Command::Console(_) | Command::Completions(_) => {
+        Command::History(_) | Command::Cron(_) | Command::Console(_) | Command::Completions(_) => {
             unreachable!("answered before connecting")
         }
     }
@@ -368,6 +395,8 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.item = args.item;
     query.since = args.since;
     query.failed_only = args.failed;
+    // Reading never creates a database: a missing file or folder is said, not made.
+    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
     let history = History::open(&args.db).await?;
     let records = history.query(&query).await?;
     history.close().await;

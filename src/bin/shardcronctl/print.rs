@@ -54,7 +54,7 @@ pub(crate) fn jobs(jobs: &[JobBrief]) {
         .iter()
         .map(|j| {
             vec![
-                j.job_name.to_string(),
+                shardcron::ops::quote_name(j.job_name.as_str()),
                 name(&j.status),
                 or_dash(j.cron.as_deref()),
                 j.instance_count.to_string(),
@@ -112,7 +112,11 @@ pub(crate) fn servers(servers: &[ServerBrief]) {
         .iter()
         .map(|s| {
             let instances: Vec<&str> = s.instances.iter().map(|i| i.as_str()).collect();
-            let jobs: Vec<&str> = s.jobs.iter().map(|j| j.as_str()).collect();
+            let jobs: Vec<String> = s
+                .jobs
+                .iter()
+                .map(|j| shardcron::ops::quote_name(j.as_str()))
+                .collect();
             vec![
                 s.ip.clone(),
                 instances.join(","),
