@@ -363,7 +363,7 @@ fn the_unknown_strategy_message_lists_each_known_strategy_once() {
         .unwrap_err()
         .to_string();
     assert!(
-        errors.contains("known: AVG_ALLOCATION, ODEVITY, ROUND_ROBIN, HASH"),
+        errors.contains("known: AVG_ALLOCATION, ODEVITY, ROUND_ROBIN, SINGLE_SHARDING_BALANCE, NAMESPACE_BALANCE, HASH"),
         "{errors}"
     );
     assert_eq!(errors.matches("ODEVITY").count(), 1, "{errors}");
