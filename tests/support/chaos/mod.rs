@@ -138,6 +138,11 @@ impl Cluster {
         spans::read(&self.track)
     }
 
+    /// Lines of the tracking log torn by a kill in the middle of a write (skipped).
+    pub fn torn_lines(&self) -> usize {
+        spans::torn_lines(&self.track)
+    }
+
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.
     pub fn start(&mut self, label: &str) -> &mut NodeProc {
         let connect = self.connect.clone();

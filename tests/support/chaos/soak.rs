@@ -550,6 +550,11 @@ impl Soak {
             verdict.lost.len(),
             verdict.lost_in_window
         );
+        let _ = writeln!(
+            t,
+            "track log lines torn by a kill mid-write (skipped): {}",
+            self.cluster.torn_lines()
+        );
         let _ = writeln!(t, "nodes that died on their own: {}", self.deaths.len());
         for death in &self.deaths {
             let _ = writeln!(t, "  {}", death.lines().next().unwrap_or_default());
