@@ -164,6 +164,11 @@ impl Cluster {
         self.nodes.remove(label)
     }
 
+    /// Lines of the tracking log torn by a kill in the middle of a write (skipped).
+    pub fn torn_lines(&self) -> usize {
+        spans::torn_lines(&self.track)
+    }
+
     /// Starts the node labelled `label` as instance [`instance`]`(label)`.
     pub fn start(&mut self, label: &str) -> &mut NodeProc {
         self.start_with(label, &[])

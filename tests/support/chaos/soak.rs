@@ -436,19 +436,23 @@ impl Soak {
             }
             Fault::Term => {
                 let status = self.cluster.node(&label).terminate();
-                assert!(
-                    status.success(),
-                    "node {label} exits 0 on SIGTERM: {status}"
-                );
+                if !status.success() {
+                    // Recorded, not asserted: the soak goes on and its table is printed.
+                    self.deaths.push(format!(
+                        "node {label} did not exit 0 on SIGTERM at {at:.3}: {status}"
+                    ));
+                }
                 std::thread::sleep(self.rng.secs(2.0, 5.0));
                 self.start_node(&label);
             }
             Fault::ReshardAtFire => {
                 let status = self.cluster.node(&label).terminate();
-                assert!(
-                    status.success(),
-                    "node {label} exits 0 on SIGTERM: {status}"
-                );
+                if !status.success() {
+                    // Recorded, not asserted: the soak goes on and its table is printed.
+                    self.deaths.push(format!(
+                        "node {label} did not exit 0 on SIGTERM at {at:.3}: {status}"
+                    ));
+                }
                 std::thread::sleep(self.rng.secs(2.0, 4.0));
                 // A start takes a few hundred ms to register: started 0.05-0.4 s before a fire,
                 // it joins around the fire instant.
@@ -549,6 +553,11 @@ impl Soak {
             verdict.overlaps.len(),
             verdict.lost.len(),
             verdict.lost_in_window
+        );
+        let _ = writeln!(
+            t,
+            "track log lines torn by a kill mid-write (skipped): {}",
+            self.cluster.torn_lines()
         );
         let _ = writeln!(t, "nodes that died on their own: {}", self.deaths.len());
         for death in &self.deaths {

@@ -86,7 +86,8 @@ impl fmt::Display for Span {
     }
 }
 
-/// Reads every run in `log`, in start order. A line that does not parse fails the test.
+/// Reads every run in `log`, in start order. A line torn by a script killed in the middle of its
+/// write (SIGKILL of its node's tree) is skipped; see [`torn_lines`].
 pub fn read(log: &Path) -> Vec<Span> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     // A line being appended right now has no newline yet: leave it for the next read.
@@ -94,7 +95,7 @@ pub fn read(log: &Path) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     // (instance, pid) -> index of its latest start.
     let mut open: HashMap<(String, String), usize> = HashMap::new();
-    for line in complete.lines() {
+    for line in complete.lines().filter(|l| is_whole(l)) {
         let mut parts = line.splitn(5, ' ');
         let (Some(time), Some(instance), Some(kind), Some(pid)) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -136,6 +137,24 @@ pub fn read(log: &Path) -> Vec<Span> {
     }
     spans.sort_by(|a, b| a.start.total_cmp(&b.start));
     spans
+}
+
+/// Whether `line` is one whole track line (a torn one runs two lines into one).
+fn is_whole(line: &str) -> bool {
+    let parts: Vec<&str> = line.split(' ').collect();
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    match parts[..] {
+        [time, _, "S", pid, _, item, _] => number(time) && number(pid) && number(item),
+        [time, _, "T" | "E", pid] => number(time) && number(pid),
+        _ => false,
+    }
+}
+
+/// How many lines of `log` are torn (skipped by [`read`]).
+pub fn torn_lines(log: &Path) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
+    complete.lines().filter(|l| !is_whole(l)).count()
 }
 
 /// A span of time during which a fault may cost fires.
