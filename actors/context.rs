@@ -217,6 +217,17 @@ impl SessionCtx {
         &self.node.mirror
     }
 
+    /// What a job's machine reads: the mirror and the clock, no registry call.
+    pub(crate) fn facts<'a>(&'a self, job: &'a JobName) -> crate::view::MirrorFacts<'a> {
+        crate::view::MirrorFacts {
+            mirror: self.mirror(),
+            job,
+            me: self.me(),
+            clock: &self.node.clock,
+            skew: self.node.clock_skew(),
+        }
+    }
+
     pub(crate) fn config(&self, job: &JobName) -> Option<Arc<ValidatedConfig>> {
         self.configs.get(job).map(|c| c.clone())
     }

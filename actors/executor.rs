@@ -1,23 +1,22 @@
 //! ExecutorActor: one per job, the interpreter of the job's [`JobMachine`]. It registers the job,
 //! turns each message into an [`Input`], and carries out the [`Command`]s the machine returns:
 //! writes (their outcome fed back as `Written`), run tasks and their tokens, messages to the peers
-//! it was handed. It decides nothing itself and no registry answer picks a branch here: the
-//! machine reads the mirror through [`MirrorFacts`].
+//! it was handed; a job's distribute-once rounds go to its [`OnceSlot`] (actors/once.rs), runs
+//! to its [`RunKit`] (actors/run.rs). It decides nothing itself and no registry answer picks a
+//! branch here: the machine reads the mirror through [`crate::view::MirrorFacts`].
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::decide::lifecycle::{Command, FenceBudget, Input, JobMachine, Outcome};
+use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome};
 use crate::paths::JobNode;
-use crate::types::JobName;
-use crate::view::MirrorFacts;
 
 use super::context::{JobEvent, JobSpec, SessionCtx};
 use super::failover::FailoverMsg;
 use super::leader::LeaderMsg;
-use super::once::OnceKit;
+use super::once::OnceSlot;
 use super::register::{check_session, config_input, register};
 use super::run::{report, RunKit, RunReport};
 use super::session::Peers;
@@ -73,20 +72,9 @@ pub(crate) struct ExecutorState {
     peers: Arc<Peers>,
     machine: JobMachine,
     kit: RunKit,
-    /// The distribute-once coordination, for a job naming such a listener.
-    once: Option<OnceKit>,
+    /// The distribute-once coordination (a no-op for a job naming no such listener).
+    once: OnceSlot,
     drains: Vec<RpcReplyPort<()>>,
-}
-
-/// What the machine reads: the mirror and the clock, no registry call.
-fn facts<'a>(ctx: &'a SessionCtx, job: &'a JobName) -> MirrorFacts<'a> {
-    MirrorFacts {
-        mirror: ctx.mirror(),
-        job,
-        me: ctx.me(),
-        clock: &ctx.node.clock,
-        skew: ctx.node.clock_skew(),
-    }
 }
 
 impl ExecutorState {
@@ -94,10 +82,10 @@ impl ExecutorState {
     /// the commands queued after it.
     async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
         let job = self.machine.job().clone();
-        let mut queue: VecDeque<Command> = self.machine.step(input, &facts(&self.ctx, &job)).into();
+        let mut queue: VecDeque<Command> = self.machine.step(input, &self.ctx.facts(&job)).into();
         while let Some(command) = queue.pop_front() {
             if let Some(input) = Box::pin(self.carry_out(myself, command)).await {
-                let more = self.machine.step(input, &facts(&self.ctx, &job));
+                let more = self.machine.step(input, &self.ctx.facts(&job));
                 more.into_iter().rev().for_each(|c| queue.push_front(c));
             }
         }
@@ -133,13 +121,9 @@ impl ExecutorState {
                 scheduled,
                 items,
             } => {
-                let go = match self.once.as_mut() {
-                    Some(once) => {
-                        once.launching(&self.ctx, myself, run_id, source, &items)
-                            .await
-                    }
-                    None => None,
-                };
+                let go = (self.once)
+                    .launching(&self.ctx, myself, run_id, source, &items)
+                    .await;
                 let config = self.machine.config();
                 self.kit.launch(
                     &self.ctx, config, myself, run_id, source, scheduled, &items, go,
@@ -169,7 +153,7 @@ impl ExecutorState {
             }
             Command::ConfigApplied(config) => {
                 self.kit.reconfigure(&self.ctx.node, &config);
-                self.reconfigure_once(&config);
+                self.once.reconfigure(&self.ctx, &config);
                 self.ctx.configs.insert(job, config);
             }
             Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
@@ -182,32 +166,13 @@ impl ExecutorState {
         None
     }
 
-    /// The job's distribute-once listeners after a config change: the coordination starts,
-    /// stops (waiting runs go at once) or follows the new count.
-    fn reconfigure_once(&mut self, config: &crate::config::ValidatedConfig) {
-        let names = &config.config().job_listener_types;
-        let listeners = self.ctx.node.handlers.distribute_once(names);
-        match (&mut self.once, listeners.is_empty()) {
-            (Some(_), true) => self.once = None,
-            (Some(once), false) => once.reconfigure(config),
-            (None, false) => self.once = OnceKit::new(&self.ctx, config, listeners),
-            (None, true) => {}
-        }
-    }
-
     /// One message, as [`ExecutorActor::handle`] gets it.
     async fn on_message(&mut self, myself: &ActorRef<ExecutorMsg>, msg: ExecutorMsg) {
         let input = match msg {
             ExecutorMsg::Step(input) => input,
             ExecutorMsg::RunFinished(report) => {
-                if report.escalated {
-                    tracing::error!(job = %self.machine.job(), failures = report.outcome.failures().count(),
-                        "run failed and its error handler escalates (THROW)");
-                }
-                self.kit.forget(report.run_id);
-                if let Some(once) = self.once.as_mut() {
-                    once.run_ended(&self.ctx, myself, report.run_id).await;
-                }
+                self.kit.finished(self.machine.job(), &report);
+                self.once.run_ended(&self.ctx, myself, report.run_id).await;
                 Input::RunFinished {
                     run_id: report.run_id,
                 }
@@ -224,11 +189,7 @@ impl ExecutorState {
                 input
             }
             ExecutorMsg::Job(ev) => {
-                if let Some(once) = self.once.as_mut() {
-                    let deleted = ev.kind == crate::registry::NodeEventKind::Deleted;
-                    once.node_changed(&self.ctx, myself, &ev.node, deleted)
-                        .await;
-                }
+                self.once.node_changed(&self.ctx, myself, &ev).await;
                 Input::Event {
                     node: ev.node,
                     kind: ev.kind,
@@ -244,17 +205,12 @@ impl ExecutorState {
             }
             ExecutorMsg::Drain(reply) => {
                 self.drains.push(reply);
-                if let Some(once) = self.once.as_mut() {
-                    once.release_waiting();
-                }
+                self.once.release_waiting();
                 Input::Drain
             }
             ExecutorMsg::IsIdle(reply) => return drop(reply.send(self.machine.is_idle())),
             ExecutorMsg::Once(input) => {
-                if let Some(once) = self.once.as_mut() {
-                    once.step(&self.ctx, myself, input).await;
-                }
-                return;
+                return self.once.step(&self.ctx, myself, input).await;
             }
             ExecutorMsg::FailoverFences(fences) => return self.kit.failover_fences(fences),
             ExecutorMsg::Peers(peers) => {
@@ -278,15 +234,11 @@ impl Actor for ExecutorActor {
     ) -> Result<Self::State, ActorProcessingErr> {
         let ExecutorArgs { ctx, spec, peers } = args;
         let registered = register(&ctx, &spec).await?;
-        let spec_labels = spec.config.instance_labels.clone();
+        let machine = registered.machine(&ctx, spec.config.instance_labels.clone());
         let config = registered.config;
         let job = config.job_name().clone();
         let kit = RunKit::new(&ctx.node, spec, &config)?;
-        let listeners = ctx
-            .node
-            .handlers
-            .distribute_once(&config.config().job_listener_types);
-        let once = OnceKit::new(&ctx, &config, listeners);
+        let once = OnceSlot::for_config(&ctx, &config);
         ctx.configs.insert(job.clone(), config.clone());
         let schedule = TriggerMsg::Schedule(job.clone(), config.clone(), myself.clone());
         peers.trigger.send_message(schedule)?;
@@ -296,18 +248,6 @@ impl Actor for ExecutorActor {
         peers
             .failover
             .send_message(FailoverMsg::Executor(job.clone(), myself.clone()))?;
-        let session = ctx.registry.session_info();
-        let fence = FenceBudget::for_session(session.timeout);
-        let me = ctx.me().clone();
-        let machine = JobMachine::new(
-            job.clone(),
-            me,
-            session.id,
-            fence,
-            config,
-            registered.registration,
-        )
-        .with_labels(spec_labels);
         tracing::info!(%job, instance = %ctx.me(), "job registered");
         Ok(ExecutorState {
             ctx,

@@ -1,7 +1,8 @@
 //! The ExecutorActor's interpreter of a job's distribute-once coordination
 //! ([`DistributeOnce`]): it holds the runs waiting for the "before" round, turns the machine's
 //! commands into writes, hook calls on a task of their own, and timers, and reads the machine's
-//! facts from the mirror. Present only for a job that names a distribute-once listener.
+//! facts from the mirror. Present only for a job that names a distribute-once listener: the
+//! executor holds a [`OnceSlot`], which does nothing for any other job.
 
 use std::collections::{BTreeSet, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -21,8 +22,91 @@ use crate::paths::JobNode;
 use crate::types::{JobName, ShardItem};
 use crate::view::JobView;
 
-use super::context::SessionCtx;
+use super::context::{JobEvent, SessionCtx};
 use super::executor::ExecutorMsg;
+
+/// The executor's distribute-once coordination: a [`OnceKit`] for a job naming such a listener,
+/// nothing otherwise (every call is then a no-op).
+#[derive(Debug, Default)]
+pub(crate) struct OnceSlot(Option<OnceKit>);
+
+impl OnceSlot {
+    /// The coordination `config` asks for.
+    pub(crate) fn for_config(ctx: &SessionCtx, config: &ValidatedConfig) -> Self {
+        let names = &config.config().job_listener_types;
+        let listeners = ctx.node.handlers.distribute_once(names);
+        Self(OnceKit::new(ctx, config, listeners))
+    }
+
+    /// A config change: the coordination starts, stops (waiting runs go at once) or follows the
+    /// new count.
+    pub(crate) fn reconfigure(&mut self, ctx: &SessionCtx, config: &ValidatedConfig) {
+        let names = &config.config().job_listener_types;
+        let listeners = ctx.node.handlers.distribute_once(names);
+        match (&mut self.0, listeners.is_empty()) {
+            (Some(_), true) => self.0 = None,
+            (Some(once), false) => once.reconfigure(config),
+            (None, _) => self.0 = OnceKit::new(ctx, config, listeners),
+        }
+    }
+
+    /// See [`OnceKit::launching`]; `None` (start at once) without a coordination.
+    pub(crate) async fn launching(
+        &mut self,
+        ctx: &SessionCtx,
+        myself: &ActorRef<ExecutorMsg>,
+        run_id: u64,
+        source: ExecutionSource,
+        items: &[ShardItem],
+    ) -> Option<oneshot::Receiver<()>> {
+        let once = self.0.as_mut()?;
+        once.launching(ctx, myself, run_id, source, items).await
+    }
+
+    /// See [`OnceKit::run_ended`].
+    pub(crate) async fn run_ended(
+        &mut self,
+        ctx: &SessionCtx,
+        myself: &ActorRef<ExecutorMsg>,
+        run_id: u64,
+    ) {
+        if let Some(once) = self.0.as_mut() {
+            once.run_ended(ctx, myself, run_id).await;
+        }
+    }
+
+    /// A node of the job changed (see [`OnceKit::node_changed`]).
+    pub(crate) async fn node_changed(
+        &mut self,
+        ctx: &SessionCtx,
+        myself: &ActorRef<ExecutorMsg>,
+        ev: &JobEvent,
+    ) {
+        if let Some(once) = self.0.as_mut() {
+            let deleted = ev.kind == crate::registry::NodeEventKind::Deleted;
+            once.node_changed(ctx, myself, &ev.node, deleted).await;
+        }
+    }
+
+    /// See [`OnceKit::release_waiting`].
+    pub(crate) fn release_waiting(&mut self) {
+        if let Some(once) = self.0.as_mut() {
+            once.release_waiting();
+        }
+    }
+
+    /// An input of the coordination (a round's timeout, hooks returned).
+    pub(crate) async fn step(
+        &mut self,
+        ctx: &SessionCtx,
+        myself: &ActorRef<ExecutorMsg>,
+        input: GuaranteeInput,
+    ) {
+        if let Some(once) = self.0.as_mut() {
+            once.step(ctx, myself, input).await;
+        }
+    }
+}
 
 /// A job's distribute-once listeners and the state of their rounds here.
 #[derive(Debug)]

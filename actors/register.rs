@@ -8,7 +8,7 @@ use std::time::Duration;
 use ractor::ActorRef;
 
 use crate::config::{JobConfig, JobKind, ValidatedConfig, ValidationContext};
-use crate::decide::lifecycle::{Input, Registration};
+use crate::decide::lifecycle::{FenceBudget, Input, JobMachine, Registration};
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op, RegistryError};
 use crate::sharding::instance_node_data;
@@ -68,6 +68,25 @@ pub(crate) fn validate(
 pub(crate) struct Registered {
     pub(crate) config: Arc<ValidatedConfig>,
     pub(crate) registration: Registration,
+}
+
+impl Registered {
+    /// The job's machine on this session, starting from what registration found.
+    pub(crate) fn machine(&self, ctx: &SessionCtx, labels: Vec<String>) -> JobMachine {
+        let session = ctx.registry.session_info();
+        let fence = FenceBudget::for_session(session.timeout);
+        let job = self.config.job_name().clone();
+        let (config, registration) = (self.config.clone(), self.registration);
+        JobMachine::new(
+            job,
+            ctx.me().clone(),
+            session.id,
+            fence,
+            config,
+            registration,
+        )
+        .with_labels(labels)
+    }
 }
 
 /// The YAML of the node's own config, to write to the registry: refused when a Java ElasticJob

@@ -221,9 +221,14 @@ impl RunKit {
         }
     }
 
-    /// Run `run_id`'s task ended: its tokens go (the memory too, once none is left).
-    pub(crate) fn forget(&mut self, run_id: u64) {
-        self.tokens.retain(|(id, _)| *id != run_id);
+    /// A run of `job` ended: an escalation is logged, its tokens go (the memory too, once none
+    /// is left).
+    pub(crate) fn finished(&mut self, job: &JobName, report: &RunReport) {
+        if report.escalated {
+            tracing::error!(%job, failures = report.outcome.failures().count(),
+                "run failed and its error handler escalates (THROW)");
+        }
+        self.tokens.retain(|(id, _)| *id != report.run_id);
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
         }

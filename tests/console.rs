@@ -124,7 +124,7 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
     let orders = every_second("orders", 3).description("orders of the day");
     let reports = JobConfig::new("reports", 2)
         .cron("0/5 * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let jobs = [orders, reports];
     let nodes = vec![
         start_node(&conn, instance(1), &jobs, &rec, &bus).await,

@@ -111,7 +111,7 @@ async fn node(
         .unwrap();
     let config = JobConfig::new("orders", 3)
         .cron("0/10 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .listener("ONCE");
     NodeBuilder::new(conn.clone())
         .instance_id(instance(n))

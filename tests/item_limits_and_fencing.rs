@@ -21,7 +21,7 @@ const WITHIN: Duration = Duration::from_secs(120);
 fn orders(items: i32, pool: &str) -> JobConfig {
     JobConfig::new("orders", items)
         .cron("0 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .thread_pool_size_provider(pool)
 }
 
@@ -143,7 +143,7 @@ async fn a_paused_old_owners_late_write_is_refused_by_the_fencing_token() {
     };
     let config = JobConfig::new("orders", 1)
         .cron("0/10 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .failover(true);
     let mut nodes = Vec::new();
     for n in [1, 2] {

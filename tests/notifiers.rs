@@ -36,7 +36,7 @@ fn failing() -> SharedHandler {
 fn every_second(name: &str, items: i32, handler: &str, props: &[(&str, String)]) -> JobConfig {
     let mut config = JobConfig::new(name, items)
         .cron("* * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .error_handler(handler);
     for (k, v) in props {
         config = config.prop(*k, v.clone());

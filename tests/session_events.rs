@@ -158,7 +158,7 @@ async fn a_disconnection_is_seen_and_fences_running_items_while_the_mirror_feed_
     let mut cancellations = cancelled.subscribe();
     let job = JobConfig::new("long", 1)
         .cron("0/10 * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let node = start_node(
         conn.clone(),
         instance(1),

@@ -165,10 +165,10 @@ async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_th
     let rec = Recorder::default();
     let orders = JobConfig::new("orders", 1)
         .cron("* * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let other = JobConfig::new("other", 1)
         .cron("* * * * * ?")
-        .time_zone("UTC");
+        .time_zone("GMT");
     let node = start_node(
         conn.clone(),
         instance(1),

@@ -14,7 +14,10 @@
 //!   The item ends when the script has exited *and* both pipes are closed: a background process
 //!   that keeps them open keeps the item running.
 //! - When the item is cancelled the child is killed (SIGKILL) and the item fails with
-//!   [`JobError::Cancelled`]. The child is also killed if the run's future is dropped. Only the
+//!   [`JobError::Cancelled`], unless the child has already exited: then the item ends with its
+//!   real exit status (a node stopped with SIGSTOP while its script finished, and resumed into a
+//!   fencing cancel, reports the finished item, not a cancelled one; output still unread from its
+//!   pipes is not logged). The child is also killed if the run's future is dropped. Only the
 //!   direct child is killed, not processes it started itself.
 //! - Every child is reaped as it ends: its exit is awaited beside its pipes, a cancelled child is
 //!   killed and awaited, and a child whose run was dropped is killed and handed to tokio's orphan
@@ -144,6 +147,26 @@ impl ScriptJob {
         MAX_CHILDREN - self.children.available_permits()
     }
 
+    /// The item's result from the child's exit status.
+    fn exit_result(&self, status: ExitStatus) -> Result<(), JobError> {
+        if status.success() {
+            return Ok(());
+        }
+        Err(JobError::Exit {
+            command: self.command_line.clone(),
+            status: describe(status),
+        })
+    }
+
+    /// The result of a cancelled item whose child has already exited (reaping it), `None` while
+    /// the child still runs.
+    fn exited_before_cancel(
+        &self,
+        child: &mut Child,
+    ) -> std::io::Result<Option<Result<(), JobError>>> {
+        Ok(child.try_wait()?.map(|status| self.exit_result(status)))
+    }
+
     fn cancelled(&self, when: &str) -> JobError {
         JobError::Cancelled(format!("{:?} {when}", self.command_line))
     }
@@ -172,12 +195,7 @@ impl ScriptJob {
                 unread.get_or_insert(msg);
             }
         }
-        if !status.success() {
-            return Err(JobError::Exit {
-                command: self.command_line.clone(),
-                status: describe(status),
-            });
-        }
+        self.exit_result(status)?;
         // The script succeeded, but output we could not read is output nobody saw: fail loudly.
         match unread {
             Some(msg) => Err(JobError::Failed(msg)),
@@ -222,6 +240,14 @@ impl ItemHandler for ScriptJob {
         match finished {
             Some(result) => result,
             None => {
+                match self.exited_before_cancel(&mut child) {
+                    Ok(Some(result)) => return result,
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(
+                        job = %ctx.job_name, item = %ctx.sharding_item, error = %e,
+                        "checking whether the cancelled script had exited failed; killing it"
+                    ),
+                }
                 if let Err(e) = child.kill().await {
                     // The child may have exited on its own in the meantime; the item is
                     // cancelled either way, but a kill that failed is worth knowing about.
@@ -303,6 +329,54 @@ mod tests {
             Err(ScriptError::SplitCommandLine { .. })
         ));
         assert_eq!(ScriptJob::new("   "), Err(ScriptError::EmptyCommandLine));
+    }
+
+    /// Waits until `child` has exited, leaving it unreaped (as a stopped node's finished child
+    /// is when the node resumes).
+    fn wait_for_exit_unreaped(child: &Child) {
+        let pid = child.id().expect("a child not yet reaped has a pid");
+        // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with WNOWAIT only reads the child's state; `info` outlives the call.
+        let rc =
+            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        assert_eq!(rc, 0, "waitid: {}", std::io::Error::last_os_error());
+    }
+
+    fn spawn(job: &ScriptJob) -> Child {
+        Command::new(job.program())
+            .args(job.args())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sh starts")
+    }
+
+    #[tokio::test]
+    async fn a_script_that_exited_before_its_item_was_cancelled_reports_its_real_exit_status() {
+        let failing = ScriptJob::new("/bin/sh -c 'exit 3'").unwrap();
+        let mut child = spawn(&failing);
+        wait_for_exit_unreaped(&child);
+        let result = failing.exited_before_cancel(&mut child).unwrap();
+        assert!(
+            matches!(&result, Some(Err(JobError::Exit { status, .. })) if status == "code 3"),
+            "{result:?}"
+        );
+        let fine = ScriptJob::new("/bin/sh -c 'exit 0'").unwrap();
+        let mut child = spawn(&fine);
+        wait_for_exit_unreaped(&child);
+        assert!(matches!(
+            fine.exited_before_cancel(&mut child),
+            Ok(Some(Ok(())))
+        ));
+        assert_eq!(child.id(), None, "the exited child is reaped");
+    }
+
+    #[tokio::test]
+    async fn a_script_still_running_when_its_item_is_cancelled_is_left_to_be_killed() {
+        let job = ScriptJob::new("/bin/sh -c 'sleep 30'").unwrap();
+        let mut child = spawn(&job);
+        assert!(matches!(job.exited_before_cancel(&mut child), Ok(None)));
+        child.kill().await.unwrap();
     }
 
     #[test]
