@@ -404,7 +404,7 @@ async fn a_config_whose_job_name_differs_from_its_path_is_refused_on_reload() {
     tracing::info!("--- someone stores billing's config (every 5 s) under /orders/config");
     let renamed = JobConfig::new("billing", 2)
         .cron("0/5 * * * * ?")
-        .time_zone("UTC")
+        .time_zone("GMT")
         .to_yaml()
         .unwrap();
     let admin = conn.connect().await.unwrap();

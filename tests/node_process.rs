@@ -654,7 +654,7 @@ fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_ar
     std::fs::write(
         &jobs,
         format!(
-            "jobs:\n  - type: SCRIPT\n    jobName: once\n    cron: '0/2 * * * * ?'\n    timeZone: UTC\n    \
+            "jobs:\n  - type: SCRIPT\n    jobName: once\n    cron: '0/2 * * * * ?'\n    timeZone: GMT\n    \
              shardingTotalCount: 3\n    jobListenerTypes: [ONCE_LOG]\n    props:\n      \
              script.command.line: '{}'\n",
             script.display()

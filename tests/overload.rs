@@ -36,7 +36,7 @@ const LABELS: [&str; 2] = ["a", "b"];
 const JOBS: &str = "  - type: SCRIPT
     jobName: healthy
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 2
     failover: true
     misfire: false
@@ -46,7 +46,7 @@ const JOBS: &str = "  - type: SCRIPT
   - type: SCRIPT
     jobName: heavy
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 2
     failover: true
     misfire: false

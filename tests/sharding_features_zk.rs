@@ -31,7 +31,7 @@ use zk::server::ZkServer;
 fn extra_jobs() -> String {
     let job = |name: &str, items: u32, extra: &str| {
         format!(
-            "  - type: SCRIPT\n    jobName: {name}\n    cron: '* * * * * ?'\n    timeZone: UTC\n    \
+            "  - type: SCRIPT\n    jobName: {name}\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
              shardingTotalCount: {items}\n    misfire: false\n    overwrite: true\n{extra}    \
              props:\n      script.command.line: '{{record}}'\n"
         )

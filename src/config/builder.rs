@@ -16,7 +16,7 @@ impl JobConfig {
     pub fn test(job_name: impl Into<String>) -> Self {
         Self::new(job_name, 3)
             .cron("0/5 * * * * ?")
-            .time_zone("UTC")
+            .time_zone("GMT")
     }
 
     /// Sets `shardingTotalCount`.

@@ -40,7 +40,7 @@ pub const LABELS: [&str; 4] = ["a", "b", "c", "d"];
 pub const JOBS: &str = "  - type: SCRIPT
     jobName: chaos
     cron: '* * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 4
     failover: true
     misfire: false
@@ -50,7 +50,7 @@ pub const JOBS: &str = "  - type: SCRIPT
   - type: SCRIPT
     jobName: slow
     cron: '0/10 * * * * ?'
-    timeZone: UTC
+    timeZone: GMT
     shardingTotalCount: 2
     failover: true
     misfire: false
