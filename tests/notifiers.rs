@@ -37,7 +37,9 @@ fn every_second(name: &str, items: i32, handler: &str, props: &[(&str, String)])
     let mut config = JobConfig::new(name, items)
         .cron("* * * * * ?")
         .time_zone("GMT")
-        .error_handler(handler);
+        .error_handler(handler)
+        // WEBHOOK is a shardcron extension no Java 3.0.x instance could look up.
+        .prop("shardcron.only", "true");
     for (k, v) in props {
         config = config.prop(*k, v.clone());
     }
