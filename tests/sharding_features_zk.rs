@@ -33,7 +33,7 @@ fn extra_jobs() -> String {
         format!(
             "  - type: SCRIPT\n    jobName: {name}\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
              shardingTotalCount: {items}\n    misfire: false\n    overwrite: true\n{extra}    \
-             props:\n      script.command.line: '{{record}}'\n"
+             props:\n      script.command.line: '{{record}}'\n      shardcron.only: 'true'\n"
         )
     };
     let mut text = job("render", 2, "    label: gpu\n");
