@@ -198,7 +198,7 @@ proptest! {
             0..6,
         )
     ) {
-        let output = std::process::Command::new(example_bin::example("ctl"))
+        let output = std::process::Command::new(example_bin::ctl_binary())
             .args(&args)
             .output()
             .expect("ctl runs");
