@@ -173,7 +173,11 @@ async fn static_sharding_keeps_owners_when_an_instance_joins_and_moves_only_a_le
 async fn namespace_balance_spreads_forty_one_item_jobs_ten_on_each_of_four_instances() {
     let (_server, conn, rec) = cluster::embedded("balance");
     let jobs: Vec<_> = (0..40)
-        .map(|n| every_second(&format!("report-{n:02}"), 1).sharding_strategy("NAMESPACE_BALANCE"))
+        .map(|n| {
+            every_second(&format!("report-{n:02}"), 1)
+                .sharding_strategy("NAMESPACE_BALANCE")
+                .prop("shardcron.only", "true")
+        })
         .collect();
     let mut nodes = Vec::new();
     for n in 1..=4 {

@@ -48,7 +48,8 @@ pub(crate) async fn run(addr: SocketAddr, jobs: usize, table: &mut Table) {
             .iter()
             .map(|name| {
                 let config = fleet::job(name, 1, "0 0 3 * * ?", false)
-                    .sharding_strategy("NAMESPACE_BALANCE");
+                    .sharding_strategy("NAMESPACE_BALANCE")
+                    .prop("shardcron.only", "true");
                 (config, handler.clone())
             })
             .collect();
