@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::election::{self, ElectionDecision};
+use crate::decide::drift::{self, Drift, Seen};
 use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
@@ -46,8 +47,8 @@ pub(crate) enum LeaderMsg {
     Evaluate(JobName),
     /// Time to run the reconcile check of jobs whose interval has passed.
     ReconcileTick,
-    /// The evaluation of a job ended.
-    Evaluated(JobName),
+    /// The evaluation of a job ended; what it leaves to remember of a plan flagged as a follower.
+    Evaluated(JobName, Memory),
 }
 
 /// State of the LeaderActor.
@@ -56,6 +57,19 @@ pub(crate) struct LeaderState {
     ctx: SessionCtx,
     last_reconcile: HashMap<JobName, DateTime<Utc>>,
     lanes: Lanes<Evaluation>,
+    /// Plans this instance flagged as stale while not leading (see [`drift`]).
+    flagged: HashMap<JobName, Seen>,
+}
+
+/// What a follower keeps of the plans it flagged, after an evaluation.
+#[derive(Debug)]
+pub(crate) enum Memory {
+    /// As it was.
+    Keep,
+    /// The plan it just flagged.
+    Set(Seen),
+    /// The plan fits: nothing to remember.
+    Forget,
 }
 
 impl LeaderState {
@@ -122,15 +136,20 @@ impl LeaderState {
     fn spawn_evaluation(&self, myself: &ActorRef<LeaderMsg>, job: JobName, request: Evaluation) {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
+        let flagged = self.flagged.get(&job).cloned();
         tokio::spawn(async move {
-            let work = evaluate(&ctx, &job, request.instances_changed, request.reconcile);
-            if lanes::guarded("leader", &job, work).await.is_err() {
-                // Reported (logged, counted); evaluated again once the slot is free.
-                let retry = job.clone();
-                myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
-            }
+            let work = evaluate(&ctx, &job, request, flagged);
+            let memory = match lanes::guarded("leader", &job, work).await {
+                Ok(memory) => memory,
+                Err(_) => {
+                    // Reported (logged, counted); evaluated again once the slot is free.
+                    let retry = job.clone();
+                    myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
+                    Memory::Keep
+                }
+            };
             // The actor may be gone (session ending): nobody is left to tell.
-            let _ = myself.send_message(LeaderMsg::Evaluated(job));
+            let _ = myself.send_message(LeaderMsg::Evaluated(job, memory));
         });
     }
 }
@@ -150,10 +169,20 @@ impl Merge for Evaluation {
 }
 
 /// Election first; then, while leading, flags resharding when `instances_changed` or when the
-/// reconcile check finds a reason.
-async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reconcile: bool) {
+/// reconcile check finds a reason. Not leading, a reconcile looks whether the committed plan left
+/// an instance out ([`drift::after_commit`]); `flagged` is the plan flagged so before.
+async fn evaluate(
+    ctx: &SessionCtx,
+    job: &JobName,
+    request: Evaluation,
+    flagged: Option<Seen>,
+) -> Memory {
+    let Evaluation {
+        instances_changed,
+        reconcile,
+    } = request;
     let Some(config) = ctx.config(job) else {
-        return;
+        return Memory::Keep;
     };
     let me = ctx.me().clone();
     let view = JobView::read(ctx.mirror(), job);
@@ -189,11 +218,15 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
                     tracing::warn!(%job, error = %e, "stepping down failed");
                 }
             }
-            return;
+            return Memory::Keep;
         }
     }
     if !leading {
-        return;
+        return if reconcile {
+            follow(ctx, job, &view, resharding::Rules::of(&config), flagged).await
+        } else {
+            Memory::Keep
+        };
     }
     let rules = resharding::Rules::of(&config);
     let reason = if instances_changed {
@@ -225,6 +258,37 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
             }
         }
     }
+    Memory::Forget
+}
+
+/// A follower's look at a committed plan: raises the flag once for a plan that left an instance out.
+async fn follow(
+    ctx: &SessionCtx,
+    job: &JobName,
+    view: &JobView,
+    rules: resharding::Rules<'_>,
+    flagged: Option<Seen>,
+) -> Memory {
+    match drift::after_commit(view, job, rules, flagged.as_ref()) {
+        Drift::Fits => Memory::Forget,
+        Drift::LeaderDisagrees { reason } => {
+            tracing::warn!(%job, %reason, leader = ?view.leader,
+                "the leader committed again a plan this instance flagged as stale; leaving it");
+            Memory::Keep
+        }
+        Drift::Flag { op, reason, seen } => {
+            tracing::info!(%job, %reason, leader = ?view.leader,
+                "the committed plan does not fit the instances: resharding needed");
+            match ctx.apply(&[op]).await {
+                Ok(()) => Memory::Set(seen),
+                Err(e) if e.is_node_exists() => Memory::Set(seen),
+                Err(e) => {
+                    tracing::warn!(%job, error = %e, "raising the resharding flag failed");
+                    Memory::Keep
+                }
+            }
+        }
+    }
 }
 
 impl Actor for LeaderActor {
@@ -242,6 +306,7 @@ impl Actor for LeaderActor {
             ctx,
             last_reconcile: HashMap::new(),
             lanes: Lanes::default(),
+            flagged: HashMap::new(),
         })
     }
 
@@ -269,7 +334,10 @@ impl Actor for LeaderActor {
                 // again whether the assignment fits the instances now available.
                 let committed = matches!(
                     (&ev.node, ev.kind),
-                    (JobNode::LeaderShardingNecessary, NodeEventKind::Deleted)
+                    (
+                        JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
+                        NodeEventKind::Deleted
+                    )
                 );
                 if membership || election || committed {
                     state.evaluate(
@@ -290,7 +358,16 @@ impl Actor for LeaderActor {
                 }
             }
             LeaderMsg::Evaluate(job) => state.evaluate(&myself, &job, RECONCILE),
-            LeaderMsg::Evaluated(job) => {
+            LeaderMsg::Evaluated(job, memory) => {
+                match memory {
+                    Memory::Keep => {}
+                    Memory::Set(seen) => {
+                        state.flagged.insert(job.clone(), seen);
+                    }
+                    Memory::Forget => {
+                        state.flagged.remove(&job);
+                    }
+                }
                 if let Some((job, next)) = state.lanes.done(&job) {
                     state.spawn_evaluation(&myself, job, next);
                 }

@@ -6,6 +6,7 @@
 //! | --- | --- |
 //! | [`election`] | whether to stand for leadership or abdicate |
 //! | [`resharding`] | whether a job needs resharding, and the plan's commit |
+//! | [`drift`] | whether a follower raises the flag again after a commit that left an instance out |
 //! | [`execution`] | which items a fire runs, and the writes around the run |
 //! | [`prepare`] | which `running` markers are written just ahead of a fire's instant |
 //! | [`reconcile`] | which records of dead owners the leader clears |
@@ -13,6 +14,7 @@
 //! | [`guarantee`] | distribute-once listeners: registration, the claim of a round, its clearing |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
 
+pub mod drift;
 pub mod election;
 pub mod execution;
 pub mod failover;
