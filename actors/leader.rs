@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use crate::decide::election::{self, ElectionDecision};
 use crate::decide::drift::{self, Drift, Seen};
+use crate::decide::election::{self, ElectionDecision};
 use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;

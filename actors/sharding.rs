@@ -1,6 +1,11 @@
 //! ShardingActor: when a fire finds a job's resharding flag up and this instance leads, it waits
 //! (as state, not by blocking) for the job's running items to end, then marks `processing` and
 //! commits the whole plan in one multi-op. Followers wait for the commit as a mirror event.
+//!
+//! For the jobs that balance over the namespace it also watches the namespace: a while after any
+//! job's plan, config or instances change, it looks whether a balanced job it leads drifted from
+//! the namespace's plan ([`Namespace::drifted`](crate::decide::namespace::Namespace::drifted)) and
+//! raises that job's flag.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +18,7 @@ use crate::registry::NodeEventKind;
 use crate::registry::Op;
 use crate::types::JobName;
 use crate::types::{InstanceId, ShardItem};
-use crate::view::{namespace_load, owners_in_mirror, JobView};
+use crate::view::{namespace_of, JobView};
 
 use super::context::{JobEvent, SessionCtx};
 use super::lanes::{self, Lanes};
@@ -72,6 +77,8 @@ pub(crate) enum ShardingMsg {
     Resynced,
     /// Retry a waiting job (after a burst of `running` deletions).
     Retry(JobName),
+    /// Time to look whether a balanced job this instance leads drifted from the namespace's plan.
+    Rebalance,
     /// A sharding step of `job` ended.
     Sharded {
         /// The job.
@@ -106,16 +113,13 @@ pub(crate) struct ShardingState {
     retrying: BTreeSet<JobName>,
     /// Jobs with a sharding step in flight.
     lanes: Lanes<()>,
-    /// Plans of NAMESPACE_BALANCE jobs this leader committed and the mirror may not show yet (the
-    /// owner of each item), with when they were decided: the next such decision counts them, so
-    /// that jobs sharded one after the other do not all pick the instance that looked idle.
-    recent: BTreeMap<JobName, Vec<InstanceId>>,
-    recent_at: BTreeMap<JobName, tokio::time::Instant>,
+    /// A [`ShardingMsg::Rebalance`] is on its way.
+    rebalance_due: bool,
 }
 
-/// How long a recent plan stands in for the mirror at most (a commit that failed, or a job that
-/// another leader has resharded since).
-const RECENT_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long after a change in the namespace the balanced jobs are looked at: a commit's burst of
+/// events gives one look.
+const REBALANCE_AFTER: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// How long a burst of `running` deletions (one per item at the end of a run) is gathered before
 /// a waiting job is looked at again: one check of the whole job instead of one per item.
@@ -132,28 +136,9 @@ impl ShardingState {
     fn spawn_shard(&mut self, myself: &ActorRef<ShardingMsg>, job: JobName) {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
-        if balanced(&ctx, &job) {
-            // Decided here, one job at a time, against the plans committed just before.
-            self.forget_caught_up();
-            let step = decide(&ctx, &job, &self.recent);
-            if let Some(ShardingStep::Commit { commit, .. }) = &step {
-                let owners = assignment_of(commit).into_iter().map(|(_, o)| o).collect();
-                self.recent.insert(job.clone(), owners);
-                self.recent_at
-                    .insert(job.clone(), tokio::time::Instant::now());
-            }
-            tokio::spawn(async move {
-                let outcome = match step {
-                    Some(step) => apply(&ctx, &job, step).await,
-                    None => Outcome::Done,
-                };
-                let _ = myself.send_message(ShardingMsg::Sharded { job, outcome });
-            });
-            return;
-        }
         tokio::spawn(async move {
             let work = async {
-                match decide(&ctx, &job, &BTreeMap::new()) {
+                match decide(&ctx, &job) {
                     Some(step) => apply(&ctx, &job, step).await,
                     None => Outcome::Done,
                 }
@@ -172,29 +157,63 @@ impl ShardingState {
         });
     }
 
-    /// Drops the recent plans the mirror shows by now, or that are too old to trust.
-    fn forget_caught_up(&mut self) {
-        let mirror = self.ctx.mirror();
-        let now = tokio::time::Instant::now();
-        let stale: Vec<JobName> = self
-            .recent
-            .iter()
-            .filter(|(job, owners)| {
-                self.recent_at
-                    .get(*job)
-                    .is_none_or(|at| now.duration_since(*at) > RECENT_FOR)
-                    || owners_in_mirror(mirror, job) == **owners
-            })
-            .map(|(job, _)| job.clone())
-            .collect();
-        for job in stale {
-            self.recent.remove(&job);
-            self.recent_at.remove(&job);
+    /// Raises the flag of each balanced job this instance leads that drifted from the
+    /// namespace's plan, unless a commit is in flight somewhere (its end brings another look).
+    fn rebalance(&self) {
+        let ctx = &self.ctx;
+        let mirror = ctx.mirror();
+        let mut ops = Vec::new();
+        let ns = namespace_of(mirror, &ctx.node.strategies);
+        if ns.members.is_empty() {
+            return;
         }
+        let committing = mirror.children("/").into_iter().any(|job| {
+            JobName::new(job.as_str())
+                .is_ok_and(|j| mirror.exists(&JobNode::LeaderShardingProcessing.to_path(&j)))
+        });
+        if committing {
+            return;
+        }
+        for job in ns.drifted(ctx.node.clock.now().timestamp_millis()) {
+            if ctx.config(&job).is_none() {
+                continue;
+            }
+            let view = JobView::read(mirror, &job);
+            if view.leader.as_ref() != Some(ctx.me()) {
+                continue;
+            }
+            if let Some(op) = resharding::flag(&view, &job) {
+                tracing::info!(%job, "the job drifted from the namespace's balanced plan: resharding");
+                ops.push((job, op));
+            }
+        }
+        if ops.is_empty() {
+            return;
+        }
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            for (job, op) in ops {
+                match ctx.apply(&[op]).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_node_exists() => {}
+                    Err(e) => {
+                        tracing::warn!(%job, error = %e, "raising the resharding flag failed")
+                    }
+                }
+            }
+        });
+    }
+
+    /// Whether this instance runs a job that balances over the namespace.
+    fn runs_balanced(&self) -> bool {
+        self.ctx
+            .configs
+            .iter()
+            .any(|e| balanced(&self.ctx, e.key()))
     }
 }
 
-/// Whether `job`'s strategy balances over the namespace (its decisions are then serialized).
+/// Whether `job`'s strategy balances over the namespace.
 fn balanced(ctx: &SessionCtx, job: &JobName) -> bool {
     ctx.config(job).is_some_and(|config| {
         ctx.node
@@ -204,13 +223,9 @@ fn balanced(ctx: &SessionCtx, job: &JobName) -> bool {
     })
 }
 
-/// Decides one sharding step of `job` from the mirror (and `recent` plans); `None` when the job
-/// or its strategy is unknown.
-fn decide(
-    ctx: &SessionCtx,
-    job: &JobName,
-    recent: &BTreeMap<JobName, Vec<InstanceId>>,
-) -> Option<ShardingStep> {
+/// Decides one sharding step of `job` from the mirror; `None` when the job or its strategy is
+/// unknown.
+fn decide(ctx: &SessionCtx, job: &JobName) -> Option<ShardingStep> {
     let config = ctx.config(job)?;
     let strategy = match ctx
         .node
@@ -226,16 +241,16 @@ fn decide(
     let view = JobView::read(ctx.mirror(), job);
     let i_lead = view.leader.as_ref() == Some(ctx.me());
     let rules = resharding::Rules::of(&config);
-    // Counting the namespace's items reads every job's owners: only for a strategy that needs it,
-    // and only when a commit is about to be computed.
+    let now_millis = ctx.node.clock.now().timestamp_millis();
+    // Reading the namespace reads every job's nodes: only for a strategy that needs it, and only
+    // when a commit is about to be computed.
     let held = if i_lead && view.sharding_necessary && strategy.uses_namespace_load() {
-        let eligible = view.eligible_instances(rules.label);
-        namespace_load(ctx.mirror(), job, &eligible, recent)
+        namespace_of(ctx.mirror(), &ctx.node.strategies).held_before(job, now_millis)
     } else {
         BTreeMap::new()
     };
     let facts = resharding::Facts {
-        now_millis: ctx.node.clock.now().timestamp_millis(),
+        now_millis,
         held: &held,
     };
     Some(resharding::step(
@@ -298,8 +313,7 @@ impl Actor for ShardingActor {
             waiting: BTreeSet::new(),
             retrying: BTreeSet::new(),
             lanes: Lanes::default(),
-            recent: BTreeMap::new(),
-            recent_at: BTreeMap::new(),
+            rebalance_due: false,
         })
     }
 
@@ -325,6 +339,20 @@ impl Actor for ShardingActor {
                         | (JobNode::LeaderElectionInstance, _)
                         | (JobNode::Instance(_), _)
                 );
+                // A change that may move the namespace's balanced plan.
+                let moves_balance = matches!(
+                    (&ev.node, ev.kind),
+                    (JobNode::ShardingInstance(_), _)
+                        | (JobNode::Config, _)
+                        | (JobNode::Instance(_), _)
+                        | (JobNode::Server(_), _)
+                        | (JobNode::LeaderElectionInstance, _)
+                        | (JobNode::LeaderShardingProcessing, NodeEventKind::Deleted)
+                );
+                if moves_balance && !state.rebalance_due && state.runs_balanced() {
+                    state.rebalance_due = true;
+                    myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
+                }
                 if flagged {
                     state.shard(&myself, &ev.job);
                 } else if unblocks
@@ -334,6 +362,10 @@ impl Actor for ShardingActor {
                     let job = ev.job.clone();
                     myself.send_after(RETRY_AFTER, move || ShardingMsg::Retry(job));
                 }
+            }
+            ShardingMsg::Rebalance => {
+                state.rebalance_due = false;
+                state.rebalance();
             }
             ShardingMsg::Retry(job) => {
                 state.retrying.remove(&job);
@@ -351,9 +383,6 @@ impl Actor for ShardingActor {
                     }
                     Outcome::Failed => {
                         state.waiting.insert(job.clone());
-                        // A failed commit's plan must not count as the job's owners.
-                        state.recent.remove(&job);
-                        state.recent_at.remove(&job);
                         if state.retrying.insert(job.clone()) {
                             let again = job.clone();
                             myself.send_after(COMMIT_RETRY, move || ShardingMsg::Retry(again));
@@ -365,6 +394,10 @@ impl Actor for ShardingActor {
                 }
             }
             ShardingMsg::Resynced => {
+                if !state.rebalance_due && state.runs_balanced() {
+                    state.rebalance_due = true;
+                    myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
+                }
                 let waiting: Vec<_> = state.waiting.iter().cloned().collect();
                 for job in waiting {
                     state.shard(&myself, &job);

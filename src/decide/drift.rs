@@ -116,7 +116,12 @@ mod tests {
             ("a reshard is under way", &processing, None, "fits"),
             ("nobody leads", &leaderless, None, "fits"),
             ("the same plan again", &left_out, Some(&before), "disagrees"),
-            ("the same plan, another instance", &joined, Some(&before), "flag"),
+            (
+                "the same plan, another instance",
+                &joined,
+                Some(&before),
+                "flag",
+            ),
         ];
         for (case, v, last, want) in cases {
             let got = match after_commit(v, &job(), Rules::items(4), last) {

@@ -12,6 +12,7 @@
 //! | [`reconcile`] | which records of dead owners the leader clears |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
 //! | [`guarantee`] | distribute-once listeners: registration, the claim of a round, its clearing |
+//! | [`namespace`] | the plan of the jobs that balance over the namespace, and which drifted from it |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
 
 pub mod drift;
@@ -20,6 +21,7 @@ pub mod execution;
 pub mod failover;
 pub mod guarantee;
 pub mod lifecycle;
+pub mod namespace;
 pub mod prepare;
 pub mod reconcile;
 pub mod resharding;
