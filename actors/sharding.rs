@@ -18,7 +18,7 @@ use crate::registry::NodeEventKind;
 use crate::registry::Op;
 use crate::types::JobName;
 use crate::types::{InstanceId, ShardItem};
-use crate::view::{namespace_of, JobView};
+use crate::view::{JobView, NamespaceCache};
 
 use super::context::{JobEvent, SessionCtx};
 use super::lanes::{self, Lanes};
@@ -115,6 +115,8 @@ pub(crate) struct ShardingState {
     lanes: Lanes<()>,
     /// A [`ShardingMsg::Rebalance`] is on its way.
     rebalance_due: bool,
+    /// The namespace as the balanced jobs see it.
+    namespace: NamespaceCache,
 }
 
 /// How long after a change in the namespace the balanced jobs are looked at: a commit's burst of
@@ -136,9 +138,17 @@ impl ShardingState {
     fn spawn_shard(&mut self, myself: &ActorRef<ShardingMsg>, job: JobName) {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
+        // A balanced job's plan counts the namespace, which this actor keeps: read here.
+        let held = if balanced(&ctx, &job) {
+            let now = ctx.node.clock.now().timestamp_millis();
+            self.namespace
+                .held_before(ctx.mirror(), &ctx.node.strategies, &job, now)
+        } else {
+            BTreeMap::new()
+        };
         tokio::spawn(async move {
             let work = async {
-                match decide(&ctx, &job) {
+                match decide(&ctx, &job, &held) {
                     Some(step) => apply(&ctx, &job, step).await,
                     None => Outcome::Done,
                 }
@@ -159,12 +169,13 @@ impl ShardingState {
 
     /// Raises the flag of each balanced job this instance leads that drifted from the
     /// namespace's plan, unless a commit is in flight somewhere (its end brings another look).
-    fn rebalance(&self) {
+    fn rebalance(&mut self) {
         let ctx = &self.ctx;
         let mirror = ctx.mirror();
         let mut ops = Vec::new();
-        let ns = namespace_of(mirror, &ctx.node.strategies);
-        if ns.members.is_empty() {
+        let now = ctx.node.clock.now().timestamp_millis();
+        let drifted = self.namespace.drifted(mirror, &ctx.node.strategies, now);
+        if drifted.is_empty() {
             return;
         }
         let committing = mirror.children("/").into_iter().any(|job| {
@@ -174,7 +185,7 @@ impl ShardingState {
         if committing {
             return;
         }
-        for job in ns.drifted(ctx.node.clock.now().timestamp_millis()) {
+        for job in drifted {
             if ctx.config(&job).is_none() {
                 continue;
             }
@@ -223,9 +234,13 @@ fn balanced(ctx: &SessionCtx, job: &JobName) -> bool {
     })
 }
 
-/// Decides one sharding step of `job` from the mirror; `None` when the job or its strategy is
-/// unknown.
-fn decide(ctx: &SessionCtx, job: &JobName) -> Option<ShardingStep> {
+/// Decides one sharding step of `job` from the mirror and `held`, the items held elsewhere for a
+/// strategy that balances over the namespace; `None` when the job or its strategy is unknown.
+fn decide(
+    ctx: &SessionCtx,
+    job: &JobName,
+    held: &BTreeMap<InstanceId, usize>,
+) -> Option<ShardingStep> {
     let config = ctx.config(job)?;
     let strategy = match ctx
         .node
@@ -241,17 +256,9 @@ fn decide(ctx: &SessionCtx, job: &JobName) -> Option<ShardingStep> {
     let view = JobView::read(ctx.mirror(), job);
     let i_lead = view.leader.as_ref() == Some(ctx.me());
     let rules = resharding::Rules::of(&config);
-    let now_millis = ctx.node.clock.now().timestamp_millis();
-    // Reading the namespace reads every job's nodes: only for a strategy that needs it, and only
-    // when a commit is about to be computed.
-    let held = if i_lead && view.sharding_necessary && strategy.uses_namespace_load() {
-        namespace_of(ctx.mirror(), &ctx.node.strategies).held_before(job, now_millis)
-    } else {
-        BTreeMap::new()
-    };
     let facts = resharding::Facts {
-        now_millis,
-        held: &held,
+        now_millis: ctx.node.clock.now().timestamp_millis(),
+        held,
     };
     Some(resharding::step(
         &view, job, rules, &*strategy, facts, i_lead,
@@ -314,6 +321,7 @@ impl Actor for ShardingActor {
             retrying: BTreeSet::new(),
             lanes: Lanes::default(),
             rebalance_due: false,
+            namespace: NamespaceCache::new(),
         })
     }
 
@@ -349,6 +357,9 @@ impl Actor for ShardingActor {
                         | (JobNode::LeaderElectionInstance, _)
                         | (JobNode::LeaderShardingProcessing, NodeEventKind::Deleted)
                 );
+                if moves_balance {
+                    state.namespace.touch(&ev.job);
+                }
                 if moves_balance && !state.rebalance_due && state.runs_balanced() {
                     state.rebalance_due = true;
                     myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
@@ -394,6 +405,7 @@ impl Actor for ShardingActor {
                 }
             }
             ShardingMsg::Resynced => {
+                state.namespace.relist();
                 if !state.rebalance_due && state.runs_balanced() {
                     state.rebalance_due = true;
                     myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);

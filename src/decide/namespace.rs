@@ -84,37 +84,53 @@ impl Namespace {
     /// What `job`'s strategy is to be handed as [`ShardingInput::held`]: the fixed items and those
     /// the plan gives the balanced jobs named before it.
     pub fn held_before(&self, job: &JobName, now_millis: i64) -> BTreeMap<InstanceId, usize> {
-        let mut held = self.fixed.clone();
-        for (other, plan) in self.plans(now_millis) {
-            if other.as_str() >= job.as_str() {
-                break;
-            }
-            for (owner, items) in plan {
-                *held.entry(owner).or_default() += items.len();
-            }
-        }
-        held
+        held_before(&self.fixed, &self.plans(now_millis), job)
     }
 
     /// The balanced jobs whose committed owners differ from the plan.
     pub fn drifted(&self, now_millis: i64) -> Vec<JobName> {
-        let plans = self.plans(now_millis);
-        self.members
-            .iter()
-            .filter(|m| {
-                let planned: BTreeMap<ShardItem, &InstanceId> = plans
-                    .get(&m.job)
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|(owner, items)| items.iter().map(move |i| (*i, owner)))
-                    .collect();
-                let committed: BTreeMap<ShardItem, &InstanceId> =
-                    m.owners.iter().map(|(i, o)| (*i, o)).collect();
-                planned != committed
-            })
-            .map(|m| m.job.clone())
-            .collect()
+        drifted(&self.members, &self.plans(now_millis))
     }
+}
+
+/// The items `fixed` and the `plans` of the jobs named before `job` put on each instance.
+pub fn held_before(
+    fixed: &BTreeMap<InstanceId, usize>,
+    plans: &BTreeMap<JobName, ShardingPlan>,
+    job: &JobName,
+) -> BTreeMap<InstanceId, usize> {
+    let mut held = fixed.clone();
+    for (other, plan) in plans {
+        if other.as_str() >= job.as_str() {
+            break;
+        }
+        for (owner, items) in plan {
+            *held.entry(owner.clone()).or_default() += items.len();
+        }
+    }
+    held
+}
+
+/// The `members` whose committed owners differ from their part of `plans`.
+pub fn drifted<'a>(
+    members: impl IntoIterator<Item = &'a Member>,
+    plans: &BTreeMap<JobName, ShardingPlan>,
+) -> Vec<JobName> {
+    members
+        .into_iter()
+        .filter(|m| {
+            let planned: BTreeMap<ShardItem, &InstanceId> = plans
+                .get(&m.job)
+                .into_iter()
+                .flatten()
+                .flat_map(|(owner, items)| items.iter().map(move |i| (*i, owner)))
+                .collect();
+            let committed: BTreeMap<ShardItem, &InstanceId> =
+                m.owners.iter().map(|(i, o)| (*i, o)).collect();
+            planned != committed
+        })
+        .map(|m| m.job.clone())
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,12 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::config::JobConfig;
-use crate::decide::namespace::{Member, Namespace};
 use crate::paths::JobNode;
 use crate::registry::mirror::Mirror;
-use crate::sharding::StrategyRegistry;
 use crate::types::{InstanceId, JobName, ShardItem};
+
+mod namespace;
+
+pub use namespace::NamespaceCache;
 
 /// What `servers/{ip}` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,57 +269,6 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
     fn clock_skew(&self) -> Option<std::time::Duration> {
         self.skew
     }
-}
-
-/// The namespace as the jobs that balance over it see it (see [`Namespace`]), read from the mirror:
-/// each job's `config` (YAML, as any tool may have written it) says whether its strategy (looked up
-/// in `strategies`) balances over the namespace. Those that do are members, with their eligible
-/// instances and committed owners; the owners of every other job's items count as fixed, and so do
-/// those of a balanced job with `staticSharding` that has owners (it keeps them), or whose config
-/// does not read.
-pub fn namespace_of(mirror: &Mirror, strategies: &StrategyRegistry) -> Namespace {
-    let mut ns = Namespace::default();
-    for name in mirror.children("/") {
-        let Ok(job) = JobName::new(name.as_str()) else {
-            continue;
-        };
-        let view = JobView::read(mirror, &job);
-        let config = mirror
-            .data(&JobNode::Config.to_path(&job))
-            .and_then(|d| JobConfig::from_yaml(&String::from_utf8_lossy(&d)).ok());
-        let member = config.and_then(|c| {
-            let strategy = strategies
-                .get(c.job_sharding_strategy_type.as_deref())
-                .ok()
-                .filter(|s| s.uses_namespace_load())?;
-            let total = u32::try_from(c.sharding_total_count).ok()?;
-            let keeps_owners = c.static_sharding && view.items.values().any(|v| v.has_owner_node);
-            let label = c.label.as_deref().filter(|l| !l.is_empty());
-            (!keeps_owners).then(|| Member {
-                eligible: view.eligible_instances(label),
-                job: job.clone(),
-                total,
-                strategy,
-                owners: BTreeMap::new(),
-            })
-        });
-        let owners = view
-            .items
-            .iter()
-            .filter_map(|(i, v)| v.owner.clone().map(|o| (*i, o)));
-        match member {
-            Some(mut m) => {
-                m.owners = owners.collect();
-                ns.members.push(m);
-            }
-            None => {
-                for (_, owner) in owners {
-                    *ns.fixed.entry(owner).or_default() += 1;
-                }
-            }
-        }
-    }
-    ns
 }
 
 /// The owner of each item of `job` as the mirror has it, in item order (items without a readable

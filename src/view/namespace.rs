@@ -1,0 +1,346 @@
+//! [`NamespaceCache`]: the namespace as the jobs that balance over it see it
+//! ([`Namespace`](crate::decide::namespace::Namespace)), kept from the mirror job by job.
+//!
+//! Reading the whole namespace at every decision would read (and parse the config YAML of) every
+//! job for every balanced job sharded: quadratic in the number of jobs (1,000 one-item jobs, bench
+//! scenario 7). The cache re-reads only the jobs an event touched, re-parses a config only when its
+//! bytes changed, and keeps the namespace's plan until an input of it changes: a member's count,
+//! eligible instances or strategy, or the fixed items. A commit changes owners only, so the plan
+//! of 1,000 jobs sharded one after the other is computed once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::config::JobConfig;
+use crate::decide::namespace::{self, Member, Namespace};
+use crate::paths::JobNode;
+use crate::registry::mirror::Mirror;
+use crate::sharding::{ShardingPlan, ShardingStrategy, StrategyRegistry};
+use crate::types::{InstanceId, JobName};
+
+use super::JobView;
+
+/// What sharding reads of a balanced job's config.
+#[derive(Clone)]
+struct Settings {
+    strategy: Arc<dyn ShardingStrategy>,
+    total: u32,
+    label: Option<String>,
+    static_sharding: bool,
+}
+
+/// One job as last read.
+#[derive(Clone, Default)]
+struct Entry {
+    /// The config node's bytes the settings were parsed from.
+    config: Option<Arc<[u8]>>,
+    /// `None`: not a balanced job, or its config does not read.
+    settings: Option<Settings>,
+    /// Set for a balanced job (without owners it keeps).
+    member: Option<Member>,
+    /// For any other job: the owner of each of its items.
+    fixed: Vec<InstanceId>,
+}
+
+impl Entry {
+    /// Whether `other` gives the namespace's plan other inputs (owners of members aside).
+    fn same_plan_inputs(&self, other: &Entry) -> bool {
+        let member = |e: &Entry| {
+            e.member.as_ref().map(|m| {
+                (
+                    m.total,
+                    m.eligible.clone(),
+                    Arc::as_ptr(&m.strategy) as *const (),
+                )
+            })
+        };
+        member(self) == member(other) && self.fixed == other.fixed
+    }
+}
+
+/// The namespace's balanced jobs and fixed items, kept from the mirror; see the module.
+#[derive(Default)]
+pub struct NamespaceCache {
+    jobs: BTreeMap<JobName, Entry>,
+    dirty: BTreeSet<JobName>,
+    /// Every job is to be read again (at first, and after the mirror was re-listed).
+    stale: bool,
+    /// The plan, while its inputs hold.
+    plans: Option<BTreeMap<JobName, ShardingPlan>>,
+}
+
+impl std::fmt::Debug for NamespaceCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamespaceCache")
+            .field("jobs", &self.jobs.len())
+            .field("dirty", &self.dirty.len())
+            .field("stale", &self.stale)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NamespaceCache {
+    /// An empty cache: the first use reads every job.
+    pub fn new() -> Self {
+        Self {
+            stale: true,
+            ..Self::default()
+        }
+    }
+
+    /// A node of `job` changed: read it again before the next use.
+    pub fn touch(&mut self, job: &JobName) {
+        self.dirty.insert(job.clone());
+    }
+
+    /// The mirror was re-listed: read every job again before the next use.
+    pub fn relist(&mut self) {
+        self.stale = true;
+    }
+
+    /// Whether any job balances over the namespace (as of the last use).
+    pub fn has_members(&self) -> bool {
+        self.jobs.values().any(|e| e.member.is_some())
+    }
+
+    /// What `job`'s strategy is handed as the items held elsewhere (see
+    /// [`namespace::held_before`]).
+    pub fn held_before(
+        &mut self,
+        mirror: &Mirror,
+        strategies: &StrategyRegistry,
+        job: &JobName,
+        now_millis: i64,
+    ) -> BTreeMap<InstanceId, usize> {
+        self.refresh(mirror, strategies);
+        let fixed = self.fixed();
+        let plans = self.plans(fixed.clone(), now_millis);
+        namespace::held_before(&fixed, plans, job)
+    }
+
+    /// The balanced jobs whose committed owners differ from the namespace's plan.
+    pub fn drifted(
+        &mut self,
+        mirror: &Mirror,
+        strategies: &StrategyRegistry,
+        now_millis: i64,
+    ) -> Vec<JobName> {
+        self.refresh(mirror, strategies);
+        let fixed = self.fixed();
+        self.plans(fixed, now_millis);
+        let plans = self.plans.as_ref().expect("computed just above");
+        namespace::drifted(self.jobs.values().filter_map(|e| e.member.as_ref()), plans)
+    }
+
+    fn fixed(&self) -> BTreeMap<InstanceId, usize> {
+        let mut fixed = BTreeMap::new();
+        for owner in self.jobs.values().flat_map(|e| &e.fixed) {
+            *fixed.entry(owner.clone()).or_default() += 1;
+        }
+        fixed
+    }
+
+    fn plans(
+        &mut self,
+        fixed: BTreeMap<InstanceId, usize>,
+        now_millis: i64,
+    ) -> &BTreeMap<JobName, ShardingPlan> {
+        let jobs = &self.jobs;
+        self.plans.get_or_insert_with(|| {
+            Namespace {
+                fixed,
+                members: jobs.values().filter_map(|e| e.member.clone()).collect(),
+            }
+            .plans(now_millis)
+        })
+    }
+
+    /// Reads again the jobs touched since the last use.
+    fn refresh(&mut self, mirror: &Mirror, strategies: &StrategyRegistry) {
+        if std::mem::take(&mut self.stale) {
+            self.dirty.extend(self.jobs.keys().cloned());
+            self.dirty.extend(
+                mirror
+                    .children("/")
+                    .into_iter()
+                    .filter_map(|j| JobName::new(j.as_str()).ok()),
+            );
+        }
+        for job in std::mem::take(&mut self.dirty) {
+            let old = self.jobs.remove(&job).unwrap_or_default();
+            let new = read(mirror, strategies, &job, &old);
+            if !old.same_plan_inputs(&new) {
+                self.plans = None;
+            }
+            if new.config.is_some() || !new.fixed.is_empty() || new.member.is_some() {
+                self.jobs.insert(job, new);
+            }
+        }
+    }
+}
+
+/// Reads `job` from the mirror; `old` lends its parsed settings when the config did not change.
+fn read(mirror: &Mirror, strategies: &StrategyRegistry, job: &JobName, old: &Entry) -> Entry {
+    let config = mirror.data(&JobNode::Config.to_path(job));
+    let settings = match (&config, &old.config) {
+        (Some(new), Some(was)) if new == was => old.settings.clone(),
+        (Some(new), _) => settings_of(new, strategies),
+        (None, _) => None,
+    };
+    let view = JobView::read(mirror, job);
+    let owners = view
+        .items
+        .iter()
+        .filter_map(|(i, v)| v.owner.clone().map(|o| (*i, o)));
+    let member = settings.as_ref().and_then(|s| {
+        let keeps_owners = s.static_sharding && view.items.values().any(|v| v.has_owner_node);
+        (!keeps_owners).then(|| Member {
+            job: job.clone(),
+            total: s.total,
+            eligible: view.eligible_instances(s.label.as_deref()),
+            strategy: s.strategy.clone(),
+            owners: BTreeMap::new(),
+        })
+    });
+    match member {
+        Some(mut m) => {
+            m.owners = owners.collect();
+            Entry {
+                config,
+                settings,
+                member: Some(m),
+                fixed: Vec::new(),
+            }
+        }
+        None => Entry {
+            config,
+            settings,
+            member: None,
+            fixed: owners.map(|(_, o)| o).collect(),
+        },
+    }
+}
+
+/// The settings of a config whose strategy balances over the namespace; `None` for any other
+/// strategy, or a config that does not read (its job's items then count as fixed).
+fn settings_of(data: &[u8], strategies: &StrategyRegistry) -> Option<Settings> {
+    let config = JobConfig::from_yaml(&String::from_utf8_lossy(data)).ok()?;
+    let strategy = strategies
+        .get(config.job_sharding_strategy_type.as_deref())
+        .ok()
+        .filter(|s| s.uses_namespace_load())?;
+    Some(Settings {
+        strategy,
+        total: u32::try_from(config.sharding_total_count).ok()?,
+        label: config.label.filter(|l| !l.is_empty()),
+        static_sharding: config.static_sharding,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::registry::embedded::EmbeddedServer;
+    use crate::registry::{CreateMode, Registry};
+
+    fn id(n: u32) -> InstanceId {
+        InstanceId::parse(format!("10.0.0.{n}@-@1")).unwrap()
+    }
+
+    /// Writes `path` (creating its parents) and waits until the mirror shows `data` there.
+    async fn put(registry: &dyn Registry, mirror: &Mirror, path: &str, data: &[u8]) {
+        let parent = &path[..path.rfind('/').unwrap()];
+        registry.ensure_path(parent).await.unwrap();
+        match registry.create(path, data, CreateMode::Persistent).await {
+            Ok(_) => {}
+            Err(e) if e.is_node_exists() => {
+                registry.set(path, data, None).await.map(|_| ()).unwrap()
+            }
+            Err(e) => panic!("writing {path}: {e}"),
+        }
+        let shown = async {
+            while mirror.data(path).as_deref() != Some(data) {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), shown)
+            .await
+            .unwrap_or_else(|_| panic!("the mirror did not show {path} within 5 s"));
+    }
+
+    async fn report(registry: &dyn Registry, mirror: &Mirror, job: &str, owner: u32) {
+        let config = format!(
+            "jobName: {job}\nshardingTotalCount: 1\njobShardingStrategyType: NAMESPACE_BALANCE\n"
+        );
+        put(
+            registry,
+            mirror,
+            &format!("/{job}/config"),
+            config.as_bytes(),
+        )
+        .await;
+        for n in 1..=2 {
+            put(
+                registry,
+                mirror,
+                &format!("/{job}/instances/{}", id(n)),
+                b"",
+            )
+            .await;
+        }
+        let owner = id(owner);
+        put(
+            registry,
+            mirror,
+            &format!("/{job}/sharding/0/instance"),
+            owner.as_str().as_bytes(),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn the_cache_follows_touched_jobs_and_counts_other_strategies_as_fixed() {
+        let server = EmbeddedServer::new();
+        let registry = Arc::new(server.connector("cache").open());
+        let mirror = Mirror::new();
+        let _feed = mirror.feed(registry.clone(), "/").await.unwrap();
+        let strategies = StrategyRegistry::new();
+        // Both on instance 2: one of them is off the plan.
+        report(&*registry, &mirror, "a", 2).await;
+        report(&*registry, &mirror, "b", 2).await;
+        let mut cache = NamespaceCache::new();
+        let drifted = cache.drifted(&mirror, &strategies, 0);
+        assert_eq!(drifted.len(), 1, "{drifted:?}");
+        let moved = drifted[0].clone();
+        let path = format!("/{moved}/sharding/0/instance");
+        put(&*registry, &mirror, &path, id(1).as_str().as_bytes()).await;
+        let before = cache.drifted(&mirror, &strategies, 0);
+        assert_eq!(before, std::slice::from_ref(&moved), "not touched yet");
+        cache.touch(&moved);
+        assert!(cache.drifted(&mirror, &strategies, 0).is_empty());
+        // A job of another strategy puts three items on instance 1: both reports belong on 2.
+        put(
+            &*registry,
+            &mirror,
+            "/big/config",
+            b"jobName: big\nshardingTotalCount: 3\n",
+        )
+        .await;
+        for i in 0..3 {
+            let path = format!("/big/sharding/{i}/instance");
+            put(&*registry, &mirror, &path, id(1).as_str().as_bytes()).await;
+        }
+        cache.touch(&JobName::new("big").unwrap());
+        assert_eq!(cache.drifted(&mirror, &strategies, 0), [moved]);
+        let b = JobName::new("b").unwrap();
+        assert_eq!(
+            cache.held_before(&mirror, &strategies, &b, 0),
+            [(id(1), 3), (id(2), 1)].into(),
+            "b is handed big's items and a's"
+        );
+        assert!(cache.has_members());
+    }
+}
