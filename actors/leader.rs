@@ -199,12 +199,8 @@ async fn evaluate(
                 leading = true;
             }
             Err(e) if e.is_node_exists() => {
-                // The mirror may not show yet that this instance itself won a moment ago:
-                // ask the registry who leads (a rare path, never a run's).
-                let path = JobNode::LeaderElectionInstance.to_path(job);
-                if let Ok((data, _)) = ctx.registry.get(&path).await {
-                    leading = &*data == me.as_str().as_bytes();
-                }
+                // Somebody stood first, or the mirror does not show yet that this instance won a
+                // moment ago: the node's event brings the answer (and another evaluation).
             }
             Err(e) => tracing::warn!(%job, error = %e, "standing for leadership failed"),
         },
@@ -339,13 +335,21 @@ impl Actor for LeaderActor {
                         NodeEventKind::Deleted
                     )
                 );
+                // A new leader (this instance, maybe) looks whether the assignment is stale.
+                let elected = matches!(
+                    (&ev.node, ev.kind),
+                    (
+                        JobNode::LeaderElectionInstance,
+                        NodeEventKind::Created | NodeEventKind::DataChanged
+                    )
+                );
                 if membership || election || committed {
                     state.evaluate(
                         &myself,
                         &ev.job,
                         Evaluation {
                             instances_changed: membership,
-                            reconcile: committed,
+                            reconcile: committed || elected,
                         },
                     );
                 }

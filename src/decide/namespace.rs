@@ -58,24 +58,12 @@ impl Namespace {
     /// Every balanced job's plan, in job name order; `now_millis` is the sharding's time.
     pub fn plans(&self, now_millis: i64) -> BTreeMap<JobName, ShardingPlan> {
         let mut members: Vec<&Member> = self.members.iter().collect();
-        members.sort_by(|a, b| a.job.as_str().cmp(b.job.as_str()));
+        members.sort_by(|a, b| a.job.cmp(&b.job));
         let mut held = self.fixed.clone();
         let mut plans = BTreeMap::new();
         for m in members {
-            let plan = if m.eligible.is_empty() {
-                ShardingPlan::new()
-            } else {
-                m.strategy.shard_with(&ShardingInput {
-                    instances: &m.eligible,
-                    job: &m.job,
-                    total: m.total,
-                    now_millis,
-                    held: &held,
-                })
-            };
-            for (owner, items) in &plan {
-                *held.entry(owner.clone()).or_default() += items.len();
-            }
+            let plan = plan_member(m, &held, now_millis);
+            add(&mut held, &plan);
             plans.insert(m.job.clone(), plan);
         }
         plans
@@ -93,6 +81,43 @@ impl Namespace {
     }
 }
 
+/// `m`'s plan when the instances hold `held` elsewhere (the fixed items and the plans of the jobs
+/// named before it).
+pub fn plan_member(
+    m: &Member,
+    held: &BTreeMap<InstanceId, usize>,
+    now_millis: i64,
+) -> ShardingPlan {
+    if m.eligible.is_empty() {
+        return ShardingPlan::new();
+    }
+    m.strategy.shard_with(&ShardingInput {
+        instances: &m.eligible,
+        job: &m.job,
+        total: m.total,
+        now_millis,
+        held,
+    })
+}
+
+/// Adds `plan`'s items to `held`.
+pub fn add(held: &mut BTreeMap<InstanceId, usize>, plan: &ShardingPlan) {
+    for (owner, items) in plan {
+        if !items.is_empty() {
+            *held.entry(owner.clone()).or_default() += items.len();
+        }
+    }
+}
+
+/// Takes `plan`'s items off `held`.
+pub fn remove(held: &mut BTreeMap<InstanceId, usize>, plan: &ShardingPlan) {
+    for (owner, items) in plan {
+        if let Some(count) = held.get_mut(owner) {
+            *count = count.saturating_sub(items.len());
+        }
+    }
+}
+
 /// The items `fixed` and the `plans` of the jobs named before `job` put on each instance.
 pub fn held_before(
     fixed: &BTreeMap<InstanceId, usize>,
@@ -100,13 +125,8 @@ pub fn held_before(
     job: &JobName,
 ) -> BTreeMap<InstanceId, usize> {
     let mut held = fixed.clone();
-    for (other, plan) in plans {
-        if other.as_str() >= job.as_str() {
-            break;
-        }
-        for (owner, items) in plan {
-            *held.entry(owner.clone()).or_default() += items.len();
-        }
+    for plan in plans.range(..job.clone()).map(|(_, p)| p) {
+        add(&mut held, plan);
     }
     held
 }

@@ -4,15 +4,18 @@
 //! Reading the whole namespace at every decision would read (and parse the config YAML of) every
 //! job for every balanced job sharded: quadratic in the number of jobs (1,000 one-item jobs, bench
 //! scenario 7). The cache re-reads only the jobs an event touched, re-parses a config only when its
-//! bytes changed, and keeps the namespace's plan until an input of it changes: a member's count,
-//! eligible instances or strategy, or the fixed items. A commit changes owners only, so the plan
-//! of 1,000 jobs sharded one after the other is computed once.
+//! bytes changed, and keeps the plans computed so far, in job name order, until an input of them
+//! changes: a member's count, eligible instances or strategy drops the plans from that member on,
+//! a change of the fixed items drops them all. A commit changes owners only. A decision computes the
+//! plans only up to its own job, so 1,000 jobs registered and sharded in name order (an instance
+//! joining) cost one plan each, not 1,000.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::config::JobConfig;
-use crate::decide::namespace::{self, Member, Namespace};
+use crate::decide::namespace::{self, Member};
 use crate::paths::JobNode;
 use crate::registry::mirror::Mirror;
 use crate::sharding::{ShardingPlan, ShardingStrategy, StrategyRegistry};
@@ -54,7 +57,7 @@ impl Entry {
                 )
             })
         };
-        member(self) == member(other) && self.fixed == other.fixed
+        member(self) == member(other)
     }
 }
 
@@ -65,8 +68,12 @@ pub struct NamespaceCache {
     dirty: BTreeSet<JobName>,
     /// Every job is to be read again (at first, and after the mirror was re-listed).
     stale: bool,
-    /// The plan, while its inputs hold.
-    plans: Option<BTreeMap<JobName, ShardingPlan>>,
+    /// Items each instance holds in the jobs that are not members (as committed).
+    fixed: BTreeMap<InstanceId, usize>,
+    /// The plans of the first members, in name order, computed so far and still valid.
+    plans: BTreeMap<JobName, ShardingPlan>,
+    /// `fixed` plus the items of `plans`.
+    running: BTreeMap<InstanceId, usize>,
 }
 
 impl std::fmt::Debug for NamespaceCache {
@@ -113,9 +120,13 @@ impl NamespaceCache {
         now_millis: i64,
     ) -> BTreeMap<InstanceId, usize> {
         self.refresh(mirror, strategies);
-        let fixed = self.fixed();
-        let plans = self.plans(fixed.clone(), now_millis);
-        namespace::held_before(&fixed, plans, job)
+        self.extend(Some(job), now_millis);
+        let mut held = self.running.clone();
+        for plan in self.plans.range(job.clone()..).map(|(_, p)| p) {
+            namespace::remove(&mut held, plan);
+        }
+        held.retain(|_, n| *n > 0);
+        held
     }
 
     /// The balanced jobs whose committed owners differ from the namespace's plan.
@@ -126,33 +137,39 @@ impl NamespaceCache {
         now_millis: i64,
     ) -> Vec<JobName> {
         self.refresh(mirror, strategies);
-        let fixed = self.fixed();
-        self.plans(fixed, now_millis);
-        let plans = self.plans.as_ref().expect("computed just above");
-        namespace::drifted(self.jobs.values().filter_map(|e| e.member.as_ref()), plans)
+        self.extend(None, now_millis);
+        namespace::drifted(
+            self.jobs.values().filter_map(|e| e.member.as_ref()),
+            &self.plans,
+        )
     }
 
-    fn fixed(&self) -> BTreeMap<InstanceId, usize> {
-        let mut fixed = BTreeMap::new();
-        for owner in self.jobs.values().flat_map(|e| &e.fixed) {
-            *fixed.entry(owner.clone()).or_default() += 1;
+    /// Computes the plans of the members named before `end` (all of them without one).
+    fn extend(&mut self, end: Option<&JobName>, now_millis: i64) {
+        let start = match self.plans.keys().next_back() {
+            Some(last) => Bound::Excluded(last.clone()),
+            None => Bound::Unbounded,
+        };
+        let end = end.map_or(Bound::Unbounded, |j| Bound::Excluded(j.clone()));
+        if matches!((&start, &end), (Bound::Excluded(s), Bound::Excluded(e)) if s >= e) {
+            return;
         }
-        fixed
+        for member in self
+            .jobs
+            .range((start, end))
+            .filter_map(|(_, e)| e.member.as_ref())
+        {
+            let plan = namespace::plan_member(member, &self.running, now_millis);
+            namespace::add(&mut self.running, &plan);
+            self.plans.insert(member.job.clone(), plan);
+        }
     }
 
-    fn plans(
-        &mut self,
-        fixed: BTreeMap<InstanceId, usize>,
-        now_millis: i64,
-    ) -> &BTreeMap<JobName, ShardingPlan> {
-        let jobs = &self.jobs;
-        self.plans.get_or_insert_with(|| {
-            Namespace {
-                fixed,
-                members: jobs.values().filter_map(|e| e.member.clone()).collect(),
-            }
-            .plans(now_millis)
-        })
+    /// Drops the plans from `job` on.
+    fn truncate(&mut self, job: &JobName) {
+        for plan in self.plans.split_off(job).values() {
+            namespace::remove(&mut self.running, plan);
+        }
     }
 
     /// Reads again the jobs touched since the last use.
@@ -166,15 +183,32 @@ impl NamespaceCache {
                     .filter_map(|j| JobName::new(j.as_str()).ok()),
             );
         }
+        let mut fixed_changed = false;
         for job in std::mem::take(&mut self.dirty) {
             let old = self.jobs.remove(&job).unwrap_or_default();
             let new = read(mirror, strategies, &job, &old);
             if !old.same_plan_inputs(&new) {
-                self.plans = None;
+                self.truncate(&job);
+            }
+            if old.fixed != new.fixed {
+                fixed_changed = true;
+                for owner in &old.fixed {
+                    if let Some(n) = self.fixed.get_mut(owner) {
+                        *n = n.saturating_sub(1);
+                    }
+                }
+                for owner in &new.fixed {
+                    *self.fixed.entry(owner.clone()).or_default() += 1;
+                }
             }
             if new.config.is_some() || !new.fixed.is_empty() || new.member.is_some() {
                 self.jobs.insert(job, new);
             }
+        }
+        if fixed_changed {
+            self.fixed.retain(|_, n| *n > 0);
+            self.plans.clear();
+            self.running = self.fixed.clone();
         }
     }
 }
