@@ -115,12 +115,15 @@ pub(crate) struct ShardingState {
     lanes: Lanes<()>,
     /// A [`ShardingMsg::Rebalance`] is on its way.
     rebalance_due: bool,
+    /// When the last change that may move the balanced plan arrived: the look waits for a quiet
+    /// moment, so that a burst of registrations and commits gives one look after it.
+    last_change: tokio::time::Instant,
     /// The namespace as the balanced jobs see it.
     namespace: NamespaceCache,
 }
 
-/// How long after a change in the namespace the balanced jobs are looked at: a commit's burst of
-/// events gives one look.
+/// How long the namespace must be quiet (no plan, config or membership change) before the
+/// balanced jobs are looked at.
 const REBALANCE_AFTER: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// How long a burst of `running` deletions (one per item at the end of a run) is gathered before
@@ -213,6 +216,15 @@ impl ShardingState {
                 }
             }
         });
+    }
+
+    /// Notes a change that may move the balanced plan; a look follows once the namespace is quiet.
+    fn schedule_rebalance(&mut self, myself: &ActorRef<ShardingMsg>) {
+        self.last_change = tokio::time::Instant::now();
+        if !self.rebalance_due && self.runs_balanced() {
+            self.rebalance_due = true;
+            myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
+        }
     }
 
     /// Whether this instance runs a job that balances over the namespace.
@@ -321,6 +333,7 @@ impl Actor for ShardingActor {
             retrying: BTreeSet::new(),
             lanes: Lanes::default(),
             rebalance_due: false,
+            last_change: tokio::time::Instant::now(),
             namespace: NamespaceCache::new(),
         })
     }
@@ -360,9 +373,8 @@ impl Actor for ShardingActor {
                 if moves_balance {
                     state.namespace.touch(&ev.job);
                 }
-                if moves_balance && !state.rebalance_due && state.runs_balanced() {
-                    state.rebalance_due = true;
-                    myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
+                if moves_balance {
+                    state.schedule_rebalance(&myself);
                 }
                 if flagged {
                     state.shard(&myself, &ev.job);
@@ -376,7 +388,13 @@ impl Actor for ShardingActor {
             }
             ShardingMsg::Rebalance => {
                 state.rebalance_due = false;
-                state.rebalance();
+                let quiet = state.last_change.elapsed();
+                if quiet < REBALANCE_AFTER {
+                    state.rebalance_due = true;
+                    myself.send_after(REBALANCE_AFTER - quiet, || ShardingMsg::Rebalance);
+                } else {
+                    state.rebalance();
+                }
             }
             ShardingMsg::Retry(job) => {
                 state.retrying.remove(&job);
@@ -406,10 +424,7 @@ impl Actor for ShardingActor {
             }
             ShardingMsg::Resynced => {
                 state.namespace.relist();
-                if !state.rebalance_due && state.runs_balanced() {
-                    state.rebalance_due = true;
-                    myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
-                }
+                state.schedule_rebalance(&myself);
                 let waiting: Vec<_> = state.waiting.iter().cloned().collect();
                 for job in waiting {
                     state.shard(&myself, &job);
