@@ -3,12 +3,15 @@
 //! enabled or disabled, or the periodic reconcile finds the assignment stale.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use dashmap::DashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::election::{self, ElectionDecision};
+use crate::decide::membership::{Look, MembershipMemo};
 use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
@@ -56,6 +59,8 @@ pub(crate) struct LeaderState {
     ctx: SessionCtx,
     last_reconcile: HashMap<JobName, DateTime<Utc>>,
     lanes: Lanes<Evaluation>,
+    /// Per job, the instances its plan accounts for (read and written by its evaluation only).
+    memos: Arc<DashMap<JobName, MembershipMemo>>,
 }
 
 impl LeaderState {
@@ -122,8 +127,9 @@ impl LeaderState {
     fn spawn_evaluation(&self, myself: &ActorRef<LeaderMsg>, job: JobName, request: Evaluation) {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
+        let memos = self.memos.clone();
         tokio::spawn(async move {
-            let work = evaluate(&ctx, &job, request.instances_changed, request.reconcile);
+            let work = evaluate(&ctx, &memos, &job, request);
             if lanes::guarded("leader", &job, work).await.is_err() {
                 // Reported (logged, counted); evaluated again once the slot is free.
                 let retry = job.clone();
@@ -149,9 +155,18 @@ impl Merge for Evaluation {
     }
 }
 
-/// Election first; then, while leading, flags resharding when `instances_changed` or when the
-/// reconcile check finds a reason.
-async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reconcile: bool) {
+/// Election first; then, while leading, flags resharding when instances changed (an event, or a
+/// change the memo finds) or when the reconcile check finds a reason.
+async fn evaluate(
+    ctx: &SessionCtx,
+    memos: &DashMap<JobName, MembershipMemo>,
+    job: &JobName,
+    request: Evaluation,
+) {
+    let Evaluation {
+        instances_changed,
+        reconcile,
+    } = request;
     let Some(config) = ctx.config(job) else {
         return;
     };
@@ -192,6 +207,8 @@ async fn evaluate(ctx: &SessionCtx, job: &JobName, instances_changed: bool, reco
             return;
         }
     }
+    let look = Look::of(&view, leading, instances_changed);
+    let instances_changed = memos.entry(job.clone()).or_default().changed(&look);
     if !leading {
         return;
     }
@@ -242,6 +259,7 @@ impl Actor for LeaderActor {
             ctx,
             last_reconcile: HashMap::new(),
             lanes: Lanes::default(),
+            memos: Arc::default(),
         })
     }
 

@@ -33,7 +33,7 @@ const CI_FAULT_TIME: Duration = Duration::from_secs(60);
 // outside fault windows, but the `slow` job's plan did not converge within 30 s after the faults.
 // `scripts/soak --minutes N --seed S` runs it (it passes `--ignored`).
 #[test]
-#[ignore = "issue 17 open: a job's plan may not converge within 30 s after the faults (seed 1)"]
+
 fn randomized_faults_on_an_ensemble_cause_no_overlap_no_duplicate_and_no_loss_outside_fault_windows(
 ) {
     let settings = Settings::from_env(CI_FAULT_TIME);

@@ -9,6 +9,7 @@
 //! | [`execution`] | which items a fire runs, and the writes around the run |
 //! | [`prepare`] | which `running` markers are written just ahead of a fire's instant |
 //! | [`reconcile`] | which records of dead owners the leader clears |
+//! | [`membership`] | whether instances came or went unseen (a re-list, a change while the flag was up) |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
 //! | [`guarantee`] | distribute-once listeners: registration, the claim of a round, its clearing |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
@@ -18,6 +19,7 @@ pub mod execution;
 pub mod failover;
 pub mod guarantee;
 pub mod lifecycle;
+pub mod membership;
 pub mod prepare;
 pub mod reconcile;
 pub mod resharding;
