@@ -208,7 +208,11 @@ async fn evaluate(
         }
     }
     let look = Look::of(&view, leading, instances_changed);
-    let instances_changed = memos.entry(job.clone()).or_default().changed(&look);
+    let (instances_changed, memo_before) = {
+        let mut memo = memos.entry(job.clone()).or_default();
+        let before = memo.clone();
+        (memo.changed(&look), before)
+    };
     if !leading {
         return;
     }
@@ -237,6 +241,8 @@ async fn evaluate(
                 Ok(()) => {}
                 Err(e) if e.is_node_exists() => {}
                 Err(e) => {
+                    // Not accounted for: the next evaluation sees the change again.
+                    memos.insert(job.clone(), memo_before);
                     tracing::warn!(%job, error = %e, "raising the resharding flag failed")
                 }
             }

@@ -29,11 +29,7 @@ use chaos::soak::{Settings, Soak};
 /// final checks, the test stays within three minutes.
 const CI_FAULT_TIME: Duration = Duration::from_secs(60);
 
-// Flaky on the merged engine (issue 17 stays open): seed 1 found no overlap, duplicate or loss
-// outside fault windows, but the `slow` job's plan did not converge within 30 s after the faults.
-// `scripts/soak --minutes N --seed S` runs it (it passes `--ignored`).
 #[test]
-
 fn randomized_faults_on_an_ensemble_cause_no_overlap_no_duplicate_and_no_loss_outside_fault_windows(
 ) {
     let settings = Settings::from_env(CI_FAULT_TIME);
