@@ -3,13 +3,16 @@
 //! enabled or disabled, or the periodic reconcile finds the assignment stale.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use dashmap::DashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::drift::{self, Drift, Seen};
 use crate::decide::election::{self, ElectionDecision};
+use crate::decide::membership::{Look, MembershipMemo};
 use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
@@ -59,6 +62,8 @@ pub(crate) struct LeaderState {
     lanes: Lanes<Evaluation>,
     /// Plans this instance flagged as stale while not leading (see [`drift`]).
     flagged: HashMap<JobName, Seen>,
+    /// Per job, the instances its plan accounts for (read and written by its evaluation only).
+    memos: Arc<DashMap<JobName, MembershipMemo>>,
 }
 
 /// What a follower keeps of the plans it flagged, after an evaluation.
@@ -137,8 +142,9 @@ impl LeaderState {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
         let flagged = self.flagged.get(&job).cloned();
+        let memos = self.memos.clone();
         tokio::spawn(async move {
-            let work = evaluate(&ctx, &job, request, flagged);
+            let work = evaluate(&ctx, &memos, &job, request, flagged);
             let memory = match lanes::guarded("leader", &job, work).await {
                 Ok(memory) => memory,
                 Err(_) => {
@@ -168,11 +174,13 @@ impl Merge for Evaluation {
     }
 }
 
-/// Election first; then, while leading, flags resharding when `instances_changed` or when the
-/// reconcile check finds a reason. Not leading, a reconcile looks whether the committed plan left
-/// an instance out ([`drift::after_commit`]); `flagged` is the plan flagged so before.
+/// Election first; then, while leading, flags resharding when instances changed (an event, or a
+/// change the memo finds) or when the reconcile check finds a reason. Not leading, a reconcile
+/// looks whether the committed plan left an instance out ([`drift::after_commit`]); `flagged` is
+/// the plan flagged so before.
 async fn evaluate(
     ctx: &SessionCtx,
+    memos: &DashMap<JobName, MembershipMemo>,
     job: &JobName,
     request: Evaluation,
     flagged: Option<Seen>,
@@ -217,6 +225,12 @@ async fn evaluate(
             return Memory::Keep;
         }
     }
+    let look = Look::of(&view, leading, instances_changed);
+    let (instances_changed, memo_before) = {
+        let mut memo = memos.entry(job.clone()).or_default();
+        let before = memo.clone();
+        (memo.changed(&look), before)
+    };
     if !leading {
         return if reconcile {
             follow(ctx, job, &view, resharding::Rules::of(&config), flagged).await
@@ -249,6 +263,8 @@ async fn evaluate(
                 Ok(()) => {}
                 Err(e) if e.is_node_exists() => {}
                 Err(e) => {
+                    // Not accounted for: the next evaluation sees the change again.
+                    memos.insert(job.clone(), memo_before);
                     tracing::warn!(%job, error = %e, "raising the resharding flag failed")
                 }
             }
@@ -303,6 +319,7 @@ impl Actor for LeaderActor {
             last_reconcile: HashMap::new(),
             lanes: Lanes::default(),
             flagged: HashMap::new(),
+            memos: Arc::default(),
         })
     }
 

@@ -227,17 +227,14 @@ impl NodeBuilder {
             jobs.insert(v.job_name().clone(), Arc::new(spec));
         }
         *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
-        // Fail fast with a clear error when the registry is unreachable at start; later outages are
+        // Fail with a clear error when the registry stays unreachable at start; later outages are
         // retried by the RegistryActor.
-        let probe = node
-            .connector
-            .connect()
+        probe_registry(&*node.connector)
             .await
             .map_err(|source| EngineError::Connect {
                 target: node.connector.describe(),
                 source,
             })?;
-        probe.close().await;
         // Bound before the actors start, so a taken port fails the start with nothing to undo.
         let endpoints = Arc::new(Endpoints::start(&node, metrics_addr, admin_addr).await?);
         let name = Some(node.actor_name("node"));
@@ -252,6 +249,41 @@ impl NodeBuilder {
             endpoints,
             labels,
         })
+    }
+}
+
+/// How long a node's start waits for the registry to answer, trying again meanwhile, as
+/// ElasticJob's registry center waits at its init (`maxSleepTimeMilliseconds` x `maxRetries`,
+/// 3 s x 3). A registry that is briefly away (an ensemble electing a leader refuses clients for a
+/// second or two) does not fail the start; one still unreachable after it does.
+pub(crate) const START_CONNECT_WITHIN: std::time::Duration = std::time::Duration::from_secs(9);
+
+/// The first pause between two connection attempts at start; each later one doubles, up to
+/// [`MAX_START_PAUSE`].
+const FIRST_START_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+const MAX_START_PAUSE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens a session and closes it again: the start's check that the registry answers. A refused
+/// connection is tried again until [`START_CONNECT_WITHIN`] has passed; the last error is returned.
+async fn probe_registry(connector: &dyn Connector) -> Result<(), crate::registry::RegistryError> {
+    let deadline = tokio::time::Instant::now() + START_CONNECT_WITHIN;
+    let mut pause = FIRST_START_PAUSE;
+    loop {
+        match connector.connect().await {
+            Ok(probe) => {
+                probe.close().await;
+                return Ok(());
+            }
+            Err(e @ crate::registry::RegistryError::Connect { .. })
+                if tokio::time::Instant::now() + pause < deadline =>
+            {
+                tracing::warn!(target = %connector.describe(), error = %e, retry_in = ?pause,
+                    "the registry does not answer yet; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_START_PAUSE);
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -488,5 +520,71 @@ impl Actor for NodeActor {
             let _ = r.stop_and_wait(Some("node stopping".into()), None).await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::registry::embedded::EmbeddedServer;
+    use crate::registry::{Registry, RegistryError};
+
+    /// Refuses `refusals` connections (as an ensemble electing a leader does), then connects.
+    #[derive(Debug)]
+    struct Refusing {
+        refusals: usize,
+        tried: AtomicUsize,
+        registry: EmbeddedServer,
+    }
+
+    #[async_trait]
+    impl Connector for Refusing {
+        async fn connect(&self) -> Result<Arc<dyn Registry>, RegistryError> {
+            if self.tried.fetch_add(1, Ordering::Relaxed) < self.refusals {
+                return Err(RegistryError::Connect {
+                    target: self.describe(),
+                    reason: "no available hosts".into(),
+                });
+            }
+            self.registry.connector("probe").connect().await
+        }
+
+        fn describe(&self) -> String {
+            "refusing".into()
+        }
+    }
+
+    fn refusing(refusals: usize) -> Refusing {
+        Refusing {
+            refusals,
+            tried: AtomicUsize::new(0),
+            registry: EmbeddedServer::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_start_waits_out_a_registry_that_refuses_connections_for_a_few_seconds() {
+        let connector = refusing(4);
+        let started = tokio::time::Instant::now();
+        probe_registry(&connector)
+            .await
+            .expect("connected on the fifth try");
+        assert_eq!(connector.tried.load(Ordering::Relaxed), 5);
+        // 0.2 + 0.4 + 0.8 + 1.6 s of pauses.
+        assert_eq!(started.elapsed(), std::time::Duration::from_millis(3000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_start_fails_with_the_last_error_once_the_registry_stayed_unreachable() {
+        let connector = refusing(usize::MAX);
+        let started = tokio::time::Instant::now();
+        let err = probe_registry(&connector).await.unwrap_err();
+        assert!(matches!(err, RegistryError::Connect { .. }), "{err:?}");
+        assert!(started.elapsed() <= START_CONNECT_WITHIN);
+        assert!(started.elapsed() >= START_CONNECT_WITHIN - MAX_START_PAUSE);
     }
 }

@@ -213,14 +213,9 @@ pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registe
         Err(e) => return Err(step(&job, "writing servers/{ip}")(e)),
     }
 
-    // Markers this instance left `running` in an earlier session describe runs that are over.
+    // Records this instance left in an earlier session describe runs that are over.
     let view = JobView::read(mirror, &job);
-    let stale: Vec<Op> = view
-        .items
-        .iter()
-        .filter(|(_, v)| v.running.as_deref() == Some(me.as_str()))
-        .map(|(i, _)| Op::delete(JobNode::ShardingRunning(*i).to_path(&job)))
-        .collect();
+    let stale = crate::decide::reconcile::own_stale_records(&view, &job, me);
     let instance = JobNode::Instance(me.clone()).to_path(&job);
     let data = instance_node_data(me, &spec.config.instance_labels);
     match reg
@@ -334,11 +329,11 @@ async fn register_in_one_write(
     }
     let data = instance_node_data(me, &spec.config.instance_labels);
     ops.push(Op::create(instance, data, CreateMode::Ephemeral));
-    for (item, v) in &JobView::read(mirror, job).items {
-        if v.running.as_deref() == Some(me.as_str()) {
-            ops.push(Op::delete(path(JobNode::ShardingRunning(*item))));
-        }
-    }
+    ops.extend(crate::decide::reconcile::own_stale_records(
+        &JobView::read(mirror, job),
+        job,
+        me,
+    ));
     match ctx.apply(&ops).await {
         Ok(()) => Ok(Some(Registered {
             config: Arc::new(config),

@@ -76,10 +76,7 @@ fn zombies(pid: libc::pid_t) -> usize {
     n
 }
 
-// Known failing on the merged engine (issue 17 stays open): after the repair the healthy job is not
-// back on both nodes within 60 s. Run it with `cargo test --test overload -- --ignored`.
 #[test]
-#[ignore = "issue 17 open: the healthy job is not back on both nodes within 60 s of the repair"]
 fn a_job_far_beyond_the_machine_degrades_and_after_its_repair_both_jobs_run_on_every_node() {
     let zk = ZkServer::start();
     let mut cluster = Cluster::with_jobs(&zk.connect_string(), "overload", JOBS);

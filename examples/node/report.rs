@@ -14,8 +14,10 @@
 //! Executions are reported by wrapping each job's handler ([`Reported`]) rather than by a job
 //! listener: the wrapper times each item on its own, and it needs no `jobListenerTypes` entry in
 //! the registry's config, which another process may have written. Reshardings are noticed by the
-//! same wrapper when an item starts: it reads the owners of the job's items from the node's mirror
-//! and prints them when they differ from the owners last printed. The mirror's zxids order what
+//! same wrapper when the first item of a run starts: it reads the owners of the job's items from the
+//! node's mirror and prints them when they differ from the owners last printed. Reading them costs
+//! one mirror lookup per item of the job, so the run's other items do not read them again (a job of
+//! ten thousand items would otherwise read a hundred million nodes per fire). The mirror's zxids order what
 //! several in-process nodes see, so a node whose mirror lags behind cannot print an older
 //! assignment again.
 
@@ -28,7 +30,7 @@ use async_trait::async_trait;
 use shardcron::job::{ItemHandler, JobError, ShardingContext, SharedHandler};
 use shardcron::paths::JobNode;
 use shardcron::registry::mirror::Mirror;
-use shardcron::{JobName, ShardItem};
+use shardcron::{InstanceId, JobName, ShardItem};
 
 /// Now, in UTC, to the millisecond: the first field of every line.
 pub(crate) fn timestamp() -> String {
@@ -41,6 +43,8 @@ pub(crate) fn timestamp() -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Console {
     printed: Mutex<HashMap<JobName, Assignment>>,
+    /// Per job and instance, the task id of the run whose first item read the assignment.
+    looked: Mutex<HashMap<(JobName, InstanceId), String>>,
 }
 
 /// Who owns which items of a job, as of a registry transaction.
@@ -95,6 +99,17 @@ impl Console {
                 ),
             ),
         }
+    }
+
+    /// Whether `ctx` is the first item of its run to start (per job and instance).
+    fn first_of_run(&self, ctx: &ShardingContext) -> bool {
+        let mut looked = self.looked.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (ctx.job_name.clone(), ctx.instance_id.clone());
+        if looked.get(&key) == Some(&ctx.task_id) {
+            return false;
+        }
+        looked.insert(key, ctx.task_id.clone());
+        true
     }
 
     /// Prints the job's assignment as `mirror` holds it, when it is newer than and different from
@@ -173,7 +188,9 @@ impl Reported {
 impl ItemHandler for Reported {
     async fn run_item(&self, ctx: ShardingContext) -> Result<(), JobError> {
         if let Some(mirror) = self.mirror.get() {
-            self.console.sharding_seen(mirror, &ctx.job_name);
+            if self.console.first_of_run(&ctx) {
+                self.console.sharding_seen(mirror, &ctx.job_name);
+            }
         }
         let started = Instant::now();
         let report = ctx.clone();

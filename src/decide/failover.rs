@@ -44,6 +44,23 @@ fn back(view: &JobView, gone: &InstanceId) -> bool {
     view.instances.contains(gone)
 }
 
+/// Whether the item's `running` names a live instance other than `gone`: the item's run now is
+/// that instance's. A `failovering` still naming `gone` then records a taken-over run that was cut
+/// short (its session expired mid-run and its marker was cleared when it registered again) before
+/// the owner ran the item anew: a stale record, not a run to fail over. Marking it would delete the
+/// live run's `running` and have a taker run the item beside it.
+fn run_by_live_other(view: &JobView, v: &ItemView, gone: &InstanceId) -> bool {
+    v.running
+        .as_deref()
+        .and_then(|r| InstanceId::parse(r).ok())
+        .is_some_and(|r| r != *gone && view.instances.contains(&r))
+}
+
+/// Deletes a stale `failovering` (see [`run_by_live_other`]).
+fn clear_stale_taker(job: &JobName, item: ShardItem) -> Vec<Op> {
+    vec![Op::delete(JobNode::ShardingFailovering(item).to_path(job))]
+}
+
 /// Creating and deleting the item's `failover` in one multi-op: fails when an instance holds it,
 /// which is ElasticJob's `isFailoverAssigned` check made part of the write.
 fn no_taker_guard(job: &JobName, item: ShardItem) -> [Op; 2] {
@@ -107,7 +124,12 @@ pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) ->
                 || v.failovering.as_ref() == Some(crashed);
             ran && !view.failover_marks.contains(item) && !taken_by_live(view, v, Some(crashed))
         })
-        .map(|(item, v)| mark(job, *item, v, proof(v, *item, |t| t == crashed)))
+        .map(|(item, v)| {
+            if run_by_live_other(view, v, crashed) {
+                return clear_stale_taker(job, *item);
+            }
+            mark(job, *item, v, proof(v, *item, |t| t == crashed))
+        })
         .collect()
 }
 
@@ -141,6 +163,10 @@ pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Vec<Op>> {
                 let mut ops = no_taker_guard(job, *item).to_vec();
                 ops.push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
                 return ops;
+            }
+            let taker = v.failovering.as_ref().filter(|t| gone(t));
+            if taker.is_some_and(|t| run_by_live_other(view, v, t)) {
+                return clear_stale_taker(job, *item);
             }
             mark(job, *item, v, proof(v, *item, gone))
         })
@@ -332,6 +358,14 @@ mod tests {
                 running(base.clone(), 2, &a),
                 vec![],
             ),
+            (
+                "a taken-over run cut short, its item run anew by its owner: the stale \
+                 failovering goes, the live run's running stays",
+                with_item(running(base.clone(), 2, &a), 2, |i| {
+                    i.failovering = Some(x.clone())
+                }),
+                vec![vec![Op::delete("/orders/sharding/2/failovering")]],
+            ),
         ];
         for (name, v, want) in cases {
             assert_eq!(marks_for_crashed(&v, &job(), &x), want, "{name}");
@@ -362,6 +396,13 @@ mod tests {
                 "running data that names no instance",
                 with_item(base.clone(), 0, |i| i.running = Some(String::new())),
                 vec![],
+            ),
+            (
+                "failovering of a dead taker beside a live owner's run: only the record goes",
+                with_item(running(base.clone(), 2, &a), 2, |i| {
+                    i.failovering = Some(x.clone())
+                }),
+                vec![vec![Op::delete("/orders/sharding/2/failovering")]],
             ),
             (
                 "already marked, and its running already deleted",

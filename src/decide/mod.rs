@@ -10,6 +10,7 @@
 //! | [`execution`] | which items a fire runs, and the writes around the run |
 //! | [`prepare`] | which `running` markers are written just ahead of a fire's instant |
 //! | [`reconcile`] | which records of dead owners the leader clears |
+//! | [`membership`] | whether instances came or went unseen (a re-list, a change while the flag was up) |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
 //! | [`guarantee`] | distribute-once listeners: registration, the claim of a round, its clearing |
 //! | [`namespace`] | the plan of the jobs that balance over the namespace, and which drifted from it |
@@ -21,6 +22,7 @@ pub mod execution;
 pub mod failover;
 pub mod guarantee;
 pub mod lifecycle;
+pub mod membership;
 pub mod namespace;
 pub mod prepare;
 pub mod reconcile;

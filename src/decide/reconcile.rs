@@ -32,6 +32,25 @@ pub fn stale_records(view: &JobView, job: &JobName, failover: bool) -> Vec<Op> {
     ops
 }
 
+/// The records a registering instance clears, from a session of its own that ended: `running`
+/// markers and `failovering` records naming it describe runs that are over (a new registration
+/// runs nothing yet; the runs of an actor tree that was replaced were cancelled). Nobody else
+/// clears them while the instance is live: a stale `running` stalls the leader's reshard, and a
+/// stale `failovering` has the item failed over when the instance later leaves, beside whatever
+/// run the item's owner has begun since.
+pub fn own_stale_records(view: &JobView, job: &JobName, me: &InstanceId) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for (item, v) in &view.items {
+        if v.running.as_deref() == Some(me.as_str()) {
+            ops.push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
+        }
+        if v.failovering.as_ref() == Some(me) {
+            ops.push(Op::delete(JobNode::ShardingFailovering(*item).to_path(job)));
+        }
+    }
+    ops
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +94,35 @@ mod tests {
         assert_eq!(
             stale_records(&marked, &job(), true),
             vec![Op::delete("/orders/sharding/0/running")]
+        );
+    }
+
+    #[test]
+    fn a_registering_instance_clears_its_own_running_and_failovering_records_only() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let v = owned(view(&[&a, &b], Some(&a)), &[(0, &a), (1, &b), (2, &b)]);
+        let v = with_item(v, 0, |i| i.running = Some(a.to_string()));
+        let v = with_item(v, 1, |i| {
+            i.running = Some(a.to_string());
+            i.failovering = Some(a.clone())
+        });
+        let v = with_item(v, 2, |i| {
+            i.running = Some(b.to_string());
+            i.failovering = Some(a.clone())
+        });
+        assert_eq!(
+            own_stale_records(&v, &job(), &a),
+            vec![
+                Op::delete("/orders/sharding/0/running"),
+                Op::delete("/orders/sharding/1/running"),
+                Op::delete("/orders/sharding/1/failovering"),
+                Op::delete("/orders/sharding/2/failovering"),
+            ]
+        );
+        assert_eq!(
+            own_stale_records(&v, &job(), &b),
+            vec![Op::delete("/orders/sharding/2/running"),]
         );
     }
 }

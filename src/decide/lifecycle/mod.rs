@@ -101,6 +101,8 @@ pub enum Purpose {
     Prepare(Vec<ShardItem>),
     /// Markers written ahead released.
     Release,
+    /// Markers naming this instance that none of its runs accounts for, deleted.
+    ClearUnknown,
     /// A run's end write again, op by op.
     EndRetry(u64),
     /// Leaving the job's coordination (removed here).
@@ -487,6 +489,7 @@ impl JobMachine {
             Input::Event { node, kind } => self.event(node, kind, facts, &mut out),
             Input::Resynced => {
                 self.resynced(facts, &mut out);
+                self.clear_unknown_markers(facts, &mut out);
                 self.resume_parked(facts, &mut out);
             }
             Input::Config(new) => self.config_changed(new, &mut out),
@@ -528,6 +531,44 @@ impl JobMachine {
             }
         }
         out
+    }
+
+    /// After a re-list: `running` markers naming this instance that none of its runs, markers
+    /// written ahead or starts accounts for are left from a write whose reply was lost (a start
+    /// that failed on a connection loss, but applied) or from an earlier session. Nobody else
+    /// removes them: this instance is live, so they are neither failed over nor cleared as a dead
+    /// owner's, and the leader's reshard waits for them (and every fire parks behind it) forever.
+    /// A marker a failover claim wrote (its `failovering` names this instance) may arrive before
+    /// the claim does: it is left alone.
+    fn clear_unknown_markers(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        if self.leaving || self.draining || self.link == Link::Disconnected {
+            return;
+        }
+        let starting = self.starting.as_ref().map(|s| s.plan.run.as_slice());
+        let known = |item: &ShardItem| {
+            self.local.running.contains(item)
+                || self.local.marked.contains(item)
+                || self.local.ended.contains(item)
+                || starting.is_some_and(|s| s.contains(item))
+        };
+        let view = facts.view();
+        let ops: Vec<Op> = view
+            .items
+            .iter()
+            .filter(|(item, v)| {
+                v.running.as_deref() == Some(self.me.as_str())
+                    && v.failovering.as_ref() != Some(&self.me)
+                    && !known(item)
+            })
+            .map(|(item, _)| Op::delete(JobNode::ShardingRunning(*item).to_path(&self.job)))
+            .collect();
+        if !ops.is_empty() {
+            out.push(Command::Write {
+                ops,
+                mode: WriteMode::Tolerant,
+                then: Purpose::ClearUnknown,
+            });
+        }
     }
 
     fn run(&self, run_id: u64) -> Option<&Run> {
@@ -666,6 +707,10 @@ impl JobMachine {
                     "releasing markers written ahead failed".into(),
                 ))
             }
+            (Purpose::ClearUnknown, Outcome::Failed(e)) => out.push(Command::Warn(format!(
+                "removing running markers no run here accounts for failed: {e}"
+            ))),
+            (Purpose::ClearUnknown, _) => {}
             (Purpose::EndRetry(run_id), outcome) => {
                 if outcome != Outcome::Done {
                     out.push(Command::Warn(format!(

@@ -90,10 +90,16 @@ impl Cluster {
     /// logs and hangs while its node lives, `{track}` is the tracking script of [`spans`]:
     /// `{track} TICKS SECONDS` runs TICKS ticks of SECONDS each).
     pub fn with_jobs(connect: &str, scenario: &str, jobs_yaml: &str) -> Cluster {
+        // `SHARDCRON_CHAOS_KEEP=1` keeps the directory (the nodes' logs) after the test.
+        let keep = std::env::var_os("SHARDCRON_CHAOS_KEEP").is_some();
         let dir = tempfile::Builder::new()
             .prefix("shardcron-chaos-")
+            .disable_cleanup(keep)
             .tempdir()
             .expect("creating the scenario's directory");
+        if keep {
+            eprintln!("[chaos] {scenario}: logs kept in {}", dir.path().display());
+        }
         let log = dir.path().join("runs.log");
         let record = dir.path().join("record.sh");
         let slow = dir.path().join("slow.sh");

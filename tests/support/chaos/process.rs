@@ -36,7 +36,11 @@ impl NodeProc {
         command
             .args(args)
             .env("SHARDCRON_TEST_INSTANCE", instance)
-            .env("RUST_LOG", "warn")
+            // `SHARDCRON_NODE_LOG` sets the nodes' log filter (warnings by default).
+            .env(
+                "RUST_LOG",
+                std::env::var("SHARDCRON_NODE_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
             .stdin(Stdio::null())
             .stdout(append(&stdout))
             .stderr(append(&stderr));

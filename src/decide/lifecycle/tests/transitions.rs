@@ -233,3 +233,83 @@ fn a_fires_start_write_is_guarded_by_the_owner_node_versions_of_its_plan() {
         "then it runs"
     );
 }
+
+#[test]
+fn a_relist_removes_running_markers_naming_this_instance_that_no_run_here_accounts_for() {
+    let clear = |items: &[u32]| Command::Write {
+        ops: items
+            .iter()
+            .map(|i| Op::delete(format!("/orders/sharding/{i}/running")))
+            .collect(),
+        mode: WriteMode::Tolerant,
+        then: Purpose::ClearUnknown,
+    };
+    let marked = |v: JobView, i: u32, who: &InstanceId| {
+        with_item(v, i, |item| item.running = Some(who.to_string()))
+    };
+    // (case, view, machine running items 0 and 1, disconnected first, commands)
+    type Case = (&'static str, JobView, bool, bool, Vec<Command>);
+    let cases: Vec<Case> = vec![
+        (
+            "a start applied but answered as failed: its marker names us, nothing runs",
+            marked(two_items(), 1, &me()),
+            false,
+            false,
+            vec![clear(&[1])],
+        ),
+        (
+            "both markers are our own run's",
+            marked(marked(two_items(), 0, &me()), 1, &me()),
+            true,
+            false,
+            vec![],
+        ),
+        (
+            "another instance's marker is its own business",
+            marked(two_items(), 1, &other()),
+            false,
+            false,
+            vec![],
+        ),
+        (
+            "a failover claim's marker may come before the claim",
+            with_item(marked(two_items(), 1, &me()), 1, |i| {
+                i.failovering = Some(me())
+            }),
+            false,
+            false,
+            vec![],
+        ),
+        (
+            "an item we no longer own: the reshard waits for it, so it goes too",
+            marked(owned(two_items(), &[(1, &other())]), 1, &me()),
+            false,
+            false,
+            vec![clear(&[1])],
+        ),
+        (
+            "disconnected: nothing is written",
+            marked(two_items(), 1, &me()),
+            false,
+            true,
+            vec![],
+        ),
+    ];
+    for (name, view, running, disconnected, want) in cases {
+        let f = Fake {
+            view: two_items(),
+            ..fake()
+        };
+        let mut m = if running {
+            running_machine(&f)
+        } else {
+            machine(Registration::Confirmed)
+        };
+        if disconnected {
+            m.step(Input::Session(SessionState::Disconnected), &f);
+        }
+        let f = Fake { view, ..fake() };
+        let out = m.step(Input::Resynced, &f);
+        assert_eq!(out, want, "{name}");
+    }
+}
