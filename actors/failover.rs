@@ -34,10 +34,6 @@ use super::executor::ExecutorMsg;
 /// How long the executor may take to say whether it is idle (its mailbox may hold a fire).
 const IDLE_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Claims tried in one go before waiting for the next event: each lost race means another instance
-/// made progress, so the retries are few.
-const CLAIM_ATTEMPTS: usize = 3;
-
 /// The FailoverActor.
 #[derive(Debug)]
 pub(crate) struct FailoverActor;
@@ -92,6 +88,7 @@ pub(crate) fn clear_failover_ops(view: &JobView, job: &JobName) -> Vec<Op> {
 }
 
 /// What a job event asks of the FailoverActor.
+#[derive(Debug, PartialEq, Eq)]
 enum Reaction {
     Nothing,
     /// Failover may have been turned off or a new leader must clear: check the setting.
@@ -110,7 +107,9 @@ fn reaction(ev: &JobEvent, me: &InstanceId) -> Reaction {
         (JobNode::LeaderElectionInstance, _) => Reaction::CheckSetting,
         (JobNode::Instance(id), Deleted) if id != me => Reaction::Crashed(id.clone()),
         (JobNode::Instance(id), Created) if id == me => Reaction::Registered,
-        (JobNode::LeaderFailoverItem(_), Created)
+        // A mark deleted is another instance's claim landing: the marks left may be claimable now
+        // (a claim that lost a race waits for exactly this).
+        (JobNode::LeaderFailoverItem(_), Created | Deleted)
         | (
             JobNode::ShardingRunning(_)
             | JobNode::ShardingFailover(_)
@@ -218,7 +217,7 @@ impl FailoverState {
             return;
         }
         let me = self.ctx.me().clone();
-        let mut view = JobView::read(self.ctx.mirror(), job);
+        let view = JobView::read(self.ctx.mirror(), job);
         // An instance without the job's label takes no item of it, not even a failed-over one.
         let label = self.ctx.config(job).and_then(|c| c.config().label.clone());
         let registered = view.instances.contains(&me)
@@ -227,48 +226,28 @@ impl FailoverState {
         if view.failover_marks.is_empty() || !registered || !self.executor_idle(job).await {
             return;
         }
-        for _ in 0..CLAIM_ATTEMPTS {
-            // Spread the marks over the instances that could take them rather than take them all.
-            let share = view
-                .failover_marks
-                .len()
-                .div_ceil(view.eligible_instances(label.as_deref()).len().max(1));
-            let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
-                return;
-            };
-            // Read before the claim: once applied, the mirror may show the marks gone before
-            // the claim's own nodes.
-            let fences = items
-                .iter()
-                .map(|i| (*i, OwnershipZxids::read(self.ctx.mirror(), job, *i).token()))
-                .collect();
-            match self.ctx.apply(&ops).await {
-                Ok(()) => return self.hand_over(job, items, fences),
-                Err(e) if e.is_no_node() || e.is_node_exists() => {
-                    tracing::debug!(%job, ?items, "lost a failover claim race; re-reading marks");
-                    match self.marks_now(job).await {
-                        Some(marks) => view.failover_marks = marks,
-                        None => return,
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(%job, error = %e, "claiming failover items failed");
-                    return;
-                }
+        // Spread the marks over the instances that could take them rather than take them all.
+        let share = view
+            .failover_marks
+            .len()
+            .div_ceil(view.eligible_instances(label.as_deref()).len().max(1));
+        let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
+            return;
+        };
+        // Read before the claim: once applied, the mirror may show the marks gone before the
+        // claim's own nodes.
+        let fences = items
+            .iter()
+            .map(|i| (*i, OwnershipZxids::read(self.ctx.mirror(), job, *i).token()))
+            .collect();
+        match self.ctx.apply(&ops).await {
+            Ok(()) => self.hand_over(job, items, fences),
+            Err(e) if e.is_no_node() || e.is_node_exists() => {
+                // Lost a race the mirror did not show yet: the winner's claim deletes the marks it
+                // took, and those events bring the next attempt, with the marks as they are then.
+                tracing::debug!(%job, ?items, "lost a failover claim race; waiting for the winner's claim to show");
             }
-        }
-    }
-
-    /// The marks as the registry has them now: the mirror may not show the winner's claim yet.
-    async fn marks_now(&self, job: &JobName) -> Option<std::collections::BTreeSet<ShardItem>> {
-        let parent = JobNode::LeaderFailoverItems.to_path(job);
-        match self.ctx.registry.children(&parent).await {
-            Ok(names) => Some(names.iter().filter_map(|n| n.parse().ok()).collect()),
-            Err(e) if e.is_no_node() => Some(Default::default()),
-            Err(e) => {
-                tracing::warn!(%job, error = %e, "re-reading failover marks failed");
-                None
-            }
+            Err(e) => tracing::warn!(%job, error = %e, "claiming failover items failed"),
         }
     }
 
@@ -352,5 +331,51 @@ impl Actor for FailoverActor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ShardItem;
+
+    #[test]
+    fn job_events_ask_the_failover_actor_for_what_they_may_have_changed() {
+        let me = InstanceId::parse("10.0.0.1@-@1").unwrap();
+        let other = InstanceId::parse("10.0.0.2@-@1").unwrap();
+        let item = ShardItem(3);
+        use NodeEventKind::{Created, DataChanged, Deleted};
+        // (node, kind, expected reaction)
+        let cases: Vec<(JobNode, NodeEventKind, Reaction)> = vec![
+            (
+                JobNode::LeaderElectionInstance,
+                Created,
+                Reaction::CheckSetting,
+            ),
+            (
+                JobNode::Instance(other.clone()),
+                Deleted,
+                Reaction::Crashed(other.clone()),
+            ),
+            (JobNode::Instance(me.clone()), Deleted, Reaction::Nothing),
+            (JobNode::Instance(me.clone()), Created, Reaction::Registered),
+            (JobNode::Instance(other.clone()), Created, Reaction::Nothing),
+            (JobNode::LeaderFailoverItem(item), Created, Reaction::Claim),
+            // Another instance's claim landing: a claim that lost the race tries again.
+            (JobNode::LeaderFailoverItem(item), Deleted, Reaction::Claim),
+            (JobNode::ShardingRunning(item), Deleted, Reaction::Claim),
+            (JobNode::ShardingRunning(item), Created, Reaction::Nothing),
+            (JobNode::ShardingFailover(item), Deleted, Reaction::Claim),
+            (JobNode::ShardingFailovering(item), Deleted, Reaction::Claim),
+            (JobNode::Config, DataChanged, Reaction::Nothing),
+        ];
+        for (node, kind, want) in cases {
+            let ev = JobEvent {
+                job: JobName::new("orders").unwrap(),
+                node: node.clone(),
+                kind,
+            };
+            assert_eq!(reaction(&ev, &me), want, "{node:?} {kind:?}");
+        }
     }
 }
