@@ -157,7 +157,10 @@ impl Actor for RegistryActor {
                     "the mirror's watch ended while the session lives; opening a new session"
                 );
                 state.teardown().await;
-                myself.send_message(RegistryMsg::Connect)?;
+                // After the reconnect backoff: a watch that cannot be set up at all must not
+                // churn sessions back to back.
+                myself.send_after(state.backoff, || RegistryMsg::Connect);
+                state.backoff = (state.backoff * 2).min(state.node.options.reconnect_max);
             }
             RegistryMsg::MirrorChanged(generation, ev) => {
                 let Some(active) = state
