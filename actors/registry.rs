@@ -39,6 +39,10 @@ pub(crate) enum RegistryMsg {
     ReadySession(RpcReplyPort<Option<i64>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
+    /// The mirror feed of session `generation` ended without a terminal session state (its
+    /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
+    /// registry, so the session is given up and a new one opened.
+    FeedEnded(u64),
 }
 
 struct Active {
@@ -144,6 +148,19 @@ impl Actor for RegistryActor {
                         state.backoff = (state.backoff * 2).min(state.node.options.reconnect_max);
                     }
                 }
+            }
+            RegistryMsg::FeedEnded(generation) => {
+                if state.active.is_none() || generation != state.generation {
+                    return Ok(()); // a feed already torn down
+                }
+                tracing::warn!(
+                    "the mirror's watch ended while the session lives; opening a new session"
+                );
+                state.teardown().await;
+                // After the reconnect backoff: a watch that cannot be set up at all must not
+                // churn sessions back to back.
+                myself.send_after(state.backoff, || RegistryMsg::Connect);
+                state.backoff = (state.backoff * 2).min(state.node.options.reconnect_max);
             }
             RegistryMsg::MirrorChanged(generation, ev) => {
                 let Some(active) = state
@@ -422,7 +439,14 @@ async fn forward(
             ev = events.recv() => match ev {
                 Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
                 Some(ev) => ev,
-                None => break,
+                None => {
+                    // Stopped forwarding states here used to leave the node on a session nobody
+                    // watched: when it expired, nothing opened another (no instance node, no
+                    // runs, ready). A feed that ended after a terminal state names a generation
+                    // the actor has already left, and is ignored.
+                    let _ = me.send_message(RegistryMsg::FeedEnded(generation));
+                    break;
+                }
             },
         };
         if me

@@ -210,3 +210,50 @@ async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_th
     .await;
     node.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_node_whose_watch_ends_while_its_session_lives_opens_a_new_session_and_runs_on() {
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let conn: Arc<dyn Connector> = Arc::new(server.connector("loss"));
+    let admin = conn.connect().await.unwrap();
+    let rec = Recorder::default();
+    let orders = JobConfig::new("orders", 1)
+        .cron("* * * * * ?")
+        .time_zone("GMT");
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(orders, rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("the job runs", WITHIN, |log| !log.is_empty())
+        .await;
+    let first = session_of(&admin, "orders", 1).await;
+    tracing::info!("--- the node's recursive watch ends (not renewed after a reconnect)");
+    server.end_watches(first);
+    // The registry is the state: read again on paused time until another session holds the node.
+    let path = format!("/orders/instances/{}", instance(1));
+    let registered_again = async {
+        loop {
+            let owner = admin
+                .exists(&path)
+                .await
+                .unwrap()
+                .map(|s| s.ephemeral_owner);
+            if owner.is_some_and(|o| o != first) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(WITHIN, registered_again)
+        .await
+        .expect("a new session registers the instance again after its watch ended");
+    let before = rec.all().len();
+    rec.wait_until("the job runs on the new session", WITHIN, |log| {
+        log.len() > before
+    })
+    .await;
+    node.shutdown().await;
+}

@@ -95,8 +95,12 @@ impl Outcome {
 pub enum Purpose {
     /// The start write of the planned run.
     Start,
-    /// The start write again, op by op, tolerating nodes already as wanted.
+    /// The start write again, after a conflict: its guards and `running` creations in one
+    /// multi-op, once the other writes were applied op by op ([`Purpose::StartClear`]).
     StartTolerant,
+    /// The start write's other writes (deletions, misfire flags) op by op, tolerating nodes
+    /// already as wanted, before [`Purpose::StartTolerant`].
+    StartClear,
     /// Markers written ahead of a fire for these items.
     Prepare(Vec<ShardItem>),
     /// Markers written ahead released.
@@ -672,22 +676,43 @@ impl JobMachine {
                 self.skipped(SkipReason::PlanChanged, 0, out);
             }
             (Purpose::Start, Outcome::Conflict) => {
-                // The mirror was behind our own earlier writes: apply what still applies, op by
-                // op, without the version guards (a guard failing halfway would leave the
-                // markers before it written with no run).
+                // The mirror was behind: a node it showed is gone (our own end write), or one it
+                // did not show is there. The deletions and misfire flags are applied op by op,
+                // then the guards and the `running` creations in one multi-op: a `running` that
+                // exists now is another instance's (a failover claim this mirror has not shown)
+                // or unknown, and the fire must not start beside it; tolerating it ran an item
+                // on two instances at once (5-minute soak, seed 15002084389404642889).
                 if let Some(s) = &self.starting {
-                    let ops = s.plan.start_ops.iter();
+                    let (guarded, other) = split_start(&s.plan.start_ops);
+                    if other.is_empty() {
+                        out.push(Command::Write {
+                            ops: guarded,
+                            mode: WriteMode::Direct,
+                            then: Purpose::StartTolerant,
+                        });
+                    } else {
+                        out.push(Command::Write {
+                            ops: other,
+                            mode: WriteMode::Tolerant,
+                            then: Purpose::StartClear,
+                        });
+                    }
+                }
+            }
+            (Purpose::StartClear, Outcome::Done) => {
+                if let Some(s) = &self.starting {
                     out.push(Command::Write {
-                        ops: ops
-                            .filter(|o| !matches!(o, Op::Check { .. }))
-                            .cloned()
-                            .collect(),
-                        mode: WriteMode::Tolerant,
+                        ops: split_start(&s.plan.start_ops).0,
+                        mode: WriteMode::Direct,
                         then: Purpose::StartTolerant,
                     });
                 }
             }
-            (Purpose::Start | Purpose::StartTolerant, Outcome::Conflict | Outcome::Failed(_)) => {
+            (
+                Purpose::Start | Purpose::StartTolerant | Purpose::StartClear,
+                Outcome::Conflict | Outcome::Failed(_),
+            )
+            | (Purpose::StartClear, Outcome::Stale) => {
                 self.starting = None;
                 out.push(Command::Warn(
                     "fire skipped: writing running markers failed".into(),
@@ -758,4 +783,16 @@ impl JobMachine {
         });
         out.push(Command::Stop);
     }
+}
+
+/// A start write's guards and `running` creations (applied in one multi-op after a conflict), and
+/// its other writes (applied op by op before them).
+fn split_start(ops: &[Op]) -> (Vec<Op>, Vec<Op>) {
+    ops.iter().cloned().partition(|op| match op {
+        Op::Check { .. } => true,
+        Op::Create { path, .. } => {
+            matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
+        }
+        _ => false,
+    })
 }

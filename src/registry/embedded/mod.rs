@@ -107,6 +107,12 @@ impl EmbeddedServer {
             .transition(session_id, SessionState::Expired, now_millis());
     }
 
+    /// Ends a session's watch streams without a session state, as a ZooKeeper client does when it
+    /// cannot renew a recursive watch after a reconnect; the session itself lives on.
+    pub fn end_watches(&self, session_id: i64) {
+        self.lock().end_watches(session_id);
+    }
+
     /// Cuts a session's connection: calls fail fast with `ConnectionLoss`, node events for its
     /// watches are lost (as in ZooKeeper), and unless [`Self::reconnect`] comes first the session
     /// expires after its negotiated timeout, measured on `tokio::time` so paused-time tests can

@@ -224,6 +224,13 @@ impl ServerState {
         rx
     }
 
+    /// Drops a session's watch streams (their receivers see them end), sending nothing.
+    pub(super) fn end_watches(&mut self, session: i64) {
+        for entries in self.watches.values_mut() {
+            entries.retain(|w| w.session != session);
+        }
+    }
+
     /// Moves a session to `state`, telling its watches and its state channel. Terminal states
     /// delete its ephemerals (with events to the other sessions) and end its watch streams.
     pub(super) fn transition(&mut self, session: i64, state: SessionState, now_ms: i64) {

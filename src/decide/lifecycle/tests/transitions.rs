@@ -68,7 +68,8 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             }],
         ),
         (
-            "a start write that finds the mirror behind is retried op by op",
+            "a start write that finds the mirror behind is retried: its guards and markers in \
+             one multi-op, so that a marker another instance wrote meanwhile stops it",
             false,
             vec![
                 Input::Fire { scheduled: t(0) },
@@ -78,10 +79,28 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                 },
             ],
             vec![Command::Write {
-                ops: vec![marker(0), marker(1)],
-                mode: WriteMode::Tolerant,
+                ops: begins(&[0, 1]),
+                mode: WriteMode::Direct,
                 then: Purpose::StartTolerant,
             }],
+        ),
+        (
+            "the retried start finds a marker there (a failover claim): nothing starts",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Written {
+                    purpose: Purpose::Start,
+                    outcome: Outcome::Conflict,
+                },
+                Input::Written {
+                    purpose: Purpose::StartTolerant,
+                    outcome: Outcome::Conflict,
+                },
+            ],
+            vec![Command::Warn(
+                "fire skipped: writing running markers failed".into(),
+            )],
         ),
         (
             "a start write refused because a newer plan was committed starts nothing here",
@@ -312,4 +331,43 @@ fn a_relist_removes_running_markers_naming_this_instance_that_no_run_here_accoun
         let out = m.step(Input::Resynced, &f);
         assert_eq!(out, want, "{name}");
     }
+}
+
+#[test]
+fn a_conflicting_start_applies_its_deletions_op_by_op_then_its_guards_and_markers_at_once() {
+    // The mirror shows a marker of ours that no run accounts for: the plan replaces it.
+    let f = Fake {
+        view: with_item(two_items(), 1, |i| i.running = Some(me().to_string())),
+        ..fake()
+    };
+    let mut m = machine(Registration::Confirmed);
+    let fire = m.step(Input::Fire { scheduled: t(0) }, &f);
+    let Some(Command::Write { ops, .. }) = fire.first() else {
+        panic!("a start write: {fire:?}")
+    };
+    assert!(ops.contains(&Op::delete("/orders/sharding/1/running")));
+    let conflict = Input::Written {
+        purpose: Purpose::Start,
+        outcome: Outcome::Conflict,
+    };
+    assert_eq!(
+        m.step(conflict, &f),
+        vec![Command::Write {
+            ops: vec![Op::delete("/orders/sharding/1/running")],
+            mode: WriteMode::Tolerant,
+            then: Purpose::StartClear,
+        }]
+    );
+    assert_eq!(
+        m.step(written(Purpose::StartClear), &f),
+        vec![Command::Write {
+            ops: begins(&[0, 1]),
+            mode: WriteMode::Direct,
+            then: Purpose::StartTolerant,
+        }]
+    );
+    assert_eq!(
+        m.step(written(Purpose::StartTolerant), &f),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
 }
