@@ -170,6 +170,7 @@ impl RunKit {
             .iter()
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
+        let props = Arc::new(c.props.clone());
         let contexts = items
             .iter()
             .zip(fences)
@@ -189,6 +190,7 @@ impl RunKit {
                     instance_id: me.clone(),
                     cancellation: token,
                     resharding: self.resharding.clone(),
+                    props: props.clone(),
                 }
             })
             .collect();

@@ -45,6 +45,7 @@ fn context(item: u32) -> ShardingContext {
         instance_id: InstanceId::parse("10.0.0.1@-@1").unwrap(),
         cancellation: CancellationToken::new(),
         resharding: Default::default(),
+        props: Default::default(),
     }
 }
 
@@ -102,6 +103,40 @@ async fn a_get_sends_its_data_as_the_query_string_and_no_body() {
     assert_eq!(request.target, "/report?day=monday");
     assert_eq!(request.body, "");
     assert!(!request.headers.contains_key("content-type"));
+}
+
+#[tokio::test]
+async fn the_request_follows_the_runs_props_so_a_config_change_applies_live() {
+    let (addr, mut seen) = server(Answer::Status(200, "ok")).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/old")),
+        ("http.method", "GET"),
+    ]))
+    .unwrap();
+    // The config as changed in the registry, handed to the run.
+    let changed = props(&[
+        ("http.uri", &format!("http://{addr}/new")),
+        ("http.method", "POST"),
+        ("http.data", "v=2"),
+    ]);
+    for _ in 0..2 {
+        let mut ctx = context(0);
+        ctx.props = std::sync::Arc::new(changed.clone());
+        run(&job, ctx).await.expect("a 200 succeeds");
+        let Seen::Request(request) = next(&mut seen).await else {
+            panic!("a request first");
+        };
+        assert_eq!(
+            (request.method.as_str(), request.target.as_str()),
+            ("POST", "/new")
+        );
+        assert_eq!(request.body, "v=2");
+    }
+    // A broken change fails the run, naming what is wrong, and sends nothing.
+    let mut ctx = context(0);
+    ctx.props = std::sync::Arc::new(props(&[("http.uri", "ftp://x"), ("http.method", "GET")]));
+    let err = run(&job, ctx).await.unwrap_err();
+    assert!(err.to_string().contains("http.uri"), "{err}");
 }
 
 #[tokio::test]

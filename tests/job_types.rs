@@ -38,6 +38,7 @@ fn context() -> ShardingContext {
         instance_id: InstanceId::parse("192.0.2.1@-@42").unwrap(),
         cancellation: CancellationToken::new(),
         resharding: ReshardingFlag::default(),
+        props: Default::default(),
     }
 }
 
@@ -172,6 +173,35 @@ async fn script_job_fails_with_the_exit_status_when_the_script_exits_3() {
             status: "code 3".into()
         }
     );
+}
+
+#[tokio::test]
+async fn script_job_runs_the_command_line_its_runs_props_carry_so_a_config_change_applies_live() {
+    // Built with a script that exits 3; the run's props (the config as changed in the registry)
+    // name another line, and that one runs.
+    let job = ScriptJob::new(&script("exit3.sh")).unwrap();
+    let with_line = |line: &str| {
+        let mut ctx = context();
+        ctx.props = Arc::new(BTreeMap::from([(
+            "script.command.line".to_owned(),
+            line.to_owned(),
+        )]));
+        ctx
+    };
+    job.run_item(with_line("/bin/true")).await.unwrap();
+    let err = job
+        .run_item(with_line("/bin/sh -c 'exit 5"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("props.script.command.line"),
+        "a broken line names its key: {err}"
+    );
+    // Without the key in the run's props, the line it was built with runs.
+    assert!(matches!(
+        job.run_item(context()).await,
+        Err(JobError::Exit { .. })
+    ));
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@ fn context(item: u32) -> ShardingContext {
         instance_id: InstanceId::parse("192.0.2.1@-@1").expect("an instance id"),
         cancellation: CancellationToken::new(),
         resharding: ReshardingFlag::default(),
+        props: Default::default(),
         scheduled_at: None,
         fencing_token: Default::default(),
     }

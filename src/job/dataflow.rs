@@ -234,6 +234,7 @@ mod tests {
             instance_id: InstanceId::parse("192.0.2.1@-@1").unwrap(),
             cancellation: CancellationToken::new(),
             resharding: ReshardingFlag::default(),
+            props: Default::default(),
         }
     }
 

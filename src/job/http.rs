@@ -24,6 +24,7 @@
 //! fails with [`JobError::Cancelled`]. `https` uses rustls with the Mozilla root certificates.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -131,6 +132,20 @@ pub struct HttpJob {
     connect_timeout: Duration,
     read_timeout: Duration,
     client: reqwest::Client,
+    /// The `http.*` props it was built from.
+    built_from: BTreeMap<String, String>,
+    /// The job as the run's props configure it, when they differ from `built_from` (a config
+    /// change applies from the next run, as in ElasticJob): built once per change.
+    live: Arc<std::sync::Mutex<Option<Arc<HttpJob>>>>,
+}
+
+/// The `http.*` entries of `props`: what an HTTP job is built from.
+fn http_props(props: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    props
+        .iter()
+        .filter(|(k, _)| k.starts_with("http."))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 impl HttpJob {
@@ -199,6 +214,8 @@ impl HttpJob {
             connect_timeout,
             read_timeout,
             client,
+            built_from: http_props(props),
+            live: Arc::default(),
         })
     }
 
@@ -293,6 +310,8 @@ impl HttpJob {
 #[async_trait]
 impl ItemHandler for HttpJob {
     async fn run_item(&self, ctx: ShardingContext) -> Result<(), JobError> {
+        let live = self.as_configured(&ctx)?;
+        let this = live.as_deref().unwrap_or(self);
         if ctx.is_cancelled() {
             return Err(JobError::Cancelled(format!(
                 "{} {} was cancelled before it was sent",
@@ -304,10 +323,30 @@ impl ItemHandler for HttpJob {
             // Dropping the request future closes its connection: the server sees the abort.
             () = ctx.cancelled() => Err(JobError::Cancelled(format!(
                 "{} {} was aborted because the item was cancelled",
-                self.method, self.shown
+                this.method, this.shown
             ))),
-            result = self.send(&ctx) => result,
+            result = this.send(&ctx) => result,
         }
+    }
+}
+
+impl HttpJob {
+    /// The job as the run's props configure it, if they carry `http.*` settings other than those
+    /// it was built from; `None`: as built.
+    fn as_configured(&self, ctx: &ShardingContext) -> Result<Option<Arc<HttpJob>>, JobError> {
+        let wanted = http_props(&ctx.props);
+        if wanted.is_empty() || wanted == self.built_from {
+            return Ok(None);
+        }
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(job) = live.as_ref().filter(|j| j.built_from == wanted) {
+            return Ok(Some(job.clone()));
+        }
+        let job = Arc::new(HttpJob::from_props(&ctx.props).map_err(|e| {
+            JobError::failed(format!("the HTTP job's props as configured now: {e}"))
+        })?);
+        *live = Some(job.clone());
+        Ok(Some(job))
     }
 }
 

@@ -13,6 +13,7 @@ pub mod handlers;
 pub mod http;
 pub mod script;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -107,6 +108,11 @@ pub struct ShardingContext {
     /// Raised while the job waits for resharding (streaming dataflow stops fetching).
     #[serde(skip)]
     pub resharding: ReshardingFlag,
+    /// The job's `props` as configured for this run: a change in the registry applies from the
+    /// next run, so handlers that take their settings from `props` (script, HTTP) read them here,
+    /// as ElasticJob's executors read them at each run. Empty when the caller has none.
+    #[serde(skip)]
+    pub props: Arc<BTreeMap<String, String>>,
 }
 
 impl ShardingContext {

@@ -1,6 +1,8 @@
 //! Script jobs (ElasticJob's `SCRIPT` type): run an external program once per item.
 //!
-//! The command line comes from the job's `props` (`script.command.line`). It is split into a
+//! The command line comes from the job's `props` (`script.command.line`), as configured for each
+//! run ([`ShardingContext::props`]): a change in the registry applies from the next run, as in
+//! ElasticJob; the line the job was built with stands when the run's props have none. It is split into a
 //! program and its arguments with shell quoting rules (`'a b'`, `"a b"`, `a\ b` are one argument)
 //! but run **without** a shell, so no globbing, variables or pipes are interpreted: a job that wants
 //! them names `/bin/sh -c '...'` itself. The item's [`ShardingContext`] is appended as the last
@@ -220,8 +222,16 @@ impl ItemHandler for ScriptJob {
                 JobError::failed("the job's child slots are closed")
             })?,
         };
-        let mut child = Command::new(&self.program)
-            .args(&self.args)
+        // The run's props win over the line the job was built with: a config change applies live.
+        let live = match ctx.props.get(COMMAND_LINE_PROP) {
+            Some(line) if *line != self.command_line => Some(Self::new(line).map_err(|e| {
+                JobError::failed(format!("props.{COMMAND_LINE_PROP} as configured now: {e}"))
+            })?),
+            _ => None,
+        };
+        let this = live.as_ref().unwrap_or(self);
+        let mut child = Command::new(&this.program)
+            .args(&this.args)
             .arg(ctx.to_json())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -229,7 +239,7 @@ impl ItemHandler for ScriptJob {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| JobError::Spawn {
-                command: self.command_line.clone(),
+                command: this.command_line.clone(),
                 reason: e.to_string(),
             })?;
         let finished = tokio::select! {
