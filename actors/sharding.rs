@@ -120,6 +120,9 @@ pub(crate) struct ShardingState {
     last_change: tokio::time::Instant,
     /// The namespace as the balanced jobs see it.
     namespace: NamespaceCache,
+    /// Whether this instance runs a balanced job, with the number of jobs it ran when that was
+    /// found: asked at every plan event, so not recounted over 10,000 jobs each time.
+    runs_balanced: Option<(usize, bool)>,
 }
 
 /// How long the namespace must be quiet (no plan, config or membership change) before the
@@ -227,12 +230,22 @@ impl ShardingState {
         }
     }
 
-    /// Whether this instance runs a job that balances over the namespace.
-    fn runs_balanced(&self) -> bool {
-        self.ctx
-            .configs
-            .iter()
-            .any(|e| balanced(&self.ctx, e.key()))
+    /// Whether this instance runs a job that balances over the namespace; recounted when the
+    /// number of its jobs changes or a config changed.
+    fn runs_balanced(&mut self) -> bool {
+        let jobs = self.ctx.configs.len();
+        match self.runs_balanced {
+            Some((counted, answer)) if counted == jobs => answer,
+            _ => {
+                let answer = self
+                    .ctx
+                    .configs
+                    .iter()
+                    .any(|e| balanced(&self.ctx, e.key()));
+                self.runs_balanced = Some((jobs, answer));
+                answer
+            }
+        }
     }
 }
 
@@ -335,6 +348,7 @@ impl Actor for ShardingActor {
             rebalance_due: false,
             last_change: tokio::time::Instant::now(),
             namespace: NamespaceCache::new(),
+            runs_balanced: None,
         })
     }
 
@@ -370,6 +384,9 @@ impl Actor for ShardingActor {
                         | (JobNode::LeaderElectionInstance, _)
                         | (JobNode::LeaderShardingProcessing, NodeEventKind::Deleted)
                 );
+                if matches!(ev.node, JobNode::Config) {
+                    state.runs_balanced = None;
+                }
                 if moves_balance {
                     state.namespace.touch(&ev.job);
                 }
@@ -424,6 +441,7 @@ impl Actor for ShardingActor {
             }
             ShardingMsg::Resynced => {
                 state.namespace.relist();
+                state.runs_balanced = None;
                 state.schedule_rebalance(&myself);
                 let waiting: Vec<_> = state.waiting.iter().cloned().collect();
                 for job in waiting {
