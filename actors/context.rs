@@ -237,6 +237,19 @@ impl SessionCtx {
         apply_ops(&*self.registry, ops).await
     }
 
+    /// Raises `job`'s resharding flag with `op` (`leader/sharding/necessary`): true when the flag is
+    /// up now, created here or already there; a failure is logged and answers false.
+    pub(crate) async fn raise_flag(&self, job: &JobName, op: Op) -> bool {
+        match self.apply(&[op]).await {
+            Ok(()) => true,
+            Err(e) if e.is_node_exists() => true,
+            Err(e) => {
+                tracing::warn!(%job, error = %e, "raising the resharding flag failed");
+                false
+            }
+        }
+    }
+
     /// Applies operations as a job's machine asked: batched with the session's other writes of
     /// the moment, directly, or op by op tolerating nodes already as wanted.
     pub(crate) async fn write(&self, ops: Vec<Op>, mode: WriteMode) -> Result<(), RegistryError> {

@@ -123,11 +123,7 @@ impl LeaderState {
             "",
             CreateMode::Persistent,
         );
-        if let Err(e) = self.ctx.apply(&[op]).await {
-            if !e.is_node_exists() {
-                tracing::warn!(%job, error = %e, "raising the resharding flag failed");
-            }
-        }
+        self.ctx.raise_flag(job, op).await;
     }
 
     /// Starts an evaluation of `job` in its lane, or merges it into the one that follows the
@@ -259,14 +255,9 @@ async fn evaluate(
     if let Some(reason) = reason {
         if let Some(op) = resharding::flag(&view, job) {
             tracing::info!(%job, %reason, "resharding needed");
-            match ctx.apply(&[op]).await {
-                Ok(()) => {}
-                Err(e) if e.is_node_exists() => {}
-                Err(e) => {
-                    // Not accounted for: the next evaluation sees the change again.
-                    memos.insert(job.clone(), memo_before);
-                    tracing::warn!(%job, error = %e, "raising the resharding flag failed")
-                }
+            if !ctx.raise_flag(job, op).await {
+                // Not accounted for: the next evaluation sees the change again.
+                memos.insert(job.clone(), memo_before);
             }
         }
     }
@@ -291,13 +282,10 @@ async fn follow(
         Drift::Flag { op, reason, seen } => {
             tracing::info!(%job, %reason, leader = ?view.leader,
                 "the committed plan does not fit the instances: resharding needed");
-            match ctx.apply(&[op]).await {
-                Ok(()) => Memory::Set(seen),
-                Err(e) if e.is_node_exists() => Memory::Set(seen),
-                Err(e) => {
-                    tracing::warn!(%job, error = %e, "raising the resharding flag failed");
-                    Memory::Keep
-                }
+            if ctx.raise_flag(job, op).await {
+                Memory::Set(seen)
+            } else {
+                Memory::Keep
             }
         }
     }

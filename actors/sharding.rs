@@ -210,13 +210,7 @@ impl ShardingState {
         let ctx = ctx.clone();
         tokio::spawn(async move {
             for (job, op) in ops {
-                match ctx.apply(&[op]).await {
-                    Ok(()) => {}
-                    Err(e) if e.is_node_exists() => {}
-                    Err(e) => {
-                        tracing::warn!(%job, error = %e, "raising the resharding flag failed")
-                    }
-                }
+                ctx.raise_flag(&job, op).await;
             }
         });
     }
