@@ -75,6 +75,8 @@ pub(crate) struct ExecutorState {
     /// The distribute-once coordination (a no-op for a job naming no such listener).
     once: OnceSlot,
     drains: Vec<RpcReplyPort<()>>,
+    /// The config node's bytes last read or written (see [`config_input`]).
+    config_seen: Option<Arc<[u8]>>,
 }
 
 impl ExecutorState {
@@ -181,9 +183,12 @@ impl ExecutorState {
                 node: JobNode::Config,
                 ..
             }) => {
-                let Some(input) =
-                    config_input(&self.ctx, self.machine.job(), &self.kit.spec.job_type)
-                else {
+                let Some(input) = config_input(
+                    &self.ctx,
+                    self.machine.job(),
+                    &self.kit.spec.job_type,
+                    &mut self.config_seen,
+                ) else {
                     return;
                 };
                 input
@@ -196,9 +201,12 @@ impl ExecutorState {
                 }
             }
             ExecutorMsg::Resynced => {
-                if let Some(input) =
-                    config_input(&self.ctx, self.machine.job(), &self.kit.spec.job_type)
-                {
+                if let Some(input) = config_input(
+                    &self.ctx,
+                    self.machine.job(),
+                    &self.kit.spec.job_type,
+                    &mut self.config_seen,
+                ) {
                     Box::pin(self.drive(myself, input)).await;
                 }
                 Input::Resynced
@@ -256,6 +264,7 @@ impl Actor for ExecutorActor {
             kit,
             once,
             drains: Vec::new(),
+            config_seen: registered.yaml,
         })
     }
 

@@ -24,6 +24,7 @@ use crate::decide::lifecycle::Input;
 use crate::events::EngineEvent;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::paths::JobNode;
+use crate::registry::mirror::Mirror;
 use crate::registry::{NodeEventKind, Op};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::{JobView, ServerStatus};
@@ -87,6 +88,25 @@ pub(crate) fn clear_failover_ops(view: &JobView, job: &JobName) -> Vec<Op> {
     ops
 }
 
+/// Whether `job` has a failover record of any kind in the mirror: a mark under
+/// `leader/failover/items`, or an item's `failover`/`failovering` node.
+fn has_failover_records(mirror: &Mirror, job: &JobName) -> bool {
+    if !mirror
+        .children(&JobNode::LeaderFailoverItems.to_path(job))
+        .is_empty()
+    {
+        return true;
+    }
+    mirror
+        .children(&JobNode::Sharding.to_path(job))
+        .iter()
+        .filter_map(|i| i.parse::<ShardItem>().ok())
+        .any(|item| {
+            mirror.exists(&JobNode::ShardingFailover(item).to_path(job))
+                || mirror.exists(&JobNode::ShardingFailovering(item).to_path(job))
+        })
+}
+
 /// What a job event asks of the FailoverActor.
 #[derive(Debug, PartialEq, Eq)]
 enum Reaction {
@@ -130,7 +150,16 @@ impl FailoverState {
         if self.ctx.config(job).is_none() || self.failover_on(job) {
             return;
         }
-        let view = JobView::read(self.ctx.mirror(), job);
+        // Asked at every config change and leader change of every job: the whole job is read
+        // only when this instance leads it and a failover record exists.
+        let mirror = self.ctx.mirror();
+        let leader = mirror.data(&JobNode::LeaderElectionInstance.to_path(job));
+        let mine =
+            |d: &[u8]| std::str::from_utf8(d).is_ok_and(|d| d.trim() == self.ctx.me().as_str());
+        if !leader.is_some_and(|d| mine(&d)) || !has_failover_records(mirror, job) {
+            return;
+        }
+        let view = JobView::read(mirror, job);
         if view.leader.as_ref() != Some(self.ctx.me()) {
             return;
         }

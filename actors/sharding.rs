@@ -120,9 +120,10 @@ pub(crate) struct ShardingState {
     last_change: tokio::time::Instant,
     /// The namespace as the balanced jobs see it.
     namespace: NamespaceCache,
-    /// Whether this instance runs a balanced job, with the number of jobs it ran when that was
-    /// found: asked at every plan event, so not recounted over 10,000 jobs each time.
-    runs_balanced: Option<(usize, bool)>,
+    /// The jobs this instance runs whose strategy balances over the namespace, as of their last
+    /// config event (every job's at a re-list): kept one job at a time, so that a plan event never
+    /// counts over 10,000 jobs. `None` until counted.
+    balanced_jobs: Option<BTreeSet<JobName>>,
 }
 
 /// How long the namespace must be quiet (no plan, config or membership change) before the
@@ -215,30 +216,57 @@ impl ShardingState {
         });
     }
 
-    /// Notes a change that may move the balanced plan; a look follows once the namespace is quiet.
-    fn schedule_rebalance(&mut self, myself: &ActorRef<ShardingMsg>) {
+    /// Notes a change to `job` that may move the balanced plan; a look follows once the namespace
+    /// is quiet. Nothing is kept while no job here balances over the namespace: the cache is read
+    /// again whole when one starts to.
+    fn note_change(&mut self, myself: &ActorRef<ShardingMsg>, job: &JobName) {
+        self.classify(job);
+        if !self.runs_balanced() {
+            return;
+        }
+        self.namespace.touch(job);
+        self.schedule_look(myself);
+    }
+
+    /// Asks for a look at the balanced jobs once the namespace has been quiet for a while.
+    fn schedule_look(&mut self, myself: &ActorRef<ShardingMsg>) {
         self.last_change = tokio::time::Instant::now();
-        if !self.rebalance_due && self.runs_balanced() {
+        if !self.rebalance_due {
             self.rebalance_due = true;
             myself.send_after(REBALANCE_AFTER, || ShardingMsg::Rebalance);
         }
     }
 
-    /// Whether this instance runs a job that balances over the namespace; recounted when the
-    /// number of its jobs changes or a config changed.
+    /// Whether this instance runs a job that balances over the namespace.
     fn runs_balanced(&mut self) -> bool {
-        let jobs = self.ctx.configs.len();
-        match self.runs_balanced {
-            Some((counted, answer)) if counted == jobs => answer,
-            _ => {
-                let answer = self
-                    .ctx
-                    .configs
+        let ctx = &self.ctx;
+        !self
+            .balanced_jobs
+            .get_or_insert_with(|| {
+                ctx.configs
                     .iter()
-                    .any(|e| balanced(&self.ctx, e.key()));
-                self.runs_balanced = Some((jobs, answer));
-                answer
-            }
+                    .filter(|e| balanced(ctx, e.key()))
+                    .map(|e| e.key().clone())
+                    .collect()
+            })
+            .is_empty()
+    }
+
+    /// Whether `job` balances over the namespace is looked at again (its config, or whether it runs
+    /// here, may have changed). When the first balanced job appears, the namespace cache, not kept
+    /// until then, is read whole.
+    fn classify(&mut self, job: &JobName) {
+        let Some(jobs) = self.balanced_jobs.as_mut() else {
+            return;
+        };
+        let was = !jobs.is_empty();
+        if balanced(&self.ctx, job) {
+            jobs.insert(job.clone());
+        } else {
+            jobs.remove(job);
+        }
+        if !was && !jobs.is_empty() {
+            self.namespace.relist();
         }
     }
 }
@@ -342,7 +370,7 @@ impl Actor for ShardingActor {
             rebalance_due: false,
             last_change: tokio::time::Instant::now(),
             namespace: NamespaceCache::new(),
-            runs_balanced: None,
+            balanced_jobs: None,
         })
     }
 
@@ -378,14 +406,8 @@ impl Actor for ShardingActor {
                         | (JobNode::LeaderElectionInstance, _)
                         | (JobNode::LeaderShardingProcessing, NodeEventKind::Deleted)
                 );
-                if matches!(ev.node, JobNode::Config) {
-                    state.runs_balanced = None;
-                }
                 if moves_balance {
-                    state.namespace.touch(&ev.job);
-                }
-                if moves_balance {
-                    state.schedule_rebalance(&myself);
+                    state.note_change(&myself, &ev.job);
                 }
                 if flagged {
                     state.shard(&myself, &ev.job);
@@ -435,8 +457,10 @@ impl Actor for ShardingActor {
             }
             ShardingMsg::Resynced => {
                 state.namespace.relist();
-                state.runs_balanced = None;
-                state.schedule_rebalance(&myself);
+                state.balanced_jobs = None;
+                if state.runs_balanced() {
+                    state.schedule_look(&myself);
+                }
                 let waiting: Vec<_> = state.waiting.iter().cloned().collect();
                 for job in waiting {
                     state.shard(&myself, &job);

@@ -363,6 +363,11 @@ impl JobMachine {
     /// The reshard ended: the parked fire runs under the new plan, without the items another
     /// instance ran for it meanwhile.
     pub(super) fn resume_parked(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        // Nothing waits for the reshard: every commit of every job comes here, so the view is
+        // not read for nothing.
+        if self.parked.is_none() && !self.resharding {
+            return;
+        }
         let view = facts.view();
         let unsharded = !view.items.values().any(|v| v.has_owner_node);
         if view.sharding_necessary || view.sharding_processing || unsharded {
