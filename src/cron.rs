@@ -50,7 +50,7 @@ mod parse;
 mod search;
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use chrono::{DateTime, Utc};
 
@@ -158,8 +158,11 @@ impl CronError {
     }
 }
 
-/// The schedules alive in this process, by expression (entries of dropped ones are pruned as the
-/// table grows).
+/// The schedules parsed in this process, by expression. The table holds each parsed expression
+/// itself, so that one parsed and dropped (a node validates every job's config at its start, then
+/// again when the job registers) is found again, not parsed a second time; entries nothing else
+/// holds are pruned each time the table has doubled, so it stays within twice the expressions in
+/// use (plus 64).
 static PARSED: LazyLock<Parsed> = LazyLock::new(Parsed::default);
 
 #[derive(Default)]
@@ -167,7 +170,7 @@ struct Parsed(Mutex<ParsedTable>);
 
 #[derive(Default)]
 struct ParsedTable {
-    by_expr: HashMap<Arc<str>, Weak<Fields>>,
+    by_expr: HashMap<Arc<str>, Arc<Fields>>,
     /// Size after the last pruning; the next one happens at twice that.
     pruned_at: usize,
 }
@@ -178,19 +181,19 @@ impl Parsed {
         let (expr, cron) = table.by_expr.get_key_value(expr)?;
         Some(CronSchedule {
             expr: expr.clone(),
-            cron: cron.upgrade()?,
+            cron: cron.clone(),
         })
     }
 
     fn put(&self, schedule: &CronSchedule) {
         let mut table = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if table.by_expr.len() >= 2 * table.pruned_at.max(64) {
-            table.by_expr.retain(|_, cron| cron.strong_count() > 0);
+            table.by_expr.retain(|_, cron| Arc::strong_count(cron) > 1);
             table.pruned_at = table.by_expr.len();
         }
         table
             .by_expr
-            .insert(schedule.expr.clone(), Arc::downgrade(&schedule.cron));
+            .insert(schedule.expr.clone(), schedule.cron.clone());
     }
 }
 

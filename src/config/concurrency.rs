@@ -45,7 +45,7 @@ pub enum ItemConcurrency {
 impl ItemConcurrency {
     /// The limit on this machine; `None` for no limit.
     pub fn limit(self) -> Option<usize> {
-        self.limit_with(std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
+        self.limit_with(cores())
     }
 
     /// The limit on a machine of `cores` cores.
@@ -75,6 +75,13 @@ impl ItemConcurrency {
                 }),
         }
     }
+}
+
+/// The cores available to this process, counted once: every job asks at its start, and counting
+/// reads cgroup files (1% of a 10,000-job node's start-up CPU, counted at each job).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
 }
 
 impl JobConfig {
