@@ -197,10 +197,7 @@ impl ShardingState {
                 continue;
             }
             let view = JobView::read(mirror, &job);
-            if view.leader.as_ref() != Some(ctx.me()) {
-                continue;
-            }
-            if let Some(op) = resharding::flag(&view, &job) {
+            if let Some(op) = resharding::rebalance_flag(&view, &job, ctx.me()) {
                 tracing::info!(%job, "the job drifted from the namespace's balanced plan: resharding");
                 ops.push((job, op));
             }

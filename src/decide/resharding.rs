@@ -70,6 +70,16 @@ pub fn flag(view: &JobView, job: &JobName) -> Option<Op> {
     })
 }
 
+/// The flag to raise for a job that balances over the namespace and drifted from the namespace's
+/// plan: only its leader raises it (every instance sees the drift; one flag is enough), and only
+/// when it is not up already.
+pub fn rebalance_flag(view: &JobView, job: &JobName, me: &InstanceId) -> Option<Op> {
+    if view.leader.as_ref() != Some(me) {
+        return None;
+    }
+    flag(view, job)
+}
+
 /// Whether the job has been sharded: some item names an owner (ElasticJob asks whether `sharding/`
 /// has children; an item node without an owner says nothing about a plan).
 fn has_owners(view: &JobView) -> bool {
@@ -581,6 +591,33 @@ mod tests {
         ];
         for (name, v, r, want) in cases {
             assert_eq!(reconcile_reason(&v, r).is_some(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_drifted_balanced_job_is_flagged_by_its_leader_only_and_once() {
+        let a = inst("10.0.0.1@-@1");
+        let b = inst("10.0.0.2@-@1");
+        let flagged = |mut v: JobView| {
+            v.sharding_necessary = true;
+            v
+        };
+        let cases: Vec<(&str, JobView, bool)> = vec![
+            ("this instance leads", view(&[&a, &b], Some(&a)), true),
+            ("another instance leads", view(&[&a, &b], Some(&b)), false),
+            ("no leader yet", view(&[&a, &b], None), false),
+            (
+                "the flag is up already",
+                flagged(view(&[&a, &b], Some(&a))),
+                false,
+            ),
+        ];
+        for (name, v, want) in cases {
+            let op = rebalance_flag(&v, &job(), &a);
+            assert_eq!(op.is_some(), want, "{name}");
+            if let Some(op) = op {
+                assert_eq!(op.path(), "/orders/leader/sharding/necessary", "{name}");
+            }
         }
     }
 }
