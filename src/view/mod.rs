@@ -255,6 +255,11 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
         self.mirror.get(&path).map(|n| n.stat.ephemeral_owner)
     }
 
+    fn removed_instance_owner(&self) -> Option<i64> {
+        let path = JobNode::Instance(self.me.clone()).to_path(self.job);
+        self.mirror.removed_owner(&path)
+    }
+
     fn has_failover_marks(&self) -> bool {
         !self
             .mirror

@@ -57,6 +57,9 @@ pub trait Facts {
     fn marker_mirrored(&self, item: ShardItem) -> bool;
     /// The ephemeral owner (session id) of `instances/{me}` as mirrored; `None` when absent.
     fn instance_owner(&self) -> Option<i64>;
+    /// The ephemeral owner of the last `instances/{me}` the mirror saw removed (lately); `None`
+    /// when it knows of none, or the removed node's owner was never read.
+    fn removed_instance_owner(&self) -> Option<i64>;
     /// Whether `leader/failover/items` has children.
     fn has_failover_marks(&self) -> bool;
     /// Now, by the injected clock.

@@ -2,8 +2,9 @@
 //! session check before a late fire, and what a deletion of this instance's node means.
 //!
 //! Whether the node was removed by an operator is decided from facts the mirror holds, never by
-//! asking the registry: the deletion is an operator's only when the mirror had shown the node
-//! owned by this very session (its ephemeral owner) and the link is up. A deletion of an older
+//! asking the registry: the deletion is an operator's only when the node removed was owned by this
+//! very session (the mirror keeps the ephemeral owner of a node it removes), the mirror had shown
+//! it as this session's and the link is up. A deletion of an older
 //! session's node (a stale event of a re-list, or the old node expiring after a quick restart),
 //! a deletion seen while disconnected, or one of a node never seen: in doubt, the node is
 //! created again and the job keeps running. A node an older session of this instance still holds
@@ -146,8 +147,11 @@ impl JobMachine {
             self.registration = Registration::Confirmed;
             return;
         }
-        match (self.registration, self.link) {
-            (Registration::Confirmed, Link::Connected) => {
+        // The removed node's own owner decides, not what this machine last confirmed: its
+        // deletion may reach the job after a newer node was seen (a restart under the same id).
+        let ours = facts.removed_instance_owner() == Some(self.session);
+        match (self.registration, self.link, ours) {
+            (Registration::Confirmed, Link::Connected, true) => {
                 out.push(Command::Warn(format!(
                     "instances/{} was deleted while session {:#x} owns it: an operator shut this \
                      instance down for the job; stopping the job here",

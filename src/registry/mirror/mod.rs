@@ -87,6 +87,36 @@ pub struct Mirror {
 struct Store {
     tree: RwLock<tree::Tree>,
     synced: watch::Sender<bool>,
+    removed: parking_lot::Mutex<Removed>,
+}
+
+/// The owners of ephemeral nodes the mirror removed lately, by path: an event about a deletion
+/// may be handled after the mirror moved on (a newer node at the same path seen, or gone too), and
+/// whose node was deleted is then known from here. Entries older than [`REMOVED_KEPT`] are
+/// pruned each time the table has doubled.
+#[derive(Debug, Default)]
+struct Removed {
+    by_path: std::collections::HashMap<String, (i64, tokio::time::Instant)>,
+    pruned_at: usize,
+}
+
+/// How long the owner of a removed ephemeral node is kept.
+const REMOVED_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Removed {
+    fn note(&mut self, path: &str, node: &MirrorNode) {
+        let owner = node.stat.ephemeral_owner;
+        if owner == 0 {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        if self.by_path.len() >= 2 * self.pruned_at.max(64) {
+            self.by_path
+                .retain(|_, (_, at)| now.duration_since(*at) < REMOVED_KEPT);
+            self.pruned_at = self.by_path.len();
+        }
+        self.by_path.insert(path.to_owned(), (owner, now));
+    }
 }
 
 impl Default for Mirror {
@@ -117,6 +147,7 @@ impl Mirror {
             inner: Arc::new(Store {
                 tree: RwLock::default(),
                 synced: watch::channel(false).0,
+                removed: parking_lot::Mutex::default(),
             }),
         }
     }
@@ -124,6 +155,12 @@ impl Mirror {
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<MirrorNode> {
         self.inner.tree.read().get(path).cloned()
+    }
+
+    /// The ephemeral owner (session id) of the last node at `path` the mirror removed within the
+    /// last minute; `None` when it removed none, or the removed node's owner was never read.
+    pub fn removed_owner(&self, path: &str) -> Option<i64> {
+        self.inner.removed.lock().by_path.get(path).map(|(o, _)| *o)
     }
 
     /// The data of the node at `path`.
@@ -197,6 +234,7 @@ impl Mirror {
                     return Upserted::Stale;
                 }
                 if stat.czxid != old.stat.czxid {
+                    self.inner.removed.lock().note(path, old);
                     Upserted::Replaced
                 } else if stat.mzxid == old.stat.mzxid
                     && stat.version == old.stat.version
@@ -245,12 +283,21 @@ impl Mirror {
             .filter(|p| old.get(p).is_some() && !listed.contains(p))
             .map(|p| (p, Upserted::Stale))
             .collect();
+        let mut removed = self.inner.removed.lock();
+        for (p, _) in &changes {
+            if let Some(node) = old.get(p) {
+                removed.note(p, node);
+            }
+        }
         for ListedNode { path, data, stat } in listing {
             let stat = MirrorStat::from(&stat);
             let outcome = match old.get(&path) {
                 None => Upserted::Created,
                 Some(was) if was.pending => Upserted::Changed,
-                Some(was) if was.stat.czxid != stat.czxid => Upserted::Replaced,
+                Some(was) if was.stat.czxid != stat.czxid => {
+                    removed.note(&path, was);
+                    Upserted::Replaced
+                }
                 Some(was)
                     if was.stat.mzxid == stat.mzxid
                         && was.stat.version == stat.version
@@ -268,6 +315,7 @@ impl Mirror {
             new.set(&path, node);
             changes.push((path, outcome));
         }
+        drop(removed);
         let mut tree = parking_lot::RwLockUpgradableReadGuard::upgrade(old);
         *tree = new;
         changes
@@ -296,7 +344,11 @@ impl Mirror {
 
     /// Removes one node (not its children) and returns whether it was mirrored.
     fn remove(&self, path: &str) -> bool {
-        self.inner.tree.write().remove(path).is_some()
+        let removed = self.inner.tree.write().remove(path);
+        if let Some(node) = &removed {
+            self.inner.removed.lock().note(path, node);
+        }
+        removed.is_some()
     }
 }
 
@@ -337,6 +389,36 @@ mod tests {
             m.upsert("/a", b"3".to_vec(), stat(9, 9, 0)),
             Upserted::Replaced
         );
+    }
+
+    fn owned(czxid: i64, owner: i64) -> Stat {
+        Stat {
+            czxid,
+            mzxid: czxid,
+            ephemeral_owner: owner,
+            ..Stat::default()
+        }
+    }
+
+    #[test]
+    fn the_owner_of_a_removed_ephemeral_node_is_kept_whichever_way_it_went() {
+        let m = Mirror::new();
+        m.upsert("/j/instances/a", Vec::new(), owned(5, 0x10));
+        assert_eq!(m.removed_owner("/j/instances/a"), None);
+        // Deleted and created again, seen as one read of the new incarnation.
+        m.upsert("/j/instances/a", Vec::new(), owned(9, 0x20));
+        assert_eq!(m.removed_owner("/j/instances/a"), Some(0x10));
+        // Deleted by an event.
+        assert!(m.remove("/j/instances/a"));
+        assert_eq!(m.removed_owner("/j/instances/a"), Some(0x20));
+        // Missing from a re-list.
+        m.upsert("/j/instances/b", Vec::new(), owned(11, 0x30));
+        m.replace_subtree("/", Vec::new());
+        assert_eq!(m.removed_owner("/j/instances/b"), Some(0x30));
+        // A persistent node has no owner to keep.
+        m.upsert("/j/config", Vec::new(), owned(12, 0));
+        assert!(m.remove("/j/config"));
+        assert_eq!(m.removed_owner("/j/config"), None);
     }
 
     fn listed(path: &str, czxid: i64, mzxid: i64) -> ListedNode {

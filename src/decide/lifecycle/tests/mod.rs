@@ -21,6 +21,7 @@ struct Fake {
     view: JobView,
     now: DateTime<Utc>,
     owner: Option<i64>,
+    removed: Option<i64>,
     mirrored: BTreeSet<ShardItem>,
 }
 
@@ -36,6 +37,9 @@ impl Facts for Fake {
     }
     fn instance_owner(&self) -> Option<i64> {
         self.owner
+    }
+    fn removed_instance_owner(&self) -> Option<i64> {
+        self.removed
     }
     fn has_failover_marks(&self) -> bool {
         !self.view.failover_marks.is_empty()
@@ -98,6 +102,7 @@ fn fake() -> Fake {
         view: two_items(),
         now: t(0),
         owner: Some(SESSION),
+        removed: None,
         mirrored: BTreeSet::new(),
     }
 }
@@ -231,11 +236,13 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
             Command::Stop,
         ]
     };
-    // (case, registration, session state, owner of instances/{me} in the mirror, commands)
+    // (case, registration, session state, owner of instances/{me} in the mirror, owner of the
+    // removed node, commands)
     type Case = (
         &'static str,
         Registration,
         Option<SessionState>,
+        Option<i64>,
         Option<i64>,
         Vec<Command>,
     );
@@ -245,6 +252,7 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
             Registration::Unconfirmed,
             None,
             None,
+            Some(OLD_SESSION),
             vec![register_again()],
         ),
         (
@@ -252,6 +260,7 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
             Registration::Older(OLD_SESSION),
             None,
             None,
+            Some(OLD_SESSION),
             vec![register_again()],
         ),
         (
@@ -259,6 +268,7 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
             Registration::Confirmed,
             None,
             Some(SESSION),
+            Some(OLD_SESSION),
             vec![],
         ),
         (
@@ -266,23 +276,47 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
             Registration::Confirmed,
             Some(SessionState::Disconnected),
             None,
+            Some(SESSION),
+            vec![register_again()],
+        ),
+        (
+            "ours was confirmed, but the node removed was the older session's (its deletion reached \
+             the job after ours was seen, a restart under the same id): re-register",
+            Registration::Confirmed,
+            None,
+            None,
+            Some(OLD_SESSION),
+            vec![register_again()],
+        ),
+        (
+            "confirmed, but the removed node's owner was never read: in doubt, re-register",
+            Registration::Confirmed,
+            None,
+            None,
+            None,
             vec![register_again()],
         ),
     ];
-    for (name, registration, session, owner, expected) in cases {
+    for (name, registration, session, owner, removed, expected) in cases {
         let mut m = machine(registration);
-        let f = Fake { owner, ..fake() };
+        let f = Fake {
+            owner,
+            removed,
+            ..fake()
+        };
         if let Some(s) = session {
             m.step(Input::Session(s), &f);
         }
         assert_eq!(m.step(deleted_me(), &f), expected, "{name}");
     }
-    // Confirmed by the mirror, connected, deleted: an operator's shutdown, logged at WARN.
+    // Confirmed by the mirror, connected, and the node removed was this session's: an
+    // operator's shutdown, logged at WARN.
     let mut m = machine(Registration::Confirmed);
     let out = m.step(
         deleted_me(),
         &Fake {
             owner: None,
+            removed: Some(SESSION),
             ..fake()
         },
     );
