@@ -377,6 +377,10 @@ pub struct JobMachine {
     behind: bool,
     /// The labels this instance carries, written in its `instances/{me}` node.
     labels: Vec<String>,
+    /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
+    /// come yet: a take-over judged on a mirror that lagged may delete this session's own node
+    /// (and create it again in the same write), and that deletion is nobody's shutdown.
+    own_deletions: u8,
 }
 
 impl JobMachine {
@@ -411,6 +415,7 @@ impl JobMachine {
             served_until: None,
             behind: false,
             labels: Vec::new(),
+            own_deletions: 0,
         }
     }
 

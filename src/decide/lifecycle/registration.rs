@@ -120,6 +120,7 @@ impl JobMachine {
     /// job starts nothing: survivors would fail over this session's runs when the old node goes.
     fn take_over(&mut self, owner: i64, out: &mut Vec<Command>) {
         self.registration = Registration::Older(owner);
+        self.own_deletions = self.own_deletions.saturating_add(1);
         let path = JobNode::Instance(self.me.clone()).to_path(&self.job);
         out.push(Command::Write {
             ops: vec![Op::delete(path), self.instance_create()],
@@ -140,6 +141,11 @@ impl JobMachine {
     /// `instances/{me}` was deleted.
     pub(super) fn instance_deleted(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
         if self.leaving || self.draining {
+            return;
+        }
+        if self.own_deletions > 0 {
+            // This machine's own take-over deleted it (and created ours in the same write).
+            self.own_deletions -= 1;
             return;
         }
         if facts.instance_owner() == Some(self.session) {
@@ -183,8 +189,11 @@ impl JobMachine {
             // Unconfirmed until the mirror shows it; a node already there is judged by its
             // creation event's owner.
             (Purpose::TakeOver, Outcome::Done) => self.registration = Registration::Unconfirmed,
-            // The old node went meanwhile: create ours.
-            (Purpose::TakeOver, Outcome::Conflict) => self.register_again(out),
+            // The old node went meanwhile (nothing was deleted): create ours.
+            (Purpose::TakeOver, Outcome::Conflict) => {
+                self.own_deletions = self.own_deletions.saturating_sub(1);
+                self.register_again(out)
+            }
             (_, Outcome::Done | Outcome::Conflict | Outcome::Stale) => {}
             (_, Outcome::Failed(e)) => out.push(Command::Warn(format!(
                 "creating instances/{} failed ({e}); retried at the next re-list",

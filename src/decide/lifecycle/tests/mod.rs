@@ -190,6 +190,13 @@ fn deleted_me() -> Input {
     }
 }
 
+fn created_me() -> Input {
+    Input::Event {
+        node: JobNode::Instance(me()),
+        kind: NodeEventKind::Created,
+    }
+}
+
 #[test]
 fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_more() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
@@ -325,6 +332,41 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
         "{out:?}"
     );
     assert_eq!(out[1..], leave(true)[..]);
+}
+
+#[test]
+fn the_deletion_a_take_over_made_of_this_sessions_own_node_is_not_an_operator_shutdown() {
+    // A re-list after a quick restart still shows the older session's node; registration had
+    // already replaced it with ours, so the machine's take-over deletes ours and creates it again.
+    let mut m = machine(Registration::Unconfirmed);
+    let older = Fake {
+        owner: Some(OLD_SESSION),
+        ..fake()
+    };
+    m.step(Input::Resynced, &older);
+    m.step(
+        Input::Written {
+            purpose: Purpose::TakeOver,
+            outcome: Outcome::Done,
+        },
+        &older,
+    );
+    // Registration's creation event arrives late and confirms ours...
+    let ours = fake();
+    m.step(created_me(), &ours);
+    // ...then the take-over's deletion, seen before its creation is read.
+    let deleted = Fake {
+        owner: None,
+        removed: Some(SESSION),
+        ..fake()
+    };
+    assert_eq!(m.step(deleted_me(), &deleted), vec![]);
+    // A later deletion of our node is an operator's again.
+    let out = m.step(deleted_me(), &deleted);
+    assert!(
+        matches!(&out[0], Command::Warn(w) if w.contains("operator")),
+        "{out:?}"
+    );
 }
 
 #[test]
