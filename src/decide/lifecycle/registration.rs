@@ -144,8 +144,15 @@ impl JobMachine {
             return;
         }
         if self.own_deletions > 0 {
-            // This machine's own take-over deleted it (and created ours in the same write).
+            // This machine's own take-over deleted it (and created ours in the same write): never
+            // a shutdown. Unless ours already shows, create it, in case the count was stale (a
+            // take-over reported failed that never applied): a create that finds it is harmless.
             self.own_deletions -= 1;
+            if facts.instance_owner() == Some(self.session) {
+                self.registration = Registration::Confirmed;
+            } else {
+                self.register_again(out);
+            }
             return;
         }
         if facts.instance_owner() == Some(self.session) {
