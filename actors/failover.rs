@@ -151,12 +151,9 @@ impl FailoverState {
             return;
         }
         // Asked at every config change and leader change of every job: the whole job is read
-        // only when this instance leads it and a failover record exists.
+        // only when a failover record exists.
         let mirror = self.ctx.mirror();
-        let leader = mirror.data(&JobNode::LeaderElectionInstance.to_path(job));
-        let mine =
-            |d: &[u8]| std::str::from_utf8(d).is_ok_and(|d| d.trim() == self.ctx.me().as_str());
-        if !leader.is_some_and(|d| mine(&d)) || !has_failover_records(mirror, job) {
+        if !has_failover_records(mirror, job) {
             return;
         }
         let view = JobView::read(mirror, job);

@@ -7,7 +7,9 @@
 //! it as this session's and the link is up. A deletion of an older
 //! session's node (a stale event of a re-list, or the old node expiring after a quick restart),
 //! a deletion seen while disconnected, or one of a node never seen: in doubt, the node is
-//! created again and the job keeps running. A node an older session of this instance still holds
+//! created again and the job keeps running, as it does after a deletion this machine's own
+//! take-over made (counted, since a take-over judged on a lagging mirror may remove this session's
+//! own node and create it again). A node an older session of this instance still holds
 //! is taken over at once (deleted and created in one multi-op), never waited for.
 
 use crate::paths::JobNode;

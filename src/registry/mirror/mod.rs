@@ -393,10 +393,8 @@ mod tests {
 
     fn owned(czxid: i64, owner: i64) -> Stat {
         Stat {
-            czxid,
-            mzxid: czxid,
             ephemeral_owner: owner,
-            ..Stat::default()
+            ..stat(czxid, czxid, 0)
         }
     }
 
