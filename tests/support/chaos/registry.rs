@@ -209,3 +209,28 @@ pub fn exists(connect: &str, namespace: &str, path: &str) -> bool {
     });
     read.unwrap_or_else(|e| panic!("reading {path}: {e}"))
 }
+
+/// Whether a new session opens on `server` (one `host:port`) and answers a read within `within`.
+/// Opening a session is a write through the ensemble's quorum (`createSession`), so this tells
+/// an ensemble that serves from one whose members only answer four-letter commands.
+pub fn opens_sessions(server: &str, namespace: &str, within: Duration) -> bool {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the test's ZooKeeper probe");
+    let probe = async {
+        let config = ZkConfig::new(server, namespace)
+            .ok()?
+            .with_session_timeout(Duration::from_secs(4))
+            .with_connection_timeout(within)
+            .with_call_timeout(within)
+            .ok()?;
+        let session = ZkConnector::new(config).connect_session().await.ok()?;
+        let answered = session.exists("/").await.is_ok();
+        session.close().await;
+        answered.then_some(())
+    };
+    runtime
+        .block_on(tokio::time::timeout(within, probe))
+        .is_ok_and(|r| r.is_some())
+}

@@ -382,6 +382,11 @@ impl ZkEnsemble {
         (0..Self::SIZE).find(|&i| self.mode(i).as_deref() == Some("leader"))
     }
 
+    /// The process id of server `i`, while it runs.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i].child.lock().unwrap().as_ref().map(Child::id)
+    }
+
     /// Kills server `i` (SIGKILL) and waits for it to exit.
     pub fn kill(&self, i: usize) {
         if let Some(mut child) = self.members[i].child.lock().unwrap().take() {
