@@ -25,6 +25,7 @@ use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
 use super::lanes::{self, Lanes, Merge};
+use super::sharding::ShardingMsg;
 
 /// How often the leader looks whether a job's reconcile interval has passed.
 const RECONCILE_TICK: Duration = Duration::from_secs(60);
@@ -52,6 +53,9 @@ pub(crate) enum LeaderMsg {
     ReconcileTick,
     /// The evaluation of a job ended; what it leaves to remember of a plan flagged as a follower.
     Evaluated(JobName, Memory),
+    /// The session's ShardingActor, told when this instance leads and raises a job's flag (handed
+    /// down by the SessionActor, again when it restarts).
+    Sharding(ActorRef<ShardingMsg>),
 }
 
 /// State of the LeaderActor.
@@ -64,6 +68,8 @@ pub(crate) struct LeaderState {
     flagged: HashMap<JobName, Seen>,
     /// Per job, the instances its plan accounts for (read and written by its evaluation only).
     memos: Arc<DashMap<JobName, MembershipMemo>>,
+    /// Where a flag this leader raised goes at once (`None` until handed down).
+    sharding: Option<ActorRef<ShardingMsg>>,
 }
 
 /// What a follower keeps of the plans it flagged, after an evaluation.
@@ -139,8 +145,9 @@ impl LeaderState {
         let myself = myself.clone();
         let flagged = self.flagged.get(&job).cloned();
         let memos = self.memos.clone();
+        let sharding = self.sharding.clone();
         tokio::spawn(async move {
-            let work = evaluate(&ctx, &memos, &job, request, flagged);
+            let work = evaluate(&ctx, &memos, &job, request, flagged, sharding.as_ref());
             let memory = match lanes::guarded("leader", &job, work).await {
                 Ok(memory) => memory,
                 Err(_) => {
@@ -180,6 +187,7 @@ async fn evaluate(
     job: &JobName,
     request: Evaluation,
     flagged: Option<Seen>,
+    sharding: Option<&ActorRef<ShardingMsg>>,
 ) -> Memory {
     let Evaluation {
         instances_changed,
@@ -258,6 +266,9 @@ async fn evaluate(
             if !ctx.raise_flag(job, op).await {
                 // Not accounted for: the next evaluation sees the change again.
                 memos.insert(job.clone(), memo_before);
+            } else if let Some(sharding) = sharding {
+                // Sharding starts now rather than at the flag's event, which comes after a read.
+                let _ = sharding.send_message(ShardingMsg::FlagRaised(job.clone()));
             }
         }
     }
@@ -308,6 +319,7 @@ impl Actor for LeaderActor {
             lanes: Lanes::default(),
             flagged: HashMap::new(),
             memos: Arc::default(),
+            sharding: None,
         })
     }
 
@@ -367,6 +379,7 @@ impl Actor for LeaderActor {
                 }
             }
             LeaderMsg::Evaluate(job) => state.evaluate(&myself, &job, RECONCILE),
+            LeaderMsg::Sharding(sharding) => state.sharding = Some(sharding),
             LeaderMsg::Evaluated(job, memory) => {
                 match memory {
                     Memory::Keep => {}

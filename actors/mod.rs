@@ -24,6 +24,7 @@
 //!                            ShardingActor (ShardIfNecessary), FailoverActor (RunEnded, ...)
 //!   TriggerActor  ──the executor's ref in each Schedule──▶ ExecutorActor (Prepare, Fire)
 //!   FailoverActor ──the refs executors announce──▶ ExecutorActor (IsIdle, FailoverClaimed)
+//!   LeaderActor   ──Sharding(ref)──▶ ShardingActor (FlagRaised: a flag it just raised)
 //! ```
 //!
 //! Message flow of a registry change: ZooKeeper watch event → `Mirror` feed applies it and emits a

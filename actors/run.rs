@@ -171,6 +171,9 @@ impl RunKit {
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
         let props = Arc::new(c.props.clone());
+        let lease =
+            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout)
+                .frozen_node_lease();
         let contexts = items
             .iter()
             .zip(fences)
@@ -191,6 +194,7 @@ impl RunKit {
                     cancellation: token,
                     resharding: self.resharding.clone(),
                     props: props.clone(),
+                    child_lease: Some(lease),
                 }
             })
             .collect();

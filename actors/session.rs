@@ -219,6 +219,9 @@ impl SessionActorState {
         for e in self.executors.values() {
             let _ = e.send_message(ExecutorMsg::Peers(peers.clone()));
         }
+        let _ = peers
+            .leader
+            .send_message(LeaderMsg::Sharding(peers.sharding.clone()));
         self.peers = Some(peers);
     }
 

@@ -21,7 +21,7 @@ use crate::types::{InstanceId, ShardItem};
 use crate::view::{JobView, NamespaceCache};
 
 use super::context::{JobEvent, SessionCtx};
-use super::lanes::{self, Lanes};
+use super::lanes::{self, Lanes, Merge};
 
 /// The most operations one multi-op carries. ZooKeeper refuses a request past `jute.maxbuffer`
 /// (1 MiB by default) and drops the connection; a plan for a huge `shardingTotalCount` is therefore
@@ -71,6 +71,9 @@ pub(crate) struct ShardingActor;
 pub(crate) enum ShardingMsg {
     /// A fire found the job's resharding flag up: shard it if this instance leads.
     ShardIfNecessary(JobName),
+    /// This instance's LeaderActor has just raised the job's flag: shard now, without waiting
+    /// for the mirror to show the flag (its event needs a read first).
+    FlagRaised(JobName),
     /// A node of a job changed.
     Job(JobEvent),
     /// The mirror was re-listed: retry every waiting job.
@@ -112,7 +115,7 @@ pub(crate) struct ShardingState {
     /// Waiting jobs with a retry already on its way.
     retrying: BTreeSet<JobName>,
     /// Jobs with a sharding step in flight.
-    lanes: Lanes<()>,
+    lanes: Lanes<Request>,
     /// A [`ShardingMsg::Rebalance`] is on its way.
     rebalance_due: bool,
     /// When the last change that may move the balanced plan arrived: the look waits for a quiet
@@ -134,15 +137,32 @@ const REBALANCE_AFTER: std::time::Duration = std::time::Duration::from_millis(30
 /// a waiting job is looked at again: one check of the whole job instead of one per item.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// A request to shard a job; requests merge by "or".
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Request {
+    /// This instance's leader raised the flag: it is up even while the mirror does not show it.
+    flag_raised: bool,
+}
+
+impl Merge for Request {
+    fn merge(&mut self, later: Self) {
+        self.flag_raised |= later.flag_raised;
+    }
+}
+
 impl ShardingState {
     /// Starts sharding `job` in its lane, or once more after the run in flight.
     fn shard(&mut self, myself: &ActorRef<ShardingMsg>, job: &JobName) {
-        if self.lanes.admit(job, ()).is_some() {
-            self.spawn_shard(myself, job.clone());
+        self.shard_with(myself, job, Request::default());
+    }
+
+    fn shard_with(&mut self, myself: &ActorRef<ShardingMsg>, job: &JobName, request: Request) {
+        if let Some(request) = self.lanes.admit(job, request) {
+            self.spawn_shard(myself, job.clone(), request);
         }
     }
 
-    fn spawn_shard(&mut self, myself: &ActorRef<ShardingMsg>, job: JobName) {
+    fn spawn_shard(&mut self, myself: &ActorRef<ShardingMsg>, job: JobName, request: Request) {
         let ctx = self.ctx.clone();
         let myself = myself.clone();
         // A balanced job's plan counts the namespace, which this actor keeps: read here.
@@ -155,7 +175,7 @@ impl ShardingState {
         };
         tokio::spawn(async move {
             let work = async {
-                match decide(&ctx, &job, &held) {
+                match decide(&ctx, &job, &held, request.flag_raised) {
                     Some(step) => apply(&ctx, &job, step).await,
                     None => Outcome::Done,
                 }
@@ -284,6 +304,7 @@ fn decide(
     ctx: &SessionCtx,
     job: &JobName,
     held: &BTreeMap<InstanceId, usize>,
+    flag_raised: bool,
 ) -> Option<ShardingStep> {
     let config = ctx.config(job)?;
     let strategy = match ctx
@@ -297,7 +318,9 @@ fn decide(
             return None;
         }
     };
-    let view = JobView::read(ctx.mirror(), job);
+    let mut view = JobView::read(ctx.mirror(), job);
+    // Raised by this leader a moment ago: only this leader's commit takes it down again.
+    view.sharding_necessary |= flag_raised;
     let i_lead = view.leader.as_ref() == Some(ctx.me());
     let rules = resharding::Rules::of(&config);
     let facts = resharding::Facts {
@@ -318,25 +341,38 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
             Outcome::Waits
         }
         ShardingStep::Commit { processing, commit } => {
-            match ctx.apply(&[processing]).await {
-                Ok(()) => {}
-                Err(e) if e.is_node_exists() => {}
-                Err(e) => {
-                    tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
-                    return Outcome::Done;
+            let mut ops = Vec::with_capacity(commit.len() + 1);
+            ops.push(processing);
+            ops.extend(commit);
+            let written = if ops.len() <= MAX_OPS_PER_MULTI {
+                // A plan that fits one multi-op goes in one write with `processing` (up and down
+                // again in it, so a Java leader mid-way makes it fail): a round trip less, and no
+                // follower sees a partial plan either way.
+                match ctx.apply(&ops).await {
+                    Err(e) if e.is_node_exists() => commit_after_processing(ctx, job, &ops).await,
+                    Err(e) => {
+                        // Nothing was written (a multi-op is atomic): retry as after any failure.
+                        tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
+                        return Outcome::Failed;
+                    }
+                    Ok(()) => Ok(()),
                 }
-            }
-            match apply_in_chunks(ctx, &commit).await {
+            } else {
+                commit_after_processing(ctx, job, &ops).await
+            };
+            let commit = &ops[1..];
+            match written {
+                Err(None) => Outcome::Done,
                 Ok(()) => {
                     tracing::info!(%job, "sharding committed");
                     ctx.node.events.emit(EngineEvent::ShardingChanged {
                         job: job.clone(),
-                        assignment: assignment_of(&commit),
+                        assignment: assignment_of(commit),
                     });
                     crate::metrics::resharding_committed(ctx.me(), job);
                     Outcome::Done
                 }
-                Err(e) => {
+                Err(Some(e)) => {
                     // The mirror was behind the registry: undo `processing` and retry on the
                     // next event or fire.
                     tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
@@ -347,6 +383,25 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
             }
         }
     }
+}
+
+/// Marks sharding as processing with `ops[0]` (already marked is fine: an earlier try of this
+/// leader, or the one-write commit failed on a node that exists), then commits `ops[1..]` in
+/// chunks. `Err(None)`: `processing` could not be marked (logged), nothing was committed.
+async fn commit_after_processing(
+    ctx: &SessionCtx,
+    job: &JobName,
+    ops: &[Op],
+) -> Result<(), Option<crate::registry::RegistryError>> {
+    match ctx.apply(&ops[..1]).await {
+        Ok(()) => {}
+        Err(e) if e.is_node_exists() => {}
+        Err(e) => {
+            tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
+            return Err(None);
+        }
+    }
+    apply_in_chunks(ctx, &ops[1..]).await.map_err(Some)
 }
 
 impl Actor for ShardingActor {
@@ -379,6 +434,9 @@ impl Actor for ShardingActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             ShardingMsg::ShardIfNecessary(job) => state.shard(&myself, &job),
+            ShardingMsg::FlagRaised(job) => {
+                state.shard_with(&myself, &job, Request { flag_raised: true })
+            }
             ShardingMsg::Job(ev) => {
                 // The leader shards as soon as the flag is up, not at its next fire: the new plan is
                 // then ready before the fire (no sharding on a run's path), and a leaving instance's
@@ -448,8 +506,8 @@ impl Actor for ShardingActor {
                         }
                     }
                 }
-                if let Some((job, ())) = state.lanes.done(&job) {
-                    state.spawn_shard(&myself, job);
+                if let Some((job, next)) = state.lanes.done(&job) {
+                    state.spawn_shard(&myself, job, next);
                 }
             }
             ShardingMsg::Resynced => {

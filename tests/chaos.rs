@@ -588,3 +588,87 @@ fn an_item_whose_owner_names_a_nonexistent_instance_gets_a_live_owner_within_the
 fn phase(what: &str) {
     eprintln!("[chaos] --- {what}");
 }
+
+const ORPHAN_JOBS: &str = "  - type: SCRIPT
+    jobName: orphan
+    cron: '* * * * * ?'
+    timeZone: GMT
+    shardingTotalCount: 1
+    misfire: false
+    overwrite: true
+    props:
+      script.command.line: '{orphan}'
+";
+
+/// The pids `{orphan}` logged so far.
+fn orphan_pids(cluster: &Cluster) -> Vec<libc::pid_t> {
+    std::fs::read_to_string(cluster.dir().join("orphans.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Whether `pid` runs: it exists and is not a zombie (a child killed while its node is stopped
+/// stays a zombie until the node reaps it).
+fn runs(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Waits for a pid of `{orphan}` not in `seen`, and returns it.
+fn new_orphan(cluster: &Cluster, seen: &[libc::pid_t]) -> libc::pid_t {
+    let deadline = std::time::Instant::now() + chaos::WITHIN;
+    loop {
+        if let Some(pid) = orphan_pids(cluster).into_iter().find(|p| !seen.contains(p)) {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new run of the orphan job within {:?}",
+            chaos::WITHIN
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until `pid` no longer runs; returns how long that took, failing after `within`.
+fn gone_within(pid: libc::pid_t, within: Duration, what: &str) -> Duration {
+    let started = std::time::Instant::now();
+    while runs(pid) {
+        assert!(
+            started.elapsed() < within,
+            "{what}: child {pid} still runs {within:?} later"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    started.elapsed()
+}
+
+#[test]
+fn a_frozen_or_killed_nodes_script_children_die_before_its_session_can_expire() {
+    let _serial = serial();
+    let zk = ZkServer::start();
+    let mut cluster = Cluster::with_jobs(&zk.connect_string(), "orphans", ORPHAN_JOBS);
+    phase("one node runs a script that ignores what becomes of its node");
+    cluster.start("a");
+    let first = new_orphan(&cluster, &[]);
+    assert!(runs(first), "the orphan script {first} runs");
+
+    phase("SIGSTOP the node: its keeper kills the child before the session can expire");
+    cluster.node("a").signal(libc::SIGSTOP);
+    let killed = gone_within(first, SESSION_TIMEOUT, "the node stopped");
+    cluster.node("a").signal(libc::SIGCONT);
+
+    phase("SIGCONT: the node runs the job again; kill -9: the keeper kills the child at once");
+    let second = new_orphan(&cluster, &[first]);
+    cluster.node("a").kill9();
+    let after_kill = gone_within(second, Duration::from_secs(1), "the node killed");
+    eprintln!(
+        "[chaos] orphans: child of a stopped node killed {killed:?} after the stop (session \
+         {SESSION_TIMEOUT:?}); child of a killed node {after_kill:?} after the kill"
+    );
+}

@@ -430,3 +430,53 @@ async fn a_config_whose_job_name_differs_from_its_path_is_refused_on_reload() {
     }
     node.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_leave_is_resharded_even_while_a_stale_processing_mark_stands() {
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let mut nodes = start_nodes(
+        &conn,
+        &[1, 2],
+        &every_second("orders", 4),
+        &rec,
+        Duration::ZERO,
+    )
+    .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 4).is_empty()
+    })
+    .await;
+    tracing::info!("--- another session marks sharding as processing, then instance 2 leaves");
+    // What a leader that died mid-way leaves until its session ends (a Java leader marks
+    // `processing` before it computes its plan): the plan of one write must not fail on it for good.
+    let other = conn.connect().await.unwrap();
+    other
+        .create(
+            "/orders/leader/sharding/processing",
+            b"",
+            shardcron::registry::CreateMode::Ephemeral,
+        )
+        .await
+        .unwrap();
+    nodes.pop().unwrap().shutdown().await;
+    let one = instance(1);
+    let before = rec.all().len();
+    rec.wait_until("two complete fires by instance 1 alone", WITHIN, |log| {
+        let recent = &log[before..];
+        complete_fires(recent, 4).len() >= 2 && recent.iter().all(|e| e.instance == one)
+    })
+    .await;
+    let plan = assignment(&nodes[0], "orders");
+    assert_eq!(
+        plan.get(one.as_str()).map(Vec::len),
+        Some(4),
+        "every item with instance 1: {plan:?}"
+    );
+    assert!(
+        !nodes[0]
+            .mirror()
+            .exists("/orders/leader/sharding/processing"),
+        "the commit took the stale processing mark down"
+    );
+    nodes[0].shutdown().await;
+}

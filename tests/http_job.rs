@@ -46,6 +46,7 @@ fn context(item: u32) -> ShardingContext {
         cancellation: CancellationToken::new(),
         resharding: Default::default(),
         props: Default::default(),
+        child_lease: None,
     }
 }
 

@@ -39,6 +39,7 @@ fn context() -> ShardingContext {
         cancellation: CancellationToken::new(),
         resharding: ReshardingFlag::default(),
         props: Default::default(),
+        child_lease: None,
     }
 }
 

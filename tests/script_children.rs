@@ -25,6 +25,7 @@ fn context(item: u32) -> ShardingContext {
         cancellation: CancellationToken::new(),
         resharding: ReshardingFlag::default(),
         props: Default::default(),
+        child_lease: None,
         scheduled_at: None,
         fencing_token: Default::default(),
     }

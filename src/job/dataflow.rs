@@ -235,6 +235,7 @@ mod tests {
             cancellation: CancellationToken::new(),
             resharding: ReshardingFlag::default(),
             props: Default::default(),
+            child_lease: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod dataflow;
 pub mod fencing;
 pub mod handlers;
 pub mod http;
+pub mod keeper;
 pub mod script;
 
 use std::collections::BTreeMap;
@@ -113,6 +114,12 @@ pub struct ShardingContext {
     /// as ElasticJob's executors read them at each run. Empty when the caller has none.
     #[serde(skip)]
     pub props: Arc<BTreeMap<String, String>>,
+    /// How long a child process this run starts may outlive a silence of its node before the
+    /// child keeper kills it ([`keeper`]; the session's
+    /// [`frozen_node_lease`](crate::decide::lifecycle::FenceBudget::frozen_node_lease)). `None`:
+    /// children are not kept. A shardcron addition.
+    #[serde(skip)]
+    pub child_lease: Option<std::time::Duration>,
 }
 
 impl ShardingContext {

@@ -21,6 +21,9 @@
 //!   fencing cancel, reports the finished item, not a cancelled one; output still unread from its
 //!   pipes is not logged). The child is also killed if the run's future is dropped. Only the
 //!   direct child is killed, not processes it started itself.
+//! - A child outlives its node's silence by no more than the run's
+//!   [`child_lease`](ShardingContext::child_lease): the [`keeper`](super::keeper) kills the child of a
+//!   node frozen (SIGSTOP) or killed (kill -9) before a survivor can fail its item over.
 //! - Every child is reaped as it ends: its exit is awaited beside its pipes, a cancelled child is
 //!   killed and awaited, and a child whose run was dropped is killed and handed to tokio's orphan
 //!   queue, which reaps it at the next `SIGCHLD`.
@@ -242,6 +245,11 @@ impl ItemHandler for ScriptJob {
                 command: this.command_line.clone(),
                 reason: e.to_string(),
             })?;
+        // Held until the child is reaped: a frozen or dead node's child is killed by the keeper.
+        let _kept = match (child.id(), ctx.child_lease) {
+            (Some(pid), Some(lease)) if !lease.is_zero() => super::keeper::watch(pid, lease),
+            _ => None,
+        };
         let finished = tokio::select! {
             biased;
             () = ctx.cancelled() => None,

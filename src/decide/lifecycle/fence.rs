@@ -67,6 +67,17 @@ impl FenceBudget {
     pub fn pause_cancels_after(&self) -> Duration {
         self.cancel_after_notice()
     }
+
+    /// How long a child process of a run may outlive its node's last heartbeat before the child
+    /// keeper kills it (`job::keeper`): a node frozen at `F` was last heard by the server no
+    /// sooner than a ping interval before `F`, so the earliest expiry is `F - ping + timeout`, and
+    /// the keeper's kill comes `2 x margin` before it (one margin covers the keeper's own poll
+    /// and scheduling). Zero when the timeout leaves no budget (killed as soon as a beat is late).
+    pub fn frozen_node_lease(&self) -> Duration {
+        self.timeout
+            .saturating_sub(self.ping_interval())
+            .saturating_sub(self.margin() * 2)
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +110,34 @@ mod tests {
                 b.notice_latency() + b.cancel_after_notice() + b.margin() <= b.timeout,
                 "{timeout} ms leaves the margin"
             );
+        }
+    }
+
+    #[test]
+    fn a_frozen_nodes_children_are_killed_two_margins_before_the_earliest_expiry() {
+        let cases = [
+            // timeout, lease
+            (4_000, 2_600),
+            (6_000, 3_900),
+            (30_000, 19_500),
+            (500, 225),
+            (100, 0),
+        ];
+        for (timeout, lease) in cases {
+            let b = FenceBudget::for_session(Duration::from_millis(timeout));
+            assert_eq!(
+                b.frozen_node_lease(),
+                Duration::from_millis(lease),
+                "{timeout} ms"
+            );
+            // Frozen at F, last heard at F - ping at the earliest: the kill (F + lease, plus the
+            // keeper's poll within one margin) comes before F - ping + timeout.
+            if b.frozen_node_lease() > Duration::ZERO {
+                assert!(
+                    b.ping_interval() + b.frozen_node_lease() + b.margin() * 2 <= b.timeout,
+                    "{timeout} ms leaves two margins"
+                );
+            }
         }
     }
 }

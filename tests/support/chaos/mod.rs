@@ -87,7 +87,8 @@ impl Cluster {
 
     /// Writes the scripts and a jobs file whose `jobs:` list is `jobs` (YAML list entries;
     /// `{record}` logs and works half a second, `{slow}` logs and works [`SLOW_RUN`], `{hang}`
-    /// logs and hangs while its node lives, `{track}` is the tracking script of [`spans`]:
+    /// logs and hangs while its node lives, `{orphan}` logs its pid to `orphans.log` and sleeps
+    /// a minute whatever becomes of its node, `{track}` is the tracking script of [`spans`]:
     /// `{track} TICKS SECONDS` runs TICKS ticks of SECONDS each).
     pub fn with_jobs(connect: &str, scenario: &str, jobs_yaml: &str) -> Cluster {
         // `SHARDCRON_CHAOS_KEEP=1` keeps the directory (the nodes' logs) after the test.
@@ -126,6 +127,15 @@ impl Cluster {
                  while kill -0 $PPID 2>/dev/null; do sleep 0.2; done\n"
             ),
         );
+        let orphan = dir.path().join("orphan.sh");
+        write_script(
+            &orphan,
+            &format!(
+                "#!/bin/sh\n# Logs its pid, then sleeps a minute whatever becomes of its node.\n\
+                 echo $$ >> '{}'\nexec sleep 60\n",
+                dir.path().join("orphans.log").display()
+            ),
+        );
         let jobs = dir.path().join("jobs.yaml");
         let track_script = dir.path().join("track.sh");
         let text = format!(
@@ -134,7 +144,8 @@ impl Cluster {
                 .replace("{track}", &track_script.display().to_string())
                 .replace("{record}", &record.display().to_string())
                 .replace("{slow}", &slow.display().to_string())
-                .replace("{hang}", &hang.display().to_string()),
+                .replace("{hang}", &hang.display().to_string())
+                .replace("{orphan}", &orphan.display().to_string()),
         );
         std::fs::write(&jobs, text).expect("writing the jobs file");
         let track = dir.path().join("track.log");

@@ -384,7 +384,12 @@ impl ZkEnsemble {
 
     /// The process id of server `i`, while it runs.
     pub fn pid(&self, i: usize) -> Option<u32> {
-        self.members[i].child.lock().unwrap().as_ref().map(Child::id)
+        self.members[i]
+            .child
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(Child::id)
     }
 
     /// Kills server `i` (SIGKILL) and waits for it to exit.
