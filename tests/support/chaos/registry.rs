@@ -231,6 +231,6 @@ pub fn opens_sessions(server: &str, namespace: &str, within: Duration) -> bool {
         answered.then_some(())
     };
     runtime
-        .block_on(tokio::time::timeout(within, probe))
+        .block_on(async { tokio::time::timeout(within, probe).await })
         .is_ok_and(|r| r.is_some())
 }
