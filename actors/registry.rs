@@ -39,9 +39,6 @@ pub(crate) enum RegistryMsg {
     ReadySession(RpcReplyPort<Option<i64>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
-    /// Hand the allocator's freed memory back to the system if a burst left much of it
-    /// ([`crate::heap`]).
-    HeapUpkeep,
     /// The mirror feed of session `generation` ended without a terminal session state (its
     /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
     /// registry, so the session is given up and a new one opened.
@@ -122,7 +119,6 @@ impl Actor for RegistryActor {
         myself.send_interval(node.options.clock_check_interval, || {
             RegistryMsg::CheckClock
         });
-        myself.send_interval(crate::heap::UPKEEP_EVERY, || RegistryMsg::HeapUpkeep);
         let backoff = node.options.reconnect_initial;
         Ok(RegistryState {
             node,
@@ -235,13 +231,6 @@ impl Actor for RegistryActor {
                     let _ = reply.send(Err(EngineError::NoSession));
                 }
             },
-            RegistryMsg::HeapUpkeep => {
-                // Inline: a trim takes a couple of milliseconds, once after a burst, and a task
-                // on the blocking pool would add a thread that lingers.
-                if let Some(free) = crate::heap::release_freed() {
-                    tracing::debug!(free_bytes = free, "freed heap handed back to the system");
-                }
-            }
             RegistryMsg::CheckClock => {
                 let Some(active) = &state.active else {
                     return Ok(());

@@ -30,7 +30,6 @@ pub mod console;
 pub mod cron;
 pub mod decide;
 pub mod events;
-pub(crate) mod heap;
 pub mod history;
 pub mod job;
 pub mod metrics;
