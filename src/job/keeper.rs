@@ -83,8 +83,9 @@ struct Keeper {
 impl Keeper {
     /// Sends one record without ever blocking the caller (a runtime worker): the pipe is
     /// non-blocking, and a keeper so far behind that its pipe is full loses the record (logged
-    /// once; a lost watch leaves that child unkept, a lost release a slot taken until the keeper
-    /// restarts with the process).
+    /// once). A lost watch leaves that child unkept; a lost release leaves its slot taken, and
+    /// should the node later freeze past the lease, a kill sent to that pid (by then reaped, and
+    /// reused only if the system went through its whole pid space meanwhile).
     fn send(&self, r: &Record) {
         use std::io::Write;
         let mut pipe = self
