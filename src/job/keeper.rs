@@ -20,6 +20,7 @@
 //!
 //! [`FenceBudget::frozen_node_lease`]: crate::decide::lifecycle::FenceBudget::frozen_node_lease
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -95,20 +96,26 @@ impl Keeper {
         match pipe.write(r) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                warn_once("the child keeper is behind (its pipe is full); a child is not kept");
+                static BEHIND: AtomicBool = AtomicBool::new(false);
+                warn_once(
+                    &BEHIND,
+                    "the child keeper is behind (its pipe is full); a child is not kept",
+                );
             }
             Err(e) => {
-                warn_once(&format!(
-                    "the child keeper does not listen ({e}); children are not kept"
-                ));
+                static GONE: AtomicBool = AtomicBool::new(false);
+                warn_once(
+                    &GONE,
+                    &format!("the child keeper does not listen ({e}); children are not kept"),
+                );
             }
         }
     }
 }
 
-fn warn_once(what: &str) {
-    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+/// Logs `what` the first time `flag` is raised: a keeper's trouble repeats at every child.
+fn warn_once(flag: &AtomicBool, what: &str) {
+    if !flag.swap(true, Ordering::Relaxed) {
         tracing::warn!("{what}");
     }
 }
@@ -120,9 +127,8 @@ fn keeper() -> Option<&'static Keeper> {
         .get_or_init(|| match start() {
             Ok(keeper) => Some(keeper),
             Err(e) => {
-                warn_once(&format!(
-                    "cannot start the child keeper ({e}); children are not kept"
-                ));
+                // Logged once: the cell is initialised once.
+                tracing::warn!("cannot start the child keeper ({e}); children are not kept");
                 None
             }
         })

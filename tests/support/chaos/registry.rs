@@ -144,6 +144,11 @@ struct TestSession {
 
 impl TestSession {
     fn open(connect: &str, namespace: &str) -> Result<Self, String> {
+        Self::open_within(connect, namespace, CALL_WITHIN)
+    }
+
+    /// A session whose connection and calls give up after `within`.
+    fn open_within(connect: &str, namespace: &str, within: Duration) -> Result<Self, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -151,8 +156,8 @@ impl TestSession {
         let config = ZkConfig::new(connect, namespace)
             .map_err(|e| e.to_string())?
             .with_session_timeout(Duration::from_secs(4))
-            .with_connection_timeout(CALL_WITHIN)
-            .with_call_timeout(CALL_WITHIN)
+            .with_connection_timeout(within)
+            .with_call_timeout(within)
             .map_err(|e| e.to_string())?;
         let session = runtime
             .block_on(ZkConnector::new(config).connect_session())
@@ -214,23 +219,6 @@ pub fn exists(connect: &str, namespace: &str, path: &str) -> bool {
 /// Opening a session is a write through the ensemble's quorum (`createSession`), so this tells
 /// an ensemble that serves from one whose members only answer four-letter commands.
 pub fn opens_sessions(server: &str, namespace: &str, within: Duration) -> bool {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime for the test's ZooKeeper probe");
-    let probe = async {
-        let config = ZkConfig::new(server, namespace)
-            .ok()?
-            .with_session_timeout(Duration::from_secs(4))
-            .with_connection_timeout(within)
-            .with_call_timeout(within)
-            .ok()?;
-        let session = ZkConnector::new(config).connect_session().await.ok()?;
-        let answered = session.exists("/").await.is_ok();
-        session.close().await;
-        answered.then_some(())
-    };
-    runtime
-        .block_on(async { tokio::time::timeout(within, probe).await })
-        .is_ok_and(|r| r.is_some())
+    TestSession::open_within(server, namespace, within)
+        .is_ok_and(|s| s.runtime.block_on(s.session.exists("/")).is_ok())
 }
