@@ -61,7 +61,8 @@ impl JobType {
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     /// The configuration this instance starts with (the registry's wins unless `overwrite`).
-    pub config: JobConfig,
+    /// Shared: the job's validated config holds the same one while the registry has it too.
+    pub config: Arc<JobConfig>,
     /// What kind of job it is.
     pub job_type: JobType,
     /// Runs its items.
@@ -79,7 +80,7 @@ impl JobSpec {
     /// # use shardcron::job::script::ScriptJob;
     /// # use shardcron::{JobSpec, JobType};
     /// let spec = JobSpec {
-    ///     config: JobConfig::new("orders", 4).cron("0/5 * * * * ?").script_command_line("true"),
+    ///     config: Arc::new(JobConfig::new("orders", 4).cron("0/5 * * * * ?").script_command_line("true")),
     ///     job_type: JobType::Script,
     ///     handler: Arc::new(ScriptJob::new("true").unwrap()),
     /// }

@@ -40,30 +40,30 @@ pub(crate) struct LanePanic {
 }
 
 /// Runs `work` (a lane task's body) and returns its output, or the panic it raised, logged and
-/// counted.
-pub(crate) async fn guarded<T>(
+/// counted. Not an `async fn`: one would hold `work` twice (its argument, then the awaited
+/// wrapper), doubling the size of every lane task in flight.
+pub(crate) fn guarded<T>(
     lane: &'static str,
     job: &JobName,
     work: impl Future<Output = T>,
-) -> Result<T, LanePanic> {
-    match AssertUnwindSafe(work).catch_unwind().await {
-        Ok(out) => Ok(out),
-        Err(payload) => {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| String::from("a panic without a message"));
-            let panic = LanePanic {
-                lane,
-                job: job.clone(),
-                message,
-            };
-            tracing::error!(%job, lane, error = %panic, retry_in = ?PANIC_RETRY, "lane task panicked");
-            crate::metrics::lane_panicked(lane, job);
-            Err(panic)
-        }
-    }
+) -> impl Future<Output = Result<T, LanePanic>> {
+    let job = job.clone();
+    AssertUnwindSafe(work)
+        .catch_unwind()
+        .map(move |outcome| outcome.map_err(|payload| reported(lane, job, payload)))
+}
+
+/// Logs and counts a lane task's panic.
+fn reported(lane: &'static str, job: JobName, payload: Box<dyn std::any::Any + Send>) -> LanePanic {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| String::from("a panic without a message"));
+    let panic = LanePanic { lane, job, message };
+    tracing::error!(job = %panic.job, lane, error = %panic, retry_in = ?PANIC_RETRY, "lane task panicked");
+    crate::metrics::lane_panicked(lane, &panic.job);
+    panic
 }
 
 /// Tasks in flight per actor unless said otherwise.

@@ -126,7 +126,7 @@ impl NodeBuilder {
     /// Adds a job whose handler is compiled in, known by `type_name` in the job root.
     pub fn job(mut self, config: JobConfig, type_name: &str, handler: SharedHandler) -> Self {
         self.jobs.push(JobSpec {
-            config,
+            config: Arc::new(config),
             job_type: JobType::Named(type_name.to_owned()),
             handler,
         });
@@ -138,7 +138,7 @@ impl NodeBuilder {
     pub fn java_job(self, config: JobConfig, class: &str, handler: SharedHandler) -> Self {
         self.job_spec(
             JobSpec {
-                config,
+                config: Arc::new(config),
                 job_type: JobType::Named(class.to_owned()),
                 handler,
             }
@@ -308,8 +308,8 @@ pub struct NodeHandle {
 
 /// Gives a job's spec the node's labels, unless the spec names its own.
 fn with_labels(spec: &mut JobSpec, labels: &[String]) {
-    if spec.config.instance_labels.is_empty() {
-        spec.config.instance_labels = labels.to_vec();
+    if spec.config.instance_labels.is_empty() && !labels.is_empty() {
+        Arc::make_mut(&mut spec.config).instance_labels = labels.to_vec();
     }
 }
 

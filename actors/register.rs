@@ -27,10 +27,10 @@ pub(crate) fn job_name(config: &JobConfig) -> Result<JobName, EngineError> {
     })
 }
 
-/// Validates a config with the names this node knows.
+/// Validates a config with the names this node knows; the validated config shares `config`.
 pub(crate) fn validate(
     node: &NodeContext,
-    config: &JobConfig,
+    config: &Arc<JobConfig>,
     job_type: &JobType,
 ) -> Result<ValidatedConfig, EngineError> {
     let strategies = node.strategies.names();
@@ -46,9 +46,8 @@ pub(crate) fn validate(
         error_handlers: &handlers,
         kind,
     };
-    let valid = config
-        .validate(&ctx)
-        .map_err(|e| EngineError::InvalidConfig {
+    let valid =
+        JobConfig::validate_shared(config, &ctx).map_err(|e| EngineError::InvalidConfig {
             job: config.job_name.clone(),
             reason: e.to_string(),
         })?;
@@ -393,7 +392,7 @@ pub(crate) fn registry_config(
             reason: format!("{path}: {e}"),
         });
     }
-    validate(&ctx.node, &config, job_type)
+    validate(&ctx.node, &Arc::new(config), job_type)
 }
 
 /// The job's config as the registry has it, read from the mirror and validated, as an input for

@@ -126,7 +126,7 @@ impl Actor for Service {
         let node = NodeBuilder::new(connector)
             .event_bus(bus)
             .job_spec(JobSpec {
-                config: job,
+                config: job.into(),
                 job_type: JobType::Named("reports".into()),
                 handler,
             })

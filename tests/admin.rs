@@ -34,7 +34,7 @@ async fn start(server: &EmbeddedServer, rec: &Recorder, n: u32, config: JobConfi
             ..NodeOptions::default()
         })
         .job_spec(JobSpec {
-            config,
+            config: config.into(),
             job_type: JobType::Named("recorded".into()),
             handler: rec.handler(Duration::ZERO),
         })

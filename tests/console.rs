@@ -65,7 +65,7 @@ async fn start_node(
         });
     for config in jobs {
         b = b.job_spec(JobSpec {
-            config: config.clone(),
+            config: std::sync::Arc::new(config.clone()),
             job_type: JobType::Named("recorded".into()),
             handler: rec.handler(Duration::from_millis(40)),
         });

@@ -166,7 +166,7 @@ async fn a_job_actor_receives_every_item_and_a_restarted_actor_gets_the_next_fir
         WorkerMsg::RunItem,
     ));
     let spec = JobSpec {
-        config: job,
+        config: std::sync::Arc::new(job),
         job_type: JobType::Named("billing".into()),
         handler,
     };
@@ -231,7 +231,7 @@ async fn a_subscriber_sees_leadership_and_a_reshard_in_order() {
             .time_zone("GMT")
     };
     let spec = |h| JobSpec {
-        config: job(),
+        config: std::sync::Arc::new(job()),
         job_type: JobType::Named("orders".into()),
         handler: h,
     };
@@ -328,7 +328,7 @@ async fn killing_the_job_actor_fails_its_in_flight_items_and_the_restarted_actor
         WorkerMsg::RunItem,
     ));
     let spec = JobSpec {
-        config: job,
+        config: std::sync::Arc::new(job),
         job_type: JobType::Named("slow".into()),
         handler,
     };
@@ -388,7 +388,8 @@ async fn two_nodes_and_the_hosts_own_named_actors_share_one_process() {
     let spec = || JobSpec {
         config: JobConfig::new("orders", 2)
             .cron("* * * * * ?")
-            .time_zone("GMT"),
+            .time_zone("GMT")
+            .into(),
         job_type: JobType::Named("orders".into()),
         handler: rec.handler(Duration::ZERO),
     };

@@ -93,7 +93,7 @@ async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
     rec.wait_until("the first instance runs", WITHIN, |log| !log.is_empty())
         .await;
     let other = shardcron::JobSpec {
-        config: every_second("orders", 2),
+        config: std::sync::Arc::new(every_second("orders", 2)),
         job_type: shardcron::JobType::Named("something-else".into()),
         handler: rec.handler(Duration::ZERO),
     };

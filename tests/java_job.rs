@@ -39,7 +39,7 @@ async fn a_declared_java_job_shares_the_root_and_another_type_is_told_how_to_dec
     java_like
         .add_job(
             JobSpec {
-                config: orders(),
+                config: std::sync::Arc::new(orders()),
                 job_type: JobType::Named("orders".into()),
                 handler: rec.handler(Duration::ZERO),
             }
@@ -55,7 +55,7 @@ async fn a_declared_java_job_shares_the_root_and_another_type_is_told_how_to_dec
     let plain = builder(conn.clone(), 2).start().await.unwrap();
     let refused = plain
         .add_job(JobSpec {
-            config: orders(),
+            config: std::sync::Arc::new(orders()),
             job_type: JobType::Named("orders".into()),
             handler: rec.handler(Duration::ZERO),
         })
@@ -100,7 +100,7 @@ async fn a_config_a_java_instance_cannot_load_is_refused_unless_the_job_is_shard
     };
     let refused = node
         .add_job(JobSpec {
-            config: iana("berlin"),
+            config: std::sync::Arc::new(iana("berlin")),
             job_type: JobType::Named("berlin".into()),
             handler: rec.handler(Duration::ZERO),
         })
@@ -115,7 +115,7 @@ async fn a_config_a_java_instance_cannot_load_is_refused_unless_the_job_is_shard
     assert!(admin.exists("/berlin/config").await.unwrap().is_none());
 
     node.add_job(JobSpec {
-        config: iana("shanghai").prop("shardcron.only", "true"),
+        config: std::sync::Arc::new(iana("shanghai").prop("shardcron.only", "true")),
         job_type: JobType::Named("shanghai".into()),
         handler: rec.handler(Duration::ZERO),
     })

@@ -60,12 +60,12 @@ async fn a_sharding_strategy_that_panics_frees_its_lane_and_the_job_is_sharded_o
         })
         .strategies(strategies)
         .job_spec(JobSpec {
-            config: every_second("fragile", 3).sharding_strategy("EXPLODES"),
+            config: std::sync::Arc::new(every_second("fragile", 3).sharding_strategy("EXPLODES")),
             job_type: JobType::Named("recorded".into()),
             handler: rec.handler(Duration::ZERO),
         })
         .job_spec(JobSpec {
-            config: every_second("healthy", 2),
+            config: std::sync::Arc::new(every_second("healthy", 2)),
             job_type: JobType::Named("recorded".into()),
             handler: rec.handler(Duration::ZERO),
         })

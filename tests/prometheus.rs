@@ -33,7 +33,7 @@ async fn start(server: &EmbeddedServer, rec: &Recorder, n: u32) -> NodeHandle {
         .metrics("127.0.0.1:0".parse().unwrap());
     for (job, items) in JOBS {
         builder = builder.job_spec(JobSpec {
-            config: JobConfig::test(job).items(items).cron("0/1 * * * * ?"),
+            config: std::sync::Arc::new(JobConfig::test(job).items(items).cron("0/1 * * * * ?")),
             job_type: JobType::Named("recorded".into()),
             handler: rec.handler(Duration::ZERO),
         });

@@ -85,6 +85,7 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     r.put("cpu_us", cpu.as_micros() as u64);
     r.put("quiet_us", quiet.as_micros() as u64);
     r.put("rss_kib", probe::status_field("VmRSS"));
+    probe::put_heap(&mut r);
     r.put("rss_ready_kib", rss_ready);
     r.put("fires", u64::from(fires));
     r.put("threads", probe::status_field("Threads"));

@@ -179,6 +179,17 @@ pub(crate) fn status_field(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The allocator's view of the heap at this moment, into `r` (not in the table: for reading a
+/// memory figure): `heap_inuse_kib` live, `heap_free_kib` freed but kept by glibc (what a
+/// fragmented heap costs in resident memory), `heap_mmap_kib` in blocks mapped on their own.
+pub(crate) fn put_heap(r: &mut crate::child::Results) {
+    // SAFETY: mallinfo2 only reads the allocator's counters; it takes no pointers.
+    let m = unsafe { libc::mallinfo2() };
+    r.put("heap_inuse_kib", (m.uordblks / 1024) as u64);
+    r.put("heap_free_kib", (m.fordblks / 1024) as u64);
+    r.put("heap_mmap_kib", (m.hblkhd / 1024) as u64);
+}
+
 /// The process's user plus system CPU time so far.
 pub(crate) fn cpu_time() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();

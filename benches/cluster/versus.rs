@@ -85,6 +85,7 @@ pub(crate) async fn child(system: &str, jobs: usize, seconds: u64) {
     r.put("p50_us", delays.p50.as_micros() as u64);
     r.put("p99_us", delays.p99.as_micros() as u64);
     r.put("rss_kib", probe::status_field("VmRSS"));
+    probe::put_heap(&mut r);
     r.put("threads", probe::status_field("Threads"));
     r.print();
     std::process::exit(0);

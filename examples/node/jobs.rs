@@ -109,7 +109,7 @@ pub(crate) fn demo() -> Vec<JobSpec> {
             .description("echoes its context");
         if let Ok(job) = ScriptJob::new(&line) {
             specs.push(JobSpec {
-                config: demo_config(greeting),
+                config: std::sync::Arc::new(demo_config(greeting)),
                 job_type: JobType::Script,
                 handler: Arc::new(job),
             });
@@ -120,7 +120,7 @@ pub(crate) fn demo() -> Vec<JobSpec> {
 
 fn spec(config: JobConfig, type_name: &str, handler: SharedHandler) -> JobSpec {
     JobSpec {
-        config: demo_config(config),
+        config: std::sync::Arc::new(demo_config(config)),
         job_type: JobType::Named(type_name.to_owned()),
         handler,
     }
@@ -229,7 +229,7 @@ pub(crate) fn from_file(file: &Path) -> Result<Vec<JobSpec>, JobsFileError> {
             }
         };
         specs.push(JobSpec {
-            config,
+            config: config.into(),
             job_type,
             handler,
         });

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -93,7 +94,8 @@ impl fmt::Display for ConfigErrors {
 /// A config that passed validation, with the pieces the engine needs already parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidatedConfig {
-    config: JobConfig,
+    /// Shared with the job's spec when it is the same config (the usual case): one copy per job.
+    config: Arc<JobConfig>,
     job_name: JobName,
     total: u32,
     schedule: Option<CronSchedule>,
@@ -190,6 +192,23 @@ impl JobConfig {
     /// assert_eq!(errors.fields(), ["jobName", "shardingTotalCount", "cron"]);
     /// ```
     pub fn validate(&self, ctx: &ValidationContext<'_>) -> Result<ValidatedConfig, ConfigErrors> {
+        self.check(ctx, || Arc::new(self.clone()))
+    }
+
+    /// [`validate`](Self::validate) for a shared config: the validated one holds `this` itself,
+    /// not a copy.
+    pub fn validate_shared(
+        this: &Arc<Self>,
+        ctx: &ValidationContext<'_>,
+    ) -> Result<ValidatedConfig, ConfigErrors> {
+        this.check(ctx, || this.clone())
+    }
+
+    fn check(
+        &self,
+        ctx: &ValidationContext<'_>,
+        config: impl FnOnce() -> Arc<JobConfig>,
+    ) -> Result<ValidatedConfig, ConfigErrors> {
         let mut errors = Vec::new();
         let mut report = |field: &'static str, problem: String| {
             errors.push(ConfigError { field, problem });
@@ -307,7 +326,7 @@ impl JobConfig {
         match (job_name, total, time_zone) {
             (Some(job_name), Some(total), Some(time_zone)) if errors.is_empty() => {
                 Ok(ValidatedConfig {
-                    config: self.clone(),
+                    config: config(),
                     job_name,
                     total,
                     schedule,

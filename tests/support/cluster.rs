@@ -187,7 +187,7 @@ pub async fn start_labelled_node(
         });
     for (config, handler) in jobs {
         b = b.job_spec(JobSpec {
-            config,
+            config: config.into(),
             job_type: JobType::Named("recorded".into()),
             handler,
         });
