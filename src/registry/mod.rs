@@ -9,6 +9,7 @@
 
 pub mod embedded;
 pub mod mirror;
+mod trie;
 pub mod zookeeper;
 
 use std::fmt;
