@@ -7,8 +7,9 @@
 //! short slice. No slot stores its full path: ten thousand jobs mean about 150,000 nodes, and a
 //! hash map keyed by full paths costs a bucket (with the load factor's slack), a path string and,
 //! for child listings, a second copy of every name. Here a node costs its slot (40 bytes plus the
-//! value: the segment inline when up to 22 bytes, children as an exact boxed slice of 4-byte
-//! indices, no spare capacity) and 4 bytes in its parent's slice. Freed slots are reused.
+//! value: the segment inline when up to 22 bytes, up to two children's 4-byte indices inline and
+//! more as an exact boxed slice, no spare capacity) and 4 bytes in its parent's slice when that
+//! has more than two. Freed slots are reused.
 //!
 //! The trie knows nothing of the values' rules: callers walk it by slot index and decide.
 
@@ -57,12 +58,60 @@ impl Name {
     }
 }
 
+/// A slot's children, sorted by name: up to two inline (most parents have one or two: the
+/// heap block of even one index would cost 32 bytes), more as an exact boxed slice (children
+/// change rarely). 16 bytes either way.
+#[derive(Debug)]
+enum Kids {
+    /// Unused places hold [`NO_SLOT`], after the used ones.
+    Few([u32; 2]),
+    Many(Box<[u32]>),
+}
+
+/// No slot: the filler of [`Kids::Few`], never a slot index.
+const NO_SLOT: u32 = u32::MAX;
+
+impl Kids {
+    const NONE: Kids = Kids::Few([NO_SLOT; 2]);
+
+    fn from_slice(kids: &[u32]) -> Self {
+        match kids {
+            [] => Self::NONE,
+            [a] => Kids::Few([*a, NO_SLOT]),
+            [a, b] => Kids::Few([*a, *b]),
+            _ => Kids::Many(kids.into()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Kids::Few(ids) => &ids[..ids.iter().take_while(|i| **i != NO_SLOT).count()],
+            Kids::Many(ids) => ids,
+        }
+    }
+
+    fn insert(&mut self, at: usize, index: u32) {
+        let old = self.as_slice();
+        let mut new = Vec::with_capacity(old.len() + 1);
+        new.extend_from_slice(&old[..at]);
+        new.push(index);
+        new.extend_from_slice(&old[at..]);
+        *self = Self::from_slice(&new);
+    }
+
+    /// Removes the index at `at` and returns it.
+    fn remove(&mut self, at: usize) -> u32 {
+        let mut new = self.as_slice().to_vec();
+        let index = new.remove(at);
+        *self = Self::from_slice(&new);
+        index
+    }
+}
+
 #[derive(Debug)]
 struct Slot<T> {
     name: Name,
-    /// Children, sorted by name; a boxed slice, exactly as long as needed (children change
-    /// rarely, and most slots have none or one).
-    kids: Box<[u32]>,
+    kids: Kids,
     value: Option<T>,
 }
 
@@ -70,7 +119,7 @@ impl<T> Slot<T> {
     fn new(name: &str, value: Option<T>) -> Self {
         Self {
             name: Name::new(name),
-            kids: Box::default(),
+            kids: Kids::NONE,
             value,
         }
     }
@@ -101,13 +150,14 @@ impl<T> Trie<T> {
     pub(super) fn search(&self, slot: u32, name: &str) -> Result<usize, usize> {
         self.slots[slot as usize]
             .kids
+            .as_slice()
             .binary_search_by(|k| self.slots[*k as usize].name.as_bytes().cmp(name.as_bytes()))
     }
 
     /// The child of `slot` named `name`.
     pub(super) fn child(&self, slot: u32, name: &str) -> Option<u32> {
         let i = self.search(slot, name).ok()?;
-        Some(self.slots[slot as usize].kids[i])
+        Some(self.kids(slot)[i])
     }
 
     /// The slot at `path`, placeholder or not.
@@ -127,7 +177,7 @@ impl<T> Trie<T> {
 
     /// The children of `slot`, sorted by name.
     pub(super) fn kids(&self, slot: u32) -> &[u32] {
-        &self.slots[slot as usize].kids
+        self.slots[slot as usize].kids.as_slice()
     }
 
     /// The name (last segment) of `slot`; `""` for the root.
@@ -175,26 +225,25 @@ impl<T> Trie<T> {
             }
             None => {
                 self.slots.push(slot);
-                u32::try_from(self.slots.len() - 1).expect("under 4 billion registry nodes")
+                u32::try_from(self.slots.len() - 1)
+                    .ok()
+                    .filter(|i| *i != NO_SLOT)
+                    .expect("under 4 billion registry nodes")
             }
         };
-        let kids = &mut self.slots[parent as usize].kids;
-        let mut v = std::mem::take(kids).into_vec();
-        v.reserve_exact(1);
-        v.insert(at, index);
-        *kids = v.into_boxed_slice();
+        self.slots[parent as usize].kids.insert(at, index);
         index
     }
 
     /// Removes the child at position `at` of `parent`'s children, which must have none of its
     /// own, frees its slot and returns its value.
     pub(super) fn remove_child(&mut self, parent: u32, at: usize) -> Option<T> {
-        let kids = &mut self.slots[parent as usize].kids;
-        let mut v = std::mem::take(kids).into_vec();
-        let index = v.remove(at);
-        *kids = v.into_boxed_slice();
+        let index = self.slots[parent as usize].kids.remove(at);
         let slot = std::mem::replace(&mut self.slots[index as usize], Slot::new("", None));
-        debug_assert!(slot.kids.is_empty(), "a removed slot has no children");
+        debug_assert!(
+            slot.kids.as_slice().is_empty(),
+            "a removed slot has no children"
+        );
         self.free.push(index);
         slot.value
     }
@@ -266,6 +315,28 @@ mod tests {
         assert_eq!(t.find("/d"), Some(d));
         assert_eq!(t.value(d), None);
         assert_eq!(t.slots_in_use(), 6);
+    }
+
+    #[test]
+    fn children_stay_sorted_as_they_move_between_inline_and_boxed_storage() {
+        let mut t = Trie::new(Some(0));
+        let add = |t: &mut Trie<i32>, name: &str| {
+            let at = t.search(ROOT, name).unwrap_err();
+            t.add_child(ROOT, at, name, Some(0));
+        };
+        let listed = |t: &Trie<i32>| t.kid_names(ROOT).collect::<Vec<_>>().join(",");
+        add(&mut t, "m");
+        add(&mut t, "c");
+        assert_eq!(listed(&t), "c,m");
+        add(&mut t, "x");
+        add(&mut t, "a");
+        assert_eq!(listed(&t), "a,c,m,x");
+        for (gone, left) in [("c", "a,m,x"), ("x", "a,m"), ("a", "m"), ("m", "")] {
+            let at = t.search(ROOT, gone).unwrap();
+            t.remove_child(ROOT, at);
+            assert_eq!(listed(&t), left);
+        }
+        assert_eq!(t.slots_in_use(), 1);
     }
 
     #[test]

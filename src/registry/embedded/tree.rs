@@ -5,15 +5,19 @@
 //! under one zxid and rolls back on the first failure, so a single call and a multi-op share one
 //! code path and one set of rules.
 //!
-//! Storage: the path trie of the mirror ([`crate::registry::trie`]), one 112-byte slot per node:
-//! its name inline when up to 22 bytes, its children as an exact boxed slice of slot indices
-//! sorted by name, its data as an exact boxed slice (no spare capacity; none at all when empty)
-//! and its metadata, 56 bytes. A [`Stat`] is assembled on read: `num_children` is the length of
-//! the children slice, not a second copy. Ten thousand jobs mean about 150,000 nodes; the hash map
-//! keyed by full paths this replaced paid for each a bucket of 136 bytes (plus the load factor's
-//! slack), its path string and a boxed copy of its name in its parent's child list: about
-//! 6.1 KB per job of 15 nodes, where this costs about 2.3 KB (see ARCHITECTURE.md).
+//! Storage: the mirror's path trie (`registry/trie.rs`), one 112-byte slot per node: its name
+//! inline when up to 22 bytes, up to two children inline and more as an exact boxed slice of slot
+//! indices sorted by name, its data (shared with every node holding the same value when short, see
+//! `registry/shared_data.rs`; never with spare capacity) and its metadata. A [`Stat`] is assembled
+//! on read: `num_children` is the length of the children slice, not a second copy. Ten thousand
+//! jobs mean about 150,000 nodes; the hash map keyed by full paths this replaced paid for each a
+//! bucket of 136 bytes (plus the load factor's slack), its path string, a boxed copy of its name
+//! in its parent's child list and its own copy of its data: about 6.1 KB of resident heap per job
+//! of 15 nodes where this costs about 2.3 KB (see ARCHITECTURE.md).
 
+use std::sync::Arc;
+
+use crate::registry::shared_data::SharedData;
 use crate::registry::trie::Trie;
 use crate::registry::{
     parent_path, CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result, Stat, ANY_VERSION,
@@ -38,7 +42,7 @@ struct Meta {
 /// One stored node: its data and metadata (its name and children are its trie slot's).
 #[derive(Debug)]
 pub(super) struct Node {
-    data: Box<[u8]>,
+    data: Arc<[u8]>,
     meta: Meta,
 }
 
@@ -83,7 +87,7 @@ enum Undo {
     },
     Set {
         path: String,
-        data: Box<[u8]>,
+        data: Arc<[u8]>,
         meta: Meta,
     },
     Deleted {
@@ -97,6 +101,8 @@ enum Undo {
 #[derive(Debug)]
 pub(super) struct Tree {
     trie: Trie<Node>,
+    /// Small data values, stored once for all the nodes that hold them.
+    shared: SharedData,
     /// Nodes, root included: every slot but the free ones (the tree makes no placeholders).
     nodes: usize,
     zxid: i64,
@@ -105,8 +111,9 @@ pub(super) struct Tree {
 impl Tree {
     /// A tree holding only the root `/`.
     pub(super) fn new() -> Self {
+        let mut shared = SharedData::default();
         let root = Node {
-            data: Box::default(),
+            data: shared.share(&[]),
             meta: Meta {
                 czxid: 0,
                 mzxid: 0,
@@ -120,6 +127,7 @@ impl Tree {
         };
         Self {
             trie: Trie::new(Some(root)),
+            shared,
             nodes: 1,
             zxid: 0,
         }
@@ -201,10 +209,11 @@ impl Tree {
                 version,
             } => {
                 let slot = self.existing(path, *version)?;
+                let data = self.shared.share(data);
                 let node = self.node_mut(slot);
                 undo.push(Undo::Set {
                     path: path.clone(),
-                    data: std::mem::replace(&mut node.data, data.as_slice().into()),
+                    data: std::mem::replace(&mut node.data, data),
                     meta: node.meta,
                 });
                 node.meta.version += 1;
@@ -300,7 +309,7 @@ impl Tree {
         parent_meta.child_creates += 1;
         let owner = if mode.is_ephemeral() { session } else { 0 };
         let node = Node {
-            data: data.into(),
+            data: self.shared.share(data),
             meta: Meta {
                 czxid: zxid,
                 mzxid: zxid,

@@ -1,19 +1,19 @@
-//! The mirror's storage: a path trie held in one vector of slots ([`Trie`], shared with the
-//! embedded server's tree), each slot 96 bytes with its [`MirrorNode`].
+//! The mirror's storage: a path trie held in one vector of slots (`registry/trie.rs`, shared with
+//! the embedded server's tree), each slot 96 bytes with its [`MirrorNode`].
 //!
 //! A slot holds one path segment and the indices of its children sorted by name, so a lookup
 //! walks the path segment by segment with a binary search at each level and a listing of children
 //! reads one short slice. No slot stores its full path: ten thousand jobs mean about 150,000
 //! nodes, and a hash map keyed by full paths (plus a second one for child lists) cost about 4.4 KB
-//! per job where this costs about 2 KB (see ARCHITECTURE.md).
+//! per job where this costs about 1.8 KB (see ARCHITECTURE.md).
 //!
 //! A slot without a node is a placeholder: an ancestor of mirrored nodes that is not itself
 //! mirrored (a feed may see `/a/b` before `/a`). Placeholders vanish with their last child.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::MirrorNode;
+use crate::registry::shared_data::SharedData;
 use crate::registry::trie::{segments, Trie, ROOT};
 
 /// The trie. Not synchronised: the mirror wraps it in a lock.
@@ -21,23 +21,16 @@ use crate::registry::trie::{segments, Trie, ROOT};
 pub(super) struct Tree {
     trie: Trie<MirrorNode>,
     nodes: usize,
-    /// Small data values shared by every node that holds them: an instance id is the data of
-    /// each item's owner node, of each running marker and of the leader node, in every job.
-    shared: HashSet<Arc<[u8]>>,
-    /// The size of `shared` after its last sweep of values no node holds any more.
-    swept: usize,
+    /// Small data values shared by every node that holds them.
+    shared: SharedData,
 }
-
-/// The longest data shared by value; longer data (a job's config) is one job's own.
-const SHARED_DATA: usize = 96;
 
 impl Default for Tree {
     fn default() -> Self {
         Self {
             trie: Trie::new(None),
             nodes: 0,
-            shared: HashSet::new(),
-            swept: 0,
+            shared: SharedData::default(),
         }
     }
 }
@@ -48,24 +41,9 @@ impl Tree {
         self.nodes
     }
 
-    /// `data` as shared bytes: empty and small values are stored once however many nodes hold
-    /// them. Values no node holds are swept out whenever the table has doubled since the last
-    /// sweep, so it stays within twice the distinct values in use.
+    /// `data` as shared bytes (see [`SharedData`]).
     pub(super) fn share(&mut self, data: Vec<u8>) -> Arc<[u8]> {
-        if data.len() > SHARED_DATA {
-            return data.into();
-        }
-        if let Some(v) = self.shared.get(&data[..]) {
-            return v.clone();
-        }
-        if self.shared.len() >= 2 * self.swept.max(32) {
-            // Held only here: no node (and no reader's copy) uses the value any more.
-            self.shared.retain(|v| Arc::strong_count(v) > 1);
-            self.swept = self.shared.len();
-        }
-        let v: Arc<[u8]> = data.into();
-        self.shared.insert(v.clone());
-        v
+        self.shared.share(&data)
     }
 
     /// The node mirrored at `path`.
@@ -154,21 +132,6 @@ mod tests {
     fn a_slot_stays_small() {
         // Ten thousand jobs are about 150,000 slots: each byte here is 150 KB.
         assert!(Trie::<MirrorNode>::slot_bytes() <= 96);
-    }
-
-    #[test]
-    fn small_data_is_stored_once_and_unused_values_are_swept() {
-        let mut t = Tree::default();
-        let a = t.share(b"10.0.0.1@-@7".to_vec());
-        let b = t.share(b"10.0.0.1@-@7".to_vec());
-        assert!(Arc::ptr_eq(&a, &b));
-        let long = vec![b'x'; SHARED_DATA + 1];
-        assert!(!Arc::ptr_eq(&t.share(long.clone()), &t.share(long)));
-        drop((a, b));
-        for i in 0..100 {
-            let _ = t.share(format!("value {i}").into_bytes());
-        }
-        assert!(t.shared.len() < 100, "values no node holds were swept");
     }
 
     #[test]
