@@ -74,12 +74,12 @@ const NO_SLOT: u32 = u32::MAX;
 impl Kids {
     const NONE: Kids = Kids::Few([NO_SLOT; 2]);
 
-    fn from_slice(kids: &[u32]) -> Self {
-        match kids {
+    fn from_vec(kids: Vec<u32>) -> Self {
+        match kids[..] {
             [] => Self::NONE,
-            [a] => Kids::Few([*a, NO_SLOT]),
-            [a, b] => Kids::Few([*a, *b]),
-            _ => Kids::Many(kids.into()),
+            [a] => Kids::Few([a, NO_SLOT]),
+            [a, b] => Kids::Few([a, b]),
+            _ => Kids::Many(kids.into_boxed_slice()),
         }
     }
 
@@ -90,20 +90,27 @@ impl Kids {
         }
     }
 
+    /// The indices as a vector, leaving none (a boxed slice is reused, not copied: the namespace
+    /// root may have ten thousand children).
+    fn take(&mut self) -> Vec<u32> {
+        match std::mem::replace(self, Self::NONE) {
+            Kids::Many(ids) => ids.into_vec(),
+            few => few.as_slice().to_vec(),
+        }
+    }
+
     fn insert(&mut self, at: usize, index: u32) {
-        let old = self.as_slice();
-        let mut new = Vec::with_capacity(old.len() + 1);
-        new.extend_from_slice(&old[..at]);
-        new.push(index);
-        new.extend_from_slice(&old[at..]);
-        *self = Self::from_slice(&new);
+        let mut kids = self.take();
+        kids.reserve_exact(1);
+        kids.insert(at, index);
+        *self = Self::from_vec(kids);
     }
 
     /// Removes the index at `at` and returns it.
     fn remove(&mut self, at: usize) -> u32 {
-        let mut new = self.as_slice().to_vec();
-        let index = new.remove(at);
-        *self = Self::from_slice(&new);
+        let mut kids = self.take();
+        let index = kids.remove(at);
+        *self = Self::from_vec(kids);
         index
     }
 }
