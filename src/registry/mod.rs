@@ -9,6 +9,8 @@
 
 pub mod embedded;
 pub mod mirror;
+mod shared_data;
+mod trie;
 pub mod zookeeper;
 
 use std::fmt;

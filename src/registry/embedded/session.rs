@@ -155,7 +155,7 @@ impl Registry for EmbeddedSession {
     async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
         self.call(OpKind::Get, path, |state, abs| {
             let node = state.tree.node(abs).ok_or_else(|| no_node(abs))?;
-            Ok((node.data.clone(), node.stat))
+            Ok((node.data.to_vec(), node.stat))
         })
     }
 
@@ -247,7 +247,7 @@ impl Registry for EmbeddedSession {
                 .into_iter()
                 .map(|(p, node)| ListedNode {
                     path: relative(&self.chroot, &p).to_owned(),
-                    data: node.data.clone(),
+                    data: node.data.to_vec(),
                     stat: node.stat,
                 })
                 .collect())

@@ -4,62 +4,67 @@
 //! Every change goes through [`Tree::apply`], which runs a list of operations as one transaction
 //! under one zxid and rolls back on the first failure, so a single call and a multi-op share one
 //! code path and one set of rules.
+//!
+//! Storage: the mirror's path trie (`registry/trie.rs`), one 112-byte slot per node: its name
+//! inline when up to 22 bytes, up to two children inline and more as an exact boxed slice of slot
+//! indices sorted by name, its data (shared with every node holding the same value when short, see
+//! `registry/shared_data.rs`; never with spare capacity) and its metadata. A [`Stat`] is assembled
+//! on read: `num_children` is the length of the children slice, not a second copy. Ten thousand
+//! jobs mean about 150,000 nodes; the hash map keyed by full paths this replaced paid for each a
+//! bucket of 136 bytes (plus the load factor's slack), its path string, a boxed copy of its name
+//! in its parent's child list and its own copy of its data: about 6.1 KB of resident heap per job
+//! of 15 nodes where this costs about 2.3 KB (see ARCHITECTURE.md).
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
+use crate::registry::shared_data::SharedData;
+use crate::registry::trie::Trie;
 use crate::registry::{
-    join_path, parent_path, CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result, Stat,
-    ANY_VERSION,
+    parent_path, CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result, Stat, ANY_VERSION,
 };
 
-/// One node: data, metadata and the sorted names of its children.
-#[derive(Debug, Clone)]
-pub(super) struct Node {
-    pub(super) data: Vec<u8>,
-    pub(super) stat: Stat,
-    pub(super) children: Children,
+/// What the tree keeps of a node's [`Stat`] (all but the child count, which the trie holds),
+/// plus its sequence counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Meta {
+    czxid: i64,
+    mzxid: i64,
+    ctime: i64,
+    mtime: i64,
+    ephemeral_owner: i64,
+    version: i32,
+    cversion: i32,
     /// How many children were ever created here: the next sequence number. Observed on ZooKeeper
     /// 3.8, deletes bump `cversion` but not this, so the two differ once a child is deleted.
-    pub(super) child_creates: i32,
+    child_creates: i32,
 }
 
-/// The sorted names of a node's children. A sorted vector, not a `BTreeSet`: most nodes have one
-/// or two children, and a tree node costs hundreds of bytes however few keys it holds (ten
-/// thousand jobs mean about 70,000 parents).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Children(Vec<Box<str>>);
+/// One stored node: its data and metadata (its name and children are its trie slot's).
+#[derive(Debug)]
+pub(super) struct Node {
+    data: Arc<[u8]>,
+    meta: Meta,
+}
 
-impl Children {
-    fn search(&self, name: &str) -> std::result::Result<usize, usize> {
-        self.0.binary_search_by(|k| (**k).cmp(name))
-    }
+/// A node as read: its data, its [`Stat`] and the names of its children.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NodeView<'a> {
+    pub(super) data: &'a [u8],
+    pub(super) stat: Stat,
+    pub(super) children: Children<'a>,
+}
 
-    pub(super) fn contains(&self, name: &str) -> bool {
-        self.search(name).is_ok()
-    }
+/// The names of a node's children, ascending.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Children<'a> {
+    trie: &'a Trie<Node>,
+    slot: u32,
+}
 
-    pub(super) fn insert(&mut self, name: &str) {
-        if let Err(at) = self.search(name) {
-            self.0.insert(at, name.into());
-        }
-    }
-
-    pub(super) fn remove(&mut self, name: &str) {
-        if let Ok(at) = self.search(name) {
-            self.0.remove(at);
-            if self.0.is_empty() {
-                self.0 = Vec::new();
-            }
-        }
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
+impl<'a> Children<'a> {
     /// The names, ascending.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|k| &**k)
+    pub(super) fn iter(self) -> impl Iterator<Item = &'a str> + 'a {
+        self.trie.kid_names(self.slot)
     }
 }
 
@@ -73,42 +78,57 @@ pub(super) struct Change {
     pub(super) ephemeral_owner: i64,
 }
 
-/// How to undo one applied step of a transaction that later failed.
+/// How to undo one applied step of a transaction that later failed. Steps are undone last first,
+/// so restoring a parent's metadata as it was before the step is exact.
 enum Undo {
     Created {
         path: String,
-        parent_cversion: i32,
+        parent: Meta,
     },
     Set {
         path: String,
-        data: Vec<u8>,
-        stat: Stat,
+        data: Arc<[u8]>,
+        meta: Meta,
     },
     Deleted {
         path: String,
         node: Node,
-        parent_cversion: i32,
+        parent: Meta,
     },
 }
 
-/// The whole tree, keyed by absolute path, and the global transaction counter.
+/// The whole tree and the global transaction counter.
 #[derive(Debug)]
 pub(super) struct Tree {
-    nodes: HashMap<String, Node>,
+    trie: Trie<Node>,
+    /// Small data values, stored once for all the nodes that hold them.
+    shared: SharedData,
+    /// Nodes, root included: every slot but the free ones (the tree makes no placeholders).
+    nodes: usize,
     zxid: i64,
 }
 
 impl Tree {
     /// A tree holding only the root `/`.
     pub(super) fn new() -> Self {
+        let mut shared = SharedData::default();
         let root = Node {
-            data: Vec::new(),
-            stat: Stat::default(),
-            children: Children::default(),
-            child_creates: 0,
+            data: shared.share(&[]),
+            meta: Meta {
+                czxid: 0,
+                mzxid: 0,
+                ctime: 0,
+                mtime: 0,
+                ephemeral_owner: 0,
+                version: 0,
+                cversion: 0,
+                child_creates: 0,
+            },
         };
         Self {
-            nodes: HashMap::from([("/".to_owned(), root)]),
+            trie: Trie::new(Some(root)),
+            shared,
+            nodes: 1,
             zxid: 0,
         }
     }
@@ -121,12 +141,20 @@ impl Tree {
 
     /// The number of nodes, root included.
     pub(super) fn len(&self) -> usize {
-        self.nodes.len()
+        self.nodes
     }
 
     /// The node at an absolute path.
-    pub(super) fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+    pub(super) fn node(&self, path: &str) -> Option<NodeView<'_>> {
+        self.slot(path).map(|slot| self.view(slot))
+    }
+
+    /// Every node at and below `path`, parents before children (breadth first), or `None` when
+    /// `path` does not exist.
+    pub(super) fn subtree(&self, path: &str) -> Option<Vec<(String, NodeView<'_>)>> {
+        let slot = self.slot(path)?;
+        let below = self.trie.below(slot, path);
+        Some(below.into_iter().map(|(p, s)| (p, self.view(s))).collect())
     }
 
     /// Applies `ops` (absolute paths) as one transaction owned by `session` at wall-clock `now_ms`.
@@ -180,16 +208,18 @@ impl Tree {
                 data,
                 version,
             } => {
-                let node = self.existing(path, *version)?;
+                let slot = self.existing(path, *version)?;
+                let data = self.shared.share(data);
+                let node = self.node_mut(slot);
                 undo.push(Undo::Set {
                     path: path.clone(),
-                    data: std::mem::replace(&mut node.data, data.clone()),
-                    stat: node.stat,
+                    data: std::mem::replace(&mut node.data, data),
+                    meta: node.meta,
                 });
-                node.stat.version += 1;
-                node.stat.mzxid = zxid;
-                node.stat.mtime = now_ms;
-                let stat = node.stat;
+                node.meta.version += 1;
+                node.meta.mzxid = zxid;
+                node.meta.mtime = now_ms;
+                let stat = self.view(slot).stat;
                 changes.push(Change {
                     kind: NodeEventKind::DataChanged,
                     path: path.clone(),
@@ -204,25 +234,27 @@ impl Tree {
                         reason: "the root cannot be deleted".to_owned(),
                     });
                 }
-                let node = self.existing(path, *version)?;
-                if !node.children.is_empty() {
+                let slot = self.existing(path, *version)?;
+                if !self.trie.kids(slot).is_empty() {
                     return Err(RegistryError::NotEmpty { path: path.clone() });
                 }
-                let node = self.nodes.remove(path).expect("checked above");
-                let parent = self.parent_mut(path);
-                let parent_cversion = parent.stat.cversion;
-                parent.children.remove(name_of(path));
-                parent.stat.cversion += 1;
-                parent.stat.num_children -= 1;
+                let (parent, Ok(at)) = self.place(path) else {
+                    unreachable!("{path} was found above");
+                };
+                let node = self.trie.remove_child(parent, at).expect("checked above");
+                self.nodes -= 1;
+                let parent_meta = &mut self.node_mut(parent).meta;
+                let before = *parent_meta;
+                parent_meta.cversion += 1;
                 changes.push(Change {
                     kind: NodeEventKind::Deleted,
                     path: path.clone(),
-                    ephemeral_owner: node.stat.ephemeral_owner,
+                    ephemeral_owner: node.meta.ephemeral_owner,
                 });
                 undo.push(Undo::Deleted {
                     path: path.clone(),
                     node,
-                    parent_cversion,
+                    parent: before,
                 });
                 Ok(OpResult::Deleted)
             }
@@ -251,12 +283,12 @@ impl Tree {
         }
         let parent_path = parent_path(path);
         let parent = self
-            .nodes
-            .get_mut(parent_path)
+            .slot(parent_path)
             .ok_or_else(|| RegistryError::NoNode {
                 path: parent_path.to_owned(),
             })?;
-        if parent.stat.ephemeral_owner != 0 {
+        let before = self.node_mut(parent).meta;
+        if before.ephemeral_owner != 0 {
             return Err(RegistryError::NoChildrenForEphemerals {
                 path: parent_path.to_owned(),
             });
@@ -264,120 +296,123 @@ impl Tree {
         // Like ZooKeeper, the sequence number counts the parent's child creates, so numbers only
         // grow and a rolled-back multi-op reuses none.
         let created = if mode.is_sequential() {
-            format!("{path}{:010}", parent.child_creates)
+            format!("{path}{:010}", before.child_creates)
         } else {
             path.to_owned()
         };
         let name = name_of(&created);
-        if parent.children.contains(name) {
+        let Err(at) = self.trie.search(parent, name) else {
             return Err(RegistryError::NodeExists { path: created });
-        }
-        let parent_cversion = parent.stat.cversion;
-        parent.children.insert(name);
-        parent.stat.cversion += 1;
-        parent.child_creates += 1;
-        parent.stat.num_children += 1;
+        };
+        let parent_meta = &mut self.node_mut(parent).meta;
+        parent_meta.cversion += 1;
+        parent_meta.child_creates += 1;
         let owner = if mode.is_ephemeral() { session } else { 0 };
-        let stat = Stat {
-            czxid: zxid,
-            mzxid: zxid,
-            ctime: now_ms,
-            mtime: now_ms,
-            version: 0,
-            cversion: 0,
-            ephemeral_owner: owner,
-            num_children: 0,
-        };
         let node = Node {
-            data: data.to_vec(),
-            stat,
-            children: Children::default(),
-            child_creates: 0,
+            data: self.shared.share(data),
+            meta: Meta {
+                czxid: zxid,
+                mzxid: zxid,
+                ctime: now_ms,
+                mtime: now_ms,
+                ephemeral_owner: owner,
+                version: 0,
+                cversion: 0,
+                child_creates: 0,
+            },
         };
-        self.nodes.insert(created.clone(), node);
+        self.trie.add_child(parent, at, name, Some(node));
+        self.nodes += 1;
         undo.push(Undo::Created {
             path: created.clone(),
-            parent_cversion,
+            parent: before,
         });
         Ok((created, owner))
     }
 
-    /// The node at `path`, checked against an expected version (`-1` means any, as in ZooKeeper).
-    fn existing(&mut self, path: &str, version: Option<i32>) -> Result<&mut Node> {
-        let node = self
-            .nodes
-            .get_mut(path)
-            .ok_or_else(|| RegistryError::NoNode {
-                path: path.to_owned(),
-            })?;
+    /// The slot of the node at `path`.
+    fn slot(&self, path: &str) -> Option<u32> {
+        self.trie
+            .find(path)
+            .filter(|s| self.trie.value(*s).is_some())
+    }
+
+    /// The slot at `path`, checked against an expected version (`-1` means any, as in ZooKeeper).
+    fn existing(&self, path: &str, version: Option<i32>) -> Result<u32> {
+        let slot = self.slot(path).ok_or_else(|| RegistryError::NoNode {
+            path: path.to_owned(),
+        })?;
         match version {
-            Some(v) if v != -1 && v != node.stat.version => Err(RegistryError::BadVersion {
-                path: path.to_owned(),
-                expected: v,
-            }),
-            _ => Ok(node),
+            Some(v) if v != -1 && v != self.view(slot).stat.version => {
+                Err(RegistryError::BadVersion {
+                    path: path.to_owned(),
+                    expected: v,
+                })
+            }
+            _ => Ok(slot),
         }
     }
 
-    fn parent_mut(&mut self, path: &str) -> &mut Node {
-        self.nodes
-            .get_mut(parent_path(path))
-            .expect("a node's parent exists while the node does")
+    /// The slot of `path`'s parent and where `path`'s name is (`Ok`), or goes (`Err`), among its
+    /// children.
+    fn place(&self, path: &str) -> (u32, std::result::Result<usize, usize>) {
+        let parent = self
+            .slot(parent_path(path))
+            .expect("a node's parent exists while the node does");
+        (parent, self.trie.search(parent, name_of(path)))
+    }
+
+    fn node_mut(&mut self, slot: u32) -> &mut Node {
+        self.trie.value_mut(slot).expect("every slot holds a node")
+    }
+
+    fn view(&self, slot: u32) -> NodeView<'_> {
+        let node = self.trie.value(slot).expect("every slot holds a node");
+        let m = &node.meta;
+        NodeView {
+            data: &node.data,
+            stat: Stat {
+                czxid: m.czxid,
+                mzxid: m.mzxid,
+                ctime: m.ctime,
+                mtime: m.mtime,
+                version: m.version,
+                cversion: m.cversion,
+                ephemeral_owner: m.ephemeral_owner,
+                num_children: i32::try_from(self.trie.kids(slot).len()).unwrap_or(i32::MAX),
+            },
+            children: Children {
+                trie: &self.trie,
+                slot,
+            },
+        }
     }
 
     fn rollback(&mut self, undo: Vec<Undo>) {
         for step in undo.into_iter().rev() {
             match step {
-                Undo::Created {
-                    path,
-                    parent_cversion,
-                } => {
-                    self.nodes.remove(&path);
-                    let parent = self.parent_mut(&path);
-                    parent.children.remove(name_of(&path));
-                    parent.stat.cversion = parent_cversion;
-                    parent.child_creates -= 1;
-                    parent.stat.num_children -= 1;
+                Undo::Created { path, parent } => {
+                    let (slot, Ok(at)) = self.place(&path) else {
+                        unreachable!("{path} was created in this transaction");
+                    };
+                    self.trie.remove_child(slot, at);
+                    self.nodes -= 1;
+                    self.node_mut(slot).meta = parent;
                 }
-                Undo::Set { path, data, stat } => {
-                    let node = self.nodes.get_mut(&path).expect("set node still exists");
-                    node.data = data;
-                    node.stat = stat;
+                Undo::Set { path, data, meta } => {
+                    let slot = self.slot(&path).expect("set node still exists");
+                    *self.node_mut(slot) = Node { data, meta };
                 }
-                Undo::Deleted {
-                    path,
-                    node,
-                    parent_cversion,
-                } => {
-                    let parent = self.parent_mut(&path);
-                    parent.children.insert(name_of(&path));
-                    parent.stat.cversion = parent_cversion;
-                    parent.stat.num_children += 1;
-                    self.nodes.insert(path, node);
+                Undo::Deleted { path, node, parent } => {
+                    let (slot, Err(at)) = self.place(&path) else {
+                        unreachable!("{path} was deleted in this transaction");
+                    };
+                    self.trie.add_child(slot, at, name_of(&path), Some(node));
+                    self.nodes += 1;
+                    self.node_mut(slot).meta = parent;
                 }
             }
         }
-    }
-
-    /// Every node at and below `path`, parents before children (breadth first), or `None` when
-    /// `path` does not exist.
-    pub(super) fn subtree(&self, path: &str) -> Option<Vec<(String, &Node)>> {
-        let root = self.nodes.get(path)?;
-        let mut out = vec![(path.to_owned(), root)];
-        let mut next = 0;
-        while next < out.len() {
-            let (p, node) = (out[next].0.clone(), out[next].1);
-            for name in node.children.iter() {
-                let child = join_path(&p, name);
-                let child_node = self
-                    .nodes
-                    .get(&child)
-                    .expect("child index matches the tree");
-                out.push((child, child_node));
-            }
-            next += 1;
-        }
-        Some(out)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The tree's own rules, without sessions: sequence numbers, rollback of a failed transaction,
 //! one zxid per transaction, ephemeral and non-empty refusals.
 
-use super::tree::Tree;
+use super::tree::{Node, Tree};
+use crate::registry::trie::Trie;
 use crate::registry::{CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result};
 
 fn create(tree: &mut Tree, path: &str, mode: CreateMode) -> Result<String> {
@@ -110,4 +111,104 @@ fn ephemerals_refuse_children_and_non_empty_nodes_refuse_deletion() {
         .map(|(p, _)| p)
         .collect();
     assert_eq!(listed, ["/", "/e", "/p", "/p/c"]);
+}
+
+fn names(tree: &Tree, path: &str) -> Vec<String> {
+    let node = tree.node(path).unwrap();
+    node.children.iter().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_node_costs_one_slot_of_at_most_112_bytes() {
+    // Ten thousand jobs are about 150,000 nodes: each byte here is 150 KB.
+    assert!(Trie::<Node>::slot_bytes() <= 112);
+}
+
+#[test]
+fn long_and_short_names_list_sorted_and_deleted_nodes_free_their_slots_for_new_ones() {
+    let mut tree = Tree::new();
+    create(&mut tree, "/j", CreateMode::Persistent).unwrap();
+    let long = "a-job-name-longer-than-the-twenty-two-inline-bytes";
+    for name in ["b", long, "a", "10.0.0.2", "10.0.0.10", "c"] {
+        create(&mut tree, &format!("/j/{name}"), CreateMode::Persistent).unwrap();
+    }
+    assert_eq!(
+        names(&tree, "/j"),
+        ["10.0.0.10", "10.0.0.2", "a", long, "b", "c"]
+    );
+    assert_eq!(tree.node("/j").unwrap().stat.num_children, 6);
+    let err = create(&mut tree, &format!("/j/{long}"), CreateMode::Persistent).unwrap_err();
+    assert!(matches!(err, RegistryError::NodeExists { path } if path.ends_with(long)));
+    let len = tree.len();
+    for name in [long, "a", "c"] {
+        tree.apply(&[Op::delete(format!("/j/{name}"))], 7, 2)
+            .unwrap();
+    }
+    assert_eq!(tree.len(), len - 3);
+    assert!(tree.node(&format!("/j/{long}")).is_none());
+    for name in ["d", "0", "e"] {
+        create(&mut tree, &format!("/j/{name}"), CreateMode::Persistent).unwrap();
+    }
+    assert_eq!(tree.len(), len);
+    assert_eq!(
+        names(&tree, "/j"),
+        ["0", "10.0.0.10", "10.0.0.2", "b", "d", "e"]
+    );
+    assert_eq!(tree.node("/j/e").unwrap().data, b"x");
+    assert_eq!(tree.node("/j").unwrap().stat.num_children, 6);
+    assert_eq!(tree.node("/j").unwrap().stat.cversion, 12);
+}
+
+#[test]
+fn a_deep_path_is_created_listed_and_deleted_level_by_level() {
+    let mut tree = Tree::new();
+    let mut path = String::new();
+    for level in 0..12 {
+        path.push_str(&format!("/level-{level}-of-a-deep-path"));
+        create(&mut tree, &path, CreateMode::Persistent).unwrap();
+    }
+    assert_eq!(tree.node(&path).unwrap().stat.num_children, 0);
+    let listed = tree.subtree("/level-0-of-a-deep-path").unwrap();
+    assert_eq!(listed.len(), 12);
+    assert_eq!(listed[11].0, path);
+    let (_, err) = tree
+        .apply(&[Op::delete("/level-0-of-a-deep-path")], 7, 1)
+        .unwrap_err();
+    assert!(matches!(err, RegistryError::NotEmpty { .. }));
+    while path.len() > 1 {
+        tree.apply(&[Op::delete(path.clone())], 7, 1).unwrap();
+        path.truncate(path.rfind('/').unwrap());
+    }
+    assert_eq!(tree.len(), 1);
+    assert!(names(&tree, "/").is_empty());
+}
+
+#[test]
+fn a_rolled_back_delete_puts_the_node_back_in_its_place_with_its_data_and_stat() {
+    let mut tree = Tree::new();
+    create(&mut tree, "/p", CreateMode::Persistent).unwrap();
+    for name in ["a", "b", "c"] {
+        create(&mut tree, &format!("/p/{name}"), CreateMode::Ephemeral).unwrap();
+    }
+    tree.apply(&[Op::set("/p/b", b"before".to_vec())], 7, 3)
+        .unwrap();
+    let (parent, b) = (
+        tree.node("/p").unwrap().stat,
+        tree.node("/p/b").unwrap().stat,
+    );
+    let ops = [
+        Op::delete("/p/b"),
+        Op::create("/p/b", b"new".to_vec(), CreateMode::Persistent),
+        Op::delete("/p/a"),
+        Op::set("/p/b", b"changed".to_vec()),
+        Op::create("/p/c", Vec::new(), CreateMode::Persistent),
+    ];
+    let (index, err) = tree.apply(&ops, 7, 4).unwrap_err();
+    assert_eq!(index, 4);
+    assert!(matches!(err, RegistryError::NodeExists { .. }));
+    assert_eq!(names(&tree, "/p"), ["a", "b", "c"]);
+    assert_eq!(tree.node("/p").unwrap().stat, parent);
+    assert_eq!(tree.node("/p/b").unwrap().stat, b);
+    assert_eq!(tree.node("/p/b").unwrap().data, b"before");
+    assert_eq!(tree.len(), 5);
 }

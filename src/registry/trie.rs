@@ -1,0 +1,367 @@
+//! A path trie held in one vector of slots: the storage of both node trees, the mirror's
+//! (`mirror/tree.rs`) and the embedded server's (`embedded/tree.rs`).
+//!
+//! A slot holds one path segment, the indices of its children sorted by name, and optionally a
+//! node value `T` (a slot without one is a placeholder, which only the mirror makes). A lookup walks
+//! the path segment by segment with a binary search at each level; a listing of children reads one
+//! short slice. No slot stores its full path: ten thousand jobs mean about 150,000 nodes, and a
+//! hash map keyed by full paths costs a bucket (with the load factor's slack), a path string and,
+//! for child listings, a second copy of every name. Here a node costs its slot (40 bytes plus the
+//! value: the segment inline when up to 22 bytes, up to two children's 4-byte indices inline and
+//! more as an exact boxed slice, no spare capacity) and 4 bytes in its parent's slice when that
+//! has more than two. Freed slots are reused.
+//!
+//! The trie knows nothing of the values' rules: callers walk it by slot index and decide.
+
+/// Index of the root slot, which always exists.
+pub(super) const ROOT: u32 = 0;
+
+/// A node name: one path segment, stored inline when short (almost all are: `config`, `0`,
+/// `instance`, an IP address, an instance id, a job name).
+#[derive(Debug, Clone)]
+enum Name {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
+
+/// The longest name stored without an allocation.
+const INLINE: usize = 22;
+
+impl Name {
+    fn new(s: &str) -> Self {
+        if s.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            Name::Inline {
+                len: s.len() as u8,
+                bytes,
+            }
+        } else {
+            Name::Heap(s.into())
+        }
+    }
+
+    /// The name's bytes; compared bytewise, they order exactly as `str` does.
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Name::Inline { len, bytes } => &bytes[..*len as usize],
+            Name::Heap(s) => s.as_bytes(),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Whole bytes of a `&str`, cut at its end: valid UTF-8.
+            Name::Inline { .. } => std::str::from_utf8(self.as_bytes()).unwrap_or_default(),
+            Name::Heap(s) => s,
+        }
+    }
+}
+
+/// A slot's children, sorted by name: up to two inline (most parents have one or two: the
+/// heap block of even one index would cost 32 bytes), more as an exact boxed slice (children
+/// change rarely). 16 bytes either way.
+#[derive(Debug)]
+enum Kids {
+    /// Unused places hold [`NO_SLOT`], after the used ones.
+    Few([u32; 2]),
+    Many(Box<[u32]>),
+}
+
+/// No slot: the filler of [`Kids::Few`], never a slot index.
+const NO_SLOT: u32 = u32::MAX;
+
+impl Kids {
+    const NONE: Kids = Kids::Few([NO_SLOT; 2]);
+
+    fn from_vec(kids: Vec<u32>) -> Self {
+        match kids[..] {
+            [] => Self::NONE,
+            [a] => Kids::Few([a, NO_SLOT]),
+            [a, b] => Kids::Few([a, b]),
+            _ => Kids::Many(kids.into_boxed_slice()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Kids::Few(ids) => &ids[..ids.iter().take_while(|i| **i != NO_SLOT).count()],
+            Kids::Many(ids) => ids,
+        }
+    }
+
+    /// The indices as a vector, leaving none (a boxed slice is reused, not copied: the namespace
+    /// root may have ten thousand children).
+    fn take(&mut self) -> Vec<u32> {
+        match std::mem::replace(self, Self::NONE) {
+            Kids::Many(ids) => ids.into_vec(),
+            few => few.as_slice().to_vec(),
+        }
+    }
+
+    fn insert(&mut self, at: usize, index: u32) {
+        let mut kids = self.take();
+        kids.reserve_exact(1);
+        kids.insert(at, index);
+        *self = Self::from_vec(kids);
+    }
+
+    /// Removes the index at `at` and returns it.
+    fn remove(&mut self, at: usize) -> u32 {
+        let mut kids = self.take();
+        let index = kids.remove(at);
+        *self = Self::from_vec(kids);
+        index
+    }
+}
+
+#[derive(Debug)]
+struct Slot<T> {
+    name: Name,
+    kids: Kids,
+    value: Option<T>,
+}
+
+impl<T> Slot<T> {
+    fn new(name: &str, value: Option<T>) -> Self {
+        Self {
+            name: Name::new(name),
+            kids: Kids::NONE,
+            value,
+        }
+    }
+}
+
+/// The segments of an absolute path (none for `/`).
+pub(super) fn segments(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|s| !s.is_empty())
+}
+
+/// The trie. Not synchronised: its owner guards it.
+#[derive(Debug)]
+pub(super) struct Trie<T> {
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Trie<T> {
+    /// A trie holding only the root slot, with `root` as its value.
+    pub(super) fn new(root: Option<T>) -> Self {
+        Self {
+            slots: vec![Slot::new("", root)],
+            free: Vec::new(),
+        }
+    }
+
+    /// Where `name` is (`Ok`), or would be inserted (`Err`), among the children of `slot`.
+    pub(super) fn search(&self, slot: u32, name: &str) -> Result<usize, usize> {
+        self.slots[slot as usize]
+            .kids
+            .as_slice()
+            .binary_search_by(|k| self.slots[*k as usize].name.as_bytes().cmp(name.as_bytes()))
+    }
+
+    /// The child of `slot` named `name`.
+    pub(super) fn child(&self, slot: u32, name: &str) -> Option<u32> {
+        let i = self.search(slot, name).ok()?;
+        Some(self.kids(slot)[i])
+    }
+
+    /// The slot at `path`, placeholder or not.
+    pub(super) fn find(&self, path: &str) -> Option<u32> {
+        segments(path).try_fold(ROOT, |at, seg| self.child(at, seg))
+    }
+
+    /// The slots from the root down to `path`, both included, or `None` when it is absent.
+    pub(super) fn chain(&self, path: &str) -> Option<Vec<u32>> {
+        let mut chain = vec![ROOT];
+        for seg in segments(path) {
+            let at = *chain.last().expect("the root");
+            chain.push(self.child(at, seg)?);
+        }
+        Some(chain)
+    }
+
+    /// The children of `slot`, sorted by name.
+    pub(super) fn kids(&self, slot: u32) -> &[u32] {
+        self.slots[slot as usize].kids.as_slice()
+    }
+
+    /// The name (last segment) of `slot`; `""` for the root.
+    pub(super) fn name(&self, slot: u32) -> &str {
+        self.slots[slot as usize].name.as_str()
+    }
+
+    /// The names of the children of `slot`, sorted.
+    pub(super) fn kid_names(&self, slot: u32) -> impl Iterator<Item = &str> {
+        self.kids(slot).iter().map(|k| self.name(*k))
+    }
+
+    pub(super) fn value(&self, slot: u32) -> Option<&T> {
+        self.slots[slot as usize].value.as_ref()
+    }
+
+    pub(super) fn value_mut(&mut self, slot: u32) -> Option<&mut T> {
+        self.slots[slot as usize].value.as_mut()
+    }
+
+    /// Stores `value` in `slot` and returns the one it replaced.
+    pub(super) fn put(&mut self, slot: u32, value: T) -> Option<T> {
+        self.slots[slot as usize].value.replace(value)
+    }
+
+    /// Takes the value out of `slot`, leaving a placeholder.
+    pub(super) fn take(&mut self, slot: u32) -> Option<T> {
+        self.slots[slot as usize].value.take()
+    }
+
+    /// Adds a child `name` to `parent` at position `at` of its children (as [`Trie::search`]
+    /// found it) and returns its slot, a freed one when there is one.
+    pub(super) fn add_child(
+        &mut self,
+        parent: u32,
+        at: usize,
+        name: &str,
+        value: Option<T>,
+    ) -> u32 {
+        let slot = Slot::new(name, value);
+        let index = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                u32::try_from(self.slots.len() - 1)
+                    .ok()
+                    .filter(|i| *i != NO_SLOT)
+                    .expect("under 4 billion registry nodes")
+            }
+        };
+        self.slots[parent as usize].kids.insert(at, index);
+        index
+    }
+
+    /// Removes the child at position `at` of `parent`'s children, which must have none of its
+    /// own, frees its slot and returns its value.
+    pub(super) fn remove_child(&mut self, parent: u32, at: usize) -> Option<T> {
+        let index = self.slots[parent as usize].kids.remove(at);
+        let slot = std::mem::replace(&mut self.slots[index as usize], Slot::new("", None));
+        debug_assert!(
+            slot.kids.as_slice().is_empty(),
+            "a removed slot has no children"
+        );
+        self.free.push(index);
+        slot.value
+    }
+
+    /// `slot` (whose path is `path`) and every slot below it with its path, parents first
+    /// (breadth first), children in name order.
+    pub(super) fn below(&self, slot: u32, path: &str) -> Vec<(String, u32)> {
+        let mut out = vec![(path.to_owned(), slot)];
+        let mut next = 0;
+        while next < out.len() {
+            let at = out[next].1;
+            let base = out[next].0.trim_end_matches('/').to_owned();
+            for k in self.kids(at) {
+                out.push((format!("{base}/{}", self.name(*k)), *k));
+            }
+            next += 1;
+        }
+        out
+    }
+
+    /// The number of slots in use, placeholders and the root included.
+    #[cfg(test)]
+    pub(super) fn slots_in_use(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// The size of one slot.
+    #[cfg(test)]
+    pub(super) fn slot_bytes() -> usize {
+        std::mem::size_of::<Slot<T>>()
+    }
+
+    /// The number of slots allocated, free ones included.
+    #[cfg(test)]
+    pub(super) fn slots_allocated(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_costs_40_bytes_beside_its_value() {
+        // Ten thousand jobs are about 150,000 slots: each byte here is 150 KB.
+        assert_eq!(Trie::<Box<u8>>::slot_bytes(), 40 + 8);
+    }
+
+    #[test]
+    fn children_sort_bytewise_whatever_their_length_and_freed_slots_are_reused() {
+        let mut t = Trie::new(Some(0));
+        let long = "a-job-name-longer-than-twenty-two-bytes";
+        for name in ["b", long, "a", "c", "é"] {
+            let at = t.search(ROOT, name).unwrap_err();
+            t.add_child(ROOT, at, name, Some(1));
+        }
+        assert_eq!(
+            t.kid_names(ROOT).collect::<Vec<_>>(),
+            ["a", long, "b", "c", "é"]
+        );
+        let allocated = t.slots_allocated();
+        let at = t.search(ROOT, long).unwrap();
+        assert_eq!(t.remove_child(ROOT, at), Some(1));
+        assert!(t.find(&format!("/{long}")).is_none());
+        let at = t.search(ROOT, "d").unwrap_err();
+        let d = t.add_child(ROOT, at, "d", None);
+        assert_eq!(t.slots_allocated(), allocated, "the freed slot holds /d");
+        assert_eq!(t.find("/d"), Some(d));
+        assert_eq!(t.value(d), None);
+        assert_eq!(t.slots_in_use(), 6);
+    }
+
+    #[test]
+    fn children_stay_sorted_as_they_move_between_inline_and_boxed_storage() {
+        let mut t = Trie::new(Some(0));
+        let add = |t: &mut Trie<i32>, name: &str| {
+            let at = t.search(ROOT, name).unwrap_err();
+            t.add_child(ROOT, at, name, Some(0));
+        };
+        let listed = |t: &Trie<i32>| t.kid_names(ROOT).collect::<Vec<_>>().join(",");
+        add(&mut t, "m");
+        add(&mut t, "c");
+        assert_eq!(listed(&t), "c,m");
+        add(&mut t, "x");
+        add(&mut t, "a");
+        assert_eq!(listed(&t), "a,c,m,x");
+        for (gone, left) in [("c", "a,m,x"), ("x", "a,m"), ("a", "m"), ("m", "")] {
+            let at = t.search(ROOT, gone).unwrap();
+            t.remove_child(ROOT, at);
+            assert_eq!(listed(&t), left);
+        }
+        assert_eq!(t.slots_in_use(), 1);
+    }
+
+    #[test]
+    fn a_deep_path_is_walked_and_listed_parents_first() {
+        let mut t = Trie::new(None);
+        let mut at = ROOT;
+        for seg in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+            at = t.add_child(at, 0, seg, Some(seg.len()));
+        }
+        assert_eq!(t.find("/a/b/c/d/e/f/g/h"), Some(at));
+        assert_eq!(t.chain("/a/b/c").map(|c| c.len()), Some(4));
+        assert!(t.chain("/a/x").is_none());
+        let below: Vec<_> = t.below(t.find("/a/b/c/d/e/f").unwrap(), "/a/b/c/d/e/f");
+        let paths: Vec<_> = below.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["/a/b/c/d/e/f", "/a/b/c/d/e/f/g", "/a/b/c/d/e/f/g/h"]
+        );
+        assert_eq!(t.below(ROOT, "/")[1].0, "/a");
+    }
+}
