@@ -39,6 +39,8 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     let sharded = fleet::wait_sharded(&node, &names, Duration::from_secs(120)).await;
     let ready = started.elapsed();
     let rss_ready = probe::status_field("VmRSS");
+    // SAFETY: mallinfo2 only reads the allocator's counters.
+    let free_ready = unsafe { libc::mallinfo2() }.fordblks as u64 / 1024;
     // One fire of every job after registration.
     let fire = probe::next_instant(period, 0);
     // The mark is taken before the instant: the first items start within a millisecond of it,
@@ -87,6 +89,7 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     r.put("rss_kib", probe::status_field("VmRSS"));
     probe::put_heap(&mut r);
     r.put("rss_ready_kib", rss_ready);
+    r.put("heap_free_ready_kib", free_ready);
     r.put("fires", u64::from(fires));
     r.put("threads", probe::status_field("Threads"));
     r.put("server_watches", total_watches);
