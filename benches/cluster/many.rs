@@ -40,7 +40,7 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     let ready = started.elapsed();
     let rss_ready = probe::status_field("VmRSS");
     // SAFETY: mallinfo2 only reads the allocator's counters.
-    let free_ready = unsafe { libc::mallinfo2() }.fordblks as u64 / 1024;
+    let heap_ready = unsafe { libc::mallinfo2() };
     // One fire of every job after registration.
     let fire = probe::next_instant(period, 0);
     // The mark is taken before the instant: the first items start within a millisecond of it,
@@ -89,7 +89,8 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     r.put("rss_kib", probe::status_field("VmRSS"));
     probe::put_heap(&mut r);
     r.put("rss_ready_kib", rss_ready);
-    r.put("heap_free_ready_kib", free_ready);
+    r.put("heap_inuse_ready_kib", (heap_ready.uordblks / 1024) as u64);
+    r.put("heap_free_ready_kib", (heap_ready.fordblks / 1024) as u64);
     r.put("fires", u64::from(fires));
     r.put("threads", probe::status_field("Threads"));
     r.put("server_watches", total_watches);

@@ -6,7 +6,7 @@
 //! An item waits inside its own task (never in an actor's handler) until the gate admits it, in
 //! arrival order. A waiting item whose cancellation fires leaves the queue without running.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -92,13 +92,24 @@ impl Admission {
 #[derive(Debug, Default)]
 struct GateState {
     admission: Admission,
-    wakers: HashMap<u64, oneshot::Sender<()>>,
+    /// Waiting tickets' wake-ups. A vector, not a map: it is empty but for items beyond the
+    /// limit, and a gate exists for every job (an empty `HashMap` is twice its size).
+    wakers: Vec<(u64, oneshot::Sender<()>)>,
 }
 
 impl GateState {
+    fn take_waker(&mut self, ticket: u64) -> Option<oneshot::Sender<()>> {
+        let at = self.wakers.iter().position(|(t, _)| *t == ticket)?;
+        let (_, waker) = self.wakers.remove(at);
+        if self.wakers.is_empty() {
+            self.wakers = Vec::new();
+        }
+        Some(waker)
+    }
+
     fn wake(&mut self, admitted: Vec<u64>) {
         for t in admitted {
-            if let Some(w) = self.wakers.remove(&t) {
+            if let Some(w) = self.take_waker(t) {
                 // A receiver gone (its item cancelled) is handled by its guard: it releases.
                 let _ = w.send(());
             }
@@ -161,7 +172,7 @@ impl Drop for Waiting {
             return;
         }
         let mut s = self.gate.0.lock();
-        s.wakers.remove(&self.ticket);
+        s.take_waker(self.ticket);
         if !s.admission.withdraw(self.ticket) {
             // Admitted between the wake and this drop: give the place to the next one.
             let admitted = s.admission.release();
@@ -175,7 +186,7 @@ impl ItemGate {
     pub fn new(limit: Option<usize>) -> Self {
         Self(Arc::new(Mutex::new(GateState {
             admission: Admission::new(limit),
-            wakers: HashMap::new(),
+            wakers: Vec::new(),
         })))
     }
 
@@ -195,7 +206,7 @@ impl ItemGate {
             return Entry::Admitted(Permit(self.clone()));
         }
         let (tx, rx) = oneshot::channel();
-        s.wakers.insert(ticket, tx);
+        s.wakers.push((ticket, tx));
         Entry::Waiting(
             Waiting {
                 gate: self.clone(),
