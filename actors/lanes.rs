@@ -156,6 +156,12 @@ impl<R: Merge> Lanes<R> {
                 self.lanes.remove(job);
             }
         }
+        if self.lanes.is_empty() {
+            // Idle: give the tables back (a start with ten thousand jobs sized them for all).
+            self.lanes = HashMap::new();
+            self.waiting = VecDeque::new();
+            return None;
+        }
         while self.running < self.cap {
             let next = self.waiting.pop_front()?;
             if let Some(lane) = self.lanes.get_mut(&next) {

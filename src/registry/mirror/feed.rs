@@ -416,7 +416,17 @@ impl Feeder {
             let (_, path) = self.pending.pop_front().expect("a front entry");
             self.pending_set.remove(&path);
         }
+        self.give_back_pending();
         None
+    }
+
+    /// Frees the pending tables once empty: a fire of ten thousand jobs sizes them for ten
+    /// thousand markers, and an empty `HashSet` or `VecDeque` keeps its capacity.
+    fn give_back_pending(&mut self) {
+        if self.pending.is_empty() {
+            self.pending = VecDeque::new();
+            self.pending_set = HashSet::new();
+        }
     }
 
     /// Reads the pending nodes created at or before `due` (all of them for `None`), several at a
@@ -432,6 +442,7 @@ impl Feeder {
                 paths.push(path);
             }
         }
+        self.give_back_pending();
         if paths.is_empty() {
             return Flow::Continue;
         }
