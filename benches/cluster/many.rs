@@ -136,6 +136,16 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
         "  resident memory when every job is ready, before any fire",
         format!("{:.1} MiB", r.get("rss_ready_kib") as f64 / 1024.0),
     );
+    let mib = |k: &str| r.get(k) as f64 / 1024.0;
+    table.info(
+        &s,
+        "  of which heap in use / freed but kept by the allocator (mallinfo2)",
+        format!(
+            "{:.1} / {:.1} MiB",
+            mib("heap_inuse_kib"),
+            mib("heap_free_kib")
+        ),
+    );
     let cpu = 100.0 * us("cpu_us").as_secs_f64() / us("quiet_us").as_secs_f64().max(1e-9);
     table.check(
         &s,
