@@ -305,9 +305,15 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
         !complete_fires(log, 2).is_empty()
     })
     .await;
-    for what in ["trigger", "executor/orders", "leader", "sharding"] {
+    for what in ["trigger", "executor", "leader", "sharding"] {
         tracing::info!("--- kill the {what} actor");
-        let cell = ractor::registry::where_is(node.actor_name(what)).expect("actor is registered");
+        let cell = match what {
+            "executor" => node
+                .executor(&shardcron::JobName::new("orders").unwrap())
+                .await
+                .expect("the job's executor"),
+            _ => ractor::registry::where_is(node.actor_name(what)).expect("actor is registered"),
+        };
         cell.kill();
         let before = complete_fires(&rec.all(), 2).len();
         rec.wait_until(
