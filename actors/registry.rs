@@ -406,9 +406,10 @@ async fn connect(
 /// `Kill` signal goes to every child before the supervisor hears of the death), and a killed
 /// actor takes no further message (signals come before messages) and is cancelled at its
 /// handler's next `.await`. So the old executor fires, claims and writes nothing more once we
-/// are told; what outlives it (its run tasks, reporting to a dead ref) outlived it just as much
-/// when it was waited for, and the new executor sees those runs' `running` markers in the mirror,
-/// as after a single executor's restart.
+/// are told. The one thing a wait still bought is the end of the handler step it was in when
+/// killed (up to that `.await`), which does only local, non-blocking work. What outlives it (its
+/// run tasks, reporting to a dead ref) outlived it just as much when it was waited for by name:
+/// the same case as a single executor's restart, where the new one starts beside the old runs.
 async fn stop_stragglers(node: &NodeContext) {
     let cells: Vec<_> = ["trigger", "leader", "sharding", "failover"]
         .iter()
