@@ -407,9 +407,10 @@ async fn connect(
 /// actor takes no further message (signals come before messages) and is cancelled at its
 /// handler's next `.await`. So the old executor fires, claims and writes nothing more once we
 /// are told. The one thing a wait still bought is the end of the handler step it was in when
-/// killed (up to that `.await`), which does only local, non-blocking work. What outlives it (its
-/// run tasks, reporting to a dead ref) outlived it just as much when it was waited for by name:
-/// the same case as a single executor's restart, where the new one starts beside the old runs.
+/// killed (its synchronous code up to that `.await`), nothing a new executor waits on. What
+/// outlives it (its run tasks, reporting to a dead ref) outlived it just as much when it was
+/// waited for by name: the same case as a single executor's restart, where the new one starts
+/// beside the old runs.
 async fn stop_stragglers(node: &NodeContext) {
     let cells: Vec<_> = ["trigger", "leader", "sharding", "failover"]
         .iter()
