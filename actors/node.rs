@@ -330,8 +330,9 @@ impl NodeHandle {
     }
 
     /// The registered name of one of this node's actors: `node`, `registry`, `trigger`, `leader`,
-    /// `sharding`, `failover` or `executor/{job}` (names are scoped per node, so several nodes and the
-    /// host's own actors share a process without collisions).
+    /// `sharding` or `failover` (names are scoped per node, so several nodes and the host's own
+    /// actors share a process without collisions). The per-job executors are unnamed (a name would
+    /// cost memory per job): reach one through [`NodeHandle::executor`].
     pub fn actor_name(&self, what: &str) -> String {
         self.node.actor_name(what)
     }
@@ -372,6 +373,16 @@ impl NodeHandle {
     pub async fn trigger(&self, job: &JobName) -> Result<(), EngineError> {
         let job = job.clone();
         self.ask(|r| RegistryMsg::Trigger(job, r)).await
+    }
+
+    /// The cell of `job`'s ExecutorActor on the current session, for supervision and diagnostics:
+    /// a host may monitor it, read its status, or kill it to exercise the engine's restart. The
+    /// executor is unnamed, so this is the way to it; the cell is that of the executor running now
+    /// (a restart, or a new session, replaces it). Fails with [`EngineError::NoSession`] while no
+    /// session is open and [`EngineError::UnknownJob`] for a job this node does not run.
+    pub async fn executor(&self, job: &JobName) -> Result<ractor::ActorCell, EngineError> {
+        let job = job.clone();
+        self.ask(|r| RegistryMsg::Executor(job, r)).await
     }
 
     /// Subscribes to the node's events with a queue of `capacity`; overflow is counted, never

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
@@ -35,6 +35,8 @@ pub(crate) enum RegistryMsg {
     RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// Run every item this instance owns of a job once, now.
     Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// The cell of a job's ExecutorActor on the current session (supervision, diagnostics).
+    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
     /// The id of the connected session, when its mirror is synced (`None` otherwise).
     ReadySession(RpcReplyPort<Option<i64>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
@@ -231,6 +233,14 @@ impl Actor for RegistryActor {
                     let _ = reply.send(Err(EngineError::NoSession));
                 }
             },
+            RegistryMsg::Executor(job, reply) => match &state.active {
+                Some(a) => {
+                    let _ = a.session.send_message(SessionMsg::Executor(job, reply));
+                }
+                None => {
+                    let _ = reply.send(Err(EngineError::NoSession));
+                }
+            },
             RegistryMsg::CheckClock => {
                 let Some(active) = &state.active else {
                     return Ok(());
@@ -299,7 +309,7 @@ impl Actor for RegistryActor {
                 .as_ref()
                 .map(|a| a.ctx.clone())
                 .expect("checked above");
-            // Its children may outlive it for a moment: stop them so the new ones can take the names.
+            // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
             stop_stragglers(&state.node).await;
             let ctx = SessionCtx {
                 configs: Arc::new(JobConfigs::default()),
@@ -386,22 +396,25 @@ async fn connect(
     Ok(())
 }
 
-/// Stops the actors a failed SessionActor left behind (its children outlive it for a moment) and
-/// waits for them (bounded), so that the new subtree can register the same names. Found by their
-/// scoped names: the node knows its jobs, and a dead subtree has nobody left to ask.
+/// Stops the four singletons a failed SessionActor left behind (its children outlive it for a
+/// moment) and waits for them (bounded), so that the new subtree can register the same names.
+/// Found by their scoped names: a dead subtree has nobody left to ask.
+///
+/// Executors are unnamed (a name cost ~190 bytes a job), so they clash with nothing, and none is
+/// waited for here. An old executor of a job beside the new session's executor of that job is
+/// still excluded where it matters: ractor ends a dead actor by killing its children (the
+/// `Kill` signal goes to every child before the supervisor hears of the death), and a killed
+/// actor takes no further message (signals come before messages) and is cancelled at its
+/// handler's next `.await`. So the old executor fires, claims and writes nothing more once we
+/// are told. The one thing a wait still bought is the end of the handler step it was in when
+/// killed (its synchronous code up to that `.await`), nothing a new executor waits on. What
+/// outlives it (its run tasks, reporting to a dead ref) outlived it just as much when it was
+/// waited for by name: the same case as a single executor's restart, where the new one starts
+/// beside the old runs.
 async fn stop_stragglers(node: &NodeContext) {
-    let mut names: Vec<String> = ["trigger", "leader", "sharding", "failover"]
+    let cells: Vec<_> = ["trigger", "leader", "sharding", "failover"]
         .iter()
-        .map(|w| node.actor_name(w))
-        .collect();
-    names.extend(
-        lock_jobs(node)
-            .keys()
-            .map(|job| node.actor_name(&format!("executor/{job}"))),
-    );
-    let cells: Vec<_> = names
-        .into_iter()
-        .filter_map(ractor::registry::where_is)
+        .filter_map(|w| ractor::registry::where_is(node.actor_name(w)))
         .collect();
     let stops = cells.iter().map(|c| {
         c.stop_and_wait(

@@ -58,8 +58,9 @@ async fn spawn_executor(
         spec,
         peers,
     };
-    let name = Some(ctx.node.actor_name(&format!("executor/{job}")));
-    let (r, _) = Actor::spawn_linked(name, ExecutorActor, args, supervisor.clone()).await?;
+    // Unnamed: one per job, and a name costs ~190 bytes a job (the cell's copy, the processing
+    // loop's copy, ractor's registry entry). Reached through the session's `executors`.
+    let (r, _) = Actor::spawn_linked(None, ExecutorActor, args, supervisor.clone()).await?;
     Ok(r)
 }
 
@@ -85,6 +86,8 @@ pub(crate) enum SessionMsg {
     RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
     /// Run a job's items now.
     Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// The cell of a job's executor (supervision, diagnostics).
+    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
     /// The session is gone (expired): stop without draining, cancelling what runs.
     Abandon,
     /// Try again to start a child whose restart failed.
@@ -424,6 +427,13 @@ impl Actor for SessionActor {
                         let _ = exec.send_message(ExecutorMsg::Step(Input::Remove));
                         Ok(())
                     }
+                    None => Err(EngineError::UnknownJob(job)),
+                };
+                let _ = reply.send(result);
+            }
+            SessionMsg::Executor(job, reply) => {
+                let result = match state.executors.get(&job) {
+                    Some(exec) => Ok(exec.get_cell()),
                     None => Err(EngineError::UnknownJob(job)),
                 };
                 let _ = reply.send(result);

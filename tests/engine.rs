@@ -305,9 +305,15 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
         !complete_fires(log, 2).is_empty()
     })
     .await;
-    for what in ["trigger", "executor/orders", "leader", "sharding"] {
+    for what in ["trigger", "executor", "leader", "sharding"] {
         tracing::info!("--- kill the {what} actor");
-        let cell = ractor::registry::where_is(node.actor_name(what)).expect("actor is registered");
+        let cell = match what {
+            "executor" => node
+                .executor(&shardcron::JobName::new("orders").unwrap())
+                .await
+                .expect("the job's executor"),
+            _ => ractor::registry::where_is(node.actor_name(what)).expect("actor is registered"),
+        };
         cell.kill();
         let before = complete_fires(&rec.all(), 2).len();
         rec.wait_until(
@@ -316,6 +322,61 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
             |log| complete_fires(log, 2).len() >= before + 2,
         )
         .await;
+    }
+    node.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_killed_session_actor_is_rebuilt_and_its_old_executor_is_gone_beside_the_new_one() {
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let node = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
+    )
+    .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 2).is_empty()
+    })
+    .await;
+    let orders = shardcron::JobName::new("orders").unwrap();
+    let old = node.executor(&orders).await.expect("the job's executor");
+    tracing::info!(
+        "--- kill the session actor: ractor kills its subtree, the registry rebuilds it"
+    );
+    let session = ractor::registry::where_is(node.actor_name("session-1"))
+        .expect("the first session actor is registered");
+    session.kill();
+    let before = complete_fires(&rec.all(), 2).len();
+    let log = rec
+        .wait_until(
+            "two more complete fires after killing the session actor",
+            WITHIN,
+            |log| complete_fires(log, 2).len() >= before + 2,
+        )
+        .await;
+    let new = node
+        .executor(&orders)
+        .await
+        .expect("the rebuilt session's executor");
+    assert_ne!(
+        new.get_id(),
+        old.get_id(),
+        "the executor is the new subtree's"
+    );
+    assert_eq!(
+        old.get_status(),
+        ractor::ActorStatus::Stopped,
+        "the old executor (unnamed, never waited for by name) is gone"
+    );
+    let mut seen = BTreeSet::new();
+    for e in &log {
+        assert!(
+            seen.insert((e.at.timestamp(), e.item)),
+            "item {} ran twice at {}",
+            e.item,
+            e.at
+        );
     }
     node.shutdown().await;
 }
