@@ -55,11 +55,7 @@ pub(crate) fn guarded<T>(
 
 /// Logs and counts a lane task's panic.
 fn reported(lane: &'static str, job: JobName, payload: Box<dyn std::any::Any + Send>) -> LanePanic {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| String::from("a panic without a message"));
+    let message = crate::job::handlers::panic_message(&*payload);
     let panic = LanePanic { lane, job, message };
     tracing::error!(job = %panic.job, lane, error = %panic, retry_in = ?PANIC_RETRY, "lane task panicked");
     crate::metrics::lane_panicked(lane, &panic.job);

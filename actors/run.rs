@@ -15,7 +15,9 @@ use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::concurrency::ItemGate;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
-use crate::job::handlers::{ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome};
+use crate::job::handlers::{
+    panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
+};
 use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
 use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -334,7 +336,7 @@ async fn run(mut req: RunRequest) -> RunReport {
     for (item, task) in tasks {
         let result = match task.await {
             Ok(r) => r,
-            Err(e) if e.is_panic() => Err(JobError::Panicked(panic_message(e.into_panic()))),
+            Err(e) if e.is_panic() => Err(JobError::Panicked(panic_message(&*e.into_panic()))),
             Err(e) => Err(JobError::Cancelled(e.to_string())),
         };
         results.push((item, result));
@@ -391,14 +393,6 @@ async fn run(mut req: RunRequest) -> RunReport {
         outcome,
         escalated,
     }
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".to_owned())
 }
 
 /// Reports what a job's state machine asks to report: misfires and skipped fires as metrics and

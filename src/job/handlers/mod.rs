@@ -209,8 +209,8 @@ impl HandlerRegistry {
 }
 
 /// The message of a caught panic: panics carry a `&str` or a `String` unless raised with
-/// `panic_any`.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
+/// `panic_any`. Shared by everything that catches one (listeners, item tasks, lane tasks).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
