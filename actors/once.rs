@@ -206,19 +206,7 @@ impl OnceKit {
         node: &JobNode,
         deleted: bool,
     ) {
-        let relevant = matches!(
-            node,
-            JobNode::Guarantee
-                | JobNode::GuaranteeStarted
-                | JobNode::GuaranteeStartedItem(_)
-                | JobNode::GuaranteeCompleted
-                | JobNode::GuaranteeCompletedItem(_)
-                | JobNode::Instance(_)
-                | JobNode::Server(_)
-                | JobNode::ShardingInstance(_)
-                | JobNode::ShardingDisabled(_)
-        );
-        if !relevant {
+        if !crate::decide::guarantee::moved_by(node) {
             return;
         }
         for phase in [Phase::Started, Phase::Completed] {

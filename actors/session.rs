@@ -11,6 +11,7 @@ use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
 
+use crate::decide::lifecycle::heed::heeded;
 use crate::decide::lifecycle::{FenceBudget, Input};
 use crate::registry::SessionState;
 use crate::types::JobName;
@@ -337,7 +338,8 @@ impl Actor for SessionActor {
                 if let Some(r) = &state.failover {
                     let _ = r.send_message(FailoverMsg::Job(ev.clone()));
                 }
-                if let Some(r) = state.executors.get(&ev.job) {
+                let heeded = heeded(&ev.node, ev.kind, state.ctx.me());
+                if let (Some(r), true) = (state.executors.get(&ev.job), heeded) {
                     let _ = r.send_message(ExecutorMsg::Job(ev));
                 }
             }

@@ -74,6 +74,23 @@ impl Phase {
     }
 }
 
+/// Whether a change of `node` can move a round under way: the phase nodes, and what decides
+/// whether an item is accounted for (its owner, its server, its instance, its being disabled).
+pub fn moved_by(node: &JobNode) -> bool {
+    matches!(
+        node,
+        JobNode::Guarantee
+            | JobNode::GuaranteeStarted
+            | JobNode::GuaranteeStartedItem(_)
+            | JobNode::GuaranteeCompleted
+            | JobNode::GuaranteeCompletedItem(_)
+            | JobNode::Instance(_)
+            | JobNode::Server(_)
+            | JobNode::ShardingInstance(_)
+            | JobNode::ShardingDisabled(_)
+    )
+}
+
 /// What the machine reads of one phase, from the mirror.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PhaseFacts {

@@ -26,6 +26,7 @@
 
 mod fence;
 mod fire;
+pub mod heed;
 mod registration;
 #[cfg(test)]
 mod tests;

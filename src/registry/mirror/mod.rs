@@ -54,7 +54,12 @@ pub struct MirrorNode {
 }
 
 /// The part of a node's [`Stat`] the mirror keeps.
+///
+/// Packed to 4-byte alignment: 28 bytes, so that [`MirrorNode`]'s `pending` flag fits beside it
+/// in 48 bytes instead of 56 (each of the ~150,000 nodes of ten thousand jobs is a trie slot of
+/// 88 bytes rather than 96). Read the fields by value; a reference to one does not compile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct MirrorStat {
     /// Transaction id that created the node: a new incarnation has a new one.
     pub czxid: i64,

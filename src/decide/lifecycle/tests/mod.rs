@@ -1,6 +1,7 @@
 //! Table tests of the job state machine: inputs in, the exact commands out. The fault cases of
 //! issue 17 are here; the ordinary transitions in `transitions.rs`.
 
+mod heeded;
 mod transitions;
 
 use std::collections::BTreeSet;
