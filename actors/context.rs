@@ -226,6 +226,7 @@ impl SessionCtx {
             me: self.me(),
             clock: &self.node.clock,
             skew: self.node.clock_skew(),
+            view: std::cell::OnceCell::new(),
         }
     }
 

@@ -354,7 +354,9 @@ const RUN_MARKER_SETTLE: Duration = Duration::from_secs(1);
 fn feed_options() -> FeedOptions {
     FeedOptions {
         lazy_data: Some(Arc::new(|path: &str| {
-            matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
+            // The suffix first: most paths are not markers, and parsing one allocates.
+            path.ends_with("/running")
+                && matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
         })),
         settle: RUN_MARKER_SETTLE,
     }

@@ -54,15 +54,18 @@ impl JobName {
     /// assert!(JobName::new("日次 集計").is_ok());
     /// assert!(JobName::new("a/b").is_err());
     /// ```
-    pub fn new(name: impl Into<String>) -> Result<Self, IdError> {
-        let name = name.into();
+    pub fn new(name: impl AsRef<str>) -> Result<Self, IdError> {
+        // Checked as a slice and copied once, into the shared string: every mirror event's path
+        // names its job, so this runs for each of them.
+        let name = name.as_ref();
         if name.is_empty() {
             return Err(IdError::EmptyJobName);
         }
         if name == "." || name == ".." || name == "zookeeper" {
-            return Err(IdError::ReservedJobName(name));
+            return Err(IdError::ReservedJobName(name.to_owned()));
         }
         if let Some(ch) = name.chars().find(|&c| !zookeeper_allows(c)) {
+            let name = name.to_owned();
             return Err(IdError::BadJobNameChar { name, ch });
         }
         Ok(Self(name.into()))

@@ -13,6 +13,9 @@
 //!
 //! The trie knows nothing of the values' rules: callers walk it by slot index and decide.
 
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+use std::hash::BuildHasher;
+
 /// Index of the root slot, which always exists.
 pub(super) const ROOT: u32 = 0;
 
@@ -100,6 +103,14 @@ impl Kids {
     }
 
     fn insert(&mut self, at: usize, index: u32) {
+        // A first or second child stays inline: no allocation (most inserts are these).
+        if let Kids::Few(ids) = self {
+            if ids[1] == NO_SLOT {
+                ids.copy_within(at..1, at + 1);
+                ids[at] = index;
+                return;
+            }
+        }
         let mut kids = self.take();
         kids.reserve_exact(1);
         kids.insert(at, index);
@@ -108,6 +119,12 @@ impl Kids {
 
     /// Removes the index at `at` and returns it.
     fn remove(&mut self, at: usize) -> u32 {
+        if let Kids::Few(ids) = self {
+            let index = ids[at];
+            ids.copy_within(at + 1.., at);
+            ids[1] = NO_SLOT;
+            return index;
+        }
         let mut kids = self.take();
         let index = kids.remove(at);
         *self = Self::from_vec(kids);
@@ -137,11 +154,23 @@ pub(super) fn segments(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|s| !s.is_empty())
 }
 
+/// A slot with at least this many children also gets a hash index of their names (and loses it
+/// below half as many): a namespace's root holds every job, and a binary search among ten
+/// thousand names is fourteen string comparisons on every lookup that passes through it.
+const WIDE: usize = 64;
+
+/// The hash index of a wide slot's children: their slot indices, hashed by name.
+type WideIndex = HashTable<u32>;
+
 /// The trie. Not synchronised: its owner guards it.
 #[derive(Debug)]
 pub(super) struct Trie<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
+    /// The name indexes of wide slots, by slot: a few (a namespace root, a job with many
+    /// items), four bytes a child (plus the table's slack) beside the sorted list.
+    wide: HashMap<u32, WideIndex>,
+    hasher: DefaultHashBuilder,
 }
 
 impl<T> Trie<T> {
@@ -150,6 +179,43 @@ impl<T> Trie<T> {
         Self {
             slots: vec![Slot::new("", root)],
             free: Vec::new(),
+            wide: HashMap::new(),
+            hasher: DefaultHashBuilder::default(),
+        }
+    }
+
+    fn hash(hasher: &DefaultHashBuilder, name: &[u8]) -> u64 {
+        hasher.hash_one(name)
+    }
+
+    /// Keeps `parent`'s name index in step with a child `index` just added (`added`) or about
+    /// to be removed: built when the slot gets wide, dropped when it gets narrow again.
+    fn index_child(&mut self, parent: u32, index: u32, added: bool) {
+        let kids = self.slots[parent as usize].kids.as_slice().len();
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        let rehash = |k: &u32| Self::hash(hasher, slots[*k as usize].name.as_bytes());
+        match self.wide.get_mut(&parent) {
+            Some(table) if added => {
+                let hash = Self::hash(hasher, slots[index as usize].name.as_bytes());
+                table.insert_unique(hash, index, rehash);
+            }
+            Some(_) if kids <= WIDE / 2 => {
+                self.wide.remove(&parent);
+            }
+            Some(table) => {
+                let hash = Self::hash(hasher, slots[index as usize].name.as_bytes());
+                if let Ok(entry) = table.find_entry(hash, |k| *k == index) {
+                    entry.remove();
+                }
+            }
+            None if added && kids >= WIDE => {
+                let mut table = WideIndex::with_capacity(kids);
+                for k in slots[parent as usize].kids.as_slice() {
+                    table.insert_unique(rehash(k), *k, rehash);
+                }
+                self.wide.insert(parent, table);
+            }
+            None => {}
         }
     }
 
@@ -163,6 +229,13 @@ impl<T> Trie<T> {
 
     /// The child of `slot` named `name`.
     pub(super) fn child(&self, slot: u32, name: &str) -> Option<u32> {
+        if self.kids(slot).len() >= WIDE / 2 {
+            if let Some(table) = self.wide.get(&slot) {
+                let hash = Self::hash(&self.hasher, name.as_bytes());
+                let named = |k: &u32| self.slots[*k as usize].name.as_bytes() == name.as_bytes();
+                return table.find(hash, named).copied();
+            }
+        }
         let i = self.search(slot, name).ok()?;
         Some(self.kids(slot)[i])
     }
@@ -174,7 +247,9 @@ impl<T> Trie<T> {
 
     /// The slots from the root down to `path`, both included, or `None` when it is absent.
     pub(super) fn chain(&self, path: &str) -> Option<Vec<u32>> {
-        let mut chain = vec![ROOT];
+        // Room for the deepest job node below a namespace: one allocation, not three.
+        let mut chain = Vec::with_capacity(8);
+        chain.push(ROOT);
         for seg in segments(path) {
             let at = *chain.last().expect("the root");
             chain.push(self.child(at, seg)?);
@@ -239,13 +314,16 @@ impl<T> Trie<T> {
             }
         };
         self.slots[parent as usize].kids.insert(at, index);
+        self.index_child(parent, index, true);
         index
     }
 
     /// Removes the child at position `at` of `parent`'s children, which must have none of its
     /// own, frees its slot and returns its value.
     pub(super) fn remove_child(&mut self, parent: u32, at: usize) -> Option<T> {
-        let index = self.slots[parent as usize].kids.remove(at);
+        let index = self.kids(parent)[at];
+        self.index_child(parent, index, false);
+        self.slots[parent as usize].kids.remove(at);
         let slot = std::mem::replace(&mut self.slots[index as usize], Slot::new("", None));
         debug_assert!(
             slot.kids.as_slice().is_empty(),
@@ -344,6 +422,57 @@ mod tests {
             assert_eq!(listed(&t), left);
         }
         assert_eq!(t.slots_in_use(), 1);
+    }
+
+    #[test]
+    fn a_wide_slot_finds_its_children_by_hash_through_growth_removal_and_slot_reuse() {
+        let mut t = Trie::new(None);
+        let name = |i: usize| format!("job-{}", (i * 7919) % 1000);
+        let add = |t: &mut Trie<usize>, n: &str, v: usize| {
+            let at = t.search(ROOT, n).unwrap_err();
+            t.add_child(ROOT, at, n, Some(v))
+        };
+        for i in 0..300 {
+            add(&mut t, &name(i), i);
+        }
+        assert!(t.wide.contains_key(&ROOT), "300 children are indexed");
+        for i in 0..300 {
+            let slot = t.child(ROOT, &name(i)).expect("every child is found");
+            assert_eq!(t.value(slot), Some(&i));
+        }
+        assert_eq!(t.child(ROOT, "job-absent"), None);
+        // Removing most of them reuses nothing yet; the index follows, then goes.
+        for i in 0..280 {
+            let at = t.search(ROOT, &name(i)).unwrap();
+            assert_eq!(t.remove_child(ROOT, at), Some(i));
+            assert_eq!(t.child(ROOT, &name(i)), None, "{} is gone", name(i));
+        }
+        assert!(
+            !t.wide.contains_key(&ROOT),
+            "20 children are searched, not indexed"
+        );
+        for i in 280..300 {
+            assert_eq!(t.child(ROOT, &name(i)).and_then(|s| t.value(s)), Some(&i));
+        }
+        // Freed slots come back under new names, past the threshold again.
+        for i in 0..100 {
+            add(&mut t, &format!("again-{i}"), 1000 + i);
+        }
+        assert!(t.wide.contains_key(&ROOT));
+        for i in 0..100 {
+            let found = t
+                .child(ROOT, &format!("again-{i}"))
+                .and_then(|s| t.value(s));
+            assert_eq!(found, Some(&(1000 + i)));
+        }
+        for i in 0..280 {
+            assert_eq!(
+                t.child(ROOT, &name(i)),
+                None,
+                "a reused slot answers to its new name only"
+            );
+        }
+        assert_eq!(t.kids(ROOT).len(), 120);
     }
 
     #[test]

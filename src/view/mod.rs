@@ -230,11 +230,15 @@ pub struct MirrorFacts<'a> {
     pub clock: &'a crate::clock::SharedClock,
     /// The last measured clock skew against the registry.
     pub skew: Option<std::time::Duration>,
+    /// The job's view, read at its first use: a machine's step reads it once, and a fire's step
+    /// looks at it two or three times (tens of mirror lookups each, at every fire of every job).
+    pub view: std::cell::OnceCell<std::rc::Rc<JobView>>,
 }
 
 impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
-    fn view(&self) -> JobView {
-        JobView::read(self.mirror, self.job)
+    fn view(&self) -> std::rc::Rc<JobView> {
+        let read = || std::rc::Rc::new(JobView::read(self.mirror, self.job));
+        self.view.get_or_init(read).clone()
     }
 
     fn owns(&self, item: ShardItem) -> bool {

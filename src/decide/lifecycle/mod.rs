@@ -50,8 +50,9 @@ use super::execution::LocalRuns;
 
 /// What the machine reads from the mirror and the clock, only when an input needs it.
 pub trait Facts {
-    /// The job's nodes as the mirror holds them.
-    fn view(&self) -> JobView;
+    /// The job's nodes as the mirror holds them: one snapshot per input (the facts of a step are
+    /// read once however many decisions of the step look at them).
+    fn view(&self) -> std::rc::Rc<JobView>;
     /// Whether `sharding/{item}/instance` names this instance.
     fn owns(&self, item: ShardItem) -> bool;
     /// Whether the mirror still shows `sharding/{item}/running`.

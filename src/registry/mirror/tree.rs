@@ -77,9 +77,12 @@ impl Tree {
     pub(super) fn set(&mut self, path: &str, node: MirrorNode) -> Option<MirrorNode> {
         let mut at = ROOT;
         for seg in segments(path) {
-            at = match self.trie.search(at, seg) {
-                Ok(i) => self.trie.kids(at)[i],
-                Err(i) => self.trie.add_child(at, i, seg, None),
+            at = match self.trie.child(at, seg) {
+                Some(child) => child,
+                None => {
+                    let i = self.trie.search(at, seg).unwrap_err();
+                    self.trie.add_child(at, i, seg, None)
+                }
             };
         }
         let old = self.trie.put(at, node);

@@ -27,8 +27,8 @@ struct Fake {
 }
 
 impl Facts for Fake {
-    fn view(&self) -> JobView {
-        self.view.clone()
+    fn view(&self) -> std::rc::Rc<JobView> {
+        std::rc::Rc::new(self.view.clone())
     }
     fn owns(&self, item: ShardItem) -> bool {
         self.view.items.get(&item).and_then(|v| v.owner.as_ref()) == Some(&me())
