@@ -107,9 +107,10 @@ fn has_failover_records(mirror: &Mirror, job: &JobName) -> bool {
         })
 }
 
-/// What a job event asks of the FailoverActor.
+/// What a job event asks of the FailoverActor. The SessionActor sends it only the events that
+/// ask something.
 #[derive(Debug, PartialEq, Eq)]
-enum Reaction {
+pub(super) enum Reaction {
     Nothing,
     /// Failover may have been turned off or a new leader must clear: check the setting.
     CheckSetting,
@@ -121,7 +122,7 @@ enum Reaction {
     Claim,
 }
 
-fn reaction(ev: &JobEvent, me: &InstanceId) -> Reaction {
+pub(super) fn reaction(ev: &JobEvent, me: &InstanceId) -> Reaction {
     use NodeEventKind::{Created, Deleted};
     match (&ev.node, ev.kind) {
         (JobNode::LeaderElectionInstance, _) => Reaction::CheckSetting,

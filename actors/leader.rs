@@ -19,8 +19,8 @@ use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
 use crate::registry::{CreateMode, Op};
 use crate::sharding::parse_labels;
-use crate::types::InstanceId;
 use crate::types::JobName;
+use crate::types::{InstanceId, ShardItem};
 use crate::view::{JobView, ServerStatus};
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
@@ -164,7 +164,7 @@ impl LeaderState {
 }
 
 /// What an evaluation looks at; requests for a job merge by "or".
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Evaluation {
     instances_changed: bool,
     reconcile: bool,
@@ -302,6 +302,51 @@ async fn follow(
     }
 }
 
+/// What a job event asks of the LeaderActor. The SessionActor sends it only the events that ask
+/// something.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Reaction {
+    Nothing,
+    /// An owner node changed: whether its item's owner is still live.
+    CheckOwner(ShardItem),
+    /// Membership, the election, the config or a commit changed: evaluate the job.
+    Evaluate(Evaluation),
+}
+
+pub(super) fn reaction(node: &JobNode, kind: NodeEventKind) -> Reaction {
+    use NodeEventKind::{Created, DataChanged, Deleted};
+    if let JobNode::ShardingInstance(item) = node {
+        return Reaction::CheckOwner(*item);
+    }
+    let membership = matches!(
+        (node, kind),
+        (JobNode::Instance(_), Created | Deleted) | (JobNode::Server(_), _)
+    );
+    let election = matches!(node, JobNode::LeaderElectionInstance | JobNode::Config);
+    // A commit computed before the latest membership change may have just landed: look again
+    // whether the assignment fits the instances now available.
+    let committed = matches!(
+        (node, kind),
+        (
+            JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
+            Deleted
+        )
+    );
+    // A new leader (this instance, maybe) looks whether the assignment is stale.
+    let elected = matches!(
+        (node, kind),
+        (JobNode::LeaderElectionInstance, Created | DataChanged)
+    );
+    if membership || election || committed {
+        Reaction::Evaluate(Evaluation {
+            instances_changed: membership,
+            reconcile: committed || elected,
+        })
+    } else {
+        Reaction::Nothing
+    }
+}
+
 impl Actor for LeaderActor {
     type Msg = LeaderMsg;
     type State = LeaderState;
@@ -330,47 +375,11 @@ impl Actor for LeaderActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            LeaderMsg::Job(ev) => {
-                let membership = matches!(
-                    (&ev.node, ev.kind),
-                    (
-                        JobNode::Instance(_),
-                        NodeEventKind::Created | NodeEventKind::Deleted
-                    ) | (JobNode::Server(_), _)
-                );
-                if let JobNode::ShardingInstance(item) = &ev.node {
-                    state.check_owner(&ev.job, *item).await;
-                    return Ok(());
-                }
-                let election = matches!(ev.node, JobNode::LeaderElectionInstance | JobNode::Config);
-                // A commit computed before the latest membership change may have just landed: look
-                // again whether the assignment fits the instances now available.
-                let committed = matches!(
-                    (&ev.node, ev.kind),
-                    (
-                        JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
-                        NodeEventKind::Deleted
-                    )
-                );
-                // A new leader (this instance, maybe) looks whether the assignment is stale.
-                let elected = matches!(
-                    (&ev.node, ev.kind),
-                    (
-                        JobNode::LeaderElectionInstance,
-                        NodeEventKind::Created | NodeEventKind::DataChanged
-                    )
-                );
-                if membership || election || committed {
-                    state.evaluate(
-                        &myself,
-                        &ev.job,
-                        Evaluation {
-                            instances_changed: membership,
-                            reconcile: committed || elected,
-                        },
-                    );
-                }
-            }
+            LeaderMsg::Job(ev) => match reaction(&ev.node, ev.kind) {
+                Reaction::Nothing => {}
+                Reaction::CheckOwner(item) => state.check_owner(&ev.job, item).await,
+                Reaction::Evaluate(evaluation) => state.evaluate(&myself, &ev.job, evaluation),
+            },
             LeaderMsg::Resynced => {
                 let jobs: Vec<JobName> =
                     state.ctx.configs.iter().map(|e| e.key().clone()).collect();
@@ -416,5 +425,74 @@ impl Actor for LeaderActor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_events_ask_the_leader_for_an_owner_check_an_evaluation_or_nothing() {
+        use NodeEventKind::{Created, DataChanged, Deleted};
+        let id = InstanceId::parse("10.0.0.2@-@1").unwrap();
+        let evaluate = |instances_changed, reconcile| {
+            Reaction::Evaluate(Evaluation {
+                instances_changed,
+                reconcile,
+            })
+        };
+        let cases = [
+            (
+                JobNode::ShardingInstance(ShardItem(2)),
+                DataChanged,
+                Reaction::CheckOwner(ShardItem(2)),
+            ),
+            (
+                JobNode::Instance(id.clone()),
+                Deleted,
+                evaluate(true, false),
+            ),
+            (
+                JobNode::Instance(id.clone()),
+                DataChanged,
+                Reaction::Nothing,
+            ),
+            (
+                JobNode::Server("10.0.0.2".into()),
+                DataChanged,
+                evaluate(true, false),
+            ),
+            (
+                JobNode::LeaderElectionInstance,
+                Created,
+                evaluate(false, true),
+            ),
+            (
+                JobNode::LeaderElectionInstance,
+                Deleted,
+                evaluate(false, false),
+            ),
+            (JobNode::Config, DataChanged, evaluate(false, false)),
+            (
+                JobNode::LeaderShardingProcessing,
+                Deleted,
+                evaluate(false, true),
+            ),
+            (JobNode::LeaderShardingNecessary, Created, Reaction::Nothing),
+            (
+                JobNode::ShardingRunning(ShardItem(0)),
+                Created,
+                Reaction::Nothing,
+            ),
+            (
+                JobNode::LeaderFailoverItem(ShardItem(0)),
+                Created,
+                Reaction::Nothing,
+            ),
+        ];
+        for (node, kind, want) in cases {
+            assert_eq!(reaction(&node, kind), want, "{node:?} {kind:?}");
+        }
     }
 }

@@ -18,8 +18,8 @@ use crate::types::JobName;
 
 use super::context::{JobEvent, JobSpec, SessionCtx};
 use super::executor::{ExecutorActor, ExecutorArgs, ExecutorMsg, JOB_REMOVED};
-use super::failover::{FailoverActor, FailoverArgs, FailoverMsg};
-use super::leader::{LeaderActor, LeaderMsg};
+use super::failover::{FailoverActor, FailoverArgs, FailoverMsg, Reaction as FailoverReaction};
+use super::leader::{LeaderActor, LeaderMsg, Reaction as LeaderReaction};
 use super::node::EngineError;
 use super::registry::lock_jobs;
 use super::sharding::{ShardingActor, ShardingMsg};
@@ -329,13 +329,19 @@ impl Actor for SessionActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::Job(ev) => {
-                if let Some(r) = &state.leader {
+                // Each actor gets the events it reacts to (its own `reaction`, the executor's
+                // `heeded`): most of a registration's or a fire's events concern one of them.
+                let leads = super::leader::reaction(&ev.node, ev.kind);
+                if let (Some(r), false) = (&state.leader, leads == LeaderReaction::Nothing) {
                     let _ = r.send_message(LeaderMsg::Job(ev.clone()));
                 }
-                if let Some(r) = &state.sharding {
+                let shards = super::sharding::reaction(&ev.node, ev.kind).any();
+                if let (Some(r), true) = (&state.sharding, shards) {
                     let _ = r.send_message(ShardingMsg::Job(ev.clone()));
                 }
-                if let Some(r) = &state.failover {
+                let fails_over = super::failover::reaction(&ev, state.ctx.me());
+                if let (Some(r), false) = (&state.failover, fails_over == FailoverReaction::Nothing)
+                {
                     let _ = r.send_message(FailoverMsg::Job(ev.clone()));
                 }
                 let heeded = heeded(&ev.node, ev.kind, state.ctx.me());

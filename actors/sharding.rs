@@ -404,6 +404,48 @@ async fn commit_after_processing(
     apply_in_chunks(ctx, &ops[1..]).await.map_err(Some)
 }
 
+/// What a job event asks of the ShardingActor. The SessionActor sends it only the events that
+/// ask something ([`Reaction::any`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Reaction {
+    /// The leader shards as soon as the flag is up, not at its next fire: the new plan is then
+    /// ready before the fire (no sharding on a run's path), and a leaving instance's items move
+    /// at once.
+    flagged: bool,
+    /// A shard waiting on running items or on the election may go on.
+    unblocks: bool,
+    /// A change that may move the namespace's balanced plan.
+    moves_balance: bool,
+}
+
+impl Reaction {
+    pub(super) fn any(&self) -> bool {
+        self.flagged || self.unblocks || self.moves_balance
+    }
+}
+
+pub(super) fn reaction(node: &JobNode, kind: NodeEventKind) -> Reaction {
+    use NodeEventKind::{Created, Deleted};
+    Reaction {
+        flagged: matches!((node, kind), (JobNode::LeaderShardingNecessary, Created)),
+        unblocks: matches!(
+            (node, kind),
+            (JobNode::ShardingRunning(_), Deleted)
+                | (JobNode::LeaderElectionInstance, _)
+                | (JobNode::Instance(_), _)
+        ),
+        moves_balance: matches!(
+            (node, kind),
+            (JobNode::ShardingInstance(_), _)
+                | (JobNode::Config, _)
+                | (JobNode::Instance(_), _)
+                | (JobNode::Server(_), _)
+                | (JobNode::LeaderElectionInstance, _)
+                | (JobNode::LeaderShardingProcessing, Deleted)
+        ),
+    }
+}
+
 impl Actor for ShardingActor {
     type Msg = ShardingMsg;
     type State = ShardingState;
@@ -438,29 +480,11 @@ impl Actor for ShardingActor {
                 state.shard_with(&myself, &job, Request { flag_raised: true })
             }
             ShardingMsg::Job(ev) => {
-                // The leader shards as soon as the flag is up, not at its next fire: the new plan is
-                // then ready before the fire (no sharding on a run's path), and a leaving instance's
-                // items move at once.
-                let flagged = matches!(
-                    (&ev.node, ev.kind),
-                    (JobNode::LeaderShardingNecessary, NodeEventKind::Created)
-                );
-                let unblocks = matches!(
-                    (&ev.node, ev.kind),
-                    (JobNode::ShardingRunning(_), NodeEventKind::Deleted)
-                        | (JobNode::LeaderElectionInstance, _)
-                        | (JobNode::Instance(_), _)
-                );
-                // A change that may move the namespace's balanced plan.
-                let moves_balance = matches!(
-                    (&ev.node, ev.kind),
-                    (JobNode::ShardingInstance(_), _)
-                        | (JobNode::Config, _)
-                        | (JobNode::Instance(_), _)
-                        | (JobNode::Server(_), _)
-                        | (JobNode::LeaderElectionInstance, _)
-                        | (JobNode::LeaderShardingProcessing, NodeEventKind::Deleted)
-                );
+                let Reaction {
+                    flagged,
+                    unblocks,
+                    moves_balance,
+                } = reaction(&ev.node, ev.kind);
                 if moves_balance {
                     state.note_change(&myself, &ev.job);
                 }
@@ -523,5 +547,69 @@ impl Actor for ShardingActor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod reaction_tests {
+    use super::*;
+
+    #[test]
+    fn job_events_ask_the_sharding_actor_to_shard_retry_or_rebalance() {
+        use NodeEventKind::{Created, DataChanged, Deleted};
+        let id = InstanceId::parse("10.0.0.2@-@1").unwrap();
+        let r = |flagged, unblocks, moves_balance| Reaction {
+            flagged,
+            unblocks,
+            moves_balance,
+        };
+        let cases = [
+            (
+                JobNode::LeaderShardingNecessary,
+                Created,
+                r(true, false, false),
+            ),
+            (
+                JobNode::LeaderShardingNecessary,
+                Deleted,
+                r(false, false, false),
+            ),
+            (
+                JobNode::ShardingRunning(ShardItem(1)),
+                Deleted,
+                r(false, true, false),
+            ),
+            (
+                JobNode::ShardingRunning(ShardItem(1)),
+                Created,
+                r(false, false, false),
+            ),
+            (JobNode::Instance(id), Created, r(false, true, true)),
+            (
+                JobNode::LeaderElectionInstance,
+                DataChanged,
+                r(false, true, true),
+            ),
+            (
+                JobNode::ShardingInstance(ShardItem(1)),
+                DataChanged,
+                r(false, false, true),
+            ),
+            (
+                JobNode::LeaderShardingProcessing,
+                Deleted,
+                r(false, false, true),
+            ),
+            (
+                JobNode::LeaderShardingProcessing,
+                Created,
+                r(false, false, false),
+            ),
+            (JobNode::Servers, Created, r(false, false, false)),
+        ];
+        for (node, kind, want) in cases {
+            assert_eq!(want.any(), want != Reaction::default());
+            assert_eq!(reaction(&node, kind), want, "{node:?} {kind:?}");
+        }
     }
 }
