@@ -242,7 +242,12 @@ impl<T> Trie<T> {
 
     /// The slot at `path`, placeholder or not.
     pub(super) fn find(&self, path: &str) -> Option<u32> {
-        segments(path).try_fold(ROOT, |at, seg| self.child(at, seg))
+        self.find_from(ROOT, path)
+    }
+
+    /// The slot at `path` taken relative to `slot` (`""` is `slot` itself).
+    pub(super) fn find_from(&self, slot: u32, path: &str) -> Option<u32> {
+        segments(path).try_fold(slot, |at, seg| self.child(at, seg))
     }
 
     /// The slots from the root down to `path`, both included, or `None` when it is absent.

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::paths::JobNode;
-use crate::registry::mirror::Mirror;
+use crate::registry::mirror::{Mirror, Under};
 use crate::types::{InstanceId, JobName, ShardItem};
 
 mod namespace;
@@ -85,6 +85,16 @@ pub struct JobView {
     pub failover_marks: BTreeSet<ShardItem>,
 }
 
+// The nodes `JobView::read` reads, relative to the job's node (`paths_below_the_job_are_its_nodes`
+// checks them against `JobNode::to_path`).
+const INSTANCES: &str = "instances";
+const SERVERS: &str = "servers";
+const LEADER: &str = "leader/election/instance";
+const NECESSARY: &str = "leader/sharding/necessary";
+const PROCESSING: &str = "leader/sharding/processing";
+const SHARDING: &str = "sharding";
+const FAILOVER_ITEMS: &str = "leader/failover/items";
+
 fn instance_of(data: &[u8]) -> Option<InstanceId> {
     std::str::from_utf8(data)
         .ok()
@@ -95,20 +105,20 @@ impl JobView {
     /// Reads the job's nodes from the mirror. Nodes whose names do not parse (written by other tools)
     /// are left out.
     pub fn read(mirror: &Mirror, job: &JobName) -> Self {
-        let path = |n: JobNode| n.to_path(job);
+        // Every machine step of every job reads this: the job's node is looked up once and the
+        // rest below it (paths relative to the job, `JOB_PATHS` checks them against `to_path`),
+        // under one read lock.
+        mirror.read_under(&JobNode::Root.to_path(job), |at| Self::read_at(at, job))
+    }
+
+    fn read_at(at: Under<'_>, job: &JobName) -> Self {
         let mut view = JobView {
             job: Some(job.clone()),
             ..Default::default()
         };
-        let instances = path(JobNode::Instances);
-        let mut at = String::with_capacity(instances.len() + 48);
-        for name in mirror.children(&instances) {
-            if let Ok(id) = InstanceId::parse(name.as_str()) {
-                at.clear();
-                at.push_str(&instances);
-                at.push('/');
-                at.push_str(&name);
-                if let Some(data) = mirror.data(&at) {
+        for (name, node) in at.children(INSTANCES) {
+            if let Ok(id) = InstanceId::parse(name) {
+                if let Some(data) = node.data("") {
                     let labels = crate::sharding::parse_labels(&data);
                     if !labels.is_empty() {
                         view.labels.insert(id.clone(), labels);
@@ -117,52 +127,35 @@ impl JobView {
                 view.instances.insert(id);
             }
         }
-        for ip in mirror.children(&path(JobNode::Servers)) {
-            if let Some(data) = mirror.data(&format!("{}/{ip}", path(JobNode::Servers))) {
-                view.servers.insert(ip, ServerStatus::from_data(&data));
+        for (ip, node) in at.children(SERVERS) {
+            if let Some(data) = node.data("") {
+                view.servers
+                    .insert(ip.to_owned(), ServerStatus::from_data(&data));
             }
         }
-        view.leader = mirror
-            .data(&path(JobNode::LeaderElectionInstance))
-            .and_then(|d| instance_of(&d));
-        view.sharding_necessary = mirror.exists(&path(JobNode::LeaderShardingNecessary));
-        view.sharding_processing = mirror.exists(&path(JobNode::LeaderShardingProcessing));
-        // This runs at every fire of every job: build item paths in one reused buffer rather than
-        // formatting each node's path from scratch.
-        let sharding = path(JobNode::Sharding);
-        let mut buf = String::with_capacity(sharding.len() + 24);
-        for name in mirror.children(&sharding) {
+        view.leader = at.data(LEADER).and_then(|d| instance_of(&d));
+        view.sharding_necessary = at.exists(NECESSARY);
+        view.sharding_processing = at.exists(PROCESSING);
+        for (name, node) in at.children(SHARDING) {
             let Ok(item) = name.parse::<ShardItem>() else {
                 continue;
             };
-            buf.clear();
-            buf.push_str(&sharding);
-            buf.push('/');
-            buf.push_str(&name);
-            buf.push('/');
-            let base = buf.len();
-            buf.push_str("instance");
-            let owner_node = mirror.get(&buf);
-            let owner_version = owner_node.as_ref().map_or(0, |n| n.stat.version);
-            let owner_data = owner_node.map(|n| n.data);
-            let mut node = |leaf: &str| {
-                buf.truncate(base);
-                buf.push_str(leaf);
-                mirror.data(&buf)
-            };
+            let owner_node = node.get("instance");
             let iv = ItemView {
-                has_owner_node: owner_data.is_some(),
-                owner_version,
-                owner: owner_data.and_then(|d| instance_of(&d)),
-                running: node("running").map(|d| String::from_utf8_lossy(&d).trim().to_owned()),
-                misfire: node("misfire").is_some(),
-                disabled: node("disabled").is_some(),
-                failover: node("failover").and_then(|d| instance_of(&d)),
-                failovering: node("failovering").and_then(|d| instance_of(&d)),
+                has_owner_node: owner_node.is_some(),
+                owner_version: owner_node.map_or(0, |n| n.stat.version),
+                owner: owner_node.and_then(|n| instance_of(&n.data)),
+                running: node
+                    .get("running")
+                    .map(|n| String::from_utf8_lossy(&n.data).trim().to_owned()),
+                misfire: node.exists("misfire"),
+                disabled: node.exists("disabled"),
+                failover: node.get("failover").and_then(|n| instance_of(&n.data)),
+                failovering: node.get("failovering").and_then(|n| instance_of(&n.data)),
             };
             view.items.insert(item, iv);
         }
-        for name in mirror.children(&path(JobNode::LeaderFailoverItems)) {
+        for (name, _) in at.children(FAILOVER_ITEMS) {
             if let Ok(item) = name.parse::<ShardItem>() {
                 view.failover_marks.insert(item);
             }
@@ -318,6 +311,35 @@ mod tests {
     use super::*;
     use crate::registry::embedded::EmbeddedServer;
     use crate::registry::{CreateMode, Registry};
+
+    #[test]
+    fn paths_below_the_job_are_its_nodes() {
+        let job = JobName::new("orders").unwrap();
+        let item = ShardItem(3);
+        let below = |rel: &str| format!("/orders/{rel}");
+        let cases = [
+            (INSTANCES, JobNode::Instances),
+            (SERVERS, JobNode::Servers),
+            (LEADER, JobNode::LeaderElectionInstance),
+            (NECESSARY, JobNode::LeaderShardingNecessary),
+            (PROCESSING, JobNode::LeaderShardingProcessing),
+            (SHARDING, JobNode::Sharding),
+            (FAILOVER_ITEMS, JobNode::LeaderFailoverItems),
+        ];
+        for (rel, node) in cases {
+            assert_eq!(below(rel), node.to_path(&job));
+        }
+        for (leaf, node) in [
+            ("instance", JobNode::ShardingInstance(item)),
+            ("running", JobNode::ShardingRunning(item)),
+            ("misfire", JobNode::ShardingMisfire(item)),
+            ("disabled", JobNode::ShardingDisabled(item)),
+            ("failover", JobNode::ShardingFailover(item)),
+            ("failovering", JobNode::ShardingFailovering(item)),
+        ] {
+            assert_eq!(below(&format!("{SHARDING}/3/{leaf}")), node.to_path(&job));
+        }
+    }
 
     #[tokio::test]
     async fn an_instance_node_counts_as_registered_only_for_the_session_that_owns_it() {

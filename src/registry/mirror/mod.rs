@@ -53,6 +53,51 @@ pub struct MirrorNode {
     pub pending: bool,
 }
 
+/// A subtree of the mirror as [`Mirror::read_under`] lends it: paths are relative to its base,
+/// the lock is held while it lives (it cannot be kept past the closure).
+#[derive(Clone, Copy)]
+pub struct Under<'a> {
+    tree: &'a tree::Tree,
+    /// The base's slot; `None` when nothing is at the base (every read then finds nothing).
+    at: Option<u32>,
+}
+
+impl<'a> Under<'a> {
+    fn slot(&self, rel: &str) -> Option<u32> {
+        self.tree.slot(Some(self.at?), rel)
+    }
+
+    /// The node at `rel` (`""`: the base itself).
+    pub fn get(&self, rel: &str) -> Option<&'a MirrorNode> {
+        self.tree.node(self.slot(rel)?)
+    }
+
+    /// The data of the node at `rel`.
+    pub fn data(&self, rel: &str) -> Option<Arc<[u8]>> {
+        self.get(rel).map(|n| n.data.clone())
+    }
+
+    /// Whether a node is mirrored at `rel`.
+    pub fn exists(&self, rel: &str) -> bool {
+        self.get(rel).is_some()
+    }
+
+    /// The children of `rel`, sorted by name, each as the subtree below it.
+    pub fn children(&self, rel: &str) -> impl Iterator<Item = (&'a str, Under<'a>)> + 'a {
+        let tree = self.tree;
+        self.slot(rel)
+            .into_iter()
+            .flat_map(move |at| tree.kids(at))
+            .map(move |(name, at)| (name, Under { tree, at: Some(at) }))
+    }
+}
+
+impl std::fmt::Debug for Under<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Under").field("at", &self.at).finish()
+    }
+}
+
 /// The part of a node's [`Stat`] the mirror keeps.
 ///
 /// Packed to 4-byte alignment: 28 bytes, so that [`MirrorNode`]'s `pending` flag fits beside it
@@ -181,6 +226,15 @@ impl Mirror {
     /// Names of the children of `path`, sorted ascending (empty when it has none or is absent).
     pub fn children(&self, path: &str) -> Vec<String> {
         self.inner.tree.read().children(path)
+    }
+
+    /// Reads the subtree at `base` under one read lock: `read` gets an [`Under`], whose paths are
+    /// relative to `base` and looked up from its slot, not from the root. A job's whole view is
+    /// one lookup of the job and short walks below it, and one consistent snapshot.
+    pub fn read_under<R>(&self, base: &str, read: impl FnOnce(Under<'_>) -> R) -> R {
+        let tree = self.inner.tree.read();
+        let at = tree.slot(None, base);
+        read(Under { tree: &tree, at })
     }
 
     /// The number of mirrored nodes.

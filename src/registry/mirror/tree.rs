@@ -51,6 +51,24 @@ impl Tree {
         self.trie.value(self.trie.find(path)?)
     }
 
+    /// The slot at `path` relative to `slot` (from the root when `slot` is `None`).
+    pub(super) fn slot(&self, slot: Option<u32>, path: &str) -> Option<u32> {
+        self.trie.find_from(slot.unwrap_or(ROOT), path)
+    }
+
+    /// The node in `slot`, if one is mirrored there (not a placeholder).
+    pub(super) fn node(&self, slot: u32) -> Option<&MirrorNode> {
+        self.trie.value(slot)
+    }
+
+    /// The children of `slot`, sorted by name: their names and slots.
+    pub(super) fn kids(&self, slot: u32) -> impl Iterator<Item = (&str, u32)> {
+        self.trie
+            .kids(slot)
+            .iter()
+            .map(|k| (self.trie.name(*k), *k))
+    }
+
     /// Names of the children of `path`, sorted.
     pub(super) fn children(&self, path: &str) -> Vec<String> {
         self.trie.find(path).map_or_else(Vec::new, |at| {
