@@ -259,3 +259,69 @@ async fn turning_failover_off_clears_the_failover_records() {
     }
     node.shutdown().await;
 }
+
+/// A graceful leave while one of the leaver's items runs: the leaver ends its session (and so its
+/// instance node) only once the item has ended, so the instance that takes the item over starts it
+/// after that, never beside it.
+#[tokio::test(start_paused = true)]
+async fn a_leaving_node_hands_over_its_running_item_only_after_the_item_ends() {
+    leave_while_an_item_runs(Duration::from_secs(3), Duration::from_secs(5)).await;
+}
+
+/// The same leave when the item outlasts the shutdown timeout: the leaver cancels it, and only
+/// then does its session end and the item go to the other instance.
+#[tokio::test(start_paused = true)]
+async fn a_leaving_node_cancels_an_item_past_its_shutdown_timeout_before_handing_it_over() {
+    leave_while_an_item_runs(Duration::from_secs(30), Duration::from_secs(1)).await;
+}
+
+/// Instance 2 (whose items take `work`) leaves while one of its items runs; instance 1 must take
+/// that item over, and no two runs of one item may overlap.
+async fn leave_while_an_item_runs(work: Duration, shutdown_timeout: Duration) {
+    let (_server, conn, rec) = cluster::embedded("leave");
+    let job = every_second("orders", 2);
+    let stays = start_node(
+        conn.clone(),
+        instance(1),
+        vec![(job.clone(), rec.handler(Duration::from_millis(100)))],
+    )
+    .await;
+    let leaves = cluster::start_node_with(
+        conn.clone(),
+        instance(2),
+        vec![(job, rec.handler(work))],
+        rec.clock(),
+        &[],
+        shutdown_timeout,
+    )
+    .await;
+    let (one, two) = (instance(1), instance(2));
+    let log = rec
+        .wait_until("instance 2 starts an item", WITHIN, |log| {
+            log.iter().any(|e| e.instance == two)
+        })
+        .await;
+    let item = log.iter().find(|e| e.instance == two).unwrap().item;
+    let left = rec.clock().now();
+    leaves.shutdown().await;
+    rec.wait_until("instance 1 runs the leaver's item", WITHIN, |log| {
+        log.iter()
+            .any(|e| e.instance == one && e.item == item && e.at >= left)
+    })
+    .await;
+    let leaver_run = rec
+        .spans()
+        .into_iter()
+        .rfind(|s| s.instance == two && s.item == item)
+        .unwrap();
+    assert!(
+        leaver_run.end.is_some(),
+        "the leaver's run ended with its node: {leaver_run:?}"
+    );
+    let overlaps = rec.overlapping_runs();
+    assert!(
+        overlaps.is_empty(),
+        "runs of one item overlapped across instances: {overlaps:#?}"
+    );
+    stays.shutdown().await;
+}

@@ -26,10 +26,30 @@ pub struct Execution {
     pub parameter: String,
 }
 
+/// One item run from its start to the end of its handler (`None` while it runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub job: String,
+    pub item: ShardItem,
+    pub instance: InstanceId,
+    pub start: DateTime<Utc>,
+    pub end: Option<DateTime<Utc>>,
+}
+
+impl Span {
+    /// Whether the two runs were under way at one instant (a run still going has no end).
+    fn overlaps(&self, other: &Span) -> bool {
+        let before =
+            |start: DateTime<Utc>, end: Option<DateTime<Utc>>| end.is_none_or(|e| start < e);
+        before(self.start, other.end) && before(other.start, self.end)
+    }
+}
+
 /// Every execution of every job of a cluster, with a way to wait for a condition on them.
 #[derive(Debug, Clone)]
 pub struct Recorder {
     log: Arc<Mutex<Vec<Execution>>>,
+    spans: Arc<Mutex<Vec<Span>>>,
     changed: watch::Sender<usize>,
     clock: SharedClock,
 }
@@ -50,6 +70,7 @@ impl Recorder {
     fn with_clock(clock: SharedClock) -> Self {
         Self {
             log: Default::default(),
+            spans: Default::default(),
             changed: watch::channel(0).0,
             clock,
         }
@@ -71,6 +92,26 @@ impl Recorder {
 
     pub fn all(&self) -> Vec<Execution> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// Every run with its end, in the order they started.
+    pub fn spans(&self) -> Vec<Span> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    /// Pairs of runs of one item of one job, on two instances, that were under way at one
+    /// instant: what no hand-over may produce.
+    pub fn overlapping_runs(&self) -> Vec<(Span, Span)> {
+        let spans = self.spans();
+        let mut out = Vec::new();
+        for (i, a) in spans.iter().enumerate() {
+            for b in &spans[i + 1..] {
+                if a.job == b.job && a.item == b.item && a.instance != b.instance && a.overlaps(b) {
+                    out.push((a.clone(), b.clone()));
+                }
+            }
+        }
+        out
     }
 
     /// Waits until `pred` holds over the log, failing with `what` after `within` of tokio time.
@@ -103,30 +144,44 @@ impl Recorder {
         }
     }
 
-    /// A handler recording each item, then taking `work` of (tokio) time.
+    /// A handler recording each item, then taking `work` of (tokio) time; the end of each run is
+    /// recorded too ([`Recorder::spans`]).
     pub fn handler(&self, work: Duration) -> SharedHandler {
         let rec = self.clone();
-        let clock = self.clock.clone();
         Arc::new(FnJob(move |ctx: ShardingContext| {
             let rec = rec.clone();
-            let clock = clock.clone();
             async move {
+                let start = rec.clock.now();
+                let span = {
+                    let mut spans = rec.spans.lock().unwrap();
+                    spans.push(Span {
+                        job: ctx.job_name.to_string(),
+                        item: ctx.sharding_item,
+                        instance: ctx.instance_id.clone(),
+                        start,
+                        end: None,
+                    });
+                    spans.len() - 1
+                };
                 rec.record(Execution {
                     job: ctx.job_name.to_string(),
                     item: ctx.sharding_item,
                     instance: ctx.instance_id.clone(),
                     source: ctx.source,
-                    at: clock.now(),
+                    at: start,
                     total: ctx.sharding_total_count,
                     parameter: ctx.sharding_parameter.clone(),
                 });
-                if !work.is_zero() {
+                let outcome = if work.is_zero() {
+                    Ok(())
+                } else {
                     tokio::select! {
-                        _ = tokio::time::sleep(work) => {}
-                        _ = ctx.cancelled() => return Err(JobError::Cancelled("item lost".into())),
+                        _ = tokio::time::sleep(work) => Ok(()),
+                        _ = ctx.cancelled() => Err(JobError::Cancelled("item lost".into())),
                     }
-                }
-                Ok::<(), JobError>(())
+                };
+                rec.spans.lock().unwrap()[span].end = Some(rec.clock.now());
+                outcome
             }
         }))
     }
@@ -177,12 +232,24 @@ pub async fn start_labelled_node(
     clock: SharedClock,
     labels: &[&str],
 ) -> NodeHandle {
+    start_node_with(connector, id, jobs, clock, labels, Duration::from_secs(5)).await
+}
+
+/// Starts one node giving its running items `shutdown_timeout` to end when it stops.
+pub async fn start_node_with(
+    connector: Arc<dyn Connector>,
+    id: InstanceId,
+    jobs: Vec<(JobConfig, SharedHandler)>,
+    clock: SharedClock,
+    labels: &[&str],
+    shutdown_timeout: Duration,
+) -> NodeHandle {
     let mut b = NodeBuilder::new(connector)
         .instance_id(id)
         .clock(clock)
         .labels(labels.iter().copied())
         .options(NodeOptions {
-            shutdown_timeout: Duration::from_secs(5),
+            shutdown_timeout,
             ..NodeOptions::default()
         });
     for (config, handler) in jobs {
