@@ -7,7 +7,7 @@
 //! the namespace's plan ([`Namespace::drifted`](crate::decide::namespace::Namespace::drifted)) and
 //! raises that job's flag.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
@@ -92,19 +92,28 @@ pub(crate) enum ShardingMsg {
 }
 
 /// How a sharding step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// Committed, or nothing to do.
     Done,
     /// Items are still running: retried when they end.
     Waits,
     /// The commit failed (the mirror was behind the registry): retried shortly, since no event
-    /// may come for a job that does not run.
-    Failed,
+    /// may come for a job that does not run. The registry's error, for the log.
+    Failed(String),
 }
 
 /// How long after a failed commit the job is sharded again.
 const COMMIT_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Failed commits of one job in a row before a WARN. One failure is the ordinary race of a
+/// commit decided on a mirror that has not yet seen the registry's latest change (often this
+/// leader's own commit a moment before: a follow-up request decided before its echo arrived);
+/// its retry, 200 ms later, finds the mirror caught up. Failures that go on are worth a WARN.
+const FAILURES_BEFORE_WARN: u32 = 3;
+
+/// While failures go on, one WARN per this many (every 10 s at [`COMMIT_RETRY`]).
+const WARN_EVERY: u32 = 50;
 
 /// State of the ShardingActor.
 #[derive(Debug)]
@@ -116,6 +125,8 @@ pub(crate) struct ShardingState {
     retrying: BTreeSet<JobName>,
     /// Jobs with a sharding step in flight.
     lanes: Lanes<Request>,
+    /// Jobs whose last commits failed, and how many in a row.
+    failures: HashMap<JobName, u32>,
     /// A [`ShardingMsg::Rebalance`] is on its way.
     rebalance_due: bool,
     /// When the last change that may move the balanced plan arrived: the look waits for a quiet
@@ -349,11 +360,13 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
                 // again in it, so a Java leader mid-way makes it fail): a round trip less, and no
                 // follower sees a partial plan either way.
                 match ctx.apply(&ops).await {
-                    Err(e) if e.is_node_exists() => commit_after_processing(ctx, job, &ops).await,
+                    Err(e) if processing_stands(&e) => {
+                        commit_after_processing(ctx, job, &ops).await
+                    }
                     Err(e) => {
                         // Nothing was written (a multi-op is atomic): retry as after any failure.
-                        tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
-                        return Outcome::Failed;
+                        tracing::debug!(%job, error = %e, "sharding commit failed; will retry");
+                        return Outcome::Failed(e.to_string());
                     }
                     Ok(()) => Ok(()),
                 }
@@ -375,14 +388,23 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
                 Err(Some(e)) => {
                     // The mirror was behind the registry: undo `processing` and retry on the
                     // next event or fire.
-                    tracing::warn!(%job, error = %e, "sharding commit failed; will retry");
+                    tracing::debug!(%job, error = %e, "sharding commit failed; will retry");
                     let path = JobNode::LeaderShardingProcessing.to_path(job);
                     let _ = ctx.registry.delete(&path, None).await;
-                    Outcome::Failed
+                    Outcome::Failed(e.to_string())
                 }
             }
         }
     }
+}
+
+/// Whether a one-write commit failed because `processing` (its first operation) stands: a Java
+/// leader is mid-way through its own commit, and this one goes the older way, after it. A failure
+/// on a later operation (an item node that exists, a flag already gone) is the mirror being behind
+/// the registry, which committing after `processing` would not mend.
+fn processing_stands(e: &crate::registry::RegistryError) -> bool {
+    use crate::registry::RegistryError;
+    e.is_node_exists() && !matches!(e, RegistryError::MultiFailed { index, .. } if *index > 0)
 }
 
 /// Marks sharding as processing with `ops[0]` (already marked is fine: an earlier try of this
@@ -461,6 +483,7 @@ impl Actor for ShardingActor {
             waiting: BTreeSet::new(),
             retrying: BTreeSet::new(),
             lanes: Lanes::default(),
+            failures: HashMap::new(),
             rebalance_due: false,
             last_change: tokio::time::Instant::now(),
             namespace: NamespaceCache::new(),
@@ -515,6 +538,9 @@ impl Actor for ShardingActor {
                 }
             }
             ShardingMsg::Sharded { job, outcome } => {
+                if !matches!(outcome, Outcome::Failed(_)) {
+                    state.failures.remove(&job);
+                }
                 match outcome {
                     Outcome::Done => {
                         state.waiting.remove(&job);
@@ -522,7 +548,12 @@ impl Actor for ShardingActor {
                     Outcome::Waits => {
                         state.waiting.insert(job.clone());
                     }
-                    Outcome::Failed => {
+                    Outcome::Failed(error) => {
+                        let failures = state.failures.entry(job.clone()).or_default();
+                        *failures += 1;
+                        if *failures == FAILURES_BEFORE_WARN || *failures % WARN_EVERY == 0 {
+                            tracing::warn!(%job, failures = *failures, %error, "sharding commits keep failing; will retry");
+                        }
                         state.waiting.insert(job.clone());
                         if state.retrying.insert(job.clone()) {
                             let again = job.clone();
