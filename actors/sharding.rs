@@ -408,7 +408,7 @@ fn processing_stands(e: &crate::registry::RegistryError) -> bool {
 }
 
 /// Marks sharding as processing with `ops[0]` (already marked is fine: an earlier try of this
-/// leader, or the one-write commit failed on a node that exists), then commits `ops[1..]` in
+/// leader, or the one-write commit failed on `processing` itself), then commits `ops[1..]` in
 /// chunks. `Err(None)`: `processing` could not be marked (logged), nothing was committed.
 async fn commit_after_processing(
     ctx: &SessionCtx,

@@ -106,8 +106,8 @@ impl JobView {
     /// are left out.
     pub fn read(mirror: &Mirror, job: &JobName) -> Self {
         // Every machine step of every job reads this: the job's node is looked up once and the
-        // rest below it (paths relative to the job, `JOB_PATHS` checks them against `to_path`),
-        // under one read lock.
+        // rest below it (paths relative to the job, which `paths_below_the_job_are_its_nodes`
+        // checks against `JobNode::to_path`), under one read lock.
         mirror.read_under(&JobNode::Root.to_path(job), |at| Self::read_at(at, job))
     }
 
