@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod ops;
 pub mod paths;
 pub mod registry;
+pub mod secret;
 pub mod sharding;
 pub mod timezone;
 pub mod types;
