@@ -114,7 +114,8 @@ pub fn redact_url(url: &str) -> String {
             .query_pairs()
             .map(|(name, _)| format!("{name}={REDACTED}"))
             .collect();
-        parsed.set_query(if pairs.is_empty() { None } else { Some(&pairs.join("&")) });
+        let query = pairs.join("&");
+        parsed.set_query(if pairs.is_empty() { None } else { Some(&query) });
         changed = true;
     }
     if changed {
@@ -181,6 +182,24 @@ impl<T> fmt::Debug for Secret<T> {
 impl<T> fmt::Display for Secret<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(REDACTED)
+    }
+}
+
+/// Fills `buf` from the kernel's random source (`/dev/urandom`), for session ids and row ids.
+/// Should the source be unreadable (no `/dev`), the buffer is filled from the standard library's
+/// randomly keyed hasher and the time, and a warning is logged.
+pub fn random_bytes(buf: &mut [u8]) {
+    use std::io::Read;
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf));
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "/dev/urandom is unreadable: using a weaker random source");
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in buf.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+            let bytes = h.finish().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
     }
 }
 
