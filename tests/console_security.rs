@@ -3,6 +3,9 @@
 //! shown (API, stream) nor lost by an edit, and the audit log of a config edit on SQLite and on a
 //! real PostgreSQL server (plus `shardcronctl`'s own audit rows against a real ZooKeeper).
 
+#[allow(dead_code, unreachable_pub)]
+#[path = "support/backend.rs"]
+mod backend;
 #[allow(dead_code)]
 #[path = "support/example_bin.rs"]
 mod example_bin;
@@ -71,6 +74,18 @@ async fn console(history: Option<String>) -> (Console, String, Arc<dyn Registry>
     .expect("the console starts");
     let base = format!("http://{}", console.local_addr());
     (console, base, session)
+}
+
+/// A JSON body (reqwest is built without its `json` feature).
+trait JsonBody {
+    fn json_body(self, value: &Value) -> Self;
+}
+
+impl JsonBody for reqwest::RequestBuilder {
+    fn json_body(self, value: &Value) -> Self {
+        self.header("Content-Type", "application/json")
+            .body(value.to_string())
+    }
 }
 
 fn http() -> reqwest::Client {
@@ -178,7 +193,7 @@ async fn a_viewer_token_reads_and_is_refused_a_write_which_the_operator_token_ma
     let write = |token: &'static str| {
         http.post(format!("{base}/api/jobs/mail/disable"))
             .bearer_auth(token)
-            .json(&json!({ "item": 1 }))
+            .json_body(&json!({ "item": 1 }))
             .send()
     };
     let refused = write(VIEWER).await.unwrap();
@@ -239,7 +254,7 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
     let login = http
         .post(format!("{base}/api/login"))
         .bearer_auth(VIEWER)
-        .json(&json!({}))
+        .json_body(&json!({}))
         .send()
         .await
         .unwrap();
@@ -253,7 +268,7 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
     assert!(!cookie.contains(VIEWER), "the cookie holds a session id, not the token");
     let session = cookie.split(';').next().unwrap().to_owned();
-    let answer: Value = login.json().await.unwrap();
+    let answer: Value = serde_json::from_str(&login.text().await.unwrap()).unwrap();
     assert_eq!(answer["role"], "viewer");
 
     let stream = http
@@ -281,7 +296,7 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
     let write = http
         .post(format!("{base}/api/jobs/mail/trigger"))
         .header("Cookie", session.as_str())
-        .json(&json!({}))
+        .json_body(&json!({}))
         .send()
         .await
         .unwrap();
@@ -290,7 +305,7 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
     let logout = http
         .post(format!("{base}/api/logout"))
         .header("Cookie", session.as_str())
-        .json(&json!({}))
+        .json_body(&json!({}))
         .send()
         .await
         .unwrap();
@@ -305,7 +320,7 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
     let wrong_login = http
         .post(format!("{base}/api/login"))
         .bearer_auth("guess")
-        .json(&json!({}))
+        .json_body(&json!({}))
         .send()
         .await
         .unwrap();
@@ -328,7 +343,9 @@ async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps
     let job = get("/api/jobs/mail").await.unwrap().text().await.unwrap();
     assert_no_secret("the job", &job);
     assert!(job.contains("***") && job.contains("smtp.example"), "{job}");
-    let config: Value = get("/api/jobs/mail/config").await.unwrap().json().await.unwrap();
+    let config: Value =
+        serde_json::from_str(&get("/api/jobs/mail/config").await.unwrap().text().await.unwrap())
+            .unwrap();
     let shown = config["yaml"].as_str().unwrap().to_owned();
     assert_no_secret("the config editor", &shown);
     let overview = get("/api/overview").await.unwrap().text().await.unwrap();
@@ -343,7 +360,7 @@ async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps
     let saved = http
         .put(format!("{base}/api/jobs/mail/config"))
         .bearer_auth(OPERATOR)
-        .json(&json!({ "yaml": edited, "version": config["version"] }))
+        .json_body(&json!({ "yaml": edited, "version": config["version"] }))
         .send()
         .await
         .unwrap();
@@ -366,8 +383,9 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
         .send()
         .await
         .unwrap()
-        .json()
+        .text()
         .await
+        .map(|t| serde_json::from_str(&t).unwrap())
         .unwrap();
     let edited = config["yaml"]
         .as_str()
@@ -377,7 +395,7 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
     let saved = http
         .put(format!("{base}/api/jobs/mail/config"))
         .bearer_auth(OPERATOR)
-        .json(&json!({ "yaml": edited, "version": config["version"] }))
+        .json_body(&json!({ "yaml": edited, "version": config["version"] }))
         .send()
         .await
         .unwrap();
@@ -385,7 +403,7 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
     let refused = http
         .put(format!("{base}/api/jobs/mail/config"))
         .bearer_auth(VIEWER)
-        .json(&json!({ "yaml": edited, "version": 99 }))
+        .json_body(&json!({ "yaml": edited, "version": 99 }))
         .send()
         .await
         .unwrap();
