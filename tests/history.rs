@@ -11,7 +11,7 @@
 mod postgres;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::PgServer;
