@@ -47,6 +47,7 @@ fn context(item: u32) -> ShardingContext {
         resharding: Default::default(),
         props: Default::default(),
         child_lease: None,
+        stop_grace: Default::default(),
     }
 }
 
