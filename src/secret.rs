@@ -154,6 +154,20 @@ pub fn redact_text(text: &str) -> String {
     out
 }
 
+/// An error and its sources, `: `-separated, with every URL in them redacted ([`redact_text`]):
+/// how an error is shown in a log line or an answer (a driver's message may quote the URL it
+/// failed on, token and all).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    redact_text(&text)
+}
+
 /// A secret value: `Debug` and `Display` print `***`; [`Secret::expose`] is the one way to read it.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secret<T>(T);

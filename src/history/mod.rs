@@ -51,7 +51,10 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Delivered, EngineEvent, EventBus, Subscription};
 use crate::types::JobName;
 
-pub use cli::{parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget};
+pub use cli::{
+    history_flag, parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget,
+    HISTORY_ENV,
+};
 pub use record::{
     source_name, state_name, to_write, ExecutionRecord, HistoryQuery, HistoryWrite, StatusRecord,
     LITE_EXECUTOR,
@@ -377,7 +380,8 @@ fn log_event(event: &EngineEvent) {
             failure: Some(cause),
             ..
         } => tracing::warn!(
-            target: "shardcron::history", %job, %item, source = source.as_str(), %cause, "item failed"
+            target: "shardcron::history", %job, %item, source = source.as_str(),
+            cause = %crate::secret::redact_text(cause), "item failed"
         ),
         EngineEvent::RunStatus {
             job,
@@ -386,7 +390,8 @@ fn log_event(event: &EngineEvent) {
             message,
             ..
         } => tracing::debug!(
-            target: "shardcron::history", %job, %task_id, state = state_name(*state), %message, "run status"
+            target: "shardcron::history", %job, %task_id, state = state_name(*state),
+            message = %crate::secret::redact_text(message), "run status"
         ),
         _ => {}
     }

@@ -398,7 +398,10 @@ impl HttpJob {
                     self.connect_timeout.as_millis()
                 ));
             }
-            return JobError::Failed(format!("{what}: cannot connect: {}", chain(&e)));
+            return JobError::Failed(format!(
+                "{what}: cannot connect: {}",
+                crate::secret::error_chain(&e)
+            ));
         }
         if e.is_timeout() {
             return JobError::Failed(format!(
@@ -410,7 +413,7 @@ impl HttpJob {
         }
         JobError::Failed(crate::secret::redact_text(&format!(
             "{what}: {}",
-            chain(&e)
+            crate::secret::error_chain(&e)
         )))
     }
 }
@@ -504,17 +507,6 @@ fn excerpt(body: &str) -> String {
         text.push('…');
     }
     text.replace(['\r', '\n'], " ")
-}
-
-/// `error: cause: cause` (reqwest's own message omits the OS error).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text += &format!(": {cause}");
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
