@@ -57,7 +57,10 @@ use crate::types::JobName;
 
 pub use audit::{render_audits, AuditQuery, AuditRecord};
 pub(crate) use audit::audit_id;
-pub use cli::{parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget};
+pub use cli::{
+    history_flag, parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget,
+    HISTORY_ENV,
+};
 pub use record::{
     source_name, state_name, to_write, ExecutionRecord, HistoryQuery, HistoryWrite, StatusRecord,
     LITE_EXECUTOR,
@@ -393,7 +396,8 @@ fn log_event(event: &EngineEvent) {
             failure: Some(cause),
             ..
         } => tracing::warn!(
-            target: "shardcron::history", %job, %item, source = source.as_str(), %cause, "item failed"
+            target: "shardcron::history", %job, %item, source = source.as_str(),
+            cause = %crate::secret::redact_text(cause), "item failed"
         ),
         EngineEvent::RunStatus {
             job,
@@ -402,7 +406,8 @@ fn log_event(event: &EngineEvent) {
             message,
             ..
         } => tracing::debug!(
-            target: "shardcron::history", %job, %task_id, state = state_name(*state), %message, "run status"
+            target: "shardcron::history", %job, %task_id, state = state_name(*state),
+            message = %crate::secret::redact_text(message), "run status"
         ),
         _ => {}
     }
