@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! browser ── GET /, /app.js, /style.css ───────────── embedded assets (no CDN)
-//!         ── GET /api/... (JSON) ──────────────────── Ops (listings of the registry) + History
+//!         ── GET /api/... (JSON) ──────────────────── Ops reading the mirror + History
 //!         ── POST /api/login (Bearer token) ───────── a session cookie (HttpOnly, SameSite=Strict)
 //!         ── POST/PUT /api/... (operator, JSON) ───── Ops writes (version-checked, audited)
-//!         ◀─ GET /api/events (server-sent events) ─── Live: one recursive watch on the namespace
+//!         ◀─ GET /api/events (server-sent events) ─── Live: one recursive watch feeds one mirror;
+//!                                                    one snapshot per change shared by all pages
 //!         (every request first passes the filter chain: host, token or cookie, role, audit)
 //! ```
 //!
@@ -19,7 +20,8 @@
 //! | `auth.rs` | tokens and their [`Role`]s, login sessions, the delay after wrong tokens |
 //! | `api.rs` | the JSON endpoints |
 //! | `audit.rs` | the audit log's endpoint |
-//! | `live.rs` | the session (re-opened when it expires) and the change signal behind the event stream |
+//! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
+//! | `shared.rs` | one snapshot per change shared by every open page's event stream |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
 //! | `assets.rs` | the page, its script and style, compiled into the binary |
 //!
@@ -44,6 +46,7 @@ mod auth;
 mod guard;
 mod live;
 pub mod schedule;
+mod shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -193,6 +196,7 @@ pub(crate) struct ConsoleState {
     pub(crate) live: Live,
     pub(crate) history: Option<History>,
     pub(crate) access: Arc<Access>,
+    pub(crate) shared: Arc<shared::Shared>,
     pub(crate) namespace: Arc<str>,
 }
 
@@ -215,6 +219,7 @@ pub fn router(
         live,
         history,
         access: Arc::new(access),
+        shared: Arc::default(),
         namespace: Arc::from(options.namespace.as_str()),
     };
     Router::new()
