@@ -40,7 +40,13 @@ pub(crate) struct Cli {
     pub(crate) json: bool,
     /// Record every state-changing command in this history database's audit log (a SQLite file
     /// or postgres://...), as done by the OS user.
-    #[arg(long, global = true, value_name = "TARGET", env = "SHARDCRON_AUDIT_DB", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "TARGET",
+        env = "SHARDCRON_AUDIT_DB",
+        hide_env_values = true
+    )]
     pub(crate) audit_db: Option<String>,
     /// The command.
     #[command(subcommand)]
