@@ -43,6 +43,25 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+impl Cli {
+    /// Refuses a history URL with a password in the arguments, naming the flag but not echoing
+    /// the value (clap's own refusal would print the password it refuses).
+    pub(crate) fn refuse_passwords(&self) -> Result<(), clap::Error> {
+        let (flag, value) = match &self.command {
+            Command::History(args) => ("--db", args.db.as_deref()),
+            Command::Console(args) => ("--history", args.history.as_deref()),
+            _ => return Ok(()),
+        };
+        match value.map(shardcron::history::history_flag) {
+            Some(Err(why)) => Err(clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{flag}: {why}\n"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// One command of the CLI.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -175,9 +194,10 @@ pub(crate) struct HistoryArgs {
     /// The job.
     #[arg(value_name = "NAME")]
     pub(crate) job: JobName,
-    /// A SQLite file (default shardcron-history.db) or postgres://...
-    #[arg(long, value_name = "TARGET", default_value = "")]
-    pub(crate) db: String,
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
     /// One item only.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = item)]
     pub(crate) item: Option<ShardItem>,
@@ -195,7 +215,8 @@ pub(crate) struct ConsoleArgs {
     /// Where to serve the console; an address other than loopback requires --token.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     pub(crate) listen: SocketAddr,
-    /// The execution history to show (a SQLite file or postgres://...); none when absent.
+    /// The execution history to show (a SQLite file or postgres://... without a password: set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY); none when absent.
     #[arg(long, value_name = "DB")]
     pub(crate) history: Option<String>,
     /// The token every state-changing request must carry (required off loopback).

@@ -104,7 +104,7 @@ impl CtlError {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(|cli| cli.refuse_passwords().map(|()| cli)) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout and succeed; every usage error is bad input.
@@ -185,7 +185,9 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         let options = ConsoleOptions {
             listen: args.listen,
             token: args.token,
-            history: args.history,
+            history: args
+                .history
+                .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
             namespace: namespace.clone(),
         };
         // Checked before connecting: an open listener without a token is bad input.
@@ -396,8 +398,12 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.since = args.since;
     query.failed_only = args.failed;
     // Reading never creates a database: a missing file or folder is said, not made.
-    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
-    let history = History::open(&args.db).await?;
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
     let records = history.query(&query).await?;
     history.close().await;
     if json {
