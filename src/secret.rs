@@ -202,6 +202,24 @@ impl<T> fmt::Display for Secret<T> {
     }
 }
 
+/// Fills `buf` from the kernel's random source (`/dev/urandom`), for session ids and row ids.
+/// Should the source be unreadable (no `/dev`), the buffer is filled from the standard library's
+/// randomly keyed hasher and the time, and a warning is logged.
+pub fn random_bytes(buf: &mut [u8]) {
+    use std::io::Read;
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf));
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "/dev/urandom is unreadable: using a weaker random source");
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in buf.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+            let bytes = h.finish().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,12 +25,13 @@
 //! get hyper's `400`; keep-alive and `HEAD` are HTTP/1.1 as hyper implements it.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -112,7 +113,7 @@ pub(crate) async fn serve_with_probes(
                     drop(stream);
                     continue;
                 };
-                tokio::spawn(server.clone().handle(stream, waiting));
+                tokio::spawn(server.clone().handle(stream, peer, waiting));
             }
             // Accept errors (out of file descriptors, a reset before accept) concern one
             // connection; keep listening, after a breath if the process is out of descriptors.
@@ -236,7 +237,7 @@ impl Server {
     }
 
     /// One connection: its head, then a probe's answer or a slot's service.
-    async fn handle(self: Arc<Self>, mut stream: TcpStream, waiting: Waiting) {
+    async fn handle(self: Arc<Self>, mut stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
         let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
             Ok(Ok(Some(head))) => head,
             Ok(Ok(None)) => {
@@ -268,7 +269,7 @@ impl Server {
             if probe {
                 let mut builder = self.builder.clone();
                 builder.keep_alive(false);
-                self.serve_connection(builder, stream).await;
+                self.serve_connection(builder, stream, peer).await;
                 return;
             }
             let mut stream = stream.inner;
@@ -276,13 +277,16 @@ impl Server {
             return;
         };
         drop(waiting);
-        self.serve_connection(self.builder.clone(), stream).await;
+        self.serve_connection(self.builder.clone(), stream, peer).await;
         drop(slot);
     }
 
-    async fn serve_connection(&self, builder: http1::Builder, stream: Prefixed) {
+    async fn serve_connection(&self, builder: http1::Builder, stream: Prefixed, peer: SocketAddr) {
         let inner = TowerToHyperService::new(self.router.clone());
-        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            // Handlers that care who asks (the console slows a client guessing tokens) read the
+            // peer as axum's `ConnectInfo`.
+            request.extensions_mut().insert(ConnectInfo(peer));
             let answer = bounded(&inner, request);
             async move { Ok::<_, std::convert::Infallible>(answer.await) }
         });

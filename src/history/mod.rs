@@ -17,6 +17,9 @@
 //! (`shardcron_history_write_errors_total`, [`HistoryProgress::write_errors`]) and the next event
 //! is written as usual.
 //!
+//! The same database holds the audit log of operations (`SHARDCRON_AUDIT_LOG`, see
+//! [`AuditRecord`]): [`History::audit`] writes a row, [`History::audits`] reads them.
+//!
 //! Sinks: a `tracing` line per event always (target `shardcron::history`), and the relational
 //! sink: a SQLite file ([`History::sqlite`], the default: [`DEFAULT_SQLITE_FILE`]) or PostgreSQL
 //! ([`History::postgres`]; plain TCP or a Unix socket, without TLS). Both tables are created when
@@ -38,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 
+mod audit;
 mod cli;
 mod record;
 mod sql;
@@ -51,6 +55,8 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Delivered, EngineEvent, EventBus, Subscription};
 use crate::types::JobName;
 
+pub use audit::{render_audits, AuditQuery, AuditRecord};
+pub(crate) use audit::audit_id;
 pub use cli::{
     history_flag, parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget,
     HISTORY_ENV,
@@ -224,6 +230,16 @@ impl History {
     /// One job's status changes matching `query`, newest first.
     pub async fn statuses(&self, query: &StatusQuery) -> Result<Vec<StatusRecord>, HistoryError> {
         self.store.statuses(query).await
+    }
+
+    /// Writes one row of the audit log (see [`AuditRecord`]).
+    pub async fn audit(&self, record: &AuditRecord) -> Result<(), HistoryError> {
+        self.store.write_audit(record).await
+    }
+
+    /// The audit log's rows matching `query`, newest first.
+    pub async fn audits(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, HistoryError> {
+        self.store.audits(query).await
     }
 
     /// Closes the connection pool (after [`HistoryHandle::close`], so nothing is left to write).
