@@ -114,7 +114,8 @@ pub fn redact_url(url: &str) -> String {
             .query_pairs()
             .map(|(name, _)| format!("{name}={REDACTED}"))
             .collect();
-        parsed.set_query(if pairs.is_empty() { None } else { Some(&pairs.join("&")) });
+        let query = pairs.join("&");
+        parsed.set_query((!pairs.is_empty()).then_some(query.as_str()));
         changed = true;
     }
     if changed {
