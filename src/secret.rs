@@ -84,7 +84,10 @@ pub fn redacted_props(props: &BTreeMap<String, String>) -> BTreeMap<String, Stri
 /// After an edit of a config whose secrets were shown redacted: every value of `edited` that is
 /// still exactly what the user was shown for that key (`***`, or the redacted URL) takes back the
 /// value `before` held, so saving a form does not overwrite a password with `***`.
-pub fn keep_unchanged_secrets(before: &BTreeMap<String, String>, edited: &mut BTreeMap<String, String>) {
+pub fn keep_unchanged_secrets(
+    before: &BTreeMap<String, String>,
+    edited: &mut BTreeMap<String, String>,
+) {
     for (key, value) in edited.iter_mut() {
         if let Some(old) = before.get(key) {
             let shown = redact_value(key, old);
@@ -115,7 +118,7 @@ pub fn redact_url(url: &str) -> String {
             .map(|(name, _)| format!("{name}={REDACTED}"))
             .collect();
         let query = pairs.join("&");
-        parsed.set_query((!pairs.is_empty()).then_some(query.as_str()));
+        parsed.set_query(if pairs.is_empty() { None } else { Some(&query) });
         changed = true;
     }
     if changed {
@@ -149,6 +152,20 @@ pub fn redact_text(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// An error and its sources, `: `-separated, with every URL in them redacted ([`redact_text`]):
+/// how an error is shown in a log line or an answer (a driver's message may quote the URL it
+/// failed on, token and all).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    redact_text(&text)
 }
 
 /// A secret value: `Debug` and `Display` print `***`; [`Secret::expose`] is the one way to read it.
@@ -185,6 +202,24 @@ impl<T> fmt::Display for Secret<T> {
     }
 }
 
+/// Fills `buf` from the kernel's random source (`/dev/urandom`), for session ids and row ids.
+/// Should the source be unreadable (no `/dev`), the buffer is filled from the standard library's
+/// randomly keyed hasher and the time, and a warning is logged.
+pub fn random_bytes(buf: &mut [u8]) {
+    use std::io::Read;
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf));
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "/dev/urandom is unreadable: using a weaker random source");
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in buf.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+            let bytes = h.finish().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,7 +238,13 @@ mod tests {
         ] {
             assert!(is_secret_key(key), "{key} should be secret");
         }
-        for key in ["email.host", "script.command.line", "http.url", "shardcron.timeout", "monkey"] {
+        for key in [
+            "email.host",
+            "script.command.line",
+            "http.url",
+            "shardcron.timeout",
+            "monkey",
+        ] {
             assert!(!is_secret_key(key), "{key} should not be secret");
         }
     }
@@ -214,7 +255,10 @@ mod tests {
             redact_url("https://oapi.dingtalk.com/robot/send?access_token=abc&x=1"),
             "https://oapi.dingtalk.com/robot/send?access_token=***&x=***"
         );
-        assert_eq!(redact_url("postgres://app:s3cret@db:5432/jobs"), "postgres://app:***@db:5432/jobs");
+        assert_eq!(
+            redact_url("postgres://app:s3cret@db:5432/jobs"),
+            "postgres://app:***@db:5432/jobs"
+        );
         assert_eq!(redact_url("http://host/path"), "http://host/path");
         assert_eq!(redact_url("not a url"), "not a url");
     }
@@ -232,7 +276,10 @@ mod tests {
     fn an_unchanged_redacted_secret_keeps_its_value_and_a_changed_one_is_taken() {
         let before: BTreeMap<String, String> = [
             ("email.password".to_owned(), "hunter2".to_owned()),
-            ("dingtalk.webhook".to_owned(), "https://h/r?access_token=t".to_owned()),
+            (
+                "dingtalk.webhook".to_owned(),
+                "https://h/r?access_token=t".to_owned(),
+            ),
             ("dingtalk.secret".to_owned(), "s".to_owned()),
         ]
         .into();

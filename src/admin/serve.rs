@@ -8,10 +8,13 @@
 //! asked to close after its current response (which then has [`DRAIN_TIMEOUT`] to be written).
 //! Malformed requests get hyper's `400`; keep-alive and `HEAD` are HTTP/1.1 as hyper implements it.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -54,10 +57,10 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, stop: Cancellat
             a = listener.accept() => a,
         };
         match accepted {
-            Ok((stream, _peer)) => {
+            Ok((stream, peer)) => {
                 let (builder, router, stop) = (builder.clone(), router.clone(), stop.clone());
                 tokio::spawn(async move {
-                    serve_connection(builder, stream, router, stop).await;
+                    serve_connection(builder, stream, peer, router, stop).await;
                     drop(permit);
                 });
             }
@@ -71,10 +74,18 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, stop: Cancellat
 async fn serve_connection(
     builder: http1::Builder,
     stream: TcpStream,
+    peer: SocketAddr,
     router: Router,
     stop: CancellationToken,
 ) {
-    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
+    // Handlers that care who asks (the console slows a client guessing tokens) read the peer
+    // as axum's `ConnectInfo`.
+    let service = TowerToHyperService::new(router);
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        hyper::service::Service::call(&service, request)
+    });
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
     tokio::select! {
         // A client that goes away mid-request is no error of ours.

@@ -7,8 +7,9 @@
 
 use serde::Serialize;
 
+use super::audit::Entry;
 use super::{Ops, OpsError};
-use crate::config::{ConfigErrors, JobConfig, JobKind, ValidationContext};
+use crate::config::{redact_config_yaml, ConfigErrors, JobConfig, JobKind, ValidationContext};
 use crate::paths::JobNode;
 use crate::registry::RegistryError;
 use crate::types::JobName;
@@ -58,6 +59,14 @@ pub struct StoredConfig {
     pub version: i32,
 }
 
+impl StoredConfig {
+    /// The same with its secrets redacted ([`redact_config_yaml`]): what a person is shown.
+    pub fn redacted(mut self) -> Self {
+        self.yaml = redact_config_yaml(&self.yaml);
+        self
+    }
+}
+
 impl Ops {
     /// The job's stored config and its version.
     pub async fn config_get(&self, job: &JobName) -> Result<StoredConfig, OpsError> {
@@ -78,21 +87,46 @@ impl Ops {
     /// Only the read-to-write window is protected here; an editor that showed the config to a
     /// person should use [`Ops::config_set_at`] with the version it showed.
     pub async fn config_set(&self, job: &JobName, yaml: &str) -> Result<i32, OpsError> {
-        let config = self.checked_config(job, yaml).await?;
-        let version = self.config_get(job).await?.version;
-        self.write_config(job, &config, version).await
+        self.edit_config(job, yaml, None).await
     }
 
     /// Validates `yaml` and writes it only if the config is still at `version`
     /// ([`OpsError::ConfigChanged`] otherwise). Returns the new version.
+    ///
+    /// `yaml` may be the redacted text a person was shown ([`StoredConfig::redacted`]): a secret
+    /// still shown as `***` keeps its stored value ([`JobConfig::keep_unchanged_secrets`]).
     pub async fn config_set_at(
         &self,
         job: &JobName,
         yaml: &str,
         version: i32,
     ) -> Result<i32, OpsError> {
-        let config = self.checked_config(job, yaml).await?;
-        self.write_config(job, &config, version).await
+        self.edit_config(job, yaml, Some(version)).await
+    }
+
+    /// Validates, keeps unchanged secrets, writes at `version` (the stored one when `None`) and
+    /// records the edit with the config before and after, redacted.
+    async fn edit_config(
+        &self,
+        job: &JobName,
+        yaml: &str,
+        version: Option<i32>,
+    ) -> Result<i32, OpsError> {
+        let mut entry = Entry::new("config-set", job);
+        let result = async {
+            let mut config = self.checked_config(job, yaml).await?;
+            let stored = self.config_get(job).await?;
+            entry.before = Some(redact_config_yaml(&stored.yaml));
+            if let Ok(before) = JobConfig::from_yaml(&stored.yaml) {
+                config.keep_unchanged_secrets(&before);
+            }
+            entry.after = config.redacted().to_yaml().ok();
+            let version = version.unwrap_or(stored.version);
+            self.write_config(job, &config, version).await
+        }
+        .await;
+        self.record(entry, &result).await;
+        result
     }
 
     /// Parses and validates a new config for `job`, naming every bad field.

@@ -8,6 +8,7 @@
 //! | `snapshot.rs` | one job's subtree read in one listing |
 //! | `configure.rs` | [`Ops::config_get`], [`Ops::config_set`]: validated, version-checked writes |
 //! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `audit.rs` | [`Ops::audited`]: every state-changing call recorded in the audit log as done by an [`Actor`] |
 //! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
 //!
 //! Operations act on the cluster only by writing the nodes the engine watches (the layout
@@ -28,6 +29,7 @@
 //! # });
 //! ```
 
+mod audit;
 mod configure;
 mod error;
 mod operate;
@@ -39,6 +41,7 @@ use std::sync::Arc;
 use crate::registry::Registry;
 use crate::types::JobName;
 
+pub use audit::Actor;
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};
@@ -52,12 +55,16 @@ use snapshot::JobSnapshot;
 #[derive(Debug, Clone)]
 pub struct Ops {
     registry: Arc<dyn Registry>,
+    audit: Option<Arc<audit::Audit>>,
 }
 
 impl Ops {
     /// Operates on the namespace `registry` is rooted at.
     pub fn new(registry: Arc<dyn Registry>) -> Self {
-        Self { registry }
+        Self {
+            registry,
+            audit: None,
+        }
     }
 
     /// The session.
