@@ -203,11 +203,12 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         options.check()?;
         let connector: Arc<dyn Connector> = Arc::new(ZkConnector::new(config));
         let console = Console::start(connector, options).await?;
+        let stopped = stop_signals();
         println!(
             "console of namespace {namespace} on http://{} (Ctrl-C stops it)",
             console.local_addr()
         );
-        stop_signal().await;
+        stopped.await;
         console.stop().await;
         return Ok(());
     }
@@ -496,17 +497,23 @@ fn or_none(names: &[&str]) -> String {
     }
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn stop_signal() {
+/// SIGINT and SIGTERM, watched from the moment this is called (so a signal sent as soon as the
+/// console says where it listens is not lost to the default action).
+fn stop_signals() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        },
-        Err(e) => {
-            eprintln!("shardcronctl: cannot watch SIGTERM ({e}); stopping on Ctrl-C only");
-            let _ = tokio::signal::ctrl_c().await;
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    async move {
+        match (interrupt, terminate) {
+            (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            },
+            (interrupt, terminate) => {
+                let e = interrupt.err().or(terminate.err());
+                eprintln!("shardcronctl: cannot watch signals ({e:?}); stopping on Ctrl-C only");
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }
