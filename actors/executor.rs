@@ -158,6 +158,15 @@ impl ExecutorState {
                 self.once.reconfigure(&self.ctx, &config);
                 self.ctx.configs.insert(job, config);
             }
+            Command::StartTimer {
+                run_id,
+                timer,
+                after,
+            } => drop(myself.send_after(after, move || {
+                ExecutorMsg::Step(Input::TimerFired { run_id, timer })
+            })),
+            Command::TimeOut { run_id } => self.kit.time_out(run_id),
+            Command::Abandon { run_id } => self.kit.abandon(run_id),
             Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
             Command::Stop => myself.stop(Some(JOB_REMOVED.into())),
             c @ (Command::Misfired(_)

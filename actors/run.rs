@@ -14,6 +14,7 @@ use crate::clock::SharedClock;
 use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::concurrency::ItemGate;
+use crate::job::deadline::RunDeadline;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
@@ -48,6 +49,8 @@ pub(crate) struct RunRequest {
     pub(crate) go: Option<oneshot::Receiver<()>>,
     /// The cron instant this run answers, for the trigger-delay metric.
     pub(crate) scheduled: Option<DateTime<Utc>>,
+    /// The run's timeout (`shardcron.timeout`); `None` for a job without one.
+    pub(crate) deadline: Option<Arc<RunDeadline>>,
 }
 
 /// What a run reports back.
@@ -89,6 +92,8 @@ pub(crate) struct RunKit {
     /// zxid), until their run launches: the mirror may show the mark gone before the claim.
     failover_fences: Vec<(ShardItem, FencingToken)>,
     tokens: Vec<(u64, Vec<(ShardItem, CancellationToken)>)>,
+    /// The deadlines of runs in flight of a job with a timeout.
+    deadlines: Vec<(u64, Arc<RunDeadline>)>,
 }
 
 impl RunKit {
@@ -108,6 +113,7 @@ impl RunKit {
             gate: ItemGate::new(config.item_concurrency().limit()),
             failover_fences: Vec::new(),
             tokens: Vec::new(),
+            deadlines: Vec::new(),
         })
     }
 
@@ -201,6 +207,11 @@ impl RunKit {
             })
             .collect();
         self.tokens.push((run_id, tokens));
+        let deadline = config.policy().timeout.map(|t| {
+            let deadline = Arc::new(RunDeadline::new(t.after));
+            self.deadlines.push((run_id, deadline.clone()));
+            deadline
+        });
         let req = RunRequest {
             run_id,
             job,
@@ -216,6 +227,7 @@ impl RunKit {
             gate: self.gate.clone(),
             go,
             scheduled,
+            deadline,
         };
         spawn_run(req, executor.clone());
     }
@@ -229,6 +241,22 @@ impl RunKit {
         }
     }
 
+    /// Run `run_id` is past its timeout: its items are cancelled and their errors are timeouts.
+    pub(crate) fn time_out(&self, run_id: u64) {
+        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+            d.time_out();
+        }
+        let tokens = self.tokens.iter().filter(|(id, _)| *id == run_id);
+        tokens.flat_map(|(_, t)| t).for_each(|(_, t)| t.cancel());
+    }
+
+    /// Run `run_id`'s grace after its timeout ran out: what of it still runs is dropped.
+    pub(crate) fn abandon(&self, run_id: u64) {
+        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+            d.abandon();
+        }
+    }
+
     /// A run of `job` ended: an escalation is logged, its tokens go (the memory too, once none
     /// is left).
     pub(crate) fn finished(&mut self, job: &JobName, report: &RunReport) {
@@ -239,6 +267,9 @@ impl RunKit {
         self.tokens.retain(|(id, _)| *id != report.run_id);
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
+        }
+        if !self.deadlines.is_empty() {
+            self.deadlines.retain(|(id, _)| *id != report.run_id);
         }
     }
 }
@@ -306,6 +337,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
         .map(|ctx| {
             let item = ctx.sharding_item;
             let handler = req.handler.clone();
+            let deadline = req.deadline.clone();
             // Entered in item order, before any task runs: beyond the job's item concurrency
             // items wait their turn in that order.
             let entry = req.gate.enter();
@@ -331,7 +363,10 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                             return Err(JobError::Cancelled("item lost while waiting its turn".into()))
                         }
                     };
-                    handler.run_item(ctx).await
+                    match deadline {
+                        Some(d) => d.guard(handler.run_item(ctx)).await,
+                        None => handler.run_item(ctx).await,
+                    }
                 }),
             )
         })
@@ -361,10 +396,10 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
             });
         }
-        let outcome = if result.is_ok() {
-            Outcome::Success
-        } else {
-            Outcome::Failure
+        let outcome = match result {
+            Ok(()) => Outcome::Success,
+            Err(JobError::TimedOut { .. }) => Outcome::Timeout,
+            Err(_) => Outcome::Failure,
         };
         crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
         if let Err(e) = result {

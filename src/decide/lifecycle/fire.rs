@@ -270,6 +270,7 @@ impl JobMachine {
                 items: items.clone(),
                 end_ops,
                 started: facts.now(),
+                timed_out: false,
             },
         ));
         out.push(Command::Launch {
@@ -278,6 +279,7 @@ impl JobMachine {
             scheduled,
             items,
         });
+        self.arm_timeout(run_id, out);
     }
 
     /// A run's task ended: queue its end write (batched with every job's of the moment), or end

@@ -27,6 +27,7 @@
 mod fence;
 mod fire;
 pub mod heed;
+mod policy;
 mod registration;
 #[cfg(test)]
 mod tests;
@@ -231,6 +232,22 @@ pub enum Input {
     Remove,
     /// The FailoverActor claimed these items for this instance.
     FailoverClaimed(Vec<ShardItem>),
+    /// A timer the machine started with [`Command::StartTimer`] ran out.
+    TimerFired {
+        /// The run it was started for.
+        run_id: u64,
+        /// Which timer.
+        timer: Timer,
+    },
+}
+
+/// The timers of a run's policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// `shardcron.timeout` ran out: the run's items are cancelled.
+    Timeout,
+    /// `shardcron.timeout.grace` ran out after the cancel: the items are ended for good.
+    Grace,
 }
 
 /// What the interpreter must do.
@@ -303,6 +320,28 @@ pub enum Command {
     },
     /// Log at WARN.
     Warn(String),
+    /// Send [`Input::TimerFired`] with `run_id` and `timer` after `after` (a timer whose run has
+    /// ended meanwhile is ignored).
+    StartTimer {
+        /// The run.
+        run_id: u64,
+        /// Which timer.
+        timer: Timer,
+        /// When.
+        after: Duration,
+    },
+    /// The run is past its timeout: cancel its items (a script's process group gets TERM), and
+    /// an item that ends with an error from now on ends as timed out.
+    TimeOut {
+        /// The run.
+        run_id: u64,
+    },
+    /// The run's grace after its timeout ran out: drop what of its items still runs (a script's
+    /// process group gets KILL) and end them as timed out.
+    Abandon {
+        /// The run.
+        run_id: u64,
+    },
 }
 
 /// How the machine sees its session's link to the registry.
@@ -333,6 +372,8 @@ struct Run {
     items: Vec<ShardItem>,
     end_ops: Vec<Op>,
     started: DateTime<Utc>,
+    /// Its timeout ran out: it was cancelled and its grace runs.
+    timed_out: bool,
 }
 
 /// A planned run waiting for its start write.
@@ -543,6 +584,7 @@ impl JobMachine {
                     );
                 }
             }
+            Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, &mut out),
         }
         out
     }

@@ -2,6 +2,7 @@
 //! issue 17 are here; the ordinary transitions in `transitions.rs`.
 
 mod heeded;
+mod policies;
 mod transitions;
 
 use std::collections::BTreeSet;
@@ -109,12 +110,16 @@ fn fake() -> Fake {
 }
 
 fn machine(registration: Registration) -> JobMachine {
+    machine_with(registration, config(|c| c))
+}
+
+fn machine_with(registration: Registration, config: Arc<ValidatedConfig>) -> JobMachine {
     JobMachine::new(
         job(),
         me(),
         SESSION,
         FenceBudget::for_session(Duration::from_secs(4)),
-        config(|c| c),
+        config,
         registration,
     )
 }
