@@ -122,13 +122,14 @@ impl ExecutorState {
                 source,
                 scheduled,
                 items,
+                attempt,
             } => {
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
                     .await;
                 let config = self.machine.config();
                 self.kit.launch(
-                    &self.ctx, config, myself, run_id, source, scheduled, &items, go,
+                    &self.ctx, config, myself, run_id, source, scheduled, &items, go, attempt,
                 );
             }
             Command::Cancel(items) => self.kit.cancel(|i| items.contains(&i)),
@@ -186,6 +187,7 @@ impl ExecutorState {
                 self.once.run_ended(&self.ctx, myself, report.run_id).await;
                 Input::RunFinished {
                     run_id: report.run_id,
+                    failed: report.outcome.failures().map(|(item, _)| item).collect(),
                 }
             }
             ExecutorMsg::Job(JobEvent {

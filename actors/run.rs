@@ -51,6 +51,10 @@ pub(crate) struct RunRequest {
     pub(crate) scheduled: Option<DateTime<Utc>>,
     /// The run's timeout (`shardcron.timeout`); `None` for a job without one.
     pub(crate) deadline: Option<Arc<RunDeadline>>,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    pub(crate) attempt: u32,
+    /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
+    pub(crate) notify: bool,
 }
 
 /// What a run reports back.
@@ -165,6 +169,7 @@ impl RunKit {
         scheduled: Option<DateTime<Utc>>,
         items: &[ShardItem],
         go: Option<oneshot::Receiver<()>>,
+        attempt: u32,
     ) {
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -228,6 +233,8 @@ impl RunKit {
             go,
             scheduled,
             deadline,
+            attempt,
+            notify: config.policy().notifies(attempt),
         };
         spawn_run(req, executor.clone());
     }
@@ -402,10 +409,15 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
             Err(_) => Outcome::Failure,
         };
         crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
-        if let Err(e) = result {
-            if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
-                escalated = true;
+        match result {
+            Err(e) if req.notify => {
+                if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
+                    escalated = true;
+                }
             }
+            Err(e) => tracing::warn!(job = %req.job, item = item.0, attempt = req.attempt,
+                "item failed, a retry follows: {e}"),
+            Ok(()) => {}
         }
     }
     let took = (finished_at - started_at).to_std().unwrap_or_default();

@@ -132,6 +132,21 @@ pub struct Retry {
     pub notify: Notify,
 }
 
+impl Retry {
+    /// The backoff before retry `retry` (1 for the first): `initial` times `factor` to the
+    /// `retry - 1`, at most `max_backoff`, shortened by up to `jitter` of itself as `seed` draws.
+    pub fn delay(&self, retry: u32, seed: u64) -> Duration {
+        let power = i32::try_from(retry.saturating_sub(1))
+            .unwrap_or(i32::MAX)
+            .min(1000);
+        let max = self.max_backoff.as_secs_f64();
+        let base = (self.initial.as_secs_f64() * self.factor.powi(power)).min(max);
+        // 53 random bits as a fraction in [0, 1).
+        let draw = (seed >> 11) as f64 / (1u64 << 53) as f64;
+        Duration::from_secs_f64((base * (1.0 - self.jitter * draw)).clamp(0.0, max))
+    }
+}
+
 /// Which failed attempts the error handler hears.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Notify {

@@ -29,7 +29,7 @@ impl JobMachine {
     }
 
     /// Whether work may start now: connected, our node not an older session's, not stopping.
-    fn may_start(&self) -> bool {
+    pub(super) fn may_start(&self) -> bool {
         !self.draining
             && !self.leaving
             && self.link == Link::Connected
@@ -271,6 +271,10 @@ impl JobMachine {
                 end_ops,
                 started: facts.now(),
                 timed_out: false,
+                attempt: 1,
+                source,
+                scheduled,
+                backing_off: false,
             },
         ));
         out.push(Command::Launch {
@@ -278,13 +282,25 @@ impl JobMachine {
             source,
             scheduled,
             items,
+            attempt: 1,
         });
         self.arm_timeout(run_id, out);
     }
 
     /// A run's task ended: queue its end write (batched with every job's of the moment), or end
     /// it now when it has nothing to write.
-    pub(super) fn run_finished(&mut self, run_id: u64, facts: &dyn Facts, out: &mut Vec<Command>) {
+    pub(super) fn run_finished(
+        &mut self,
+        run_id: u64,
+        failed: Vec<ShardItem>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if !failed.is_empty() {
+            if let Some(retry) = self.config.policy().retry {
+                self.retry_failed(run_id, &failed, retry, facts, out);
+            }
+        }
         let Some(run) = self.run(run_id) else {
             return;
         };

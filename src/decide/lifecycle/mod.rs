@@ -189,6 +189,8 @@ pub enum Input {
     RunFinished {
         /// The run.
         run_id: u64,
+        /// Its items that failed (empty when all succeeded): retried if the job says so.
+        failed: Vec<ShardItem>,
     },
     /// A run's batched end write has its outcome.
     RunEnded {
@@ -248,6 +250,8 @@ pub enum Timer {
     Timeout,
     /// `shardcron.timeout.grace` ran out after the cancel: the items are ended for good.
     Grace,
+    /// A retry's backoff ran out: the failed items run again.
+    Retry,
 }
 
 /// What the interpreter must do.
@@ -279,6 +283,8 @@ pub enum Command {
         scheduled: Option<DateTime<Utc>>,
         /// Its items, ascending.
         items: Vec<ShardItem>,
+        /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on.
+        attempt: u32,
     },
     /// Cancel these running items.
     Cancel(Vec<ShardItem>),
@@ -374,6 +380,13 @@ struct Run {
     started: DateTime<Utc>,
     /// Its timeout ran out: it was cancelled and its grace runs.
     timed_out: bool,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    attempt: u32,
+    source: ExecutionSource,
+    scheduled: Option<DateTime<Utc>>,
+    /// A retry waiting for its backoff: its items hold their `running` markers (a crash of this
+    /// instance fails them over) and count as running here.
+    backing_off: bool,
 }
 
 /// A planned run waiting for its start write.
@@ -527,7 +540,9 @@ impl JobMachine {
                     self.trigger_queued = true;
                 }
             }
-            Input::RunFinished { run_id } => self.run_finished(run_id, facts, &mut out),
+            Input::RunFinished { run_id, failed } => {
+                self.run_finished(run_id, failed, facts, &mut out)
+            }
             Input::RunEnded { run_id, outcome } => match outcome {
                 Outcome::Done => self.finish(run_id, true, facts, &mut out),
                 _ => {
@@ -562,6 +577,8 @@ impl JobMachine {
                 out.push(Command::Unschedule);
                 if self.runs.is_empty() {
                     out.push(Command::DrainDone);
+                } else {
+                    self.end_backoffs(facts, &mut out);
                 }
             }
             Input::Remove => self.leave(facts, &mut out),
@@ -584,7 +601,7 @@ impl JobMachine {
                     );
                 }
             }
-            Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, &mut out),
+            Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, facts, &mut out),
         }
         out
     }
