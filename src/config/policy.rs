@@ -265,6 +265,28 @@ impl RunPolicy {
         }
     }
 
+    /// The policies this version parses but does not carry out yet (`buffer_all`, `allow_all`,
+    /// a catch-up window): refused rather than silently ignored.
+    pub fn unsupported(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if matches!(self.overlap, Overlap::BufferAll(_) | Overlap::AllowAll) {
+            errors.push(ConfigError {
+                field: OVERLAP,
+                problem: format!(
+                    "{} is not supported by this version yet (skip, buffer_one and cancel_other are)",
+                    self.overlap.as_str()
+                ),
+            });
+        }
+        if !self.catchup_window.is_zero() {
+            errors.push(ConfigError {
+                field: CATCHUP_WINDOW,
+                problem: "a catch-up window is not supported by this version yet".into(),
+            });
+        }
+        errors
+    }
+
     /// Whether the job sets no policy beyond what ElasticJob does: its fires take no extra step.
     pub fn is_default(&self) -> bool {
         self.timeout.is_none() && self.retry.is_none() && self.catchup_window.is_zero()

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
+use crate::config::Overlap;
 use crate::decide::execution::{plan_run, FireSettings};
 use crate::decide::prepare::{plan_prepare, release_ops};
 use crate::job::ExecutionSource;
@@ -24,7 +25,8 @@ impl JobMachine {
         FireSettings {
             monitor_execution: c.monitor_execution,
             failover: c.failover,
-            misfire: c.misfire,
+            // `misfire` unless the job names its overlap policy (`shardcron.overlap`).
+            misfire: self.config.policy().overlap != Overlap::Skip,
         }
     }
 
@@ -174,6 +176,9 @@ impl JobMachine {
             only.as_ref(),
         );
         drop(view);
+        if self.config.policy().overlap == Overlap::CancelOther {
+            self.cancel_other(&plan.flagged, out);
+        }
         if !plan.skipped.is_empty() {
             self.skipped(SkipReason::StillRunning, plan.skipped.len(), out);
         } else if !plan.run.is_empty() && only.is_none() {
@@ -348,7 +353,7 @@ impl JobMachine {
             .filter(|i| !self.local.running.contains(i))
             .copied()
             .collect();
-        if !catch_up.is_empty() && self.config.config().misfire {
+        if !catch_up.is_empty() && self.settings().misfire {
             self.fire_only(ExecutionSource::Misfire, None, Some(catch_up), facts, out);
         }
         if self.trigger_queued && self.runs.is_empty() {

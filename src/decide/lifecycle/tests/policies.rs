@@ -1,4 +1,4 @@
-//! The run policies' transitions (`shardcron.` props): timeout and its grace, retries.
+//! The run policies' transitions (`shardcron.` props): timeout and its grace, retries, overlap.
 
 use super::*;
 
@@ -340,4 +340,68 @@ fn backoffs_grow_by_the_factor_up_to_the_maximum_and_jitter_only_shortens_them()
         let d = jittered.delay(2, seed);
         assert!(d <= 3 * SECOND && d >= 3 * SECOND / 2, "{d:?}");
     }
+}
+
+/// A second fire while run 1 of items 0 and 1 still runs here: its commands.
+fn fire_over_a_run(config: Arc<ValidatedConfig>) -> (JobMachine, Vec<Command>) {
+    let f = fake();
+    let mut m = machine_with(Registration::Confirmed, config);
+    m.step(Input::Fire { scheduled: t(0) }, &f);
+    m.step(written(Purpose::Start), &f);
+    let commands = m.step(Input::Fire { scheduled: t(5) }, &f);
+    (m, commands)
+}
+
+#[test]
+fn overlap_skip_and_buffer_one_mean_misfire_false_and_true_whatever_misfire_says() {
+    use crate::config::Overlap;
+    let (_, skip) = fire_over_a_run(config(|c| c.overlap(Overlap::Skip)));
+    assert_eq!(skip, fire_over_a_run(config(|c| c.misfire(false))).1);
+    let buffered = config(|c| c.misfire(false).overlap(Overlap::BufferOne));
+    let (_, one) = fire_over_a_run(buffered);
+    assert_eq!(one, fire_over_a_run(config(|c| c.misfire(true))).1);
+    assert_ne!(skip, one);
+}
+
+#[test]
+fn overlap_cancel_other_cancels_the_items_running_here_and_runs_them_once_they_end() {
+    use crate::config::Overlap;
+    let f = fake();
+    let (_, one) = fire_over_a_run(config(|c| c.overlap(Overlap::BufferOne)));
+    let (mut m, cancel) = fire_over_a_run(config(|c| c.overlap(Overlap::CancelOther)));
+    assert_eq!(cancel[0], Command::Cancel(vec![ShardItem(0), ShardItem(1)]));
+    assert_eq!(cancel[1..], one[..], "then as buffer_one");
+    m.step(written(Purpose::Start), &f);
+    m.step(finished(1, &[0, 1]), &f);
+    let ended = m.step(
+        Input::RunEnded {
+            run_id: 1,
+            outcome: Outcome::Done,
+        },
+        &f,
+    );
+    assert!(
+        matches!(
+            ended.first(),
+            Some(Command::Write {
+                then: Purpose::Start,
+                ..
+            })
+        ),
+        "the cancelled items run for the fire: {ended:?}"
+    );
+}
+
+#[test]
+fn overlap_policies_not_carried_out_yet_are_refused_naming_the_key() {
+    use crate::config::Overlap;
+    let ctx = ValidationContext::builtin(JobKind::Simple);
+    let all = JobConfig::test("j").overlap(Overlap::BufferAll(std::num::NonZeroU32::MIN));
+    assert_eq!(
+        all.validate(&ctx).unwrap_err().fields(),
+        ["shardcron.overlap"]
+    );
+    let window = JobConfig::test("j").catchup_window(Duration::from_secs(60));
+    let errors = window.validate(&ctx).unwrap_err();
+    assert_eq!(errors.fields(), ["shardcron.catchup.window"]);
 }
