@@ -166,7 +166,7 @@ impl ExecutorState {
             } => drop(myself.send_after(after, move || {
                 ExecutorMsg::Step(Input::TimerFired { run_id, timer })
             })),
-            Command::TimeOut { run_id } => self.kit.time_out(run_id),
+            Command::TimeOut { run_id, grace } => self.kit.time_out(run_id, grace),
             Command::Abandon { run_id } => self.kit.abandon(run_id),
             Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
             Command::Stop => myself.stop(Some(JOB_REMOVED.into())),

@@ -19,7 +19,9 @@ use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
 };
-use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
+use crate::job::{
+    ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler, StopGrace,
+};
 use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
@@ -95,9 +97,20 @@ pub(crate) struct RunKit {
     /// Fencing tokens of items just claimed for failover, from the claimer's mirror (the mark's
     /// zxid), until their run launches: the mirror may show the mark gone before the claim.
     failover_fences: Vec<(ShardItem, FencingToken)>,
-    tokens: Vec<(u64, Vec<(ShardItem, CancellationToken)>)>,
+    tokens: Vec<InFlight>,
     /// The deadlines of runs in flight of a job with a timeout.
     deadlines: Vec<(u64, Arc<RunDeadline>)>,
+}
+
+/// One run in flight: its items' cancellation tokens, the grace its processes share, and the
+/// grace a cancellation by this node gives them (the session's, so that a fenced script's group
+/// is gone before the session can expire).
+#[derive(Debug)]
+struct InFlight {
+    run_id: u64,
+    tokens: Vec<(ShardItem, CancellationToken)>,
+    grace: StopGrace,
+    cancel_grace: std::time::Duration,
 }
 
 impl RunKit {
@@ -184,9 +197,15 @@ impl RunKit {
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
         let props = Arc::new(c.props.clone());
-        let lease =
-            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout)
-                .frozen_node_lease();
+        let budget =
+            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout);
+        let lease = budget.frozen_node_lease();
+        // A job with a timeout gives its processes its grace after any cancel (a shorter one asked
+        // for by fencing still wins).
+        let grace = config
+            .policy()
+            .timeout
+            .map_or_else(StopGrace::default, |t| StopGrace::new(t.grace));
         let contexts = items
             .iter()
             .zip(fences)
@@ -208,10 +227,16 @@ impl RunKit {
                     resharding: self.resharding.clone(),
                     props: props.clone(),
                     child_lease: Some(lease),
+                    stop_grace: grace.clone(),
                 }
             })
             .collect();
-        self.tokens.push((run_id, tokens));
+        self.tokens.push(InFlight {
+            run_id,
+            tokens,
+            grace,
+            cancel_grace: budget.kill_grace(),
+        });
         let deadline = config.policy().timeout.map(|t| {
             let deadline = Arc::new(RunDeadline::new(t.after));
             self.deadlines.push((run_id, deadline.clone()));
@@ -241,20 +266,26 @@ impl RunKit {
 
     /// Cancels the running items `which` selects.
     pub(crate) fn cancel(&self, which: impl Fn(ShardItem) -> bool) {
-        for (item, token) in self.tokens.iter().flat_map(|(_, t)| t) {
-            if which(*item) {
-                token.cancel();
+        for run in &self.tokens {
+            for (item, token) in &run.tokens {
+                if which(*item) {
+                    run.grace.cancel_within(token, run.cancel_grace);
+                }
             }
         }
     }
 
-    /// Run `run_id` is past its timeout: its items are cancelled and their errors are timeouts.
-    pub(crate) fn time_out(&self, run_id: u64) {
+    /// Run `run_id` is past its timeout: its items are cancelled, their processes given `grace`
+    /// (SIGTERM now, SIGKILL after it), and their errors are timeouts.
+    pub(crate) fn time_out(&self, run_id: u64, grace: std::time::Duration) {
         if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
             d.time_out();
         }
-        let tokens = self.tokens.iter().filter(|(id, _)| *id == run_id);
-        tokens.flat_map(|(_, t)| t).for_each(|(_, t)| t.cancel());
+        for run in self.tokens.iter().filter(|r| r.run_id == run_id) {
+            for (_, token) in &run.tokens {
+                run.grace.cancel_within(token, grace);
+            }
+        }
     }
 
     /// Run `run_id`'s grace after its timeout ran out: what of it still runs is dropped.
@@ -271,7 +302,7 @@ impl RunKit {
             tracing::error!(%job, failures = report.outcome.failures().count(),
                 "run failed and its error handler escalates (THROW)");
         }
-        self.tokens.retain(|(id, _)| *id != report.run_id);
+        self.tokens.retain(|run| run.run_id != report.run_id);
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
         }

@@ -172,7 +172,6 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the script's process group (TERM, then KILL after the grace) of branch sec-bounds"]
 async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
     init_tracing();
     let dir = tempfile::tempdir().unwrap();

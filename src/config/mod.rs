@@ -21,6 +21,7 @@ mod duration;
 mod items;
 mod java;
 pub mod policy;
+mod redact;
 mod validate;
 mod yaml;
 
@@ -33,6 +34,7 @@ pub use duration::{format_duration, parse_duration, MAX_DURATION};
 pub use items::{parse_item_parameters, ItemParameterError};
 pub use java::{java_accepts_time_zone, SHARDCRON_ONLY};
 pub use policy::{Notify, Overlap, Retry, RunPolicy, Timeout, DEFAULT_GRACE, POLICY_KEYS};
+pub use redact::redact_config_yaml;
 pub use validate::{
     ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext,
     MAX_SHARDING_TOTAL_COUNT,

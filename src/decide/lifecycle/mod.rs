@@ -341,6 +341,8 @@ pub enum Command {
     TimeOut {
         /// The run.
         run_id: u64,
+        /// How long its processes have between SIGTERM and SIGKILL.
+        grace: Duration,
     },
     /// The run's grace after its timeout ran out: drop what of its items still runs (a script's
     /// process group gets KILL) and end them as timed out.

@@ -77,12 +77,13 @@ impl JobMachine {
         match timer {
             Timer::Timeout if !run.timed_out && !run.backing_off => {
                 run.timed_out = true;
-                out.push(Command::TimeOut { run_id });
                 // A config change may have dropped the timeout since the launch: the default grace.
+                let grace = grace.unwrap_or(crate::config::DEFAULT_GRACE);
+                out.push(Command::TimeOut { run_id, grace });
                 out.push(Command::StartTimer {
                     run_id,
                     timer: Timer::Grace,
-                    after: grace.unwrap_or(crate::config::DEFAULT_GRACE),
+                    after: grace,
                 });
             }
             Timer::Timeout => {}

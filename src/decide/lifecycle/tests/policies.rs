@@ -50,7 +50,13 @@ fn the_timeout_transitions_give_the_commands_the_table_says() {
         (
             "the timeout cancels the run as timed out and starts its grace",
             vec![written(Purpose::Start), fired(Timer::Timeout)],
-            vec![Command::TimeOut { run_id: 1 }, timer(Timer::Grace, SECOND)],
+            vec![
+                Command::TimeOut {
+                    run_id: 1,
+                    grace: SECOND,
+                },
+                timer(Timer::Grace, SECOND),
+            ],
         ),
         (
             "the grace's end abandons the run",
