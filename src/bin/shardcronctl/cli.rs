@@ -40,7 +40,13 @@ pub(crate) struct Cli {
     pub(crate) json: bool,
     /// Record every state-changing command in this history database's audit log (a SQLite file
     /// or postgres://...), as done by the OS user.
-    #[arg(long, global = true, value_name = "TARGET", env = "SHARDCRON_AUDIT_DB", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "TARGET",
+        env = "SHARDCRON_AUDIT_DB",
+        hide_env_values = true
+    )]
     pub(crate) audit_db: Option<String>,
     /// The command.
     #[command(subcommand)]
@@ -53,7 +59,10 @@ impl Cli {
     pub(crate) fn refuse_passwords(&self) -> Result<(), clap::Error> {
         // The same value in $SHARDCRON_AUDIT_DB came from the environment, which `ps` does not show.
         let from_env = std::env::var("SHARDCRON_AUDIT_DB").ok();
-        let audit_db = self.audit_db.as_deref().filter(|v| from_env.as_deref() != Some(*v));
+        let audit_db = self
+            .audit_db
+            .as_deref()
+            .filter(|v| from_env.as_deref() != Some(*v));
         let mut flags = vec![("--audit-db", audit_db)];
         match &self.command {
             Command::History(args) => flags.push(("--db", args.db.as_deref())),

@@ -33,9 +33,9 @@ use serde_json::json;
 use shardcron::console::{Console, ConsoleOptions};
 use shardcron::history::{render_audits, render_executions, AuditQuery, History, HistoryQuery};
 use shardcron::ops::{Actor, ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
-use shardcron::secret::Secret;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
+use shardcron::secret::Secret;
 
 use cli::{Cli, Command, ConfigCommand};
 
