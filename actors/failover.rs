@@ -13,27 +13,25 @@
 //!   asks again. A lost race re-reads the marks and retries with what is left.
 //! - Failover turned off: the leader removes the `failover`/`failovering` records and the marks, as
 //!   ElasticJob's FailoverSettingsChangedJobListener does.
+//!
+//! Every decision is [`crate::decide::failover`]'s and [`crate::decide::failover_claim`]'s: who
+//! may claim and how many, what each answer means. The handler waits on nothing: a job's work
+//! (its mark writes, the question to its executor whether it is idle, the claim) runs in the job's
+//! lane ([`Lanes`], as the leader and sharding actors have), so a slow executor or a slow write
+//! delays that job only. Requests that come while a job's task runs merge into one follow-up.
 
-use std::collections::HashMap;
-use std::time::Duration;
+use std::collections::{BTreeSet, HashMap};
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
 
-use crate::decide::failover;
-use crate::decide::lifecycle::Input;
-use crate::events::EngineEvent;
-use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::paths::JobNode;
 use crate::registry::mirror::Mirror;
-use crate::registry::{NodeEventKind, Op};
+use crate::registry::NodeEventKind;
 use crate::types::{InstanceId, JobName, ShardItem};
-use crate::view::{JobView, ServerStatus};
 
-use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
+use super::context::{JobEvent, SessionCtx};
 use super::executor::ExecutorMsg;
-
-/// How long the executor may take to say whether it is idle (its mailbox may hold a fire).
-const IDLE_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
+use super::lanes::{self, Lanes, Merge};
 
 /// The FailoverActor.
 #[derive(Debug)]
@@ -54,6 +52,10 @@ pub(crate) enum FailoverMsg {
     Executor(JobName, ActorRef<ExecutorMsg>),
     /// A job's executor stopped (forgotten unless a newer one replaced it).
     ExecutorGone(JobName, ActorId),
+    /// A job's lane task ended.
+    Handled(JobName),
+    /// A job's lane task panicked a while ago: look at the job again.
+    Again(JobName),
 }
 
 /// Arguments of the FailoverActor: the session, and after a restart the executors running.
@@ -69,32 +71,47 @@ pub(crate) struct FailoverState {
     ctx: SessionCtx,
     /// Each job's executor, as the executors announced themselves (handles, not a directory).
     executors: HashMap<JobName, ActorRef<ExecutorMsg>>,
+    /// Jobs with a task in flight, and what each does next.
+    lanes: Lanes<Request>,
 }
 
-/// The removals that turning failover off asks for.
-pub(crate) fn clear_failover_ops(view: &JobView, job: &JobName) -> Vec<Op> {
-    let mut ops = Vec::new();
-    for (item, v) in &view.items {
-        if v.failover.is_some() {
-            ops.push(Op::delete(JobNode::ShardingFailover(*item).to_path(job)));
-        }
-        if v.failovering.is_some() {
-            ops.push(Op::delete(JobNode::ShardingFailovering(*item).to_path(job)));
+/// What a job's lane task does; requests merge by union.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Request {
+    /// Clear the failover records if failover is off and this instance leads.
+    pub(super) check: bool,
+    /// Instances that vanished: mark their runs.
+    pub(super) crashed: BTreeSet<InstanceId>,
+    /// Mark the runs of instances absent from `instances/`.
+    pub(super) orphans: bool,
+    /// Claim what is marked.
+    pub(super) claim: bool,
+}
+
+impl Request {
+    fn everything() -> Self {
+        Self {
+            check: true,
+            orphans: true,
+            claim: true,
+            ..Self::default()
         }
     }
-    for item in &view.failover_marks {
-        ops.push(Op::delete(JobNode::LeaderFailoverItem(*item).to_path(job)));
+}
+
+impl Merge for Request {
+    fn merge(&mut self, later: Self) {
+        self.check |= later.check;
+        self.crashed.extend(later.crashed);
+        self.orphans |= later.orphans;
+        self.claim |= later.claim;
     }
-    ops
 }
 
 /// Whether `job` has a failover record of any kind in the mirror: a mark under
 /// `leader/failover/items`, or an item's `failover`/`failovering` node.
 fn has_failover_records(mirror: &Mirror, job: &JobName) -> bool {
-    if !mirror
-        .children(&JobNode::LeaderFailoverItems.to_path(job))
-        .is_empty()
-    {
+    if has_marks(mirror, job) {
         return true;
     }
     mirror
@@ -105,6 +122,12 @@ fn has_failover_records(mirror: &Mirror, job: &JobName) -> bool {
             mirror.exists(&JobNode::ShardingFailover(item).to_path(job))
                 || mirror.exists(&JobNode::ShardingFailovering(item).to_path(job))
         })
+}
+
+pub(super) fn has_marks(mirror: &Mirror, job: &JobName) -> bool {
+    !mirror
+        .children(&JobNode::LeaderFailoverItems.to_path(job))
+        .is_empty()
 }
 
 /// What a job event asks of the FailoverActor. The SessionActor sends it only the events that
@@ -142,166 +165,43 @@ pub(super) fn reaction(ev: &JobEvent, me: &InstanceId) -> Reaction {
 }
 
 impl FailoverState {
-    fn failover_on(&self, job: &JobName) -> bool {
-        self.ctx.config(job).is_some_and(|c| c.config().failover)
-    }
-
-    /// Clears the failover records when the job's failover is off and this instance leads.
-    async fn check(&mut self, job: &JobName) {
-        if self.ctx.config(job).is_none() || self.failover_on(job) {
+    /// Starts `request` for `job` in its lane, or merges it into the follow-up of the task in
+    /// flight. What needs no task is left out here, from the mirror: every `running` deletion of
+    /// every job asks for a claim, and the common "no mark" case must cost no task.
+    fn request(&mut self, myself: &ActorRef<FailoverMsg>, job: JobName, mut request: Request) {
+        let Some(config) = self.ctx.config(&job) else {
             return;
-        }
-        // Asked at every config change and leader change of every job: the whole job is read
-        // only when a failover record exists.
+        };
+        let on = config.config().failover;
         let mirror = self.ctx.mirror();
-        if !has_failover_records(mirror, job) {
+        request.check &= !on && has_failover_records(mirror, &job);
+        if !on {
+            request.crashed.clear();
+            request.orphans = false;
+        }
+        let marks_may_come = !request.crashed.is_empty() || request.orphans;
+        request.claim &= on && (marks_may_come || has_marks(mirror, &job));
+        if request == Request::default() {
             return;
         }
-        let view = JobView::read(mirror, job);
-        if view.leader.as_ref() != Some(self.ctx.me()) {
-            return;
+        if let Some(request) = self.lanes.admit(&job, request) {
+            self.spawn(myself, job, request);
         }
-        let ops = clear_failover_ops(&view, job);
-        if !ops.is_empty() {
-            tracing::info!(%job, count = ops.len(), "failover turned off: clearing failover records");
-            if let Err(e) = apply_each_tolerant(&*self.ctx.registry, &ops).await {
-                tracing::warn!(%job, error = %e, "clearing failover records failed");
+    }
+
+    fn spawn(&self, myself: &ActorRef<FailoverMsg>, job: JobName, request: Request) {
+        let ctx = self.ctx.clone();
+        let executor = self.executors.get(&job).cloned();
+        let myself = myself.clone();
+        tokio::spawn(async move {
+            let work = super::failover_lane::handle_job(&ctx, executor.as_ref(), &job, request);
+            if lanes::guarded("failover", &job, work).await.is_err() {
+                let again = job.clone();
+                myself.send_after(lanes::PANIC_RETRY, move || FailoverMsg::Again(again));
             }
-        }
-    }
-
-    /// Creates marks, each with its guarded multi-op. One that fails on a node created or deleted
-    /// meanwhile is as good as applied: another survivor marked the item, took it over, or the
-    /// run is no longer as seen.
-    async fn mark(&self, job: &JobName, marks: Vec<Vec<Op>>, why: &str) {
-        if marks.is_empty() {
-            return;
-        }
-        tracing::info!(%job, count = marks.len(), why, "marking items for failover");
-        // Java instances never create `leader/failover/items` at registration; we do not either.
-        let parent = JobNode::LeaderFailoverItems.to_path(job);
-        if let Err(e) = self.ctx.registry.ensure_path(&parent).await {
-            tracing::warn!(%job, error = %e, "marking items for failover failed");
-            return;
-        }
-        for ops in marks {
-            match self.ctx.registry.multi(&ops).await {
-                Ok(_) => {}
-                Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => {
-                    tracing::debug!(%job, error = %e, "mark not needed any more");
-                }
-                Err(e) => {
-                    tracing::warn!(%job, error = %e, "marking items for failover failed");
-                    return;
-                }
-            }
-        }
-    }
-
-    async fn crashed(&mut self, job: &JobName, crashed: &InstanceId) {
-        if !self.failover_on(job) {
-            return;
-        }
-        let view = JobView::read(self.ctx.mirror(), job);
-        let ops = failover::marks_for_crashed(&view, job, crashed);
-        self.mark(job, ops, "instance vanished while running").await;
-        self.claim(job).await;
-    }
-
-    async fn orphans(&mut self, job: &JobName) {
-        if !self.failover_on(job) {
-            return;
-        }
-        let view = JobView::read(self.ctx.mirror(), job);
-        let ops = failover::marks_for_orphans(&view, job);
-        self.mark(job, ops, "runs of instances that are gone").await;
-        self.claim(job).await;
-    }
-
-    /// Whether the job's executor here has no run in progress. Asked, not tracked, so that a
-    /// restarted executor or FailoverActor never leaves a stale answer behind.
-    async fn executor_idle(&self, job: &JobName) -> bool {
-        let Some(exec) = self.executors.get(job) else {
-            return false;
-        };
-        matches!(
-            exec.call(ExecutorMsg::IsIdle, Some(IDLE_QUERY_TIMEOUT))
-                .await,
-            Ok(ractor::rpc::CallResult::Success(true))
-        )
-    }
-
-    /// Claims marked items if this instance may take them and is idle, and hands the claimed ones
-    /// to the executor.
-    async fn claim(&mut self, job: &JobName) {
-        if !self.failover_on(job) {
-            return;
-        }
-        // Every `running` deletion of the job asks for a claim: answer the common "no mark" case
-        // without reading the whole job.
-        let marks = JobNode::LeaderFailoverItems.to_path(job);
-        if self.ctx.mirror().children(&marks).is_empty() {
-            return;
-        }
-        let me = self.ctx.me().clone();
-        let view = JobView::read(self.ctx.mirror(), job);
-        // An instance without the job's label takes no item of it, not even a failed-over one.
-        let label = self.ctx.config(job).and_then(|c| c.config().label.clone());
-        let registered = view.instances.contains(&me)
-            && view.server_status(me.ip()) == ServerStatus::Enabled
-            && view.carries(&me, label.as_deref());
-        if view.failover_marks.is_empty() || !registered || !self.executor_idle(job).await {
-            return;
-        }
-        // Spread the marks over the instances that could take them rather than take them all.
-        let share = view
-            .failover_marks
-            .len()
-            .div_ceil(view.eligible_instances(label.as_deref()).len().max(1));
-        let Some((items, ops)) = failover::claim(&view, job, &me, share) else {
-            return;
-        };
-        // Read before the claim: once applied, the mirror may show the marks gone before the
-        // claim's own nodes.
-        let fences = items
-            .iter()
-            .map(|i| (*i, OwnershipZxids::read(self.ctx.mirror(), job, *i).token()))
-            .collect();
-        match self.ctx.apply(&ops).await {
-            Ok(()) => self.hand_over(job, items, fences),
-            Err(e) if e.is_no_node() || e.is_node_exists() => {
-                // Lost a race the mirror did not show yet: the winner's claim deletes the marks it
-                // took, and those events bring the next attempt, with the marks as they are then.
-                tracing::debug!(%job, ?items, "lost a failover claim race; waiting for the winner's claim to show");
-            }
-            Err(e) => tracing::warn!(%job, error = %e, "claiming failover items failed"),
-        }
-    }
-
-    fn hand_over(
-        &self,
-        job: &JobName,
-        items: Vec<ShardItem>,
-        fences: Vec<(ShardItem, FencingToken)>,
-    ) {
-        tracing::info!(%job, ?items, instance = %self.ctx.me(), "claimed items for failover");
-        self.ctx.node.events.emit(EngineEvent::FailoverClaimed {
-            job: job.clone(),
-            items: items.clone(),
+            // The actor may be gone (session ending): nobody is left to tell.
+            let _ = myself.send_message(FailoverMsg::Handled(job));
         });
-        crate::metrics::failover_claimed(self.ctx.me(), job, items.len());
-        match self.executors.get(job) {
-            Some(exec) => {
-                let _ = exec.send_message(ExecutorMsg::FailoverFences(fences));
-                if exec
-                    .send_message(ExecutorMsg::Step(Input::FailoverClaimed(items)))
-                    .is_err()
-                {
-                    tracing::warn!(%job, "executor gone after a failover claim; its session's end fails the items over again");
-                }
-            }
-            None => tracing::warn!(%job, "no executor after a failover claim"),
-        }
     }
 
     fn jobs(&self) -> Vec<JobName> {
@@ -320,40 +220,65 @@ impl Actor for FailoverActor {
         args: FailoverArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let FailoverArgs { ctx, executors } = args;
-        Ok(FailoverState { ctx, executors })
+        Ok(FailoverState {
+            ctx,
+            executors,
+            lanes: Lanes::default(),
+        })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let claim = Request {
+            claim: true,
+            ..Request::default()
+        };
         match msg {
-            FailoverMsg::ConfigChanged(job) => {
-                state.check(&job).await;
-                state.orphans(&job).await;
+            FailoverMsg::ConfigChanged(job) | FailoverMsg::Again(job) => {
+                state.request(&myself, job, Request::everything())
             }
-            FailoverMsg::Job(ev) => match reaction(&ev, state.ctx.me()) {
-                Reaction::Nothing => {}
-                Reaction::CheckSetting => state.check(&ev.job).await,
-                Reaction::Crashed(id) => state.crashed(&ev.job, &id).await,
-                Reaction::Registered => state.orphans(&ev.job).await,
-                Reaction::Claim => state.claim(&ev.job).await,
-            },
+            FailoverMsg::Job(ev) => {
+                let request = match reaction(&ev, state.ctx.me()) {
+                    Reaction::Nothing => return Ok(()),
+                    Reaction::CheckSetting => Request {
+                        check: true,
+                        ..Request::default()
+                    },
+                    Reaction::Crashed(id) => Request {
+                        crashed: BTreeSet::from([id]),
+                        claim: true,
+                        ..Request::default()
+                    },
+                    Reaction::Registered => Request {
+                        orphans: true,
+                        claim: true,
+                        ..Request::default()
+                    },
+                    Reaction::Claim => claim,
+                };
+                state.request(&myself, ev.job, request);
+            }
             FailoverMsg::Resynced => {
                 for job in state.jobs() {
-                    state.check(&job).await;
-                    state.orphans(&job).await;
+                    state.request(&myself, job, Request::everything());
                 }
             }
-            FailoverMsg::RunEnded(job) => state.claim(&job).await,
+            FailoverMsg::RunEnded(job) => state.request(&myself, job, claim),
             FailoverMsg::Executor(job, exec) => {
                 state.executors.insert(job, exec);
             }
             FailoverMsg::ExecutorGone(job, id) => {
                 if state.executors.get(&job).is_some_and(|e| e.get_id() == id) {
                     state.executors.remove(&job);
+                }
+            }
+            FailoverMsg::Handled(job) => {
+                if let Some((job, next)) = state.lanes.done(&job) {
+                    state.spawn(&myself, job, next);
                 }
             }
         }
@@ -406,3 +331,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "failover_tests.rs"]
+mod lane_tests;

@@ -12,16 +12,16 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::decide::drift::{self, Drift, Seen};
 use crate::decide::election::{self, ElectionDecision};
+use crate::decide::failover_claim;
 use crate::decide::membership::{Look, MembershipMemo};
 use crate::decide::{reconcile, resharding};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
 use crate::registry::{CreateMode, Op};
-use crate::sharding::parse_labels;
 use crate::types::JobName;
-use crate::types::{InstanceId, ShardItem};
-use crate::view::{JobView, ServerStatus};
+use crate::types::ShardItem;
+use crate::view::JobView;
 
 use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
 use super::lanes::{self, Lanes, Merge};
@@ -83,45 +83,34 @@ pub(crate) enum Memory {
     Forget,
 }
 
+/// A job's single nodes, read from the mirror (the owner check reads a handful, not the job).
+struct MirrorNodes<'a> {
+    mirror: &'a crate::registry::mirror::Mirror,
+    job: &'a JobName,
+}
+
+impl failover_claim::NodeData for MirrorNodes<'_> {
+    fn data(&self, node: &JobNode) -> Option<Arc<[u8]>> {
+        self.mirror.data(&node.to_path(self.job))
+    }
+}
+
 impl LeaderState {
     /// An item's owner changed: when this instance leads and the owner cannot run it (written by
     /// hand or by a stale tool), say so and reshard rather than wait for the reconcile tick.
-    async fn check_owner(&mut self, job: &JobName, item: crate::types::ShardItem) {
-        // O(1) in the number of items: a commit of a huge plan sends one event per item.
-        let mirror = self.ctx.mirror();
+    fn check_owner(&mut self, job: &JobName, item: crate::types::ShardItem) {
+        let label = self.ctx.config(job).and_then(|c| c.config().label.clone());
+        let nodes = MirrorNodes {
+            mirror: self.ctx.mirror(),
+            job,
+        };
         let me = self.ctx.me();
-        let node = |n: JobNode| n.to_path(job);
-        let leads = mirror
-            .data(&node(JobNode::LeaderElectionInstance))
-            .is_some_and(|d| &*d == me.as_str().as_bytes());
-        if !leads
-            || mirror.exists(&node(JobNode::LeaderShardingNecessary))
-            || mirror.exists(&node(JobNode::LeaderShardingProcessing))
-        {
-            return;
-        }
-        let path = node(JobNode::ShardingInstance(item));
-        let Some(data) = mirror.data(&path) else {
+        let Some(owner) = failover_claim::unavailable_owner(&nodes, me, item, label.as_deref())
+        else {
             return;
         };
-        let owner = String::from_utf8_lossy(&data).trim().to_owned();
-        let label = self
-            .ctx
-            .config(job)
-            .and_then(|c| c.config().label.clone())
-            .filter(|l| !l.is_empty());
-        let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
-            let instance = mirror.data(&node(JobNode::Instance(o.clone())));
-            let carries =
-                |data: &[u8]| crate::sharding::carries(Some(&parse_labels(data)), label.as_deref());
-            instance.is_some_and(|d| carries(&d))
-                && mirror
-                    .data(&node(JobNode::Server(o.ip().to_owned())))
-                    .is_none_or(|d| ServerStatus::from_data(&d) == ServerStatus::Enabled)
-        });
-        if available {
-            return;
-        }
+        let node = |n: JobNode| n.to_path(job);
+        let path = node(JobNode::ShardingInstance(item));
         tracing::warn!(%job, %item, owner = ?owner, %path,
             "an item is assigned to an instance that is not available: resharding");
         let op = Op::create(
@@ -129,7 +118,9 @@ impl LeaderState {
             "",
             CreateMode::Persistent,
         );
-        self.ctx.raise_flag(job, op).await;
+        // Off the handler: the flag's event brings the reshard.
+        let (ctx, job) = (self.ctx.clone(), job.clone());
+        tokio::spawn(async move { ctx.raise_flag(&job, op).await });
     }
 
     /// Starts an evaluation of `job` in its lane, or merges it into the one that follows the
@@ -377,7 +368,7 @@ impl Actor for LeaderActor {
         match msg {
             LeaderMsg::Job(ev) => match reaction(&ev.node, ev.kind) {
                 Reaction::Nothing => {}
-                Reaction::CheckOwner(item) => state.check_owner(&ev.job, item).await,
+                Reaction::CheckOwner(item) => state.check_owner(&ev.job, item),
                 Reaction::Evaluate(evaluation) => state.evaluate(&myself, &ev.job, evaluation),
             },
             LeaderMsg::Resynced => {
@@ -431,6 +422,7 @@ impl Actor for LeaderActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::InstanceId;
 
     #[test]
     fn job_events_ask_the_leader_for_an_owner_check_an_evaluation_or_nothing() {

@@ -47,6 +47,7 @@ pub(crate) mod endpoints;
 pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod failover;
+pub(crate) mod failover_lane;
 pub(crate) mod lanes;
 pub(crate) mod leader;
 pub mod node;

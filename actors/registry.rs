@@ -201,31 +201,24 @@ impl Actor for RegistryActor {
                     }
                 }
             }
-            RegistryMsg::AddJob(spec, reply) => {
-                let result = match super::register::job_name(&spec.config) {
-                    Err(e) => Err(e),
-                    Ok(name) => {
-                        let spec: Arc<JobSpec> = Arc::from(spec);
-                        lock_jobs(&state.node).insert(name.clone(), spec.clone());
-                        match &state.active {
-                            Some(a) => ractor::call!(a.session, SessionMsg::AddJob, spec)
-                                .map_err(|e| EngineError::Actor(e.to_string()))
-                                .and_then(|r| r),
-                            None => Ok(()),
-                        }
+            // The reply ports go on to the SessionActor: this handler waits for no registration.
+            RegistryMsg::AddJob(spec, reply) => match super::register::job_name(&spec.config) {
+                Err(e) => drop(reply.send(Err(e))),
+                Ok(name) => {
+                    let spec: Arc<JobSpec> = Arc::from(spec);
+                    lock_jobs(&state.node).insert(name, spec.clone());
+                    match &state.active {
+                        Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
+                        None => drop(reply.send(Ok(()))),
                     }
-                };
-                let _ = reply.send(result);
-            }
+                }
+            },
             RegistryMsg::RemoveJob(job, reply) => {
                 lock_jobs(&state.node).remove(&job);
-                let result = match &state.active {
-                    Some(a) => ractor::call!(a.session, SessionMsg::RemoveJob, job)
-                        .map_err(|e| EngineError::Actor(e.to_string()))
-                        .and_then(|r| r),
-                    None => Ok(()),
-                };
-                let _ = reply.send(result);
+                match &state.active {
+                    Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
+                    None => drop(reply.send(Ok(()))),
+                }
             }
             RegistryMsg::Trigger(job, reply) => match &state.active {
                 Some(a) => {
@@ -364,6 +357,20 @@ fn feed_options() -> FeedOptions {
                 && matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
         })),
         settle: RUN_MARKER_SETTLE,
+    }
+}
+
+/// Sends a request carrying its reply port to the session; a session already gone answers it
+/// with an error here.
+fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
+    if let Err(ractor::MessagingErr::SendErr(msg)) = session.send_message(msg) {
+        let gone = || Err(EngineError::Actor("the session actor is gone".to_owned()));
+        match msg {
+            SessionMsg::AddJob(_, reply) | SessionMsg::RemoveJob(_, reply) => {
+                let _ = reply.send(gone());
+            }
+            _ => {}
+        }
     }
 }
 
