@@ -169,6 +169,8 @@ pub(crate) fn from_file(file: &Path) -> Result<Vec<JobSpec>, JobsFileError> {
     let mut names = BTreeSet::new();
     let mut specs = Vec::new();
     for (index, (mut config, mut fields)) in typed.jobs.into_iter().zip(plain.jobs).enumerate() {
+        // `UTC` and `+08:00` are written as Java spells them (`GMT`, `GMT+08:00`).
+        config.spell_time_zone_for_java();
         let wrong = |problem: String| JobsFileError::Job {
             file: file.to_owned(),
             index,
@@ -199,8 +201,6 @@ pub(crate) fn from_file(file: &Path) -> Result<Vec<JobSpec>, JobsFileError> {
             Some(class) => JobType::Java { class, kind },
             None => job_type,
         };
-        // `UTC` and `+08:00` are written as Java spells them (`GMT`, `GMT+08:00`).
-        config.spell_time_zone_for_java();
         if let Err(errors) = config.validate(&ValidationContext::builtin(kind)) {
             return Err(wrong(errors.to_string()));
         }
