@@ -318,6 +318,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     source: req.source,
                     task_id: req.task_id.clone(),
                     started_at,
+                    scheduled_at: req.scheduled,
                 });
             }
             (
@@ -359,6 +360,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 started_at,
                 finished_at,
                 failure: result.as_ref().err().map(|e| e.to_string()),
+                scheduled_at: req.scheduled,
             });
         }
         let outcome = if result.is_ok() {

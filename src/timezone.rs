@@ -204,7 +204,10 @@ pub fn java_spelling(input: &str) -> Option<String> {
     let offset = match input.strip_prefix("Etc/GMT") {
         // POSIX signs: `Etc/GMT-8` is eight hours east of Greenwich.
         Some(posix) => {
-            let hours: i32 = posix.parse().ok().filter(|h: &i32| (-14..=12).contains(h))?;
+            let hours: i32 = posix
+                .parse()
+                .ok()
+                .filter(|h: &i32| (-14..=12).contains(h))?;
             if !posix.starts_with(['+', '-']) {
                 return None;
             }
@@ -364,7 +367,11 @@ mod tests {
                 let moment = at("2025-07-01T00:00:00Z");
                 let as_written = JobTimeZone::parse(input).unwrap_or_else(|e| panic!("{e}"));
                 let as_java = JobTimeZone::parse(java).unwrap();
-                assert_eq!(as_written.offset_at(moment), as_java.offset_at(moment), "{input}");
+                assert_eq!(
+                    as_written.offset_at(moment),
+                    as_java.offset_at(moment),
+                    "{input}"
+                );
                 assert_eq!(as_written.to_string(), input);
             }
         }

@@ -29,7 +29,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use shardcron::events::EventBus;
-use shardcron::history::History;
+use shardcron::history::{windows_in, History, Retention};
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
@@ -209,11 +209,19 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     let history = match &args.history {
         Some(target) => {
             let history = History::open(target).await?;
-            console.line("history", format_args!("target={target}"));
-            Some(history.attach(&bus))
+            let window = args
+                .history_retention
+                .map_or("forever".to_owned(), |w| w.to_string());
+            console.line(
+                "history",
+                format_args!("target={target} retention={window}"),
+            );
+            Some((history.attach(&bus), history))
         }
         None => None,
     };
+    // Started once a node runs: a job's own window is read from its config in the node's mirror.
+    let mut purge = None;
     let mut nodes: Vec<NodeHandle> = Vec::new();
     for planned in plan(&args)? {
         let start = start_node(planned, &jobs, &console, &bus);
@@ -226,7 +234,15 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
             }
         };
         match started {
-            Ok(node) => nodes.push(node),
+            Ok(node) => {
+                if let (None, Some((_, history))) = (&purge, &history) {
+                    let mut retention = Retention::keep_forever();
+                    retention.default_window = args.history_retention;
+                    retention.per_job = Some(windows_in(node.mirror().clone()));
+                    purge = Some(history.purge_periodically(retention));
+                }
+                nodes.push(node)
+            }
             Err(e) => {
                 shutdown(&console, &nodes, "start-failed").await;
                 return Err(e);
@@ -235,9 +251,12 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     }
     let name = signals.recv().await;
     shutdown(&console, &nodes, name).await;
-    if let Some(history) = history {
+    if let Some(purge) = purge {
+        purge.close().await;
+    }
+    if let Some((recording, _)) = history {
         // Writes what is still queued before the process exits.
-        history.close().await;
+        recording.close().await;
     }
     Ok(())
 }

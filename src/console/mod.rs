@@ -32,6 +32,7 @@ mod api;
 mod assets;
 mod live;
 pub mod schedule;
+mod stats;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -31,7 +31,10 @@ use std::sync::Arc;
 use clap::{CommandFactory, Parser};
 use serde_json::json;
 use shardcron::console::{Console, ConsoleOptions};
-use shardcron::history::{render_executions, History, HistoryQuery};
+use shardcron::history::{
+    render_executions, render_stats, Granularity, History, HistoryQuery, RetentionRecord,
+    MAX_STATS_ROWS,
+};
 use shardcron::ops::{ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
@@ -166,6 +169,9 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         // The history lives in a database, not the registry: --zk and --namespace (often part of
         // an alias) are accepted and unused.
         return history(args, json).await;
+    }
+    if let Command::Stats(args) = command {
+        return stats(args, json).await;
     }
     let hosts = zk.ok_or(CtlError::NoRegistry)?;
     // Both strings were checked by the parser; this cannot fail, but says so if it does.
@@ -331,7 +337,11 @@ async fn execute(
                 ),
             );
         }
-        Command::History(_) | Command::Cron(_) | Command::Console(_) | Command::Completions(_) => {
+        Command::History(_)
+        | Command::Stats(_)
+        | Command::Cron(_)
+        | Command::Console(_)
+        | Command::Completions(_) => {
             unreachable!("answered before connecting")
         }
     }
@@ -389,6 +399,39 @@ async fn stop_signal() {
     }
 }
 
+/// `stats`: statistics from the execution history; no registry is involved.
+async fn stats(args: cli::StatsArgs, json: bool) -> Result<(), CtlError> {
+    let since = args.since.unwrap_or_else(|| {
+        let back = match args.by {
+            Granularity::Hour => chrono::Duration::hours(24),
+            Granularity::Day => chrono::Duration::days(30),
+        };
+        chrono::Utc::now() - back
+    });
+    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
+    let history = History::open(&args.db).await?;
+    let stats = history.stats(&args.job, since, args.by).await?;
+    let retention = history.retention_of(args.job.as_str()).await?;
+    history.close().await;
+    if json {
+        print::json(&stats);
+    } else {
+        print!("{}", render_stats(&stats.buckets, args.by));
+    }
+    eprintln!(
+        "stats of {} since {}{}; history {}",
+        args.job,
+        since.format("%Y-%m-%d %H:%M:%S UTC"),
+        if stats.truncated {
+            format!(" (the newest {MAX_STATS_ROWS} executions only)")
+        } else {
+            String::new()
+        },
+        RetentionRecord::describe(retention.as_ref())
+    );
+    Ok(())
+}
+
 /// `history`: reads the execution history directly; no registry is involved.
 async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     let mut query = HistoryQuery::job(args.job);
@@ -399,11 +442,18 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
     let history = History::open(&args.db).await?;
     let records = history.query(&query).await?;
+    let retention = history.retention_of(query.job.as_str()).await?;
     history.close().await;
     if json {
         print::json(&records);
     } else {
         print!("{}", render_executions(&records));
     }
+    // Which window the rows were kept for, on stderr so that the table (or JSON) stays as it is.
+    eprintln!(
+        "history of {}: {}",
+        query.job,
+        RetentionRecord::describe(retention.as_ref())
+    );
     Ok(())
 }
