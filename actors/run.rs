@@ -18,7 +18,9 @@ use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
 };
-use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
+use crate::job::{
+    ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler, StopGrace,
+};
 use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
@@ -88,7 +90,18 @@ pub(crate) struct RunKit {
     /// Fencing tokens of items just claimed for failover, from the claimer's mirror (the mark's
     /// zxid), until their run launches: the mirror may show the mark gone before the claim.
     failover_fences: Vec<(ShardItem, FencingToken)>,
-    tokens: Vec<(u64, Vec<(ShardItem, CancellationToken)>)>,
+    tokens: Vec<InFlight>,
+}
+
+/// One run in flight: its items' cancellation tokens, the grace its processes share, and the
+/// grace a cancellation by this node gives them (the session's, so that a fenced script's group
+/// is gone before the session can expire).
+#[derive(Debug)]
+struct InFlight {
+    run_id: u64,
+    tokens: Vec<(ShardItem, CancellationToken)>,
+    grace: StopGrace,
+    cancel_grace: std::time::Duration,
 }
 
 impl RunKit {
@@ -173,9 +186,10 @@ impl RunKit {
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
         let props = Arc::new(c.props.clone());
-        let lease =
-            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout)
-                .frozen_node_lease();
+        let budget =
+            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout);
+        let lease = budget.frozen_node_lease();
+        let grace = StopGrace::default();
         let contexts = items
             .iter()
             .zip(fences)
@@ -197,10 +211,16 @@ impl RunKit {
                     resharding: self.resharding.clone(),
                     props: props.clone(),
                     child_lease: Some(lease),
+                    stop_grace: grace.clone(),
                 }
             })
             .collect();
-        self.tokens.push((run_id, tokens));
+        self.tokens.push(InFlight {
+            run_id,
+            tokens,
+            grace,
+            cancel_grace: budget.kill_grace(),
+        });
         let req = RunRequest {
             run_id,
             job,
@@ -222,9 +242,11 @@ impl RunKit {
 
     /// Cancels the running items `which` selects.
     pub(crate) fn cancel(&self, which: impl Fn(ShardItem) -> bool) {
-        for (item, token) in self.tokens.iter().flat_map(|(_, t)| t) {
-            if which(*item) {
-                token.cancel();
+        for run in &self.tokens {
+            for (item, token) in &run.tokens {
+                if which(*item) {
+                    run.grace.cancel_within(token, run.cancel_grace);
+                }
             }
         }
     }
@@ -236,7 +258,7 @@ impl RunKit {
             tracing::error!(%job, failures = report.outcome.failures().count(),
                 "run failed and its error handler escalates (THROW)");
         }
-        self.tokens.retain(|(id, _)| *id != report.run_id);
+        self.tokens.retain(|run| run.run_id != report.run_id);
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
         }

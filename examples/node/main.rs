@@ -209,13 +209,11 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     let history = match &args.history {
         Some(target) => {
             let history = History::open(target).await?;
+            let shown = shardcron::secret::redact_url(target);
             let window = args
                 .history_retention
                 .map_or("forever".to_owned(), |w| w.to_string());
-            console.line(
-                "history",
-                format_args!("target={target} retention={window}"),
-            );
+            console.line("history", format_args!("target={shown} retention={window}"));
             Some((history.attach(&bus), history))
         }
         None => None,

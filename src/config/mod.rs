@@ -17,6 +17,7 @@ mod builder;
 mod concurrency;
 mod items;
 mod java;
+mod redact;
 mod validate;
 mod yaml;
 
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use concurrency::{ItemConcurrency, LEGACY_POOL_FIELD, POOL_SIZE_FIELD};
 pub use items::{parse_item_parameters, ItemParameterError};
 pub use java::{java_accepts_time_zone, SHARDCRON_ONLY};
+pub use redact::redact_config_yaml;
 pub use validate::{
     ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext,
     MAX_SHARDING_TOTAL_COUNT,

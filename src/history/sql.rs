@@ -74,13 +74,15 @@ const CREATE_RETENTION: &str = "CREATE TABLE IF NOT EXISTS SHARDCRON_HISTORY_RET
     purged_at TIMESTAMP NOT NULL,
     PRIMARY KEY (job_name))";
 
-const MIGRATION: [(&str, &str); 6] = [
+const MIGRATION: [(&str, &str); 8] = [
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_LOG),
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_INDEX),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_TRACE_LOG),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_INDEX),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_JOB_INDEX),
     ("SHARDCRON_HISTORY_RETENTION", CREATE_RETENTION),
+    ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_LOG),
+    ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_INDEX),
 ];
 
 /// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added
@@ -108,7 +110,7 @@ const INSERT_STATUS: &str = "INSERT INTO JOB_STATUS_TRACE_LOG (id, job_name, ori
 
 /// A value bound to a `$n` placeholder.
 #[derive(Debug, Clone)]
-enum Param {
+pub(super) enum Param {
     Text(String),
     OptText(Option<String>),
     Int(i32),
@@ -134,6 +136,7 @@ macro_rules! bind_all {
         query
     }};
 }
+pub(super) use bind_all;
 
 /// Reads an [`ExecutionRecord`] from a row of either backend.
 macro_rules! execution_from_row {
@@ -232,7 +235,7 @@ impl Store {
         Ok(Self::Postgres(pool))
     }
 
-    /// Creates both tables and their indexes when missing.
+    /// Creates the tables and their indexes when missing.
     pub(super) async fn migrate(&self) -> Result<(), HistoryError> {
         let fail = |table: &'static str| move |source| HistoryError::Migrate { table, source };
         match self {
@@ -484,7 +487,7 @@ pub(super) fn stored(at: DateTime<Utc>) -> DateTime<Utc> {
     to_db(at).and_utc()
 }
 
-fn from_db(at: Option<NaiveDateTime>) -> Option<DateTime<Utc>> {
+pub(super) fn from_db(at: Option<NaiveDateTime>) -> Option<DateTime<Utc>> {
     at.map(|t| t.and_utc())
 }
 
