@@ -67,7 +67,7 @@ impl Cli {
         let mut flags = vec![("--audit-db", audit_db)];
         match &self.command {
             Command::History(args) => flags.push(("--db", args.db.as_deref())),
-            Command::Audit(args) => flags.push(("--db", Some(args.db.as_str()))),
+            Command::Audit(args) => flags.push(("--db", args.db.as_deref())),
             Command::Console(args) => flags.push(("--history", args.history.as_deref())),
             _ => {}
         }
@@ -261,9 +261,10 @@ fn granularity(value: &str) -> Result<Granularity, String> {
 /// `audit [--db TARGET] [--job NAME] [--limit N]`.
 #[derive(Debug, Args)]
 pub(crate) struct AuditArgs {
-    /// A SQLite file (default shardcron-history.db) or postgres://...
-    #[arg(long, value_name = "TARGET", default_value = "")]
-    pub(crate) db: String,
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
     /// One job only.
     #[arg(long, value_name = "NAME")]
     pub(crate) job: Option<JobName>,

@@ -587,8 +587,12 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
 
 /// `audit`: reads the audit log directly; no registry is involved.
 async fn audit(args: cli::AuditArgs, json: bool) -> Result<(), CtlError> {
-    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
-    let history = History::open(&args.db).await?;
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
     let query = AuditQuery {
         job: args.job,
         limit: args.limit,
