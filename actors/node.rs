@@ -306,10 +306,15 @@ pub struct NodeHandle {
     labels: Arc<[String]>,
 }
 
-/// Gives a job's spec the node's labels, unless the spec names its own.
+/// Gives a job's spec the node's labels, unless the spec names its own, and a fixed time zone
+/// its Java spelling (`UTC` is written `GMT`: see [`JobConfig::spell_time_zone_for_java`]).
 fn with_labels(spec: &mut JobSpec, labels: &[String]) {
     if spec.config.instance_labels.is_empty() && !labels.is_empty() {
         Arc::make_mut(&mut spec.config).instance_labels = labels.to_vec();
+    }
+    let zone = spec.config.time_zone.as_deref().map(str::trim);
+    if zone.and_then(crate::timezone::java_spelling).is_some() {
+        Arc::make_mut(&mut spec.config).spell_time_zone_for_java();
     }
 }
 

@@ -388,6 +388,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     source: req.source,
                     task_id: req.task_id.clone(),
                     started_at,
+                    scheduled_at: req.scheduled,
                 });
             }
             (
@@ -432,6 +433,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 started_at,
                 finished_at,
                 failure: result.as_ref().err().map(|e| e.to_string()),
+                scheduled_at: req.scheduled,
             });
         }
         let outcome = match result {

@@ -50,6 +50,9 @@ pub enum EngineEvent {
         task_id: String,
         /// When it started.
         started_at: DateTime<Utc>,
+        /// The cron instant the run answers (`None` for a manual trigger): the trigger delay is
+        /// `started_at` minus this.
+        scheduled_at: Option<DateTime<Utc>>,
     },
     /// One item ended.
     ItemFinished {
@@ -71,6 +74,8 @@ pub enum EngineEvent {
         finished_at: DateTime<Utc>,
         /// The failure, if any.
         failure: Option<String>,
+        /// The cron instant the run answers (`None` for a manual trigger).
+        scheduled_at: Option<DateTime<Utc>>,
     },
     /// A run changed status.
     RunStatus {

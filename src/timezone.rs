@@ -6,6 +6,11 @@
 //! Java silently falls back to GMT for a name it does not know; we refuse it instead, because a job
 //! that quietly fires eight hours off is worse than one that does not start.
 //!
+//! People also write fixed zones in other spellings: `UTC`, `Etc/UTC`, `Z`, `+08:00`, `UTC+8`,
+//! `Etc/GMT-8`. [`java_spelling`] gives each its Java spelling (`GMT`, `GMT+08:00`), which every
+//! config writer stores instead (a Java instance loads nothing else), and [`JobTimeZone::parse`]
+//! reads them too. A zone with daylight saving has no Java spelling: it stays an IANA name.
+//!
 //! An absent `timeZone` means the process's local zone, as in Java (`TimeZone.getDefault()`). It is
 //! [`chrono::Local`]: read from `TZ`, else `/etc/localtime`, so two hosts with different local
 //! zones fire the same job at different instants. Set `timeZone` for jobs that run on several hosts.
@@ -66,13 +71,24 @@ impl JobTimeZone {
     /// Parses an IANA name (`Asia/Shanghai`, `UTC`, `Etc/GMT-8`) or a Java custom id (`GMT`,
     /// `GMT+8`, `GMT-05`, `GMT+08:00`, `GMT+0800`). Names are case-sensitive, as in Java.
     pub fn parse(input: &str) -> Result<Self, TimeZoneError> {
+        let out_of_range = || TimeZoneError::OffsetOutOfRange {
+            input: input.to_owned(),
+        };
         let zone = match parse_java_gmt_offset(input) {
-            Some(offset) => Zone::Fixed(offset.ok_or_else(|| TimeZoneError::OffsetOutOfRange {
-                input: input.to_owned(),
-            })?),
-            None => Zone::Iana(Tz::from_str(input).map_err(|_| TimeZoneError::Unknown {
-                input: input.to_owned(),
-            })?),
+            Some(offset) => Zone::Fixed(offset.ok_or_else(out_of_range)?),
+            None => match Tz::from_str(input) {
+                Ok(tz) => Zone::Iana(tz),
+                // `Z`, `+08:00`, `UTC+8`: read as the Java spelling they stand for.
+                Err(_) => match bare_offset(input) {
+                    Some(offset) => Zone::Fixed(offset.ok_or_else(out_of_range)?),
+                    None if input == "Z" => Zone::Fixed(Utc.fix()),
+                    None => {
+                        return Err(TimeZoneError::Unknown {
+                            input: input.to_owned(),
+                        })
+                    }
+                },
+            },
         };
         Ok(Self {
             spelling: Some(input.to_owned()),
@@ -150,6 +166,79 @@ impl FromStr for JobTimeZone {
     }
 }
 
+/// The names of UTC that Java's ElasticJob does not load (it loads `GMT` and `GMT0`).
+const UTC_NAMES: [&str; 14] = [
+    "UTC",
+    "Etc/UTC",
+    "Etc/GMT",
+    "Etc/GMT0",
+    "Etc/GMT+0",
+    "Etc/GMT-0",
+    "Etc/UCT",
+    "UCT",
+    "Universal",
+    "Etc/Universal",
+    "Zulu",
+    "Etc/Zulu",
+    "Greenwich",
+    "Z",
+];
+
+/// The Java spelling (`GMT`, `GMT+08:00`) of a fixed zone written another way: a name of UTC
+/// (`UTC`, `Etc/UTC`, `Z`), an offset (`+08:00`, `-5`, `+0530`, `UTC+8`) or an `Etc/GMT±h` zone
+/// (whose sign is POSIX's, the reverse of the offset). `None` for a spelling Java already loads,
+/// a zone with daylight saving (it has no fixed offset to write) and anything unknown.
+///
+/// ```
+/// use shardcron::timezone::java_spelling;
+/// assert_eq!(java_spelling("UTC").as_deref(), Some("GMT"));
+/// assert_eq!(java_spelling("+08:00").as_deref(), Some("GMT+08:00"));
+/// assert_eq!(java_spelling("Etc/GMT+5").as_deref(), Some("GMT-05:00"));
+/// assert_eq!(java_spelling("Europe/Berlin"), None);
+/// assert_eq!(java_spelling("GMT+8"), None); // already Java's
+/// ```
+pub fn java_spelling(input: &str) -> Option<String> {
+    if UTC_NAMES.contains(&input) {
+        return Some("GMT".to_owned());
+    }
+    let offset = match input.strip_prefix("Etc/GMT") {
+        // POSIX signs: `Etc/GMT-8` is eight hours east of Greenwich.
+        Some(posix) => {
+            let hours: i32 = posix
+                .parse()
+                .ok()
+                .filter(|h: &i32| (-14..=12).contains(h))?;
+            if !posix.starts_with(['+', '-']) {
+                return None;
+            }
+            FixedOffset::west_opt(hours * 3600)?
+        }
+        None => bare_offset(input)??,
+    };
+    Some(gmt_spelling(offset))
+}
+
+/// `GMT`, or `GMT` sign `hh:mm` (Java's normalised custom id).
+fn gmt_spelling(offset: FixedOffset) -> String {
+    let seconds = offset.local_minus_utc();
+    if seconds == 0 {
+        return "GMT".to_owned();
+    }
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let minutes = seconds.unsigned_abs() / 60;
+    format!("GMT{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+}
+
+/// An offset written without `GMT`: `+08:00`, `-5`, `+0530`, or after `UTC` (`UTC+8`).
+/// `None`: not of that shape; `Some(None)`: of that shape but out of range.
+fn bare_offset(input: &str) -> Option<Option<FixedOffset>> {
+    let rest = input.strip_prefix("UTC").unwrap_or(input);
+    if !rest.starts_with(['+', '-']) {
+        return None;
+    }
+    parse_java_gmt_offset(&format!("GMT{rest}"))
+}
+
 /// Java's custom time zone ids: `GMT` then a sign, then `h`, `hh`, `hh:mm` or `hhmm`.
 ///
 /// `None`: not of that shape (try IANA). `Some(None)`: of that shape but out of range.
@@ -224,7 +313,7 @@ mod tests {
             ("", "neither"),
             ("Mars/Olympus", "neither"),
             ("asia/shanghai", "neither"),
-            ("UTC+8", "neither"),
+            ("UTC8", "neither"),
             ("GMT+", "neither"),
             ("GMT+123", "neither"),
             ("GMT+8:0", "neither"),
@@ -240,6 +329,56 @@ mod tests {
             assert!(err.contains(&format!("{input:?}")), "{err}");
             assert!(err.contains(problem), "{input}: {err}");
         }
+    }
+
+    #[test]
+    fn fixed_zones_written_other_ways_get_their_java_spelling() {
+        let table: &[(&str, Option<&str>)] = &[
+            ("UTC", Some("GMT")),
+            ("Etc/UTC", Some("GMT")),
+            ("Z", Some("GMT")),
+            ("Zulu", Some("GMT")),
+            ("Etc/GMT", Some("GMT")),
+            ("+08:00", Some("GMT+08:00")),
+            ("+8", Some("GMT+08:00")),
+            ("-0530", Some("GMT-05:30")),
+            ("+00:00", Some("GMT")),
+            ("UTC+8", Some("GMT+08:00")),
+            ("UTC-03:30", Some("GMT-03:30")),
+            ("Etc/GMT-8", Some("GMT+08:00")),
+            ("Etc/GMT+5", Some("GMT-05:00")),
+            // Already Java's, or with daylight saving, or unknown: nothing to rewrite.
+            ("GMT", None),
+            ("GMT+8", None),
+            ("GMT+08:00", None),
+            ("Europe/Berlin", None),
+            ("Asia/Shanghai", None),
+            ("America/New_York", None),
+            ("+24:00", None),
+            ("Etc/GMT-15", None),
+            ("Etc/GMTx", None),
+            ("utc", None),
+            ("", None),
+            ("+€", None),
+        ];
+        for &(input, java) in table {
+            assert_eq!(java_spelling(input).as_deref(), java, "{input}");
+            if let Some(java) = java {
+                let moment = at("2025-07-01T00:00:00Z");
+                let as_written = JobTimeZone::parse(input).unwrap_or_else(|e| panic!("{e}"));
+                let as_java = JobTimeZone::parse(java).unwrap();
+                assert_eq!(
+                    as_written.offset_at(moment),
+                    as_java.offset_at(moment),
+                    "{input}"
+                );
+                assert_eq!(as_written.to_string(), input);
+            }
+        }
+        assert!(JobTimeZone::parse("+24:00")
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
     }
 
     #[test]

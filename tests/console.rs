@@ -305,6 +305,26 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
         )
         .await;
     assert!(dots.as_u64().unwrap_or(0) > 0, "{dots}");
+    tracing::info!("--- with this hour's statistics from the rows and the retention window");
+    let runs = browser
+        .wait_for(
+            "the statistics table with this hour's runs",
+            "document.querySelector('#stats-table tbody tr[data-bucket] td:nth-child(2)') && \
+             document.querySelector('#stats-table tbody tr[data-bucket] td:nth-child(2)').innerText",
+        )
+        .await;
+    let runs: u64 = runs.as_str().and_then(|r| r.parse().ok()).unwrap_or(0);
+    assert!(runs > 0, "{runs}");
+    let kept = browser
+        .wait_for(
+            "the retention sentence",
+            "document.getElementById('retention') && document.getElementById('retention').innerText",
+        )
+        .await;
+    assert!(
+        kept.as_str().unwrap_or("").contains("kept for ever"),
+        "{kept}"
+    );
     screenshot(&browser, "history.png").await;
 
     tracing::info!("--- the servers page");

@@ -847,3 +847,89 @@ fn a_history_password_in_argv_is_refused_and_never_printed() {
         assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
     }
 }
+
+#[tokio::test]
+async fn stats_and_history_print_the_rows_numbers_and_the_window_they_were_kept_for() {
+    use shardcron::history::{ExecutionRecord, History, HistoryWrite, Retention, RetentionWindow};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let history = History::sqlite(&db).await.unwrap();
+    tracing::info!("--- three executions of one hour, one of them timed out; a purge keeps 3650d");
+    let start: chrono::DateTime<chrono::Utc> = "2026-03-02T10:00:00Z".parse().unwrap();
+    for (n, took, cause) in [
+        (0, 100, None),
+        (1, 300, Some("timed out after 1s")),
+        (2, 200, None),
+    ] {
+        let at = start + chrono::Duration::seconds(n * 10);
+        let record = ExecutionRecord {
+            id: format!("t{n}@-@0"),
+            job_name: "orders".into(),
+            task_id: format!("t{n}"),
+            hostname: "h".into(),
+            ip: "10.0.0.1".into(),
+            sharding_item: 0,
+            execution_source: "NORMAL_TRIGGER".into(),
+            failure_cause: cause.map(str::to_owned),
+            is_success: cause.is_none(),
+            start_time: at,
+            complete_time: Some(at + chrono::Duration::milliseconds(took)),
+            scheduled_time: Some(at - chrono::Duration::milliseconds(5)),
+        };
+        history
+            .write(&HistoryWrite::ExecutionFinished(record))
+            .await
+            .unwrap();
+    }
+    let purged = history
+        .purge(&Retention::window(RetentionWindow::parse("3650d").unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(purged[0].executions, 0);
+    history.close().await;
+    let db = db.to_str().unwrap();
+
+    tracing::info!("--- stats per day: the counts and percentiles of the rows, and the window");
+    let args = [
+        "stats",
+        "orders",
+        "--db",
+        db,
+        "--by",
+        "day",
+        "--since",
+        "2026-03-01",
+    ];
+    let out = ctl_offline(&args, dir.path());
+    assert_eq!(out.code, 0, "{out:#?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("DAY (UTC)"), "{out:#?}");
+    let cells: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [
+            "2026-03-02",
+            "3",
+            "1",
+            "1",
+            "0",
+            "200ms",
+            "300ms",
+            "5ms",
+            "5ms"
+        ],
+        "{out:#?}"
+    );
+    assert!(out.stderr.contains("kept 3650d"), "{out:#?}");
+
+    tracing::info!("--- history says the window too; a bad --by is refused naming it");
+    let out = ctl_offline(&["history", "orders", "--db", db], dir.path());
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(
+        out.stderr.contains("history of orders: kept 3650d"),
+        "{out:#?}"
+    );
+    let out = ctl_offline(&["stats", "orders", "--db", db, "--by", "week"], dir.path());
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("--by"), "{out:#?}");
+}

@@ -541,3 +541,33 @@ async fn a_leave_is_resharded_even_while_a_stale_processing_mark_stands() {
     );
     nodes[0].shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_node_given_utc_or_a_bare_offset_writes_the_zone_in_javas_spelling_and_runs() {
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let jobs = vec![
+        (
+            every_second("utc", 1).time_zone("UTC"),
+            rec.handler(Duration::ZERO),
+        ),
+        (
+            every_second("east", 1).time_zone("+08:00"),
+            rec.handler(Duration::ZERO),
+        ),
+    ];
+    let node = start_node(conn.clone(), instance(1), jobs).await;
+    rec.wait_until("both jobs ran", WITHIN, |log| {
+        ["utc", "east"]
+            .iter()
+            .all(|job| log.iter().any(|e| e.job == *job))
+    })
+    .await;
+    let admin = conn.connect().await.unwrap();
+    for (job, stored) in [("utc", "GMT"), ("east", "GMT+08:00")] {
+        let (yaml, _) = admin.get(&format!("/{job}/config")).await.unwrap();
+        let config = JobConfig::from_yaml(std::str::from_utf8(&yaml).unwrap()).unwrap();
+        assert_eq!(config.time_zone.as_deref(), Some(stored), "{job}");
+        assert!(config.check_java_readable().is_ok(), "{job}");
+    }
+    node.shutdown().await;
+}

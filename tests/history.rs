@@ -413,5 +413,6 @@ fn finished(job: &str, n: u32, failure: Option<String>) -> EngineEvent {
         started_at: at,
         finished_at: at,
         failure,
+        scheduled_at: None,
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use shardcron::history::RetentionWindow;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConfigError};
 use shardcron::InstanceId;
 
@@ -56,6 +57,11 @@ struct Cli {
     /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag.
     #[arg(long, value_name = "TARGET")]
     history: Option<String>,
+    /// Keep history rows for this window (30d, 12h, 90m), purging older ones every 10 minutes
+    /// in small batches; a job's `shardcron.history.retention` prop overrides it. Default: keep
+    /// rows for ever (only jobs with the prop are purged).
+    #[arg(long, value_name = "WINDOW", requires = "history", value_parser = retention)]
+    history_retention: Option<RetentionWindow>,
     /// This instance's labels, comma-separated (e.g. gpu,eu): a job whose `label:` names one of
     /// them runs here, a job with another label does not (ElasticJob's instance labels; embedded:
     /// every node gets them).
@@ -84,6 +90,8 @@ pub(crate) struct Args {
     pub(crate) admin: Option<SocketAddr>,
     /// Where to record the execution history.
     pub(crate) history: Option<String>,
+    /// How long history rows are kept (`None`: for ever, unless a job says otherwise).
+    pub(crate) history_retention: Option<RetentionWindow>,
     /// This instance's labels (`--label`).
     pub(crate) labels: Vec<String>,
 }
@@ -115,6 +123,7 @@ pub(crate) fn parse() -> Result<Args, clap::Error> {
         history: cli
             .history
             .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
+        history_retention: cli.history_retention,
         labels: cli.labels.map(|l| l.0).unwrap_or_default(),
     })
 }
@@ -132,6 +141,10 @@ fn namespace(value: &str) -> Result<String, String> {
     ZkConfig::new("127.0.0.1:2181", value)
         .map(|_| value.to_owned())
         .map_err(|e| e.to_string())
+}
+
+fn retention(value: &str) -> Result<RetentionWindow, String> {
+    RetentionWindow::parse(value).map_err(|e| e.to_string())
 }
 
 fn instance_id(value: &str) -> Result<InstanceId, String> {

@@ -168,7 +168,9 @@ pub(crate) fn from_file(file: &Path) -> Result<Vec<JobSpec>, JobsFileError> {
     }
     let mut names = BTreeSet::new();
     let mut specs = Vec::new();
-    for (index, (config, mut fields)) in typed.jobs.into_iter().zip(plain.jobs).enumerate() {
+    for (index, (mut config, mut fields)) in typed.jobs.into_iter().zip(plain.jobs).enumerate() {
+        // `UTC` and `+08:00` are written as Java spells them (`GMT`, `GMT+08:00`).
+        config.spell_time_zone_for_java();
         let wrong = |problem: String| JobsFileError::Job {
             file: file.to_owned(),
             index,

@@ -29,7 +29,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use shardcron::events::EventBus;
-use shardcron::history::History;
+use shardcron::history::{windows_in, History, Retention};
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
@@ -210,11 +210,16 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
         Some(target) => {
             let history = History::open(target).await?;
             let shown = shardcron::secret::redact_url(target);
-            console.line("history", format_args!("target={shown}"));
-            Some(history.attach(&bus))
+            let window = args
+                .history_retention
+                .map_or("forever".to_owned(), |w| w.to_string());
+            console.line("history", format_args!("target={shown} retention={window}"));
+            Some((history.attach(&bus), history))
         }
         None => None,
     };
+    // Started once a node runs: a job's own window is read from its config in the node's mirror.
+    let mut purge = None;
     let mut nodes: Vec<NodeHandle> = Vec::new();
     for planned in plan(&args)? {
         let start = start_node(planned, &jobs, &console, &bus);
@@ -227,7 +232,15 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
             }
         };
         match started {
-            Ok(node) => nodes.push(node),
+            Ok(node) => {
+                if let (None, Some((_, history))) = (&purge, &history) {
+                    let mut retention = Retention::keep_forever();
+                    retention.default_window = args.history_retention;
+                    retention.per_job = Some(windows_in(node.mirror().clone()));
+                    purge = Some(history.purge_periodically(retention));
+                }
+                nodes.push(node)
+            }
             Err(e) => {
                 shutdown(&console, &nodes, "start-failed").await;
                 return Err(e);
@@ -236,9 +249,12 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     }
     let name = signals.recv().await;
     shutdown(&console, &nodes, name).await;
-    if let Some(history) = history {
+    if let Some(purge) = purge {
+        purge.close().await;
+    }
+    if let Some((recording, _)) = history {
         // Writes what is still queued before the process exits.
-        history.close().await;
+        recording.close().await;
     }
     Ok(())
 }

@@ -70,29 +70,30 @@ pub fn java_accepts_time_zone(zone: &str) -> bool {
     matches!((number(hours), number(minutes)), (Some(h), Some(m)) if h <= 23 && m <= 59)
 }
 
-/// The Java spelling to suggest for a zone Java refuses, when there is an exact one.
-fn java_spelling(zone: &str) -> Option<&'static str> {
-    const ZERO: [&str; 10] = [
-        "UTC",
-        "Etc/UTC",
-        "Etc/GMT",
-        "Etc/UCT",
-        "UCT",
-        "Universal",
-        "Etc/Universal",
-        "Zulu",
-        "Etc/Zulu",
-        "Z",
-    ];
-    ZERO.contains(&zone).then_some("GMT")
-}
-
 impl JobConfig {
     /// Whether `props` mark the job shardcron-only ([`SHARDCRON_ONLY`] is `true`).
     pub fn is_shardcron_only(&self) -> bool {
         self.props
             .get(SHARDCRON_ONLY)
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+
+    /// Writes a fixed `timeZone` that Java cannot load (`UTC`, `Etc/UTC`, `Z`, `+08:00`) in Java's
+    /// spelling (`GMT`, `GMT+08:00`): the same zone, now loadable by a Java instance. Every writer
+    /// of a config calls it before [`JobConfig::check_java_readable`], shardcron-only jobs included
+    /// (the spelling changes, the zone does not). A zone with daylight saving is left as written.
+    /// Returns the spelling it replaced.
+    ///
+    /// ```
+    /// use shardcron::config::JobConfig;
+    /// let mut config = JobConfig::new("orders", 2).time_zone("UTC");
+    /// assert_eq!(config.spell_time_zone_for_java().as_deref(), Some("UTC"));
+    /// assert_eq!(config.time_zone.as_deref(), Some("GMT"));
+    /// assert!(config.check_java_readable().is_ok());
+    /// ```
+    pub fn spell_time_zone_for_java(&mut self) -> Option<String> {
+        let java = crate::timezone::java_spelling(self.time_zone.as_deref()?.trim())?;
+        self.time_zone.replace(java)
     }
 
     /// Checks that a Java ElasticJob-Lite 3.0.x instance can load this config (see the module
@@ -109,7 +110,7 @@ impl JobConfig {
         let mut problems = Vec::new();
         if let Some(zone) = self.time_zone.as_deref().filter(|z| !z.is_empty()) {
             if !java_accepts_time_zone(zone) {
-                let instead = java_spelling(zone).map_or_else(
+                let instead = crate::timezone::java_spelling(zone).map_or_else(
                     || {
                         "use a GMT offset (GMT+08:00, GMT-5; a fixed offset has no daylight saving)"
                             .to_owned()
@@ -244,6 +245,32 @@ mod tests {
             .check_java_readable()
             .is_ok());
         assert!(JobConfig::new("orders", 2).check_java_readable().is_ok());
+    }
+
+    #[test]
+    fn fixed_zones_are_respelled_for_java_and_daylight_saving_zones_still_need_the_opt_in() {
+        let table: &[(&str, &str, bool)] = &[
+            // written, stored, Java-readable without the opt-in
+            ("UTC", "GMT", true),
+            ("Etc/UTC", "GMT", true),
+            ("Z", "GMT", true),
+            ("+08:00", "GMT+08:00", true),
+            ("UTC-5", "GMT-05:00", true),
+            ("GMT+8", "GMT+8", true),
+            ("Europe/Berlin", "Europe/Berlin", false),
+            ("Asia/Shanghai", "Asia/Shanghai", false),
+        ];
+        for &(written, stored, readable) in table {
+            let mut config = JobConfig::new("orders", 2).time_zone(written);
+            config.spell_time_zone_for_java();
+            assert_eq!(config.time_zone.as_deref(), Some(stored), "{written}");
+            assert_eq!(config.check_java_readable().is_ok(), readable, "{written}");
+            let only = config.prop(SHARDCRON_ONLY, "true");
+            assert!(only.check_java_readable().is_ok(), "{written}");
+        }
+        let mut local = JobConfig::new("orders", 2);
+        assert_eq!(local.spell_time_zone_for_java(), None);
+        assert_eq!(local.time_zone, None);
     }
 
     #[test]

@@ -329,6 +329,11 @@ impl JobConfig {
                 ),
             );
         }
+        if let Some(window) = self.props.get(crate::history::RETENTION_PROP) {
+            if let Err(e) = crate::history::RetentionWindow::parse(window) {
+                report("props.shardcron.history.retention", e.to_string());
+            }
+        }
         let concurrency = self
             .item_concurrency()
             .map_err(|e| report(e.field, e.problem))

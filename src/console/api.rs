@@ -19,7 +19,7 @@ use super::guard::Audited;
 use super::schedule::{chart_points, Schedule};
 use super::ConsoleState;
 use crate::config::JobConfig;
-use crate::history::{parse_since, ExecutionRecord, HistoryQuery};
+use crate::history::{parse_since, ExecutionRecord, HistoryQuery, RetentionRecord};
 use crate::ops::{ErrorClass, JobBrief, JobDetail, OpsError, ShutdownScope, Target};
 use crate::types::{InstanceId, JobName, ShardItem};
 
@@ -51,6 +51,7 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route("/logout", post(super::guard::logout))
         .route("/session", get(super::guard::session))
         .route("/audit", get(super::audit::audit))
+        .merge(super::stats::routes())
 }
 
 /// A JSON error answer.
@@ -66,7 +67,15 @@ pub(super) struct ApiError {
 }
 
 impl ApiError {
-    fn bad_input(what: impl std::fmt::Display) -> Self {
+    /// An answer of `status` with `{"error": why, "class": class}`.
+    pub(super) fn with(status: StatusCode, class: &str, why: String) -> Self {
+        Self {
+            status,
+            body: json!({ "error": why, "class": class }),
+        }
+    }
+
+    pub(super) fn bad_input(what: impl std::fmt::Display) -> Self {
         Self {
             status: StatusCode::BAD_REQUEST,
             body: json!({ "error": what.to_string(), "class": "BAD_INPUT" }),
@@ -116,9 +125,9 @@ pub(super) fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-type ApiResult<T> = Result<Json<T>, ApiError>;
+pub(super) type ApiResult<T> = Result<Json<T>, ApiError>;
 
-fn job_name(name: &str) -> Result<JobName, ApiError> {
+pub(super) fn job_name(name: &str) -> Result<JobName, ApiError> {
     JobName::new(name).map_err(|e| ApiError::bad_input(format!("job name {name:?}: {e}")))
 }
 
@@ -397,9 +406,13 @@ async fn history(
         Err(_) => None,
     };
     let points = chart_points(&records, schedule.as_ref());
-    Ok(Json(
-        json!({ "jobName": job, "records": records, "points": points }),
-    ))
+    // Which window the rows shown were kept for; a read failure here only loses the sentence.
+    let retention = history.retention_of(job.as_str()).await.ok().flatten();
+    let kept = RetentionRecord::describe(retention.as_ref());
+    Ok(Json(json!({
+        "jobName": job, "records": records, "points": points,
+        "retention": retention, "kept": kept,
+    })))
 }
 
 /// What the event stream follows: one job's page, or the overview.

@@ -47,6 +47,7 @@ mod guard;
 mod live;
 pub mod schedule;
 mod shared;
+mod stats;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

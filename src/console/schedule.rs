@@ -84,8 +84,11 @@ pub fn chart_points(records: &[ExecutionRecord], schedule: Option<&Schedule>) ->
     let mut points: Vec<ChartPoint> = records
         .iter()
         .map(|r| {
-            let delay_ms = match schedule {
-                Some(s) if r.execution_source == "NORMAL_TRIGGER" => s
+            // The instant recorded with the execution when there is one; older rows fall back on
+            // the job's schedule as it is now.
+            let delay_ms = match (r.scheduled_time, schedule) {
+                (Some(scheduled), _) => Some((r.start_time - scheduled).num_milliseconds()),
+                (None, Some(s)) if r.execution_source == "NORMAL_TRIGGER" => s
                     .last_fire_at_or_before(r.start_time)
                     .map(|fire| (r.start_time - fire).num_milliseconds()),
                 _ => None,
@@ -134,6 +137,7 @@ mod tests {
             is_success: took_ms.is_some(),
             start_time: start,
             complete_time: took_ms.map(|ms| start + Duration::milliseconds(ms)),
+            scheduled_time: None,
         }
     }
 

@@ -142,11 +142,18 @@ pub fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, His
     if let Ok(day) = NaiveDate::parse_from_str(v, "%Y-%m-%d") {
         return Ok(day.and_hms_opt(0, 0, 0).ok_or_else(invalid)?.and_utc());
     }
+    let age = parse_age(v).ok_or_else(invalid)?;
+    now.checked_sub_signed(age).ok_or_else(invalid)
+}
+
+/// An age or a window: a whole number and a unit, `90s`, `15m`, `2h` or `7d`; `None` otherwise
+/// (negative or overflowing included).
+pub(crate) fn parse_age(v: &str) -> Option<chrono::Duration> {
     // The unit is the last character, which may be several bytes (`5€` once panicked here).
-    let unit_at = v.char_indices().last().ok_or_else(invalid)?.0;
+    let unit_at = v.char_indices().last()?.0;
     let (number, unit) = v.split_at(unit_at);
-    let n: i64 = number.parse().map_err(|_| invalid())?;
-    let age = match unit {
+    let n: i64 = number.parse().ok()?;
+    match unit {
         "s" => chrono::Duration::try_seconds(n),
         "m" => chrono::Duration::try_minutes(n),
         "h" => chrono::Duration::try_hours(n),
@@ -154,8 +161,6 @@ pub fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, His
         _ => None,
     }
     .filter(|d| *d >= chrono::Duration::zero())
-    .ok_or_else(invalid)?;
-    now.checked_sub_signed(age).ok_or_else(invalid)
 }
 
 /// Parses `--item`.
@@ -348,6 +353,7 @@ mod tests {
             is_success: cause.is_none(),
             start_time: now(),
             complete_time: Some(now() + chrono::Duration::milliseconds(1500)),
+            scheduled_time: None,
         };
         let table = render_executions(&[record(1, Some("boom\nagain")), record(0, None)]);
         let lines: Vec<&str> = table.lines().collect();

@@ -26,6 +26,9 @@
 //! missing, with ElasticJob's column names; the id, task id and message columns are `TEXT`
 //! because our ids are longer than ElasticJob's UUIDs.
 //!
+//! Rows are kept for ever unless a [`Retention`] window is set: [`History::purge_periodically`]
+//! then deletes older rows in small batches beside the writes (`retention.rs`, `purge.rs`).
+//!
 //! ```no_run
 //! use shardcron::events::EventBus;
 //! use shardcron::history::{History, HistoryQuery};
@@ -43,8 +46,11 @@
 
 mod audit;
 mod cli;
+mod purge;
 mod record;
+mod retention;
 mod sql;
+mod stats;
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +71,14 @@ pub use record::{
     source_name, state_name, to_write, ExecutionRecord, HistoryQuery, HistoryWrite, StatusRecord,
     LITE_EXECUTOR,
 };
+
+pub use purge::PurgeHandle;
+pub use retention::{
+    windows_in, JobPurge, JobRetention, Retention, RetentionRecord, RetentionWindow,
+    DEFAULT_PURGE_BATCH, DEFAULT_PURGE_EVERY, RETENTION_PROP,
+};
+
+pub use stats::{bucket, percentile, render_stats, Bucket, Granularity, JobStats, MAX_STATS_ROWS};
 
 use sql::Store;
 
@@ -127,6 +141,30 @@ pub enum HistoryError {
     /// Parsing a `--since` value.
     #[error("--since {value:?}: expected an RFC 3339 instant (2026-03-02T10:00:00Z), a date (2026-03-02) or an age (90s, 15m, 2h, 7d)")]
     InvalidSince {
+        /// The value given.
+        value: String,
+    },
+    /// Deleting rows older than the retention window.
+    #[error("purging old rows of {table}")]
+    Purge {
+        /// The table.
+        table: &'static str,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// Parsing a retention window (`--history-retention`, `shardcron.history.retention`).
+    #[error(
+        "history retention {value:?}: expected a window such as 30d, 12h, 90m or 3600s \
+         (--history-retention, props shardcron.history.retention)"
+    )]
+    InvalidRetention {
+        /// The value given.
+        value: String,
+    },
+    /// Parsing a `--by` value.
+    #[error("--by {value:?}: expected hour or day")]
+    InvalidGranularity {
         /// The value given.
         value: String,
     },

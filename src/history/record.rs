@@ -37,6 +37,10 @@ pub struct ExecutionRecord {
     pub start_time: DateTime<Utc>,
     /// When it ended; `None` while it runs.
     pub complete_time: Option<DateTime<Utc>>,
+    /// The cron instant its run answered (`None` for a manual trigger and for rows written
+    /// before shardcron recorded it, or by ElasticJob): the trigger delay is `start_time` minus
+    /// this. A column ElasticJob does not have (`scheduled_time`).
+    pub scheduled_time: Option<DateTime<Utc>>,
 }
 
 /// One status change of a run (a row of `JOB_STATUS_TRACE_LOG`).
@@ -142,6 +146,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             source,
             task_id,
             started_at,
+            scheduled_at,
         } => Some(HistoryWrite::ExecutionStarted(ExecutionRecord {
             id: execution_id.clone(),
             job_name: job.to_string(),
@@ -154,6 +159,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             is_success: false,
             start_time: *started_at,
             complete_time: None,
+            scheduled_time: *scheduled_at,
         })),
         EngineEvent::ItemFinished {
             execution_id,
@@ -165,6 +171,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             started_at,
             finished_at,
             failure,
+            scheduled_at,
         } => Some(HistoryWrite::ExecutionFinished(ExecutionRecord {
             id: execution_id.clone(),
             job_name: job.to_string(),
@@ -178,6 +185,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             is_success: failure.is_none(),
             start_time: *started_at,
             complete_time: Some(*finished_at),
+            scheduled_time: *scheduled_at,
         })),
         EngineEvent::RunStatus {
             job,
@@ -244,6 +252,7 @@ mod tests {
             started_at: at(0),
             finished_at: at(2),
             failure: Some("GET https://h/x?access_token=t0k3n answered 500".into()),
+            scheduled_at: None,
         };
         let Some(HistoryWrite::ExecutionFinished(row)) = to_write(&event, "host-a") else {
             panic!("an execution row");
@@ -266,6 +275,7 @@ mod tests {
             started_at: at(0),
             finished_at: at(2),
             failure: Some("boom".into()),
+            scheduled_at: Some(at(0)),
         };
         assert_eq!(
             to_write(&event, "host-a"),
@@ -281,6 +291,7 @@ mod tests {
                 is_success: false,
                 start_time: at(0),
                 complete_time: Some(at(2)),
+                scheduled_time: Some(at(0)),
             }))
         );
     }

@@ -61,25 +61,45 @@ const CREATE_STATUS_TRACE_LOG: &str = "CREATE TABLE IF NOT EXISTS JOB_STATUS_TRA
 const CREATE_STATUS_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS TASK_ID_STATE_INDEX ON JOB_STATUS_TRACE_LOG (task_id, state)";
 
-const MIGRATION: [(&str, &str); 6] = [
+/// The retention purge deletes a job's status rows by time.
+const CREATE_STATUS_JOB_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS JOB_STATUS_TRACE_LOG_JOB_TIME_INDEX \
+     ON JOB_STATUS_TRACE_LOG (job_name, creation_time)";
+
+/// The window the last purge applied to each job (`retention.rs`): shardcron's own table.
+const CREATE_RETENTION: &str = "CREATE TABLE IF NOT EXISTS SHARDCRON_HISTORY_RETENTION (
+    job_name VARCHAR(100) NOT NULL,
+    window_seconds BIGINT NOT NULL,
+    purged_before TIMESTAMP NOT NULL,
+    purged_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (job_name))";
+
+const MIGRATION: [(&str, &str); 8] = [
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_LOG),
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_INDEX),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_TRACE_LOG),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_INDEX),
+    ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_JOB_INDEX),
+    ("SHARDCRON_HISTORY_RETENTION", CREATE_RETENTION),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_LOG),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_INDEX),
 ];
+
+/// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added
+/// to a table created before them: (table, column, type).
+const ADDED_COLUMNS: [(&str, &str, &str); 1] =
+    [("JOB_EXECUTION_LOG", "scheduled_time", "TIMESTAMP NULL")];
 
 /// Serialises concurrent migrations of several nodes on one PostgreSQL database:
 /// `CREATE TABLE IF NOT EXISTS` races there (a unique violation on the catalog).
 const PG_MIGRATION_LOCK: i64 = 0x7368_6172_6463_726f; // "shardcro"
 
 const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
-     execution_source, failure_cause, is_success, start_time, complete_time";
+     execution_source, failure_cause, is_success, start_time, complete_time, scheduled_time";
 
 const INSERT_EXECUTION: &str = "INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, \
-     ip, sharding_item, execution_source, failure_cause, is_success, start_time, complete_time) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+     ip, sharding_item, execution_source, failure_cause, is_success, start_time, complete_time, \
+     scheduled_time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 const STATUS_COLUMNS: &str = "id, job_name, original_task_id, task_id, slave_id, source, \
      execution_type, sharding_item, state, message, creation_time";
@@ -135,6 +155,7 @@ macro_rules! execution_from_row {
             start_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("start_time")?)
                 .unwrap_or_default(),
             complete_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("complete_time")?),
+            scheduled_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("scheduled_time")?),
         })
     }};
 }
@@ -222,6 +243,22 @@ impl Store {
                 for (table, ddl) in MIGRATION {
                     sqlx::query(ddl).execute(pool).await.map_err(fail(table))?;
                 }
+                for (table, column, kind) in ADDED_COLUMNS {
+                    let present: i64 = sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2",
+                    )
+                    .bind(table)
+                    .bind(column)
+                    .fetch_one(pool)
+                    .await
+                    .map_err(fail(table))?;
+                    if present == 0 {
+                        sqlx::query(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+                            .execute(pool)
+                            .await
+                            .map_err(fail(table))?;
+                    }
+                }
             }
             Self::Postgres(pool) => {
                 let mut tx = pool.begin().await.map_err(fail("JOB_EXECUTION_LOG"))?;
@@ -232,6 +269,14 @@ impl Store {
                     .map_err(fail("JOB_EXECUTION_LOG"))?;
                 for (table, ddl) in MIGRATION {
                     sqlx::query(ddl)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(fail(table))?;
+                }
+                for (table, column, kind) in ADDED_COLUMNS {
+                    let ddl =
+                        format!("ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}");
+                    sqlx::query(&ddl)
                         .execute(&mut *tx)
                         .await
                         .map_err(fail(table))?;
@@ -403,6 +448,7 @@ fn execution_params(r: &ExecutionRecord) -> Vec<Param> {
         Param::Int(i32::from(r.is_success)),
         Param::Time(to_db(r.start_time)),
         Param::OptTime(r.complete_time.map(to_db)),
+        Param::OptTime(r.scheduled_time.map(to_db)),
     ]
 }
 

@@ -152,10 +152,12 @@ impl Ops {
                 bytes: yaml.len(),
             });
         }
-        let config = JobConfig::from_yaml(yaml).map_err(|source| OpsError::ConfigYaml {
+        let mut config = JobConfig::from_yaml(yaml).map_err(|source| OpsError::ConfigYaml {
             job: job.clone(),
             source,
         })?;
+        // `UTC` and `+08:00` are stored as Java writes them (`GMT`, `GMT+08:00`).
+        config.spell_time_zone_for_java();
         let (root, _) = self
             .registry
             .get(&JobNode::Root.to_path(job))

@@ -180,6 +180,26 @@ async fn a_config_naming_bad_fields_is_refused_and_nothing_is_written() {
 }
 
 #[tokio::test]
+async fn a_config_set_in_utc_or_a_bare_offset_is_stored_in_javas_spelling() {
+    let (ops, _session) = seeded(b"recorded").await;
+    for (written, stored) in [("UTC", "GMT"), ("'+08:00'", "GMT+08:00"), ("Z", "GMT")] {
+        let yaml = format!("jobName: orders\nshardingTotalCount: 2\ntimeZone: {written}\n");
+        ops.config_set(&job(), &yaml).await.unwrap();
+        let read = ops.config_get(&job()).await.unwrap();
+        let config = JobConfig::from_yaml(&read.yaml).unwrap();
+        assert_eq!(config.time_zone.as_deref(), Some(stored), "{written}");
+    }
+    let err = ops
+        .config_set(
+            &job(),
+            "jobName: orders\nshardingTotalCount: 2\ntimeZone: Europe/Berlin\n",
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("timeZone") || format!("{err:?}").contains("timeZone"));
+}
+
+#[tokio::test]
 async fn a_config_set_at_a_stale_version_is_refused_as_changed_meanwhile() {
     let (ops, _session) = seeded(b"recorded").await;
     let read = ops.config_get(&job()).await.unwrap();

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
+use shardcron::history::Granularity;
 use shardcron::registry::zookeeper::ZkConfig;
 use shardcron::{InstanceId, JobName, ShardItem};
 
@@ -106,6 +107,9 @@ pub(crate) enum Command {
     Remove(RemoveArgs),
     /// Item executions recorded by nodes with a history (no registry needed).
     History(HistoryArgs),
+    /// Per-job statistics from the history: runs, failures, timeouts, p50/p99 duration and
+    /// trigger delay per hour or day (no registry needed).
+    Stats(StatsArgs),
     /// The audit log: who changed what, when, with the config before and after (no registry needed).
     Audit(AuditArgs),
     /// Quartz cron expressions, checked locally (no registry needed).
@@ -229,6 +233,29 @@ pub(crate) struct HistoryArgs {
     /// Failures only.
     #[arg(long)]
     pub(crate) failed: bool,
+}
+
+/// `stats NAME [--db TARGET] [--since T] [--by hour|day]`.
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
+    /// Executions started at or after T: RFC 3339, a date, or an age [default: 24h for --by
+    /// hour, 30d for --by day].
+    #[arg(long, value_name = "T", value_parser = since)]
+    pub(crate) since: Option<DateTime<Utc>>,
+    /// One line per hour or per day.
+    #[arg(long, value_name = "hour|day", default_value = "hour", value_parser = granularity)]
+    pub(crate) by: Granularity,
+}
+
+fn granularity(value: &str) -> Result<Granularity, String> {
+    Granularity::parse(value).map_err(|e| e.to_string())
 }
 
 /// `audit [--db TARGET] [--job NAME] [--limit N]`.

@@ -31,7 +31,10 @@ use std::sync::Arc;
 use clap::{CommandFactory, Parser};
 use serde_json::json;
 use shardcron::console::{Console, ConsoleOptions};
-use shardcron::history::{render_audits, render_executions, AuditQuery, History, HistoryQuery};
+use shardcron::history::{
+    render_audits, render_executions, render_stats, AuditQuery, Granularity, History, HistoryQuery,
+    RetentionRecord, MAX_STATS_ROWS,
+};
 use shardcron::ops::{Actor, ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
@@ -179,6 +182,9 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         // The history lives in a database, not the registry: --zk and --namespace (often part of
         // an alias) are accepted and unused.
         return history(args, json).await;
+    }
+    if let Command::Stats(args) = command {
+        return stats(args, json).await;
     }
     if let Command::Audit(args) = command {
         return audit(args, json).await;
@@ -451,6 +457,7 @@ async fn execute(
             );
         }
         Command::History(_)
+        | Command::Stats(_)
         | Command::Audit(_)
         | Command::Cron(_)
         | Command::Console(_)
@@ -518,6 +525,43 @@ fn stop_signals() -> impl std::future::Future<Output = ()> {
     }
 }
 
+/// `stats`: statistics from the execution history; no registry is involved.
+async fn stats(args: cli::StatsArgs, json: bool) -> Result<(), CtlError> {
+    let since = args.since.unwrap_or_else(|| {
+        let back = match args.by {
+            Granularity::Hour => chrono::Duration::hours(24),
+            Granularity::Day => chrono::Duration::days(30),
+        };
+        chrono::Utc::now() - back
+    });
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
+    let stats = history.stats(&args.job, since, args.by).await?;
+    let retention = history.retention_of(args.job.as_str()).await?;
+    history.close().await;
+    if json {
+        print::json(&stats);
+    } else {
+        print!("{}", render_stats(&stats.buckets, args.by));
+    }
+    eprintln!(
+        "stats of {} since {}{}; history {}",
+        args.job,
+        since.format("%Y-%m-%d %H:%M:%S UTC"),
+        if stats.truncated {
+            format!(" (the newest {MAX_STATS_ROWS} executions only)")
+        } else {
+            String::new()
+        },
+        RetentionRecord::describe(retention.as_ref())
+    );
+    Ok(())
+}
+
 /// `history`: reads the execution history directly; no registry is involved.
 async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     let mut query = HistoryQuery::job(args.job);
@@ -532,12 +576,19 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     shardcron::history::HistoryTarget::parse(&db).require_existing()?;
     let history = History::open(&db).await?;
     let records = history.query(&query).await?;
+    let retention = history.retention_of(query.job.as_str()).await?;
     history.close().await;
     if json {
         print::json(&records);
     } else {
         print!("{}", render_executions(&records));
     }
+    // Which window the rows were kept for, on stderr so that the table (or JSON) stays as it is.
+    eprintln!(
+        "history of {}: {}",
+        query.job,
+        RetentionRecord::describe(retention.as_ref())
+    );
     Ok(())
 }
 

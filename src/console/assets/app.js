@@ -335,11 +335,38 @@ async function historyPage(name, params) {
     el("td", { text: r.failure_cause || "" })));
   show(heading, form,
     el("div", { class: "legend" }, el("span", {}, el("span", { class: "swatch delay" }), "trigger delay (ms)"),
-      el("span", {}, el("span", { class: "swatch duration" }), "duration (ms)"), el("span", { class: "muted", text: data.points.length + " executions" })),
+      el("span", {}, el("span", { class: "swatch duration" }), "duration (ms)"), el("span", { class: "muted", text: data.points.length + " executions" }),
+      el("span", { class: "muted", id: "retention", text: data.kept || "" })),
     chart(data.points),
     el("table", { id: "history" },
       el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Source", "Host", "Result", "Cause"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted", text: "no executions match" })))));
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted", text: "no executions match" })))),
+    await statsSection(name, q.get("by") || "hour"));
+}
+
+// Runs, failures, timeouts and p50/p99 duration and trigger delay per hour or day, from the history.
+async function statsSection(name, by) {
+  const box = el("section", { id: "stats" }, el("h2", {}, "Statistics per " + by + " ",
+    el("a", { href: "#/history/" + encodeURIComponent(name) + "?by=" + (by === "hour" ? "day" : "hour"),
+      text: "(per " + (by === "hour" ? "day" : "hour") + ")" })));
+  let data;
+  try {
+    data = await api("GET", "/jobs/" + encodeURIComponent(name) + "/stats?by=" + encodeURIComponent(by));
+  } catch (e) {
+    box.append(el("div", { class: "problems" }, errorText(e.body || { error: e.message })));
+    return box;
+  }
+  const ms = (v) => v === null || v === undefined ? "-" : v + " ms";
+  const rows = data.stats.buckets.map((b) => el("tr", { "data-bucket": b.start },
+    [when(b.start), b.runs, b.failures, b.timeouts, b.unfinished, ms(b.durationP50Ms), ms(b.durationP99Ms),
+      ms(b.delayP50Ms), ms(b.delayP99Ms)].map((v, i) => el("td", { class: i ? "num" : null, text: v }))));
+  box.append(
+    el("table", { id: "stats-table" },
+      el("thead", {}, el("tr", {}, [by === "hour" ? "Hour (UTC)" : "Day (UTC)", "Runs", "Failed", "Timeouts", "Unfinished",
+        "p50 took", "p99 took", "p50 delay", "p99 delay"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 9, class: "muted", text: "no executions in this period" })))),
+    el("div", { class: "muted", text: "since " + when(data.stats.since) + (data.stats.truncated ? " (newest executions only)" : "") + "; " + data.kept }));
+  return box;
 }
 
 // Trigger delay (top half) and duration (bottom half) of each execution over time, one dot each;
