@@ -242,7 +242,9 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
         .await;
     assert_no_console_errors(&browser, "the job page", &[]).await;
 
-    tracing::info!("--- the audit tab shows both switches, done by the anonymous loopback operator");
+    tracing::info!(
+        "--- the audit tab shows both switches, done by the anonymous loopback operator"
+    );
     browser.goto(&format!("{base}/#/audit")).await;
     let who = browser
         .wait_for(
@@ -574,12 +576,9 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
         .spawn()
         .expect("the Java peer starts");
     let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
-    let console = Console::start(
-        conn,
-        ConsoleOptions::loopback(&ns),
-    )
-    .await
-    .expect("console starts");
+    let console = Console::start(conn, ConsoleOptions::loopback(&ns))
+        .await
+        .expect("console starts");
     let base = format!("http://{}", console.local_addr());
     let mut changes = console_changes(&base).await;
 

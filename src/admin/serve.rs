@@ -277,7 +277,8 @@ impl Server {
             return;
         };
         drop(waiting);
-        self.serve_connection(self.builder.clone(), stream, peer).await;
+        self.serve_connection(self.builder.clone(), stream, peer)
+            .await;
         drop(slot);
     }
 

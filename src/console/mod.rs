@@ -106,21 +106,35 @@ impl ConsoleOptions {
                 reason: reason.to_owned(),
             })
         };
-        if self.token.as_ref().is_some_and(|t| t.expose().trim().is_empty()) {
+        if self
+            .token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
             return bad("--token-file", "holds an empty token");
         }
-        if self.viewer_token.as_ref().is_some_and(|t| t.expose().trim().is_empty()) {
+        if self
+            .viewer_token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
             return bad("--viewer-token-file", "holds an empty token");
         }
         if self.token.is_some() && self.token == self.viewer_token {
-            return bad("--viewer-token-file", "holds the operator's token: give each role its own");
+            return bad(
+                "--viewer-token-file",
+                "holds the operator's token: give each role its own",
+            );
         }
         if let Some(host) = self
             .allowed_hosts
             .iter()
             .find(|h| guard::split_host(h).is_none())
         {
-            return bad("--allowed-host", &format!("{host:?} is not a host name or host:port"));
+            return bad(
+                "--allowed-host",
+                &format!("{host:?} is not a host name or host:port"),
+            );
         }
         if self.token.is_none() && !self.listen.ip().is_loopback() {
             return bad(
@@ -225,7 +239,10 @@ pub fn router(
     Router::new()
         .nest("/api", api::routes())
         .merge(assets::routes())
-        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::chain))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::chain,
+        ))
         .with_state(state)
 }
 
@@ -326,12 +343,19 @@ mod tests {
         assert!(err.to_string().starts_with("--token-file"));
         let mut viewer_only = options("0.0.0.0:8899", None);
         viewer_only.viewer_token = Some(Secret::new("v".into()));
-        assert!(viewer_only.check().is_err(), "a viewer token cannot write: no operator");
+        assert!(
+            viewer_only.check().is_err(),
+            "a viewer token cannot write: no operator"
+        );
         let mut same = options("127.0.0.1:0", Some("t"));
         same.viewer_token = Some(Secret::new("t".into()));
         assert!(same.check().unwrap_err().to_string().contains("each role"));
         let mut host = options("127.0.0.1:0", None);
         host.allowed_hosts = vec!["a/b".into()];
-        assert!(host.check().unwrap_err().to_string().starts_with("--allowed-host"));
+        assert!(host
+            .check()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--allowed-host"));
     }
 }

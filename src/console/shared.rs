@@ -83,12 +83,20 @@ mod tests {
         for _ in 0..100 {
             shared.event(None, 7, read()).await;
         }
-        assert_eq!(reads.load(Ordering::SeqCst), 1, "one read for a hundred pages");
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            1,
+            "one read for a hundred pages"
+        );
         shared.event(None, 8, read()).await;
         assert_eq!(reads.load(Ordering::SeqCst), 2, "a change is read again");
         tokio::time::advance(FRESH).await;
         shared.event(None, 8, read()).await;
-        assert_eq!(reads.load(Ordering::SeqCst), 3, "an old answer is read again");
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            3,
+            "an old answer is read again"
+        );
         let job = JobName::new("orders").unwrap();
         shared.event(Some(&job), 8, read()).await;
         assert_eq!(reads.load(Ordering::SeqCst), 4, "each page has its own");

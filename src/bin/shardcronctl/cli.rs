@@ -40,7 +40,13 @@ pub(crate) struct Cli {
     pub(crate) json: bool,
     /// Record every state-changing command in this history database's audit log (a SQLite file
     /// or postgres://...), as done by the OS user.
-    #[arg(long, global = true, value_name = "TARGET", env = "SHARDCRON_AUDIT_DB", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "TARGET",
+        env = "SHARDCRON_AUDIT_DB",
+        hide_env_values = true
+    )]
     pub(crate) audit_db: Option<String>,
     /// The command.
     #[command(subcommand)]
@@ -53,11 +59,14 @@ impl Cli {
     pub(crate) fn refuse_passwords(&self) -> Result<(), clap::Error> {
         // The same value in $SHARDCRON_AUDIT_DB came from the environment, which `ps` does not show.
         let from_env = std::env::var("SHARDCRON_AUDIT_DB").ok();
-        let audit_db = self.audit_db.as_deref().filter(|v| from_env.as_deref() != Some(*v));
+        let audit_db = self
+            .audit_db
+            .as_deref()
+            .filter(|v| from_env.as_deref() != Some(*v));
         let mut flags = vec![("--audit-db", audit_db)];
         match &self.command {
             Command::History(args) => flags.push(("--db", args.db.as_deref())),
-            Command::Audit(args) => flags.push(("--db", Some(args.db.as_str()))),
+            Command::Audit(args) => flags.push(("--db", args.db.as_deref())),
             Command::Console(args) => flags.push(("--history", args.history.as_deref())),
             _ => {}
         }
@@ -225,9 +234,10 @@ pub(crate) struct HistoryArgs {
 /// `audit [--db TARGET] [--job NAME] [--limit N]`.
 #[derive(Debug, Args)]
 pub(crate) struct AuditArgs {
-    /// A SQLite file (default shardcron-history.db) or postgres://...
-    #[arg(long, value_name = "TARGET", default_value = "")]
-    pub(crate) db: String,
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
     /// One job only.
     #[arg(long, value_name = "NAME")]
     pub(crate) job: Option<JobName>,

@@ -33,9 +33,9 @@ use serde_json::json;
 use shardcron::console::{Console, ConsoleOptions};
 use shardcron::history::{render_audits, render_executions, AuditQuery, History, HistoryQuery};
 use shardcron::ops::{Actor, ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
-use shardcron::secret::Secret;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
+use shardcron::secret::Secret;
 
 use cli::{Cli, Command, ConfigCommand};
 
@@ -536,8 +536,12 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
 
 /// `audit`: reads the audit log directly; no registry is involved.
 async fn audit(args: cli::AuditArgs, json: bool) -> Result<(), CtlError> {
-    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
-    let history = History::open(&args.db).await?;
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
     let query = AuditQuery {
         job: args.job,
         limit: args.limit,
