@@ -58,6 +58,10 @@ fn mixed_clusters_of_java_and_shardcron_instances_lose_and_duplicate_nothing() {
             java_first_then_leadership_both_ways,
         ),
         ("shardcron-first", shardcron_first),
+        (
+            "shardcron-first, every run policy set",
+            shardcron_first_with_run_policies,
+        ),
         ("failover: java survivor, shardcron victim", |p, c| {
             failover(p, c, "fo-java", &[Kind::Java], Kind::Rust, KILLS + 1)
         }),
@@ -172,6 +176,33 @@ fn shardcron_first(peer: &std::path::Path, connect: &str) -> mixed::Outcome {
         "{stats}"
     );
     m.outcome("shardcron-first", from)
+}
+
+/// shardcron writes a job that sets every run policy this version carries out (`shardcron.`
+/// props); a Java instance joins, loads it (plain properties to ElasticJob) and runs its share with
+/// ElasticJob's semantics: nothing lost or run twice. The timeout is longer than a run and the
+/// script succeeds, so the policies change nothing a tally sees.
+fn shardcron_first_with_run_policies(peer: &std::path::Path, connect: &str) -> mixed::Outcome {
+    let props = [
+        ("shardcron.timeout", "5s"),
+        ("shardcron.timeout.grace", "1s"),
+        ("shardcron.retry.max", "1"),
+        ("shardcron.retry.backoff", "1s"),
+        ("shardcron.retry.backoff.factor", "2"),
+        ("shardcron.retry.backoff.max", "2s"),
+        ("shardcron.retry.backoff.jitter", "0.1"),
+        ("shardcron.retry.notify", "every"),
+        ("shardcron.overlap", "skip"),
+    ];
+    let mut m = Mixed::with_props(peer, connect, "rust-policies", "policies", &props);
+    let a = m.start(Kind::Rust, "a");
+    m.wait_runs_of(&a);
+    let j1 = m.start(Kind::Java, "j1");
+    m.converge(&[&a, &j1]);
+    m.wait_runs_of(&j1);
+    let from = m.next_fire();
+    m.wait_fires(3);
+    m.outcome("shardcron-first, every run policy set", from)
 }
 
 /// `kills` times: the victim is killed (`kill -9`) while its items run, its items must be re-run

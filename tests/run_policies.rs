@@ -238,3 +238,77 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
     recording.close().await;
     history.close().await;
 }
+
+/// The finished executions of a job whose item takes 2.5 s and fires every second, under
+/// `overlap`, over about 8 s: in start order.
+async fn slow_item_under(overlap: shardcron::config::Overlap) -> Vec<ExecutionRecord> {
+    let dir = tempfile::tempdir().unwrap();
+    let config = JobConfig::new("slow", 1)
+        .cron("* * * * * ?")
+        .time_zone("GMT")
+        .script_command_line("/bin/sh -c 'sleep 2.5'")
+        .overlap(overlap);
+    let ns = namespace(overlap.as_str());
+    let (node, history, recording) = start(&ns, config, dir.path()).await;
+    let finished =
+        |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
+    let started = Instant::now();
+    loop {
+        if finished(&records(&history, "slow").await) >= 3 {
+            break;
+        }
+        assert!(
+            started.elapsed() < WITHIN,
+            "three runs did not end under {overlap:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    node.shutdown().await;
+    recording.close().await;
+    let mut all: Vec<ExecutionRecord> = records(&history, "slow")
+        .await
+        .into_iter()
+        .filter(|r| r.complete_time.is_some())
+        .collect();
+    history.close().await;
+    all.sort_by_key(|r| r.start_time);
+    for pair in all.windows(2) {
+        assert!(
+            pair[1].start_time >= pair[0].complete_time.unwrap(),
+            "{overlap:?}: a run started beside the previous one: {all:#?}"
+        );
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_slow_item_skip_drops_fires_buffer_one_runs_one_after_and_cancel_other_cancels() {
+    use shardcron::config::Overlap;
+    init_tracing();
+
+    tracing::info!("--- skip: fires that find the item running run nothing");
+    let skip = slow_item_under(Overlap::Skip).await;
+    assert!(
+        skip.iter()
+            .all(|r| r.is_success && r.execution_source == "NORMAL_TRIGGER"),
+        "{skip:#?}"
+    );
+
+    tracing::info!("--- buffer_one: the fire missed meanwhile runs once the run ends");
+    let one = slow_item_under(Overlap::BufferOne).await;
+    assert!(
+        one.iter().any(|r| r.execution_source == "MISFIRE"),
+        "{one:#?}"
+    );
+    assert!(one.iter().all(|r| r.is_success), "{one:#?}");
+
+    tracing::info!("--- cancel_other: the next fire cancels the running item, then runs it");
+    let cancel = slow_item_under(Overlap::CancelOther).await;
+    assert!(
+        cancel.iter().any(|r| !r.is_success
+            && r.failure_cause
+                .as_deref()
+                .is_some_and(|c| c.contains("cancel"))),
+        "{cancel:#?}"
+    );
+}

@@ -51,10 +51,25 @@ pub struct Mixed {
 impl Mixed {
     /// A scenario on namespace `chaos-{ns}-{pid}`, job `job`.
     pub fn new(peer: &Path, connect: &str, ns: &str, job: &str) -> Mixed {
+        Self::with_props(peer, connect, ns, job, &[])
+    }
+
+    /// [`Mixed::new`], the job's `props` holding `props` too (the shardcron nodes write them).
+    pub fn with_props(
+        peer: &Path,
+        connect: &str,
+        ns: &str,
+        job: &str,
+        props: &[(&str, &str)],
+    ) -> Mixed {
+        let extra: String = props
+            .iter()
+            .map(|(k, v)| format!("      {k}: '{v}'\n"))
+            .collect();
         let jobs = format!(
             "  - type: SCRIPT\n    javaClass: {JAVA_CLASS}\n    jobName: '{job}'\n    \
              cron: '0/{PERIOD} * * * * ?'\n    timeZone: GMT\n    shardingTotalCount: {ITEMS}\n    \
-             failover: true\n    misfire: false\n    props:\n      script.command.line: '{{slow}}'\n"
+             failover: true\n    misfire: false\n    props:\n      script.command.line: '{{slow}}'\n{extra}"
         );
         Mixed {
             peer: peer.to_owned(),
