@@ -3,10 +3,9 @@
 //! registry runs a job whose items always fail; what reaches the peers is checked, DingTalk's
 //! signature included, and a peer that never answers holds up no run.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
 mod support;
+
+use support::cluster;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

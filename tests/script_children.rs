@@ -4,12 +4,15 @@
 //!
 //! One test in its own binary: every child of the process is one of its own.
 
+mod support;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shardcron::job::script::{ScriptJob, MAX_CHILDREN};
 use shardcron::job::{ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext};
 use shardcron::types::{InstanceId, JobName, ShardItem};
+use support::wait::wait_until;
 use tokio_util::sync::CancellationToken;
 
 fn context(item: u32) -> ShardingContext {
@@ -51,18 +54,16 @@ fn children() -> Vec<String> {
 /// Waits until the process has no child; fails listing them. The children are other processes:
 /// looking at `/proc` is the only way to know.
 async fn wait_no_children(after: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let check = async || {
         let left = children();
         if left.is_empty() {
-            return;
+            Ok(())
+        } else {
+            Err(left)
         }
-        assert!(
-            Instant::now() < deadline,
-            "{after}: children still not reaped after 10 s: {left:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
+    let what = format!("{after}: every child reaped");
+    wait_until(check, &what, Duration::from_secs(10)).await;
 }
 
 /// One item of `job`, as a future that owns what it needs.
@@ -76,15 +77,12 @@ fn run(
 
 /// Waits until `n` children of `job` live.
 async fn wait_live(job: &ScriptJob, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while job.live_children() < n {
-        assert!(
-            Instant::now() < deadline,
-            "{n} script children did not start within 60 s ({} did)",
-            job.live_children()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let check = async || match job.live_children() {
+        live if live >= n => Ok(()),
+        live => Err(format!("{live} live")),
+    };
+    let what = format!("{n} script children to start");
+    wait_until(check, &what, Duration::from_secs(60)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
