@@ -13,10 +13,10 @@
 //! the machine has two cores.
 
 mod support;
+
 use support::Peer;
 
 use support::chaos;
-use support::example_bin;
 use support::zk;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -9,12 +9,10 @@
 //! longer.
 
 mod support;
+
 use support::Peer;
 
-use support::backend;
 use support::chaos;
-use support::example_bin;
-use support::zk;
 
 use std::time::Duration;
 

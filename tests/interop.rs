@@ -13,9 +13,9 @@
 //! losses, failover re-runs.
 
 mod support;
+
 use support::Peer;
 
-use support::backend;
 use support::chaos;
 use support::example_bin;
 use support::java;

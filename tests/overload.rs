@@ -7,11 +7,10 @@
 //! to run on every node after the repair.
 
 mod support;
+
 use support::Peer;
 
-use support::backend;
 use support::chaos;
-use support::example_bin;
 use support::zk;
 
 use std::collections::BTreeMap;

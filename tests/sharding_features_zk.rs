@@ -8,11 +8,10 @@
 //! other and only their items move.
 
 mod support;
+
 use support::Peer;
 
-use support::backend;
 use support::chaos;
-use support::example_bin;
 use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
