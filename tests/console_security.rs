@@ -3,18 +3,13 @@
 //! shown (API, stream) nor lost by an edit, and the audit log of a config edit on SQLite and on a
 //! real PostgreSQL server (plus `shardcronctl`'s own audit rows against a real ZooKeeper).
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code)]
-#[path = "support/postgres.rs"]
-mod postgres;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::example_bin;
+use support::postgres;
+use support::zk;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +44,11 @@ async fn create_job(session: &dyn Registry) {
         .await
         .unwrap();
     session
-        .create("/mail/config", stored_config().as_bytes(), CreateMode::Persistent)
+        .create(
+            "/mail/config",
+            stored_config().as_bytes(),
+            CreateMode::Persistent,
+        )
         .await
         .unwrap();
 }
@@ -89,10 +88,7 @@ impl JsonBody for reqwest::RequestBuilder {
 }
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(WITHIN)
-        .build()
-        .unwrap()
+    reqwest::Client::builder().timeout(WITHIN).build().unwrap()
 }
 
 #[tokio::test]
@@ -111,12 +107,19 @@ async fn a_request_with_a_foreign_host_is_refused_by_the_running_console() {
     }
     let rebound = http
         .get(format!("{base}/api/overview"))
-        .header("Host", format!("evil.example:{}", console.local_addr().port()))
+        .header(
+            "Host",
+            format!("evil.example:{}", console.local_addr().port()),
+        )
         .bearer_auth(OPERATOR)
         .send()
         .await
         .unwrap();
-    assert_eq!(rebound.status().as_u16(), 421, "a rebound name on the console's port");
+    assert_eq!(
+        rebound.status().as_u16(),
+        421,
+        "a rebound name on the console's port"
+    );
     for host in [
         format!("localhost:{}", console.local_addr().port()),
         console.local_addr().to_string(),
@@ -138,7 +141,11 @@ async fn a_request_with_a_foreign_host_is_refused_by_the_running_console() {
 async fn every_answer_forbids_framing_sniffing_and_referrers() {
     let (console, base, _session) = console(None).await;
     let http = http();
-    for (path, token) in [("/", None), ("/api/overview", Some(VIEWER)), ("/api/overview", None)] {
+    for (path, token) in [
+        ("/", None),
+        ("/api/overview", Some(VIEWER)),
+        ("/api/overview", None),
+    ] {
         let mut request = http.get(format!("{base}{path}"));
         if let Some(token) = token {
             request = request.bearer_auth(token);
@@ -200,7 +207,12 @@ async fn a_viewer_token_reads_and_is_refused_a_write_which_the_operator_token_ma
     assert_eq!(refused.status().as_u16(), 403);
     assert!(refused.text().await.unwrap().contains("viewer"));
     let done = write(OPERATOR).await.unwrap();
-    assert_eq!(done.status().as_u16(), 200, "{}", done.text().await.unwrap());
+    assert_eq!(
+        done.status().as_u16(),
+        200,
+        "{}",
+        done.text().await.unwrap()
+    );
     let nobody = http
         .get(format!("{base}/api/overview"))
         .send()
@@ -265,8 +277,14 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
         .and_then(|v| v.to_str().ok())
         .expect("the login sets a cookie")
         .to_owned();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
-    assert!(!cookie.contains(VIEWER), "the cookie holds a session id, not the token");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(
+        !cookie.contains(VIEWER),
+        "the cookie holds a session id, not the token"
+    );
     let session = cookie.split(';').next().unwrap().to_owned();
     let answer: Value = serde_json::from_str(&login.text().await.unwrap()).unwrap();
     assert_eq!(answer["role"], "viewer");
@@ -280,11 +298,7 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
     assert_eq!(stream.status().as_u16(), 200);
     let (name, _) = first_event(stream).await;
     assert_eq!(name, "job");
-    let refused = http
-        .get(format!("{base}/api/events"))
-        .send()
-        .await
-        .unwrap();
+    let refused = http.get(format!("{base}/api/events")).send().await.unwrap();
     assert_eq!(refused.status().as_u16(), 401, "no cookie, no token");
     let forged = http
         .get(format!("{base}/api/events"))
@@ -300,7 +314,11 @@ async fn the_stream_authenticates_by_a_login_cookie_that_never_holds_the_token()
         .send()
         .await
         .unwrap();
-    assert_eq!(write.status().as_u16(), 403, "the viewer's session cannot write");
+    assert_eq!(
+        write.status().as_u16(),
+        403,
+        "the viewer's session cannot write"
+    );
 
     let logout = http
         .post(format!("{base}/api/logout"))
@@ -339,13 +357,23 @@ fn assert_no_secret(what: &str, text: &str) {
 async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps_them() {
     let (console, base, session) = console(None).await;
     let http = http();
-    let get = |path: &str| http.get(format!("{base}{path}")).bearer_auth(OPERATOR).send();
+    let get = |path: &str| {
+        http.get(format!("{base}{path}"))
+            .bearer_auth(OPERATOR)
+            .send()
+    };
     let job = get("/api/jobs/mail").await.unwrap().text().await.unwrap();
     assert_no_secret("the job", &job);
     assert!(job.contains("***") && job.contains("smtp.example"), "{job}");
-    let config: Value =
-        serde_json::from_str(&get("/api/jobs/mail/config").await.unwrap().text().await.unwrap())
-            .unwrap();
+    let config: Value = serde_json::from_str(
+        &get("/api/jobs/mail/config")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let shown = config["yaml"].as_str().unwrap().to_owned();
     assert_no_secret("the config editor", &shown);
     let overview = get("/api/overview").await.unwrap().text().await.unwrap();
@@ -364,11 +392,19 @@ async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps
         .send()
         .await
         .unwrap();
-    assert_eq!(saved.status().as_u16(), 200, "{}", saved.text().await.unwrap());
+    assert_eq!(
+        saved.status().as_u16(),
+        200,
+        "{}",
+        saved.text().await.unwrap()
+    );
     let (data, _) = session.get("/mail/config").await.unwrap();
     let stored = String::from_utf8_lossy(&data);
     assert!(stored.contains("0 0 2 * * ?"), "{stored}");
-    assert!(stored.contains(PASSWORD) && stored.contains(ROBOT), "{stored}");
+    assert!(
+        stored.contains(PASSWORD) && stored.contains(ROBOT),
+        "{stored}"
+    );
     console.stop().await;
 }
 
@@ -399,7 +435,12 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
         .send()
         .await
         .unwrap();
-    assert_eq!(saved.status().as_u16(), 200, "{}", saved.text().await.unwrap());
+    assert_eq!(
+        saved.status().as_u16(),
+        200,
+        "{}",
+        saved.text().await.unwrap()
+    );
     let refused = http
         .put(format!("{base}/api/jobs/mail/config"))
         .bearer_auth(VIEWER)
@@ -421,7 +462,11 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
     assert_no_secret("the audit tab", &shown);
     let shown: Value = serde_json::from_str(&shown).unwrap();
     let rows = shown["records"].as_array().unwrap();
-    assert_eq!(rows.len(), 1, "one write, the viewer's was refused before it: {shown:#}");
+    assert_eq!(
+        rows.len(),
+        1,
+        "one write, the viewer's was refused before it: {shown:#}"
+    );
     let row = &rows[0];
     assert_eq!(row["operation"], "config-set");
     assert_eq!(row["jobName"], "mail");
@@ -431,8 +476,14 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
     assert_eq!(row["outcome"], "ok");
     let before = row["configBefore"].as_str().unwrap();
     let after = row["configAfter"].as_str().unwrap();
-    assert!(before.contains("0 0 1 * * ?") && before.contains("smtp.example"), "{before}");
-    assert!(after.contains("0 30 1 * * ?") && after.contains("smtp2.example"), "{after}");
+    assert!(
+        before.contains("0 0 1 * * ?") && before.contains("smtp.example"),
+        "{before}"
+    );
+    assert!(
+        after.contains("0 30 1 * * ?") && after.contains("smtp2.example"),
+        "{after}"
+    );
     assert!(before.contains("***") && after.contains("***"), "{after}");
 
     console.stop().await;
@@ -452,7 +503,8 @@ async fn the_audit_rows_of_a_config_edit_have_the_secret_redacted_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_rows_of_a_config_edit_have_the_secret_redacted_on_postgresql() {
-    let server = tokio::task::spawn_blocking(postgres::PgServer::start)
+    let bin = require!(Peer::PostgreSql);
+    let server = tokio::task::spawn_blocking(move || postgres::PgServer::start(&bin))
         .await
         .unwrap();
     a_config_edit_is_audited_with_its_secret_redacted(server.url()).await;
@@ -460,6 +512,7 @@ async fn the_audit_rows_of_a_config_edit_have_the_secret_redacted_on_postgresql(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shardcronctl_config_set_keeps_unchanged_secrets_and_is_audited_as_the_os_user() {
+    require!(Peer::ZooKeeper);
     let ns = format!("console-sec-{}", std::process::id());
     let conn = ZkConnector::new(zk::backend().config(&ns));
     let session = conn.connect().await.expect("ZooKeeper session");
@@ -477,21 +530,52 @@ async fn shardcronctl_config_set_keeps_unchanged_secrets_and_is_audited_as_the_o
     };
     let got = ctl(&["config", "get", "mail"]);
     let shown = String::from_utf8_lossy(&got.stdout).into_owned();
-    assert_eq!(got.status.code(), Some(0), "{}", String::from_utf8_lossy(&got.stderr));
+    assert_eq!(
+        got.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
     assert_no_secret("config get", &shown);
     let file = dir.path().join("mail.yaml");
     std::fs::write(&file, shown.replace("0 0 1 * * ?", "0 0 3 * * ?")).unwrap();
-    let set = ctl(&["--audit-db", &db, "config", "set", "mail", file.to_str().unwrap()]);
-    assert_eq!(set.status.code(), Some(0), "{}", String::from_utf8_lossy(&set.stderr));
+    let set = ctl(&[
+        "--audit-db",
+        &db,
+        "config",
+        "set",
+        "mail",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        set.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
     let (data, _) = session.get("/mail/config").await.unwrap();
     let stored = String::from_utf8_lossy(&data);
-    assert!(stored.contains("0 0 3 * * ?") && stored.contains(PASSWORD) && stored.contains(ROBOT), "{stored}");
+    assert!(
+        stored.contains("0 0 3 * * ?") && stored.contains(PASSWORD) && stored.contains(ROBOT),
+        "{stored}"
+    );
 
     let audit = ctl(&["audit", "--db", &db, "--job", "mail"]);
     let text = String::from_utf8_lossy(&audit.stdout);
-    assert_eq!(audit.status.code(), Some(0), "{}", String::from_utf8_lossy(&audit.stderr));
-    assert!(text.contains("config-set") && text.contains("alice") && text.contains("shardcronctl"), "{text}");
-    assert!(text.contains("- cron: 0 0 1 * * ?") && text.contains("+ cron: 0 0 3 * * ?"), "{text}");
+    assert_eq!(
+        audit.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    assert!(
+        text.contains("config-set") && text.contains("alice") && text.contains("shardcronctl"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- cron: 0 0 1 * * ?") && text.contains("+ cron: 0 0 3 * * ?"),
+        "{text}"
+    );
     assert_no_secret("shardcronctl audit", &text);
     let json = ctl(&["--json", "audit", "--db", &db]);
     let rows: Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -511,7 +595,10 @@ fn shardcronctl_console_takes_tokens_from_files_or_the_environment_never_argv() 
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--token") && stderr.contains("ps"), "{stderr}");
+    assert!(
+        stderr.contains("--token") && stderr.contains("ps"),
+        "{stderr}"
+    );
     let out = std::process::Command::new(&ctl)
         .args(["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"])
         .args(["--token-file", "/nonexistent/token"])

@@ -2,9 +2,9 @@
 //! several nodes in this process, each with its own ZooKeeper session.
 
 mod support;
+
 use support::Peer;
 
-use support::backend;
 use support::cluster;
 use support::zk;
 

@@ -12,12 +12,12 @@
 //! - `QUARTZ_DIFF_SEED=N` reruns one batch; `QUARTZ_DIFF_CASES=N` sets its size (default 4000).
 //! - `scripts/quartz-agreement` runs a large batch and prints the agreement rate.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-mod support;
 
 use chrono::{DateTime, Datelike, Utc};
 use shardcron::cron::{CronError, CronSchedule};

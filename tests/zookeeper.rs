@@ -3,6 +3,7 @@
 //! the conformance suite.
 
 mod support;
+
 use support::Peer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -342,7 +343,13 @@ async fn next_matching(
     pred: impl FnMut(&WatchEvent) -> bool,
     what: &str,
 ) -> WatchEvent {
-    wait::next_matching(async || rx.recv().await, pred, what, Duration::from_secs(30)).await
+    wait::next_matching(
+        async || rx.recv().await,
+        pred,
+        what,
+        Duration::from_secs(30),
+    )
+    .await
 }
 
 /// The launcher's stop and resume keep the port and the data, so a session outlives a server crash
