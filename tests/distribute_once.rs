@@ -54,7 +54,13 @@ impl Journal {
 
     async fn wait(&self, what: &str, pred: impl Fn(&[(u64, Seen)]) -> bool) -> Vec<(u64, Seen)> {
         let mut rx = self.log.subscribe();
-        let check = |l: &Vec<(u64, Seen)>| if pred(l) { Ok(l.clone()) } else { Err(l.clone()) };
+        let check = |l: &Vec<(u64, Seen)>| {
+            if pred(l) {
+                Ok(l.clone())
+            } else {
+                Err(l.clone())
+            }
+        };
         wait_until_changed(&mut rx, check, what, WITHIN).await
     }
 }

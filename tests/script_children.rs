@@ -6,33 +6,18 @@
 
 mod support;
 
+use support::cluster::item_context;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use shardcron::job::script::{ScriptJob, MAX_CHILDREN};
-use shardcron::job::{ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext};
-use shardcron::types::{InstanceId, JobName, ShardItem};
+use shardcron::job::{ItemHandler, JobError, ShardingContext};
 use support::wait::wait_until;
 use tokio_util::sync::CancellationToken;
 
 fn context(item: u32) -> ShardingContext {
-    ShardingContext {
-        job_name: JobName::new("reaped").expect("a job name"),
-        task_id: format!("reaped@-@{item}@-@NORMAL@-@192.0.2.1@-@1"),
-        sharding_total_count: 1000,
-        job_parameter: String::new(),
-        sharding_item: ShardItem(item),
-        sharding_parameter: String::new(),
-        source: ExecutionSource::Normal,
-        instance_id: InstanceId::parse("192.0.2.1@-@1").expect("an instance id"),
-        cancellation: CancellationToken::new(),
-        resharding: ReshardingFlag::default(),
-        props: Default::default(),
-        child_lease: None,
-        stop_grace: Default::default(),
-        scheduled_at: None,
-        fencing_token: Default::default(),
-    }
+    item_context("reaped", item, 1000)
 }
 
 /// This process's children now (zombies included), from `/proc/self/task/*/children`.
