@@ -14,6 +14,7 @@ use crate::clock::SharedClock;
 use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::concurrency::ItemGate;
+use crate::job::deadline::RunDeadline;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
@@ -50,6 +51,12 @@ pub(crate) struct RunRequest {
     pub(crate) go: Option<oneshot::Receiver<()>>,
     /// The cron instant this run answers, for the trigger-delay metric.
     pub(crate) scheduled: Option<DateTime<Utc>>,
+    /// The run's timeout (`shardcron.timeout`); `None` for a job without one.
+    pub(crate) deadline: Option<Arc<RunDeadline>>,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    pub(crate) attempt: u32,
+    /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
+    pub(crate) notify: bool,
 }
 
 /// What a run reports back.
@@ -91,6 +98,8 @@ pub(crate) struct RunKit {
     /// zxid), until their run launches: the mirror may show the mark gone before the claim.
     failover_fences: Vec<(ShardItem, FencingToken)>,
     tokens: Vec<InFlight>,
+    /// The deadlines of runs in flight of a job with a timeout.
+    deadlines: Vec<(u64, Arc<RunDeadline>)>,
 }
 
 /// One run in flight: its items' cancellation tokens, the grace its processes share, and the
@@ -121,6 +130,7 @@ impl RunKit {
             gate: ItemGate::new(config.item_concurrency().limit()),
             failover_fences: Vec::new(),
             tokens: Vec::new(),
+            deadlines: Vec::new(),
         })
     }
 
@@ -172,6 +182,7 @@ impl RunKit {
         scheduled: Option<DateTime<Utc>>,
         items: &[ShardItem],
         go: Option<oneshot::Receiver<()>>,
+        attempt: u32,
     ) {
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -189,7 +200,12 @@ impl RunKit {
         let budget =
             crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout);
         let lease = budget.frozen_node_lease();
-        let grace = StopGrace::default();
+        // A job with a timeout gives its processes its grace after any cancel (a shorter one asked
+        // for by fencing still wins).
+        let grace = config
+            .policy()
+            .timeout
+            .map_or_else(StopGrace::default, |t| StopGrace::new(t.grace));
         let contexts = items
             .iter()
             .zip(fences)
@@ -221,6 +237,11 @@ impl RunKit {
             grace,
             cancel_grace: budget.kill_grace(),
         });
+        let deadline = config.policy().timeout.map(|t| {
+            let deadline = Arc::new(RunDeadline::new(t.after));
+            self.deadlines.push((run_id, deadline.clone()));
+            deadline
+        });
         let req = RunRequest {
             run_id,
             job,
@@ -236,6 +257,9 @@ impl RunKit {
             gate: self.gate.clone(),
             go,
             scheduled,
+            deadline,
+            attempt,
+            notify: config.policy().notifies(attempt),
         };
         spawn_run(req, executor.clone());
     }
@@ -251,6 +275,26 @@ impl RunKit {
         }
     }
 
+    /// Run `run_id` is past its timeout: its items are cancelled, their processes given `grace`
+    /// (SIGTERM now, SIGKILL after it), and their errors are timeouts.
+    pub(crate) fn time_out(&self, run_id: u64, grace: std::time::Duration) {
+        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+            d.time_out();
+        }
+        for run in self.tokens.iter().filter(|r| r.run_id == run_id) {
+            for (_, token) in &run.tokens {
+                run.grace.cancel_within(token, grace);
+            }
+        }
+    }
+
+    /// Run `run_id`'s grace after its timeout ran out: what of it still runs is dropped.
+    pub(crate) fn abandon(&self, run_id: u64) {
+        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+            d.abandon();
+        }
+    }
+
     /// A run of `job` ended: an escalation is logged, its tokens go (the memory too, once none
     /// is left).
     pub(crate) fn finished(&mut self, job: &JobName, report: &RunReport) {
@@ -261,6 +305,9 @@ impl RunKit {
         self.tokens.retain(|run| run.run_id != report.run_id);
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
+        }
+        if !self.deadlines.is_empty() {
+            self.deadlines.retain(|(id, _)| *id != report.run_id);
         }
     }
 }
@@ -328,6 +375,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
         .map(|ctx| {
             let item = ctx.sharding_item;
             let handler = req.handler.clone();
+            let deadline = req.deadline.clone();
             // Entered in item order, before any task runs: beyond the job's item concurrency
             // items wait their turn in that order.
             let entry = req.gate.enter();
@@ -353,7 +401,10 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                             return Err(JobError::Cancelled("item lost while waiting its turn".into()))
                         }
                     };
-                    handler.run_item(ctx).await
+                    match deadline {
+                        Some(d) => d.guard(handler.run_item(ctx)).await,
+                        None => handler.run_item(ctx).await,
+                    }
                 }),
             )
         })
@@ -383,16 +434,21 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
             });
         }
-        let outcome = if result.is_ok() {
-            Outcome::Success
-        } else {
-            Outcome::Failure
+        let outcome = match result {
+            Ok(()) => Outcome::Success,
+            Err(JobError::TimedOut { .. }) => Outcome::Timeout,
+            Err(_) => Outcome::Failure,
         };
         crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
-        if let Err(e) = result {
-            if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
-                escalated = true;
+        match result {
+            Err(e) if req.notify => {
+                if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
+                    escalated = true;
+                }
             }
+            Err(e) => tracing::warn!(job = %req.job, item = item.0, attempt = req.attempt,
+                "item failed, a retry follows: {e}"),
+            Ok(()) => {}
         }
     }
     let took = (finished_at - started_at).to_std().unwrap_or_default();

@@ -213,7 +213,11 @@ pub fn random_bytes(buf: &mut [u8]) {
         use std::hash::{BuildHasher, Hasher};
         for chunk in buf.chunks_mut(8) {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
             let bytes = h.finish().to_le_bytes();
             chunk.copy_from_slice(&bytes[..chunk.len()]);
         }

@@ -32,7 +32,10 @@ impl JobConfig {
         keep_unchanged_secrets(&before.props, &mut self.props);
         for (edited, old) in [
             (&mut self.job_parameter, &before.job_parameter),
-            (&mut self.sharding_item_parameters, &before.sharding_item_parameters),
+            (
+                &mut self.sharding_item_parameters,
+                &before.sharding_item_parameters,
+            ),
             (&mut self.description, &before.description),
         ] {
             if let (Some(edited), Some(old)) = (edited, old) {
@@ -84,12 +87,18 @@ mod tests {
     #[test]
     fn a_shown_config_has_no_secret_and_keeps_the_rest() {
         let shown = redact_config_yaml(STORED);
-        assert!(!shown.contains("hunter2") && !shown.contains("t1"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("t1"),
+            "{shown}"
+        );
         assert!(shown.contains("email.host: smtp.example"), "{shown}");
         assert!(shown.contains("access_token=***"), "{shown}");
         let broken = "jobName: [orders\n  email.password: hunter2\nurl: http://u:p@h/x\n";
         let shown = redact_config_yaml(broken);
-        assert!(!shown.contains("hunter2") && !shown.contains(":p@"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains(":p@"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -99,7 +108,10 @@ mod tests {
         let mut edited = JobConfig::from_yaml(&shown).unwrap();
         edited.keep_unchanged_secrets(&before);
         assert_eq!(edited.props["email.password"], "hunter2");
-        assert_eq!(edited.job_parameter.as_deref(), Some("https://h/hook?access_token=t1"));
+        assert_eq!(
+            edited.job_parameter.as_deref(),
+            Some("https://h/hook?access_token=t1")
+        );
         assert_eq!(edited.cron.as_deref(), Some("0/10 * * * * ?"));
         let mut changed = edited.clone();
         changed.props.insert("email.password".into(), "new".into());

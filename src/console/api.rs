@@ -173,7 +173,7 @@ struct Overview {
 }
 
 async fn overview_of(state: &ConsoleState) -> Result<Overview, ApiError> {
-    let ops = state.live.ops();
+    let ops = state.live.reader();
     let briefs = ops.jobs().await?;
     let mut jobs = Vec::with_capacity(briefs.len());
     for brief in briefs {
@@ -231,7 +231,7 @@ struct JobPage {
 
 /// One job as the page shows it: its config's secrets redacted.
 async fn job_of(state: &ConsoleState, job: &JobName) -> Result<JobPage, ApiError> {
-    let mut detail = state.live.ops().job(job).await?;
+    let mut detail = state.live.reader().job(job).await?;
     detail.config = detail.config.map(|c| c.redacted());
     let (next_fires, schedule_error) = next_fires(detail.config.as_ref());
     Ok(JobPage {
@@ -247,9 +247,11 @@ async fn job(State(state): State<ConsoleState>, Path(name): Path<String>) -> Api
 }
 
 async fn servers(State(state): State<ConsoleState>) -> ApiResult<Vec<crate::ops::ServerBrief>> {
-    Ok(Json(state.live.ops().servers().await?))
+    Ok(Json(state.live.reader().servers().await?))
 }
 
+/// The config editor's text: read from the registry (not the mirror), so that the version shown
+/// right after a save is the saved one.
 async fn config_get(
     State(state): State<ConsoleState>,
     Path(name): Path<String>,
@@ -387,7 +389,7 @@ async fn history(
         }
     }
     // The chart reads delays against the job's current schedule, when the job still exists.
-    let schedule = match state.live.ops().job(&job).await {
+    let schedule = match state.live.reader().job(&job).await {
         Ok(detail) => detail
             .config
             .as_ref()
@@ -407,8 +409,10 @@ struct EventsFilter {
 }
 
 /// Server-sent events: the current state at once, then again after every change of the
-/// namespace (changes within [`COALESCE`], or [`COALESCE_OVERVIEW`], are sent once) and at least every [`REFRESH`]. Event `job` carries what
-/// `GET /jobs/{job}` answers, `overview` what `GET /overview` answers, `error` a failed read.
+/// namespace (changes within [`COALESCE`], or [`COALESCE_OVERVIEW`], are sent once) and at least
+/// every [`REFRESH`]. Event `job` carries what `GET /jobs/{job}` answers, `overview` what
+/// `GET /overview` answers, `error` a failed read; every page open at one change shares one read
+/// (`shared.rs`).
 async fn events(
     State(state): State<ConsoleState>,
     Query(filter): Query<EventsFilter>,
@@ -433,22 +437,32 @@ async fn events(
             }
             // Everything up to now is covered by the snapshot read below.
             changes.mark_unchanged();
-            let event = match &job {
-                Some(job) => snapshot_event("job", job_of(&state, job).await),
-                None => snapshot_event("overview", overview_of(&state).await),
-            };
+            let count = state.live.change_count();
+            let (name, data) = state
+                .shared
+                .event(job.as_ref(), count, async {
+                    match &job {
+                        Some(job) => snapshot_event("job", job_of(&state, job).await),
+                        None => snapshot_event("overview", overview_of(&state).await),
+                    }
+                })
+                .await;
+            let event = Event::default().event(name).data(&*data);
             Some((Ok(event), (state, job, changes, false)))
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-fn snapshot_event<T: Serialize>(name: &str, result: Result<T, ApiError>) -> Event {
+/// A page's event: its name (`error` for a failed read) and JSON data.
+fn snapshot_event<T: Serialize>(
+    name: &'static str,
+    result: Result<T, ApiError>,
+) -> super::shared::PageEvent {
     let (name, body) = match result {
         Ok(value) => (name, serde_json::to_string(&value)),
         Err(e) => ("error", serde_json::to_string(&e.body)),
     };
-    Event::default()
-        .event(name)
-        .data(body.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")))
+    let data = body.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    (name, data.into())
 }

@@ -35,7 +35,12 @@ pub(super) async fn audit(
             }),
         });
     };
-    let job = match filter.job.as_deref().map(str::trim).filter(|j| !j.is_empty()) {
+    let job = match filter
+        .job
+        .as_deref()
+        .map(str::trim)
+        .filter(|j| !j.is_empty())
+    {
         Some(name) => Some(JobName::new(name).map_err(|e| ApiError {
             status: StatusCode::BAD_REQUEST,
             body: json!({ "error": format!("job name {name:?}: {e}"), "class": "BAD_INPUT" }),

@@ -94,8 +94,14 @@ impl Tokens {
     /// Whose token `given` is. Both are compared, whatever the first answer.
     pub(crate) fn check(&self, given: &str) -> Option<Principal> {
         let given = digest(given);
-        let operator = self.operator.as_ref().is_some_and(|t| same(t.expose(), &given));
-        let viewer = self.viewer.as_ref().is_some_and(|t| same(t.expose(), &given));
+        let operator = self
+            .operator
+            .as_ref()
+            .is_some_and(|t| same(t.expose(), &given));
+        let viewer = self
+            .viewer
+            .as_ref()
+            .is_some_and(|t| same(t.expose(), &given));
         if operator {
             Some(Principal {
                 name: "operator",

@@ -120,7 +120,11 @@ pub(crate) fn split_host(value: &str) -> Option<(String, Option<u16>)> {
 }
 
 /// The chain described in the module docs, then the security headers.
-pub(super) async fn chain(State(state): State<ConsoleState>, request: Request, next: Next) -> Response {
+pub(super) async fn chain(
+    State(state): State<ConsoleState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let mut response = filter(&state, request, next).await;
     secure_headers(response.headers_mut());
     response
@@ -201,7 +205,11 @@ async fn authenticate(
 }
 
 /// Checks `token` after the client's turn ([`super::auth::Throttle`]).
-async fn check_token(state: &ConsoleState, client: IpAddr, token: &str) -> Result<Principal, Response> {
+async fn check_token(
+    state: &ConsoleState,
+    client: IpAddr,
+    token: &str,
+) -> Result<Principal, Response> {
     let access = &state.access;
     match access.throttle.turn(client) {
         None => {
@@ -320,7 +328,9 @@ pub(super) async fn logout(State(state): State<ConsoleState>, headers: HeaderMap
     let mut response = Json(json!({ "loggedOut": true })).into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        HeaderValue::from_static("shardcron_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+        HeaderValue::from_static(
+            "shardcron_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+        ),
     );
     response
 }
@@ -369,14 +379,30 @@ mod tests {
     #[test]
     fn the_console_answers_its_own_names_only() {
         let hosts = Hosts::new("127.0.0.1:8899".parse().unwrap(), &["ops.example".into()]);
-        for ok in ["127.0.0.1:8899", "localhost:8899", "LOCALHOST:8899", "[::1]:8899", "ops.example", "ops.example:443"] {
+        for ok in [
+            "127.0.0.1:8899",
+            "localhost:8899",
+            "LOCALHOST:8899",
+            "[::1]:8899",
+            "ops.example",
+            "ops.example:443",
+        ] {
             assert!(hosts.allows(ok), "{ok}");
         }
-        for refused in ["evil.example", "127.0.0.1:8898", "localhost", "", "a b", "evil.example:8899"] {
+        for refused in [
+            "evil.example",
+            "127.0.0.1:8898",
+            "localhost",
+            "",
+            "a b",
+            "evil.example:8899",
+        ] {
             assert!(!hosts.allows(refused), "{refused}");
         }
         let v6 = Hosts::new("[::1]:9000".parse().unwrap(), &["[fd00::1]:9000".into()]);
-        assert!(v6.allows("[::1]:9000") && v6.allows("[fd00::1]:9000") && !v6.allows("[fd00::1]:1"));
+        assert!(
+            v6.allows("[::1]:9000") && v6.allows("[fd00::1]:9000") && !v6.allows("[fd00::1]:1")
+        );
     }
 
     #[test]
@@ -405,7 +431,10 @@ mod tests {
     #[test]
     fn the_session_cookie_is_found_among_others() {
         let mut h = HeaderMap::new();
-        h.append(header::COOKIE, "a=1; shardcron_session=abc ; b=2".parse().unwrap());
+        h.append(
+            header::COOKIE,
+            "a=1; shardcron_session=abc ; b=2".parse().unwrap(),
+        );
         assert_eq!(session_id(&h).as_deref(), Some("abc"));
         assert_eq!(session_id(&HeaderMap::new()), None);
     }

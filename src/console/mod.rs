@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! browser ── GET /, /app.js, /style.css ───────────── embedded assets (no CDN)
-//!         ── GET /api/... (JSON) ──────────────────── Ops (listings of the registry) + History
+//!         ── GET /api/... (JSON) ──────────────────── Ops reading the mirror + History
 //!         ── POST /api/login (Bearer token) ───────── a session cookie (HttpOnly, SameSite=Strict)
 //!         ── POST/PUT /api/... (operator, JSON) ───── Ops writes (version-checked, audited)
-//!         ◀─ GET /api/events (server-sent events) ─── Live: one recursive watch on the namespace
+//!         ◀─ GET /api/events (server-sent events) ─── Live: one recursive watch feeds one mirror;
+//!                                                    one snapshot per change shared by all pages
 //!         (every request first passes the filter chain: host, token or cookie, role, audit)
 //! ```
 //!
@@ -19,7 +20,8 @@
 //! | `auth.rs` | tokens and their [`Role`]s, login sessions, the delay after wrong tokens |
 //! | `api.rs` | the JSON endpoints |
 //! | `audit.rs` | the audit log's endpoint |
-//! | `live.rs` | the session (re-opened when it expires) and the change signal behind the event stream |
+//! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
+//! | `shared.rs` | one snapshot per change shared by every open page's event stream |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
 //! | `assets.rs` | the page, its script and style, compiled into the binary |
 //!
@@ -44,6 +46,7 @@ mod auth;
 mod guard;
 mod live;
 pub mod schedule;
+mod shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -103,21 +106,35 @@ impl ConsoleOptions {
                 reason: reason.to_owned(),
             })
         };
-        if self.token.as_ref().is_some_and(|t| t.expose().trim().is_empty()) {
+        if self
+            .token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
             return bad("--token-file", "holds an empty token");
         }
-        if self.viewer_token.as_ref().is_some_and(|t| t.expose().trim().is_empty()) {
+        if self
+            .viewer_token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
             return bad("--viewer-token-file", "holds an empty token");
         }
         if self.token.is_some() && self.token == self.viewer_token {
-            return bad("--viewer-token-file", "holds the operator's token: give each role its own");
+            return bad(
+                "--viewer-token-file",
+                "holds the operator's token: give each role its own",
+            );
         }
         if let Some(host) = self
             .allowed_hosts
             .iter()
             .find(|h| guard::split_host(h).is_none())
         {
-            return bad("--allowed-host", &format!("{host:?} is not a host name or host:port"));
+            return bad(
+                "--allowed-host",
+                &format!("{host:?} is not a host name or host:port"),
+            );
         }
         if self.token.is_none() && !self.listen.ip().is_loopback() {
             return bad(
@@ -193,6 +210,7 @@ pub(crate) struct ConsoleState {
     pub(crate) live: Live,
     pub(crate) history: Option<History>,
     pub(crate) access: Arc<Access>,
+    pub(crate) shared: Arc<shared::Shared>,
     pub(crate) namespace: Arc<str>,
 }
 
@@ -215,12 +233,16 @@ pub fn router(
         live,
         history,
         access: Arc::new(access),
+        shared: Arc::default(),
         namespace: Arc::from(options.namespace.as_str()),
     };
     Router::new()
         .nest("/api", api::routes())
         .merge(assets::routes())
-        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::chain))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::chain,
+        ))
         .with_state(state)
 }
 
@@ -321,12 +343,19 @@ mod tests {
         assert!(err.to_string().starts_with("--token-file"));
         let mut viewer_only = options("0.0.0.0:8899", None);
         viewer_only.viewer_token = Some(Secret::new("v".into()));
-        assert!(viewer_only.check().is_err(), "a viewer token cannot write: no operator");
+        assert!(
+            viewer_only.check().is_err(),
+            "a viewer token cannot write: no operator"
+        );
         let mut same = options("127.0.0.1:0", Some("t"));
         same.viewer_token = Some(Secret::new("t".into()));
         assert!(same.check().unwrap_err().to_string().contains("each role"));
         let mut host = options("127.0.0.1:0", None);
         host.allowed_hosts = vec!["a/b".into()];
-        assert!(host.check().unwrap_err().to_string().starts_with("--allowed-host"));
+        assert!(host
+            .check()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--allowed-host"));
     }
 }

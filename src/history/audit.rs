@@ -188,7 +188,10 @@ pub(crate) fn audit_id(at: DateTime<Utc>) -> String {
     format!(
         "{:016x}-{}",
         at.timestamp_micros(),
-        random.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        random
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     )
 }
 
@@ -254,9 +257,15 @@ mod tests {
             config_after: Some("cron: b\nprops:\n  email.password: '***'\n".into()),
         };
         let text = render_audits(&[record]);
-        assert!(text.contains("config-set") && text.contains("alice"), "{text}");
+        assert!(
+            text.contains("config-set") && text.contains("alice"),
+            "{text}"
+        );
         assert!(text.contains("    - cron: a\n    + cron: b\n"), "{text}");
-        assert!(!text.contains("email.password"), "unchanged lines are left out: {text}");
+        assert!(
+            !text.contains("email.password"),
+            "unchanged lines are left out: {text}"
+        );
     }
 
     #[test]

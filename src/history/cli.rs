@@ -73,7 +73,8 @@ pub enum HistoryLookupError {
 /// PostgreSQL URL with its password stays out of the process's arguments.
 pub const HISTORY_ENV: &str = "SHARDCRON_HISTORY";
 
-/// A history target given as a command-line flag: refused when it carries a password, which every
+/// A history target given as a command-line flag: refused when it carries a password (the
+/// refusal shows the URL redacted), which every
 /// user of the machine would see in `ps`. The password goes in `PGPASSWORD` or `~/.pgpass` (the
 /// driver reads both when the URL has none), or the whole URL in [`HISTORY_ENV`].
 ///

@@ -55,8 +55,8 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Delivered, EngineEvent, EventBus, Subscription};
 use crate::types::JobName;
 
-pub use audit::{render_audits, AuditQuery, AuditRecord};
 pub(crate) use audit::audit_id;
+pub use audit::{render_audits, AuditQuery, AuditRecord};
 pub use cli::{
     history_flag, parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget,
     HISTORY_ENV,

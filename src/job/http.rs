@@ -208,7 +208,10 @@ pub enum HttpJobError {
 /// assert_eq!(job.method().as_str(), "POST");
 /// assert_eq!(job.read_timeout().as_millis(), 5000);
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Its `Debug` shows the URI redacted (its query may carry a token), not the props it was built
+/// from.
+#[derive(Clone)]
 pub struct HttpJob {
     url: Url,
     /// The URI without its password, for logs and failures.
@@ -225,6 +228,18 @@ pub struct HttpJob {
     /// The job as the run's props configure it, when they differ from `built_from` (a config
     /// change applies from the next run, as in ElasticJob): built once per change.
     live: Arc<std::sync::Mutex<Option<Arc<HttpJob>>>>,
+}
+
+impl std::fmt::Debug for HttpJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpJob")
+            .field("url", &self.shown)
+            .field("method", &self.method)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The `http.*` entries of `props`: what an HTTP job is built from.
@@ -546,6 +561,7 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(job.shown, "https://h/x?access_token=***");
+        assert!(!format!("{job:?}").contains("t0k3n"), "{job:?}");
     }
 
     #[test]

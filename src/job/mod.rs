@@ -8,6 +8,7 @@
 
 pub mod concurrency;
 pub mod dataflow;
+pub mod deadline;
 pub mod fencing;
 pub mod group;
 pub mod handlers;
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -184,6 +186,12 @@ pub enum JobError {
     /// The run was refused before the item started (clock skew, invalid config).
     #[error("refused: {0}")]
     Refused(String),
+    /// The item ran past the job's `shardcron.timeout` and was cancelled, then ended.
+    #[error("timed out after {after:?}")]
+    TimedOut {
+        /// The timeout.
+        after: Duration,
+    },
 }
 
 impl JobError {

@@ -68,8 +68,23 @@ impl StoredConfig {
 }
 
 impl Ops {
-    /// The job's stored config and its version.
+    /// The job's stored config and its version (from the mirror when [`Ops::reading`] one).
     pub async fn config_get(&self, job: &JobName) -> Result<StoredConfig, OpsError> {
+        if let Some(mirror) = &self.mirror {
+            let node = mirror
+                .get(&JobNode::Config.to_path(job))
+                .ok_or_else(|| OpsError::UnknownJob { job: job.clone() })?;
+            return Ok(StoredConfig {
+                job_name: job.clone(),
+                yaml: String::from_utf8_lossy(&node.data).into_owned(),
+                version: node.stat.version,
+            });
+        }
+        self.stored_config(job).await
+    }
+
+    /// The job's config as the registry holds it now: what an edit starts from.
+    async fn stored_config(&self, job: &JobName) -> Result<StoredConfig, OpsError> {
         let (data, stat) = self
             .registry
             .get(&JobNode::Config.to_path(job))
@@ -115,7 +130,7 @@ impl Ops {
         let mut entry = Entry::new("config-set", job);
         let result = async {
             let mut config = self.checked_config(job, yaml).await?;
-            let stored = self.config_get(job).await?;
+            let stored = self.stored_config(job).await?;
             entry.before = Some(redact_config_yaml(&stored.yaml));
             if let Ok(before) = JobConfig::from_yaml(&stored.yaml) {
                 config.keep_unchanged_secrets(&before);

@@ -13,7 +13,8 @@
 //!
 //! Operations act on the cluster only by writing the nodes the engine watches (the layout
 //! contract's "operations API" rows), so they work the same on shardcron and Java instances. Reads
-//! list the registry directly: this is an operator's path, never an execution's.
+//! list the registry directly (this is an operator's path, never an execution's), or read a mirror
+//! the caller already feeds ([`Ops::reading`], the console).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -38,6 +39,7 @@ mod snapshot;
 
 use std::sync::Arc;
 
+use crate::registry::mirror::Mirror;
 use crate::registry::Registry;
 use crate::types::JobName;
 
@@ -56,6 +58,7 @@ use snapshot::JobSnapshot;
 pub struct Ops {
     registry: Arc<dyn Registry>,
     audit: Option<Arc<audit::Audit>>,
+    mirror: Option<Mirror>,
 }
 
 impl Ops {
@@ -64,7 +67,16 @@ impl Ops {
         Self {
             registry,
             audit: None,
+            mirror: None,
         }
+    }
+
+    /// The same operations, whose reports ([`Ops::jobs`], [`Ops::job`], [`Ops::servers`],
+    /// [`Ops::config_get`]) read `mirror`, a mirror of the whole namespace fed on this session,
+    /// instead of listing the registry. Writes still read what they check from the registry.
+    pub fn reading(mut self, mirror: Mirror) -> Self {
+        self.mirror = Some(mirror);
+        self
     }
 
     /// The session.
@@ -108,6 +120,18 @@ impl Ops {
 
     /// Reads one job; a job without a root or a `config` node is unknown.
     async fn snapshot(&self, job: &JobName) -> Result<JobSnapshot, OpsError> {
+        let read = match &self.mirror {
+            Some(mirror) => JobSnapshot::from_mirror(mirror, job),
+            None => return self.listed_snapshot(job).await,
+        };
+        match read {
+            Some(snap) if snap.config_yaml.is_some() => Ok(snap),
+            _ => Err(OpsError::UnknownJob { job: job.clone() }),
+        }
+    }
+
+    /// Reads one job from the registry, whatever [`Ops::reading`] said: what a write checks.
+    async fn listed_snapshot(&self, job: &JobName) -> Result<JobSnapshot, OpsError> {
         let read = JobSnapshot::read(self.registry.as_ref(), job)
             .await
             .map_err(|source| OpsError::ReadJob {
@@ -127,11 +151,14 @@ impl Ops {
 
     /// Reads every child of the root: the jobs, and why the others are not.
     async fn roots(&self) -> Result<(Vec<(JobName, JobSnapshot)>, Vec<NotAJob>), OpsError> {
-        let names = self
-            .registry
-            .children("/")
-            .await
-            .map_err(|source| OpsError::ListJobs { source })?;
+        let names = match &self.mirror {
+            Some(mirror) => mirror.children("/"),
+            None => self
+                .registry
+                .children("/")
+                .await
+                .map_err(|source| OpsError::ListJobs { source })?,
+        };
         let mut jobs = Vec::new();
         let mut not_jobs = Vec::new();
         for name in names {

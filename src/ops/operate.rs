@@ -72,7 +72,7 @@ impl Ops {
     }
 
     async fn ask_to_trigger(&self, job: &JobName) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let snap = self.listed_snapshot(job).await?;
         let instances: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
         if instances.is_empty() {
             return Err(OpsError::NoLiveInstance { job: job.clone() });
@@ -127,7 +127,7 @@ impl Ops {
         target: Target,
         switch: Switch,
     ) -> Result<Vec<Target>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let snap = self.listed_snapshot(job).await?;
         let ips: Vec<String> = match &target {
             Target::Item(item) => {
                 let known = snap.view.items.contains_key(item);
@@ -238,7 +238,7 @@ impl Ops {
         job: &JobName,
         scope: ShutdownScope,
     ) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let snap = self.listed_snapshot(job).await?;
         let instances: Vec<InstanceId> = match scope {
             ShutdownScope::AllInstances => snap.view.instances.iter().cloned().collect(),
             ShutdownScope::Instance(id) if snap.view.instances.contains(&id) => vec![id],
@@ -286,7 +286,7 @@ impl Ops {
         job: &JobName,
         mode: RemoveMode,
     ) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let snap = self.listed_snapshot(job).await?;
         let live: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
         if !live.is_empty() && mode == RemoveMode::RefuseWhileRunning {
             return Err(OpsError::StillRunning {

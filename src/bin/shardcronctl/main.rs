@@ -33,9 +33,9 @@ use serde_json::json;
 use shardcron::console::{Console, ConsoleOptions};
 use shardcron::history::{render_audits, render_executions, AuditQuery, History, HistoryQuery};
 use shardcron::ops::{Actor, ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
-use shardcron::secret::Secret;
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
+use shardcron::secret::Secret;
 
 use cli::{Cli, Command, ConfigCommand};
 
@@ -116,7 +116,7 @@ impl CtlError {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(|cli| cli.refuse_passwords().map(|()| cli)) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout and succeed; every usage error is bad input.
@@ -280,7 +280,9 @@ fn console_options(args: cli::ConsoleArgs, namespace: &str) -> Result<ConsoleOpt
         token,
         viewer_token,
         allowed_hosts: args.allowed_host,
-        history: args.history,
+        history: args
+            .history
+            .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
         namespace: namespace.to_owned(),
     })
 }
@@ -516,8 +518,12 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.since = args.since;
     query.failed_only = args.failed;
     // Reading never creates a database: a missing file or folder is said, not made.
-    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
-    let history = History::open(&args.db).await?;
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
     let records = history.query(&query).await?;
     history.close().await;
     if json {
@@ -530,8 +536,12 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
 
 /// `audit`: reads the audit log directly; no registry is involved.
 async fn audit(args: cli::AuditArgs, json: bool) -> Result<(), CtlError> {
-    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
-    let history = History::open(&args.db).await?;
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
     let query = AuditQuery {
         job: args.job,
         limit: args.limit,
