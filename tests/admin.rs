@@ -4,9 +4,10 @@
 //! HTTP server's refusals, keep-alive and `HEAD`. Real time (a job firing every second); every
 //! wait is on recorded state.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
+use support::wait::{wait_until, wait_until_changed};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -164,10 +165,8 @@ async fn node_session(admin: &EmbeddedSession, job: &str, node: &NodeHandle) -> 
 
 /// Waits until the mirror's synced flag is `want`.
 async fn wait_synced(synced: &mut tokio::sync::watch::Receiver<bool>, want: bool) {
-    tokio::time::timeout(WAIT, synced.wait_for(|s| *s == want))
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for the mirror's synced flag to be {want}"))
-        .expect("the mirror lives");
+    let what = format!("the mirror's synced flag to be {want}");
+    wait_until_changed(synced, |s| *s == want, &what, WAIT).await;
 }
 
 #[tokio::test]
@@ -563,15 +562,14 @@ async fn readyz_is_ready_once_an_earlier_sessions_instance_node_is_taken_over() 
 
     tracing::info!("--- the node takes the node over and is ready on its own session");
     // No event tells of a registration; readiness is asked again until it holds.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !node.is_ready().await {
-        let owner = node.mirror().get(&held).map(|n| n.stat.ephemeral_owner);
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for the node to take job held's instance node over (owner now {owner:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let check = async || {
+        if node.is_ready().await {
+            return Ok(());
+        }
+        Err(node.mirror().get(&held).map(|n| n.stat.ephemeral_owner))
+    };
+    let what = "the node to take job held's instance node over (seen: its owner)";
+    wait_until(check, what, WAIT).await;
     let owner = node.mirror().get(&held).map(|n| n.stat.ephemeral_owner);
     assert!(owner.is_some_and(|o| o != earlier), "owner {owner:?}");
     let (status, body) = get(addr, "/readyz").await;

@@ -12,24 +12,19 @@
 //! The scenarios run one at a time (a static lock): each starts its own ZooKeeper and nodes, and
 //! the machine has two cores.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/chaos/mod.rs"]
-mod chaos;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::chaos;
+use support::zk;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chaos::log::{Crash, Expect, Window};
 use chaos::{instance, now, Cluster, ITEMS, JOB, SESSION_TIMEOUT};
+use support::wait::{wait_until_blocking, wait_until_blocking_every};
 use zk::server::{ZkEnsemble, ZkServer};
 
 /// How long a scenario watches the job after it has converged again.
@@ -83,6 +78,7 @@ fn expect_job(
 
 #[test]
 fn a_leader_killed_during_a_run_has_its_running_items_rerun_once_and_its_items_taken_over() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "kill9", "");
@@ -128,6 +124,7 @@ fn a_leader_killed_during_a_run_has_its_running_items_rerun_once_and_its_items_t
 #[test]
 fn a_node_frozen_past_its_session_loses_its_items_and_after_resuming_rejoins_without_running_them()
 {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "sigstop", "");
@@ -190,6 +187,7 @@ fn a_node_frozen_past_its_session_loses_its_items_and_after_resuming_rejoins_wit
 
 #[test]
 fn zookeeper_restarted_within_the_session_timeout_costs_no_item_beyond_its_outage() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "zk-bounce", "");
@@ -229,6 +227,7 @@ fn zookeeper_restarted_within_the_session_timeout_costs_no_item_beyond_its_outag
 
 #[test]
 fn zookeeper_down_longer_than_the_session_timeout_is_survived_by_every_node_on_its_own() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "zk-outage", "");
@@ -276,6 +275,7 @@ fn zookeeper_down_longer_than_the_session_timeout_is_survived_by_every_node_on_i
 
 #[test]
 fn nodes_on_an_ensemble_move_to_another_server_when_its_leader_is_killed_and_keep_firing() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let ensemble = ZkEnsemble::start();
     let mut cluster = Cluster::new(&ensemble.connect_string(), "ensemble", "");
@@ -310,6 +310,7 @@ fn nodes_on_an_ensemble_move_to_another_server_when_its_leader_is_killed_and_kee
 
 #[test]
 fn a_node_joining_and_another_leaving_gracefully_reshard_at_the_next_fire() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "join-leave", "");
@@ -398,6 +399,7 @@ const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
 
 #[test]
 fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "bad-input", BAD_INPUT_JOBS);
@@ -450,6 +452,7 @@ fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() 
 
 #[test]
 fn a_huge_item_count_is_reported_and_costs_the_healthy_job_nothing() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "huge-count", BAD_INPUT_JOBS);
@@ -530,6 +533,7 @@ const ORPHAN_JOB: &str = "  - type: SCRIPT
 
 #[test]
 fn an_item_whose_owner_names_a_nonexistent_instance_gets_a_live_owner_within_the_fault_window() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "ghost", ORPHAN_JOB);
@@ -621,35 +625,22 @@ fn runs(pid: libc::pid_t) -> bool {
 
 /// Waits for a pid of `{orphan}` not in `seen`, and returns it.
 fn new_orphan(cluster: &Cluster, seen: &[libc::pid_t]) -> libc::pid_t {
-    let deadline = std::time::Instant::now() + chaos::WITHIN;
-    loop {
-        if let Some(pid) = orphan_pids(cluster).into_iter().find(|p| !seen.contains(p)) {
-            return pid;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no new run of the orphan job within {:?}",
-            chaos::WITHIN
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let check = || orphan_pids(cluster).into_iter().find(|p| !seen.contains(p));
+    wait_until_blocking(check, "a new run of the orphan job", chaos::WITHIN)
 }
 
 /// Waits until `pid` no longer runs; returns how long that took, failing after `within`.
 fn gone_within(pid: libc::pid_t, within: Duration, what: &str) -> Duration {
     let started = std::time::Instant::now();
-    while runs(pid) {
-        assert!(
-            started.elapsed() < within,
-            "{what}: child {pid} still runs {within:?} later"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let what = format!("{what}: child {pid} to end");
+    // Every 20 ms: the time it took is reported.
+    wait_until_blocking_every(|| !runs(pid), &what, within, Duration::from_millis(20));
     started.elapsed()
 }
 
 #[test]
 fn a_frozen_or_killed_nodes_script_children_die_before_its_session_can_expire() {
+    require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
     let mut cluster = Cluster::with_jobs(&zk.connect_string(), "orphans", ORPHAN_JOBS);
@@ -671,4 +662,46 @@ fn a_frozen_or_killed_nodes_script_children_die_before_its_session_can_expire() 
         "[chaos] orphans: child of a stopped node killed {killed:?} after the stop (session \
          {SESSION_TIMEOUT:?}); child of a killed node {after_kill:?} after the kill"
     );
+}
+
+/// The tracking verdict on a hand-made log: an overlap, a duplicate, a matched failover re-run
+/// and two lost fires are each found (a unit test of the support code, run in this binary only).
+mod tracking_verdict {
+    use super::chaos::spans::{check, JobCheck, Span};
+
+    fn span(instance: &str, item: u32, source: &str, start: f64, last: f64, ended: bool) -> Span {
+        Span {
+            instance: instance.into(),
+            job: "j".into(),
+            item,
+            source: source.into(),
+            start,
+            last,
+            ended,
+            line: String::new(),
+        }
+    }
+
+    #[test]
+    fn overlaps_duplicates_and_losses_are_found() {
+        let job = JobCheck {
+            job: "j".into(),
+            items: 1,
+            period: 1,
+        };
+        let spans = vec![
+            span("a", 0, "NORMAL", 10.0, 10.3, true),
+            span("a", 0, "NORMAL", 11.0, 11.2, false),
+            span("b", 0, "FAILOVER", 11.1, 11.4, true),
+            span("b", 0, "FAILOVER", 11.5, 11.6, true),
+            span("b", 0, "NORMAL", 13.0, 13.3, true),
+            span("c", 0, "NORMAL", 13.5, 13.6, true),
+        ];
+        let v = check(&spans, &[job], 10.0, 14.0, &[]);
+        assert_eq!(v.overlaps.len(), 1, "{:?}", v.overlaps);
+        assert_eq!(v.duplicates.len(), 1, "{:?}", v.duplicates);
+        assert_eq!(v.failovers_matched, 1);
+        assert_eq!(v.failovers_of_ended.len(), 1);
+        assert_eq!(v.lost.len(), 2, "fires 12 and 14: {:?}", v.lost);
+    }
 }

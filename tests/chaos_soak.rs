@@ -8,18 +8,11 @@
 //! injected (CI: 45 s, about two minutes in all); `scripts/soak --minutes M --seed N` runs it
 //! longer.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/chaos/mod.rs"]
-mod chaos;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::chaos;
 
 use std::time::Duration;
 
@@ -32,6 +25,7 @@ const CI_FAULT_TIME: Duration = Duration::from_secs(45);
 #[test]
 fn randomized_faults_on_an_ensemble_cause_no_overlap_no_duplicate_and_no_loss_outside_fault_windows(
 ) {
+    require!(Peer::ZooKeeper);
     let settings = Settings::from_env(CI_FAULT_TIME);
     eprintln!(
         "[soak] seed {} (replay with SHARDCRON_SOAK_SEED={}), faults for {:?}",

@@ -4,4 +4,4 @@
 mod support;
 
 conformance_tests!(embedded, support::embedded::backend());
-conformance_tests!(zookeeper, support::zk::backend());
+conformance_tests!(zookeeper, support::zk::backend(), requires support::Peer::ZooKeeper);

@@ -7,21 +7,15 @@
 //! Beside it, the console's guards without a browser: the token, forged writes, and the CLI's
 //! refusal to listen off loopback without a token.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code)]
-#[path = "support/browser.rs"]
-mod browser;
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::wait::{next_matching, wait_until_woken};
+use support::Peer;
+
+use support::browser;
+use support::cluster;
+use support::example_bin;
+use support::zk;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,6 +103,8 @@ const MAP: &str = r#"(() => {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_on_the_node() {
+    require!(Peer::ZooKeeper);
+    require!(Peer::Chromium);
     cluster::init_tracing();
     let ns = format!("console-{}", std::process::id());
     let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
@@ -542,21 +538,6 @@ fn the_cli_refuses_a_console_off_loopback_without_a_token_and_prints_completions
     );
 }
 
-/// The Java ElasticJob-Lite peer: `$SHARDCRON_ELASTICJOB_PEER` (scripts/test sets it), else
-/// `shared/elasticjob-peer` beside the repository, as `support/java.rs` finds it.
-fn java_peer() -> PathBuf {
-    if let Some(dir) = std::env::var_os("SHARDCRON_ELASTICJOB_PEER") {
-        return PathBuf::from(dir);
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    root.ancestors()
-        .map(|dir| dir.join("shared/elasticjob-peer"))
-        .find(|dir| dir.join("run-instance").is_file())
-        .unwrap_or_else(|| {
-            panic!("the Java ElasticJob peer (shared/elasticjob-peer) is not beside the repository; set SHARDCRON_ELASTICJOB_PEER")
-        })
-}
-
 /// Items the Java instance ran, from its log (`<epoch ms> <item> <instanceId> java start <taskId>`).
 fn java_runs(log: &std::path::Path) -> Vec<(i64, u32)> {
     std::fs::read_to_string(log)
@@ -574,6 +555,8 @@ fn java_runs(log: &std::path::Path) -> Vec<(i64, u32)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     cluster::init_tracing();
     let ns = format!("console-java-{}", std::process::id());
     let dir = tempfile::tempdir().unwrap();
@@ -581,7 +564,7 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
     tracing::info!(
         "--- one Java ElasticJob-Lite instance runs job `legacy` (4 items, every second)"
     );
-    let mut java = tokio::process::Command::new(java_peer().join("run-instance"))
+    let mut java = tokio::process::Command::new(peer.join("run-instance"))
         .args([
             format!("zk={}", zk::server().connect_string()),
             format!("ns={ns}"),
@@ -642,24 +625,28 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
         .await;
     let disabled_at = Utc::now().timestamp_millis() + 1_000;
     // Three more fires of the other items, then no run of item 2 among them.
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let check = async || {
         let runs = java_runs(&log);
-        let after: Vec<&(i64, u32)> = runs.iter().filter(|(ms, _)| *ms > disabled_at).collect();
+        let after: Vec<(i64, u32)> = runs
+            .into_iter()
+            .filter(|(ms, _)| *ms > disabled_at)
+            .collect();
         if after.iter().filter(|(_, item)| *item == 0).count() >= 3 {
-            assert!(
-                after.iter().all(|(_, item)| *item != 2),
-                "the Java instance ran item 2 after it was disabled: {after:?}"
-            );
-            break;
+            Ok(after)
+        } else {
+            Err(after)
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the Java instance ran no item 0 three times after the disable: {runs:?}"
-        );
-        // The Java peer reports only through its log file; the console's stream ticks meanwhile.
+    };
+    // The Java peer reports only through its log file; the console's stream ticks meanwhile.
+    let wake = async || {
         changes.next().await;
-    }
+    };
+    let what = "the Java instance to run item 0 three times after the disable";
+    let after = wait_until_woken(check, wake, what, WITHIN).await;
+    assert!(
+        after.iter().all(|(_, item)| *item != 2),
+        "the Java instance ran item 2 after it was disabled: {after:?}"
+    );
     let _ = java.kill().await;
     console.stop().await;
 }
@@ -708,20 +695,20 @@ impl JobStream {
 
     /// Reads events until `pick` returns something, failing with `what` after [`WITHIN`].
     async fn until<T>(&mut self, what: &str, pick: impl Fn(&Value) -> Option<T>) -> T {
-        let deadline = tokio::time::Instant::now() + WITHIN;
-        loop {
-            let page = tokio::time::timeout_at(deadline, self.next())
-                .await
-                .unwrap_or_else(|_| panic!("timed out waiting for: {what}"));
-            if let Some(found) = pick(&page) {
-                return found;
-            }
-        }
+        let page = next_matching(
+            async || Some(self.next().await),
+            |page| pick(page).is_some(),
+            what,
+            WITHIN,
+        )
+        .await;
+        pick(&page).expect("the page matched")
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shardcronctl_console_serves_the_namespace_and_stops_on_sigterm() {
+    require!(Peer::ZooKeeper);
     use tokio::io::AsyncBufReadExt;
     let ns = format!("console-cli-{}", std::process::id());
     let mut child = tokio::process::Command::new(example_bin::ctl_binary())

@@ -3,18 +3,13 @@
 //! shown (API, stream) nor lost by an edit, and the audit log of a config edit on SQLite and on a
 //! real PostgreSQL server (plus `shardcronctl`'s own audit rows against a real ZooKeeper).
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code)]
-#[path = "support/postgres.rs"]
-mod postgres;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::example_bin;
+use support::postgres;
+use support::zk;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -508,7 +503,8 @@ async fn the_audit_rows_of_a_config_edit_have_the_secret_redacted_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_rows_of_a_config_edit_have_the_secret_redacted_on_postgresql() {
-    let server = tokio::task::spawn_blocking(postgres::PgServer::start)
+    let bin = require!(Peer::PostgreSql);
+    let server = tokio::task::spawn_blocking(move || postgres::PgServer::start(&bin))
         .await
         .unwrap();
     a_config_edit_is_audited_with_its_secret_redacted(server.url()).await;
@@ -516,6 +512,7 @@ async fn the_audit_rows_of_a_config_edit_have_the_secret_redacted_on_postgresql(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shardcronctl_config_set_keeps_unchanged_secrets_and_is_audited_as_the_os_user() {
+    require!(Peer::ZooKeeper);
     let ns = format!("console-sec-{}", std::process::id());
     let conn = ZkConnector::new(zk::backend().config(&ns));
     let session = conn.connect().await.expect("ZooKeeper session");

@@ -3,18 +3,14 @@
 //! (`shardcronctl`, the package's binary target) is run for its output and its
 //! exit codes.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::cluster;
+use support::example_bin;
+use support::wait::wait_until_woken;
+use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -120,14 +116,12 @@ impl Watch {
 
     /// Waits until `pred` holds on the mirror, failing with `what` after [`WITHIN`].
     async fn until(&mut self, what: &str, pred: impl Fn(&Mirror) -> bool) {
-        let deadline = tokio::time::Instant::now() + WITHIN;
-        while !pred(&self.mirror) {
-            match tokio::time::timeout_at(deadline, self.feed.recv()).await {
-                Ok(Some(_)) => {}
-                Ok(None) => panic!("the mirror feed ended while waiting for: {what}"),
-                Err(_) => panic!("timed out waiting for: {what}"),
-            }
-        }
+        let (mirror, feed) = (&self.mirror, &mut self.feed);
+        let check = async || pred(mirror);
+        let wake = async || {
+            feed.recv().await.expect("the mirror feed lives");
+        };
+        wait_until_woken(check, wake, what, WITHIN).await;
     }
 }
 
@@ -209,6 +203,7 @@ fn statuses(jobs: &Value) -> BTreeMap<String, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trigger_makes_every_item_run_once_more_on_every_instance() {
+    require!(Peer::ZooKeeper);
     let mut c = Cluster::new("trigger").await;
     let one_off = JobConfig::new("orders", 4).time_zone("GMT");
     c.start(1, std::slice::from_ref(&one_off), Duration::ZERO)
@@ -250,6 +245,7 @@ async fn trigger_makes_every_item_run_once_more_on_every_instance() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_a_server_moves_its_items_away_and_disabling_all_shows_disabled() {
+    require!(Peer::ZooKeeper);
     let mut c = Cluster::new("server").await;
     let job = every_second("orders", 4);
     c.start(1, std::slice::from_ref(&job), Duration::ZERO).await;
@@ -320,6 +316,7 @@ async fn disabling_a_server_moves_its_items_away_and_disabling_all_shows_disable
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabling_an_item_stops_it_from_running_until_it_is_enabled() {
+    require!(Peer::ZooKeeper);
     let mut c = Cluster::new("item").await;
     c.start(1, &[every_second("orders", 3)], Duration::ZERO)
         .await;
@@ -372,6 +369,7 @@ async fn disabling_an_item_stops_it_from_running_until_it_is_enabled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_set_changes_the_fire_rate_and_refuses_invalid_or_stale_configs() {
+    require!(Peer::ZooKeeper);
     let mut c = Cluster::new("config").await;
     // Valid, but its next fire is decades away: only a config change can make it run.
     let rare = JobConfig::new("orders", 2)
@@ -468,6 +466,7 @@ async fn config_set_changes_the_fire_rate_and_refuses_invalid_or_stale_configs()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutting_an_instance_down_hands_its_items_to_the_others() {
+    require!(Peer::ZooKeeper);
     let mut c = Cluster::new("shutdown").await;
     let job = every_second("orders", 4);
     c.start(1, std::slice::from_ref(&job), Duration::ZERO).await;
@@ -535,6 +534,7 @@ async fn orders_and_beacon(test: &str) -> Cluster {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remove_is_refused_while_instances_run_the_job() {
+    require!(Peer::ZooKeeper);
     let c = orders_and_beacon("refuse").await;
     tracing::info!("--- ctl remove without --force is refused and the job runs on");
     let out = c.ctl(&["remove", "orders"]).await.expect(1);
@@ -557,6 +557,7 @@ async fn remove_is_refused_while_instances_run_the_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remove_with_force_deletes_the_job_and_the_other_jobs_go_on() {
+    require!(Peer::ZooKeeper);
     let mut c = orders_and_beacon("remove").await;
     tracing::info!("--- ctl remove --force deletes the job; the beacon job goes on");
     c.ctl(&["remove", "orders", "--force"]).await.expect(0);
@@ -589,6 +590,7 @@ async fn remove_with_force_deletes_the_job_and_the_other_jobs_go_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_job_and_servers_report_running_crashed_and_flagged_jobs() {
+    require!(Peer::ZooKeeper);
     let mut c = Cluster::new("status").await;
     // Items that run long enough to be seen running.
     let slow = JobConfig::new("slow", 2).time_zone("GMT");
@@ -689,6 +691,7 @@ async fn jobs_job_and_servers_report_running_crashed_and_flagged_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_exits_with_2_on_bad_input_naming_it_and_1_when_refused() {
+    require!(Peer::ZooKeeper);
     let c = Cluster::new("exit").await;
     let ns = c.ns.clone();
     let cases: [(&[&str], i32, &str); 8] = [

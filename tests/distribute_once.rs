@@ -2,9 +2,10 @@
 //! three-item job whose listener must hear each fire exactly once, before any item starts and
 //! after every item ends; a silent instance bounds the wait to the listener's timeout.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
+use support::wait::wait_until_changed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,11 +54,14 @@ impl Journal {
 
     async fn wait(&self, what: &str, pred: impl Fn(&[(u64, Seen)]) -> bool) -> Vec<(u64, Seen)> {
         let mut rx = self.log.subscribe();
-        let got = match tokio::time::timeout(WITHIN, rx.wait_for(|l| pred(l))).await {
-            Ok(Ok(l)) => Some(l.clone()),
-            _ => None,
+        let check = |l: &Vec<(u64, Seen)>| {
+            if pred(l) {
+                Ok(l.clone())
+            } else {
+                Err(l.clone())
+            }
         };
-        got.unwrap_or_else(|| panic!("timed out waiting for: {what}\n{:#?}", self.log.borrow()))
+        wait_until_changed(&mut rx, check, what, WITHIN).await
     }
 }
 

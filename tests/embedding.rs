@@ -1,9 +1,10 @@
 //! shardcron inside a host's ractor tree: linked under the host's supervisor, a job implemented by a
 //! host actor, engine events delivered to a host actor, several nodes in one process.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
+use support::wait::wait_until_woken;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,13 +95,12 @@ async fn the_host_supervisor_sees_the_subtree_terminate_and_fail() {
         };
         cell.kill();
         // The node restarts it on the next message round: wait for the new one to register.
-        let deadline = tokio::time::Instant::now() + WITHIN;
-        while ractor::registry::where_is(node.actor_name("registry"))
-            .is_some_and(|c| c.get_id() == cell.get_id())
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::task::yield_now().await;
-        }
+        let check = async || {
+            let now = ractor::registry::where_is(node.actor_name("registry"));
+            !now.is_some_and(|c| c.get_id() == cell.get_id())
+        };
+        let wake = async || tokio::task::yield_now().await;
+        wait_until_woken(check, wake, "the killed registry actor replaced", WITHIN).await;
     }
     let line = recv(&mut rx, "the node's failure").await;
     assert!(

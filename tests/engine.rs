@@ -1,9 +1,9 @@
 //! The engine on the embedded registry, on paused time: several instances of one job in one
 //! process, observed through what the job's handler records.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,9 +1,10 @@
 //! Engine behaviours around a run on the embedded registry with paused time: clock-skew refusal,
 //! job-type conflicts, queued triggers, listeners, and live failover settings.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
+use support::wait::wait_until_woken;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -240,8 +241,7 @@ async fn turning_failover_off_clears_the_failover_records() {
         .await
         .unwrap();
     let mut changes = admin.watch_recursive("/orders").await.unwrap();
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
+    let check = async || {
         let marks = admin
             .children("/orders/leader/failover/items")
             .await
@@ -251,12 +251,15 @@ async fn turning_failover_off_clears_the_failover_records() {
             .await
             .unwrap();
         if marks.is_empty() && failovering.is_none() {
-            break;
+            Ok(())
+        } else {
+            Err((marks, failovering))
         }
-        tokio::time::timeout_at(deadline, changes.recv())
-            .await
-            .expect("failover records cleared");
-    }
+    };
+    let wake = async || {
+        changes.recv().await.expect("the watch lives");
+    };
+    wait_until_woken(check, wake, "failover records cleared", WITHIN).await;
     node.shutdown().await;
 }
 

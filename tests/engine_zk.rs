@@ -1,15 +1,12 @@
 //! The engine's core scenarios on a real ZooKeeper (started by the test, on loopback), in real time:
 //! several nodes in this process, each with its own ZooKeeper session.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::cluster;
+use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -59,6 +56,7 @@ async fn start(rec: &Recorder, conn: &Arc<dyn Connector>, n: u32, job: JobConfig
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_zookeeper_three_instances_share_eight_items_as_the_spec_says() {
+    require!(Peer::ZooKeeper);
     cluster::init_tracing();
     let conn = connector(&namespace("spec"));
     let rec = Recorder::real_time();
@@ -86,6 +84,7 @@ async fn on_zookeeper_three_instances_share_eight_items_as_the_spec_says() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_zookeeper_a_joining_instance_and_a_count_change_reshard() {
+    require!(Peer::ZooKeeper);
     cluster::init_tracing();
     let conn = connector(&namespace("reshard"));
     let rec = Recorder::real_time();
@@ -127,6 +126,7 @@ async fn on_zookeeper_a_joining_instance_and_a_count_change_reshard() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_zookeeper_a_graceful_leave_hands_items_to_the_others_at_once() {
+    require!(Peer::ZooKeeper);
     cluster::init_tracing();
     let conn = connector(&namespace("leave"));
     let rec = Recorder::real_time();

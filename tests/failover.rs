@@ -1,9 +1,9 @@
 //! Failover on the embedded registry, on paused time: three instances of a job of three 5-second
 //! items firing every 10 seconds; one instance's session expires while its item runs.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::sync::Arc;
 use std::time::Duration;

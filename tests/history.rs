@@ -2,19 +2,22 @@
 //! fails once, with a history attached to its event bus; the records land in a real SQLite file
 //! and in a real PostgreSQL server that this test binary starts, and the queries filter them.
 //!
-//! PostgreSQL comes from the Debian `postgresql` package (`scripts/test` installs it). The server
+//! PostgreSQL comes from the Debian `postgresql` package (`scripts/test` installs it; without it the
+//! PostgreSQL test is skipped outside CI). The server
 //! runs as the `postgres` user when the tests run as root (PostgreSQL refuses root), on a free
 //! loopback port with its socket in a temporary directory, and dies with the test process
 //! (`PR_SET_PDEATHSIG`) or when the test drops it.
 
-#[path = "support/postgres.rs"]
-mod postgres;
+mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::PgServer;
+use support::cluster::init_tracing;
+use support::postgres::PgServer;
+use support::wait::wait_until_woken;
+use support::Peer;
 
 use chrono::{DateTime, Utc};
 use shardcron::config::JobConfig;
@@ -29,16 +32,6 @@ use shardcron::{InstanceId, JobName, ShardItem};
 
 /// A bound on every wait for records (real time: SQLite and PostgreSQL do real IO).
 const WITHIN: Duration = Duration::from_secs(30);
-
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("shardcron=info,warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
 
 #[tokio::test]
 async fn executions_and_status_changes_land_in_a_sqlite_file_and_the_queries_filter_them() {
@@ -61,7 +54,8 @@ async fn executions_and_status_changes_land_in_a_sqlite_file_and_the_queries_fil
 #[tokio::test]
 async fn executions_and_status_changes_land_in_postgresql_and_the_queries_filter_them() {
     init_tracing();
-    let server = PgServer::start();
+    let bin = require!(Peer::PostgreSql);
+    let server = PgServer::start(&bin);
     let history = History::postgres(&server.url())
         .await
         .expect("the PostgreSQL history connects");
@@ -382,22 +376,19 @@ async fn wait_for<T>(
     probe: impl AsyncFn() -> Option<T>,
 ) -> T {
     let mut changes = recording.watch();
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        changes.borrow_and_update();
-        if let Some(found) = probe().await {
-            return found;
-        }
-        if tokio::time::timeout_at(deadline, changes.changed())
+    changes.borrow_and_update();
+    let check = async || {
+        probe()
             .await
-            .is_err()
-        {
-            panic!(
-                "timed out waiting for {what}; history progress: {:?}",
-                recording.progress()
-            );
+            .ok_or_else(|| format!("history progress: {:?}", recording.progress()))
+    };
+    let wake = async || {
+        if changes.changed().await.is_err() {
+            // The recording task ended: nothing changes any more, so the wait times out.
+            std::future::pending::<()>().await;
         }
-    }
+    };
+    wait_until_woken(check, wake, what, WITHIN).await
 }
 
 /// An `ItemFinished` of item `n` of `job`.

@@ -1,6 +1,8 @@
 //! The HTTP job type against a tiny HTTP/1.1 server on loopback that records what arrives and
 //! answers as each test asks (or never answers).
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -11,7 +13,6 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-mod support;
 use support::http::{server, Answer, Seen};
 
 /// A bound on every wait, so a broken job fails the test instead of hanging it.

@@ -12,24 +12,16 @@
 //! they would take minutes each), and print one table row each: fires, item runs, duplicates,
 //! losses, failover re-runs.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/chaos/mod.rs"]
-mod chaos;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/java.rs"]
-mod java;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/mixed.rs"]
-mod mixed;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::chaos;
+use support::example_bin;
+use support::java;
+use support::mixed;
+use support::wait::poll_blocking;
+use support::zk;
 
 use std::time::Duration;
 
@@ -47,7 +39,8 @@ const KILLS: usize = 2;
 // commit lands (`decide::drift`), so every scenario ends on a plan that includes everyone.
 #[test]
 fn mixed_clusters_of_java_and_shardcron_instances_lose_and_duplicate_nothing() {
-    let Some(peer) = java::peer() else { return };
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     // Built before the scenarios start, so that no scenario waits on cargo.
     example_bin::example_binary();
     let connect = zk::server().connect_string();
@@ -246,7 +239,8 @@ fn failover(
 /// any name as a path segment, and so must shardcron.
 #[test]
 fn a_job_named_with_a_space_and_cjk_is_shared_by_java_and_shardcron() {
-    let Some(peer) = java::peer() else { return };
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     example_bin::example_binary();
     let o = cjk_name(&peer, &zk::server().connect_string());
     eprintln!("{}", o.tally.row());
@@ -273,7 +267,8 @@ fn tracing_line(what: &str) {
 /// `JobConfigurationAPI`) and `JobOperateAPI` on a namespace only shardcron nodes wrote.
 #[test]
 fn elasticjobs_lifecycle_apis_read_and_operate_a_shardcron_only_namespace() {
-    let Some(peer) = java::peer() else { return };
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     let connect = zk::server().connect_string();
     let manual = "  - type: SCRIPT\n    jobName: manual\n    cron: '0 0 0 1 1 ? 2099'\n    \
                   timeZone: GMT\n    shardingTotalCount: 2\n    overwrite: true\n    props:\n      \
@@ -371,7 +366,8 @@ fn elasticjobs_lifecycle_apis_read_and_operate_a_shardcron_only_namespace() {
 /// never written.
 #[test]
 fn configs_written_by_each_side_load_on_the_other() {
-    let Some(peer) = java::peer() else { return };
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     let dir = tempfile::tempdir().expect("a temp dir");
     let ours = JobConfig::new("orders", 3)
         .cron("0/5 * * * * ?")
@@ -445,7 +441,8 @@ fn configs_written_by_each_side_load_on_the_other() {
 /// with ElasticJob wherever ElasticJob has an answer.
 #[test]
 fn round_robin_agrees_with_elasticjob_and_keeps_a_plan_where_java_throws() {
-    let Some(peer) = java::peer() else { return };
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     let hash = ejtool(
         &peer,
         &["hash".to_owned(), "job=polygenelubricants".to_owned()],
@@ -480,7 +477,8 @@ fn a_java_instance_claims_and_runs_an_item_a_shardcron_survivor_marked() {
     use shardcron::types::{InstanceId, JobName, ShardItem};
     use shardcron::view::{ItemView, JobView};
 
-    let Some(peer) = java::peer() else { return };
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
     let connect = zk::server().connect_string();
     let mut m = Mixed::new(&peer, &connect, "marked", "mixed");
     let j = m.start(Kind::Java, "j");
@@ -488,9 +486,7 @@ fn a_java_instance_claims_and_runs_an_item_a_shardcron_survivor_marked() {
     m.converge(&[&j]);
     tracing_line("a dead instance's run of item 0, then shardcron's mark of it");
     // Between Java's runs (1.5 s after each 6 s fire), so that item 0 has no `running` of its own.
-    while !(2.5..4.0).contains(&(now() % mixed::PERIOD as f64)) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    chaos::sleep_until_phase(2.5..4.0, mixed::PERIOD as f64);
     let dead = InstanceId::parse("10.9.9.9@-@4242").expect("an instance id");
     let (ns, job) = (m.namespace(), JobName::new("mixed").expect("a job name"));
     registry::apply(
@@ -555,13 +551,9 @@ fn a_java_instance_claims_and_runs_an_item_a_shardcron_survivor_marked() {
         "sharding/0/running",
     ] {
         let path = format!("/mixed/{node}");
-        let left = (0..50).all(|_| {
-            let there = registry::exists(&connect, &ns, &path);
-            if there {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            there
-        });
+        let gone = || !registry::exists(&connect, &ns, &path);
+        let every = Duration::from_millis(100);
+        let left = poll_blocking(gone, Duration::from_secs(5), every).is_err();
         assert!(
             !left,
             "{path} stayed after the taken-over run:\n{}",

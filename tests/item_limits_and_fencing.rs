@@ -1,9 +1,9 @@
 //! A job's item concurrency (`jobExecutorThreadPoolSizeProviderType`) and the fencing token its
 //! items receive, on the embedded registry with paused time.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,9 +2,9 @@
 //! Java class when a job declares it, another type is refused with how to declare it, and a config
 //! a Java 3.0.x instance could not load is never written.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::sync::Arc;
 use std::time::Duration;

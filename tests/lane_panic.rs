@@ -1,9 +1,9 @@
 //! A lane task that panics reports a failure and frees its slot, and the job is retried (issue
 //! 17): a user `ShardingStrategy` that panics on its first calls runs inside the sharding lane.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -302,12 +302,13 @@ async fn a_new_session_after_expiry_re_lists_into_the_same_mirror(b: &dyn Backen
     assert_eq!(mirrored(&mirror), listing(second.as_ref()).await);
 }
 
-/// Expands to one test per mirror case for `$backend`, in a module `$module`.
+/// Expands to one test per mirror case for `$backend`, in a module `$module`; with
+/// `requires PEER`, each case first `require!`s that peer.
 macro_rules! mirror_tests {
-    ($module:ident, $backend:expr) => {
+    ($module:ident, $backend:expr $(, requires $peer:expr)?) => {
         mod $module {
             use super::*;
-            mirror_tests!(@cases $backend, [
+            mirror_tests!(@cases $backend, { $($crate::require!($peer);)? }, [
                 the_mirror_equals_a_listing_after_random_changes,
                 an_event_arrives_after_the_mirror_holds_its_change,
                 the_mirror_converges_after_a_disconnect,
@@ -315,10 +316,11 @@ macro_rules! mirror_tests {
             ]);
         }
     };
-    (@cases $backend:expr, [$($case:ident),* $(,)?]) => {
+    (@cases $backend:expr, $guard:block, [$($case:ident),* $(,)?]) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
+                $guard
                 let backend = $backend;
                 super::$case(&backend).await;
             }
@@ -327,7 +329,7 @@ macro_rules! mirror_tests {
 }
 
 mirror_tests!(embedded, support::embedded::backend());
-mirror_tests!(zookeeper, support::zk::backend());
+mirror_tests!(zookeeper, support::zk::backend(), requires support::Peer::ZooKeeper);
 
 /// A read that fails while connected (no reconnect will come) leaves a gap that the next event
 /// closes with a re-list.

@@ -5,6 +5,10 @@
 //! Case counts are bounded for CI (`PROPTEST_CASES` raises them for a longer local run); a
 //! failure prints the shrunk input that panicked.
 
+mod support;
+
+use support::example_bin;
+
 use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use shardcron::config::{parse_item_parameters, JobConfig, JobKind, ValidationContext};
@@ -16,10 +20,6 @@ use shardcron::paths::JobNode;
 use shardcron::timezone::JobTimeZone;
 use shardcron::view::ServerStatus;
 use shardcron::{InstanceId, JobName, ShardItem};
-
-#[path = "support/example_bin.rs"]
-#[allow(dead_code)] // only `example` is used here
-mod example_bin;
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {

@@ -4,20 +4,23 @@
 //! The binary is built by the first test that needs it ([`example_binary`]). Every wait is on the
 //! processes' output lines, with a deadline that names what was expected.
 
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
 mod support;
+
+use support::Peer;
+
+use support::example_bin;
+
 use example_bin::example_binary;
+use support::wait::{poll_blocking, POLL};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Bound of one wait on a process's output or exit.
 const WITHIN: Duration = Duration::from_secs(30);
@@ -76,17 +79,16 @@ impl Output {
 
     /// Waits until `pred` holds over the lines seen so far, re-checking at every new line.
     fn wait_until(&mut self, what: &str, nodes: &[&NodeProcess], pred: impl Fn(&[Line]) -> bool) {
-        let deadline = Instant::now() + WITHIN;
-        while !pred(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(RecvTimeoutError::Timeout) => self.fail(
-                    &format!("timed out after {WITHIN:?} waiting for {what}"),
-                    nodes,
-                ),
-                Err(RecvTimeoutError::Disconnected) => unreachable!("Output holds a sender"),
-            }
+        let (rx, seen) = (&self.rx, &mut self.seen);
+        let check = || {
+            seen.extend(rx.try_iter());
+            pred(seen)
+        };
+        if poll_blocking(check, WITHIN, POLL).is_err() {
+            self.fail(
+                &format!("timed out after {WITHIN:?} waiting for {what}"),
+                nodes,
+            );
         }
     }
 
@@ -498,6 +500,7 @@ fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
 
 #[test]
 fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire() {
+    require!(Peer::ZooKeeper);
     let server = support::zk::server();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
@@ -635,6 +638,7 @@ fn fires_over_three(runs: &[ScriptRun]) -> Vec<u64> {
 
 #[test]
 fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_around_every_item() {
+    require!(Peer::ZooKeeper);
     let server = support::zk::server();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");

@@ -3,10 +3,9 @@
 //! registry runs a job whose items always fail; what reaches the peers is checked, DingTalk's
 //! signature included, and a peer that never answers holds up no run.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
 mod support;
+
+use support::cluster;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +21,7 @@ use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::InstanceId;
 use support::http::{server, Answer, Received, Seen};
 use support::smtp::{sink, Mail};
+use support::wait::{next_matching, wait_until};
 use tokio::sync::{mpsc, watch};
 
 /// A bound on every wait, so a broken notifier fails the test instead of hanging it.
@@ -61,19 +61,22 @@ async fn start(
     builder.start().await.expect("node starts")
 }
 
-async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>, what: &str) -> T {
-    tokio::time::timeout(WITHIN, rx.recv())
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-        .expect("the peer is running")
+async fn next<T: std::fmt::Debug>(rx: &mut mpsc::UnboundedReceiver<T>, what: &str) -> T {
+    next_matching(async || rx.recv().await, |_| true, what, WITHIN).await
 }
 
 async fn next_request(rx: &mut mpsc::UnboundedReceiver<Seen>, what: &str) -> Received {
-    loop {
-        if let Seen::Request(r) = next(rx, what).await {
-            return r;
-        }
-    }
+    let seen = next_matching(
+        async || rx.recv().await,
+        |s| matches!(s, Seen::Request(_)),
+        what,
+        WITHIN,
+    )
+    .await;
+    let Seen::Request(r) = seen else {
+        unreachable!("next_matching returned a request")
+    };
+    r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,15 +389,15 @@ async fn a_failed_send_logs_and_notifies_no_secret() {
         .expect("node starts");
     let notice = next_request(&mut seen, "the notice").await;
     tracing::info!("--- the send failed: wait for its log line");
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    while !log.text().contains("sending the failure notice failed") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no failed send logged: {}",
-            log.text()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let check = async || {
+        let text = log.text();
+        if text.contains("sending the failure notice failed") {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    };
+    wait_until(check, "the failed send logged", WITHIN).await;
     node.shutdown().await;
     let text = log.text();
     for secret in ["t0k3n", "s3cr3t", "hunter2"] {

@@ -3,10 +3,9 @@
 //! its HTTP API count every execution once, no label collides with the target labels, and each
 //! scrape passes `promtool check metrics`.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
 mod support;
+
+use support::cluster;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,6 +19,8 @@ use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::types::JobName;
 use shardcron::{JobSpec, JobType};
 use support::prometheus::{by_label, promtool, PrometheusServer};
+use support::wait::wait_until;
+use support::Peer;
 
 const NAMESPACE: &str = "prometheus-tests";
 const WAIT: Duration = Duration::from_secs(30);
@@ -71,6 +72,7 @@ fn executions_by_job(scrapes: &[String]) -> BTreeMap<String, f64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_process() {
+    require!(Peer::Prometheus);
     init_tracing();
     let server = EmbeddedServer::new();
     let rec = Recorder::real_time();
@@ -123,22 +125,18 @@ async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_proce
 
     tracing::info!("--- the two endpoints together count each execution once");
     let http = reqwest::Client::new();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let (scrapes, expected) = loop {
+    let check = async || {
         // A run still ending when its job was removed counts when it ends.
         let scrapes = vec![scrape(&http, addrs[0]).await, scrape(&http, addrs[1]).await];
         let expected = expected();
         if executions_by_job(&scrapes) == expected {
-            break (scrapes, expected);
+            Ok((scrapes, expected))
+        } else {
+            Err(format!("not {expected:?}:\n{}\n{}", scrapes[0], scrapes[1]))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the scrapes never summed to {expected:?}:\n{}\n{}",
-            scrapes[0],
-            scrapes[1]
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    let (scrapes, expected) =
+        wait_until(check, "the scrapes to sum each job's executions", WAIT).await;
     for (node, scrape) in nodes.iter().zip(&scrapes) {
         let (ok, out) = promtool(&["check", "metrics"], scrape);
         assert!(ok, "promtool check metrics:\n{out}\non\n{scrape}");

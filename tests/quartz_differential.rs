@@ -12,14 +12,18 @@
 //! - `QUARTZ_DIFF_SEED=N` reruns one batch; `QUARTZ_DIFF_CASES=N` sets its size (default 4000).
 //! - `scripts/quartz-agreement` runs a large batch and prints the agreement rate.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use chrono::{DateTime, Datelike, Utc};
 use shardcron::cron::{CronError, CronSchedule};
 use shardcron::timezone::JobTimeZone;
+use support::peer::which;
+use support::Peer;
 
 /// Fire times compared per case.
 const FIRES: usize = 5;
@@ -262,39 +266,15 @@ enum Quartz {
     Hung,
 }
 
-fn java_tools() -> Option<(PathBuf, PathBuf, PathBuf)> {
-    let quartz = ["/usr/share/java/quartz2.jar", "/usr/share/java/quartz.jar"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())?;
-    let which = |tool: &str| -> Option<PathBuf> {
-        let out = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .ok()?;
-        let path = String::from_utf8(out.stdout).ok()?.trim().to_owned();
-        (!path.is_empty()).then(|| PathBuf::from(path))
-    };
-    Some((which("java")?, which("javac")?, quartz))
-}
-
-fn ask_quartz(cases: &[Case]) -> Option<Vec<Quartz>> {
-    let Some((java, javac, quartz)) = java_tools() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: Java and Quartz are required (apt-get install default-jdk-headless \
-             libquartz2-java; scripts/test does it)"
-        );
-        eprintln!(
-            "SKIPPED: no java/javac or /usr/share/java/quartz2.jar (scripts/test installs them)"
-        );
-        return None;
-    };
+/// Quartz's answer to every case, from one JVM running `QuartzOracle` against the `quartz` jar.
+fn ask_quartz(quartz: &Path, cases: &[Case]) -> Vec<Quartz> {
+    let java = which("java").expect("Peer::Quartz found java");
+    let javac = which("javac").expect("Peer::Quartz found javac");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quartz/QuartzOracle.java");
     let status = Command::new(javac)
         .arg("-cp")
-        .arg(&quartz)
+        .arg(quartz)
         .arg("-d")
         .arg(dir.path())
         .arg(&source)
@@ -346,7 +326,7 @@ fn ask_quartz(cases: &[Case]) -> Option<Vec<Quartz>> {
         })
         .collect();
     assert_eq!(answers.len(), cases.len(), "one answer per case");
-    Some(answers)
+    answers
 }
 
 /// How one case compared; the `Explained` kinds are README's deliberate deviations.
@@ -430,6 +410,7 @@ fn compare(case: &Case, quartz: &Quartz) -> (Outcome, String) {
 
 #[test]
 fn generated_expressions_are_accepted_refused_and_fired_as_java_quartz_does() {
+    let quartz = require!(Peer::Quartz);
     let seed = std::env::var("QUARTZ_DIFF_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -444,9 +425,7 @@ fn generated_expressions_are_accepted_refused_and_fired_as_java_quartz_does() {
         .unwrap_or(4000);
     println!("quartz differential: seed {seed} ({count} cases; QUARTZ_DIFF_SEED={seed} reruns it)");
     let cases = cases(seed, count);
-    let Some(answers) = ask_quartz(&cases) else {
-        return;
-    };
+    let answers = ask_quartz(&quartz, &cases);
     let mut tally: BTreeMap<Outcome, usize> = BTreeMap::new();
     let mut unexplained = Vec::new();
     let (mut quartz_accepts, mut accept_agree, mut fire_cases, mut fire_agree) = (0, 0, 0, 0);

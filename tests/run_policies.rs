@@ -4,12 +4,10 @@
 //! Processes are other programs: whether one still lives is read from `/proc`, the only way to
 //! know, in a `wait_until` that names what it waited for.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::cluster::init_tracing;
+use support::{wait, zk, Peer};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -27,16 +25,6 @@ use shardcron::{InstanceId, JobName, JobSpec, JobType};
 /// A bound on every wait that is not the one under test.
 const WITHIN: Duration = Duration::from_secs(30);
 
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("shardcron=info,warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
-
 fn namespace(test: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     format!(
@@ -48,14 +36,7 @@ fn namespace(test: &str) -> String {
 
 /// Polls `probe` until it answers, failing with `what` after `within`.
 async fn wait_until<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(found) = probe() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::wait_until(async || probe(), what, within).await
 }
 
 /// Whether process `pid` runs (a zombie has ended: only its exit status is left to read).
@@ -138,6 +119,7 @@ async fn trigger_sleeper(node: &NodeHandle, child: &Path, grandchild: &Path) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history_says_timeout() {
+    require!(Peer::ZooKeeper);
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let (config, child, grandchild) = sleeper(dir.path());
@@ -173,6 +155,7 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
+    require!(Peer::ZooKeeper);
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let (config, child, grandchild) = sleeper(dir.path());
@@ -189,6 +172,7 @@ async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_configured_gaps() {
+    require!(Peer::ZooKeeper);
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");

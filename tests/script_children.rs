@@ -4,32 +4,20 @@
 //!
 //! One test in its own binary: every child of the process is one of its own.
 
+mod support;
+
+use support::cluster::item_context;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shardcron::job::script::{ScriptJob, MAX_CHILDREN};
-use shardcron::job::{ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext};
-use shardcron::types::{InstanceId, JobName, ShardItem};
+use shardcron::job::{ItemHandler, JobError, ShardingContext};
+use support::wait::wait_until;
 use tokio_util::sync::CancellationToken;
 
 fn context(item: u32) -> ShardingContext {
-    ShardingContext {
-        job_name: JobName::new("reaped").expect("a job name"),
-        task_id: format!("reaped@-@{item}@-@NORMAL@-@192.0.2.1@-@1"),
-        sharding_total_count: 1000,
-        job_parameter: String::new(),
-        sharding_item: ShardItem(item),
-        sharding_parameter: String::new(),
-        source: ExecutionSource::Normal,
-        instance_id: InstanceId::parse("192.0.2.1@-@1").expect("an instance id"),
-        cancellation: CancellationToken::new(),
-        resharding: ReshardingFlag::default(),
-        props: Default::default(),
-        child_lease: None,
-        stop_grace: Default::default(),
-        scheduled_at: None,
-        fencing_token: Default::default(),
-    }
+    item_context("reaped", item, 1000)
 }
 
 /// This process's children now (zombies included), from `/proc/self/task/*/children`.
@@ -51,18 +39,16 @@ fn children() -> Vec<String> {
 /// Waits until the process has no child; fails listing them. The children are other processes:
 /// looking at `/proc` is the only way to know.
 async fn wait_no_children(after: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let check = async || {
         let left = children();
         if left.is_empty() {
-            return;
+            Ok(())
+        } else {
+            Err(left)
         }
-        assert!(
-            Instant::now() < deadline,
-            "{after}: children still not reaped after 10 s: {left:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
+    let what = format!("{after}: every child reaped");
+    wait_until(check, &what, Duration::from_secs(10)).await;
 }
 
 /// One item of `job`, as a future that owns what it needs.
@@ -76,15 +62,12 @@ fn run(
 
 /// Waits until `n` children of `job` live.
 async fn wait_live(job: &ScriptJob, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while job.live_children() < n {
-        assert!(
-            Instant::now() < deadline,
-            "{n} script children did not start within 60 s ({} did)",
-            job.live_children()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let check = async || match job.live_children() {
+        live if live >= n => Ok(()),
+        live => Err(format!("{live} live")),
+    };
+    let what = format!("{n} script children to start");
+    wait_until(check, &what, Duration::from_secs(60)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,45 +3,25 @@
 //! dropping the run. Real processes: `/bin/sh` starting a background `sleep` (the grandchild),
 //! whose pid it writes to a file.
 
+mod support;
+
+use support::cluster::item_context;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shardcron::job::script::ScriptJob;
-use shardcron::job::{ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext};
-use shardcron::types::{InstanceId, JobName, ShardItem};
-use tokio_util::sync::CancellationToken;
+use shardcron::job::{ItemHandler, JobError, ShardingContext};
+use support::wait;
 
 fn context() -> ShardingContext {
-    ShardingContext {
-        job_name: JobName::new("grouped").expect("a job name"),
-        task_id: "grouped@-@0@-@NORMAL@-@192.0.2.1@-@1".to_owned(),
-        sharding_total_count: 1,
-        job_parameter: String::new(),
-        sharding_item: ShardItem(0),
-        sharding_parameter: String::new(),
-        source: ExecutionSource::Normal,
-        instance_id: InstanceId::parse("192.0.2.1@-@1").expect("an instance id"),
-        cancellation: CancellationToken::new(),
-        resharding: ReshardingFlag::default(),
-        props: Default::default(),
-        child_lease: None,
-        scheduled_at: None,
-        fencing_token: Default::default(),
-        stop_grace: Default::default(),
-    }
+    item_context("grouped", 0, 1)
 }
 
-/// Polls `what` (another process's state, which only `/proc` and files tell) until it holds.
+/// Polls another process's state, which only `/proc` and files tell, until `check` holds.
 async fn wait_until<T>(mut check: impl FnMut() -> Option<T>, expected: &str) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "after 20 s: {expected}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::wait_until(async || check(), expected, Duration::from_secs(20)).await
 }
 
 /// Whether `pid` runs (exists and is not a zombie: a zombie has ended, only its exit is unread).

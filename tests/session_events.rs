@@ -5,9 +5,9 @@
 //! The embedded registry with paused time, behind a [`Stalling`] registry whose `get_many` the test
 //! holds.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,9 +2,10 @@
 //! runs and cancels running items before the session could expire; a reconnection resumes without
 //! re-running anything; an expiry builds a new session and the node rejoins on its own.
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
+use support::wait::wait_until_woken;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -191,14 +192,9 @@ async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_th
     admin.delete(&path, None).await.unwrap();
     let orders = shardcron::JobName::new("orders").unwrap();
     // The node's job list is the state: asked again on paused time until the job is gone.
-    let removed = async {
-        while node.trigger(&orders).await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(WITHIN, removed)
-        .await
-        .expect("the job is removed from this node after the operator's deletion");
+    let removed = async || node.trigger(&orders).await.is_err();
+    let what = "the job removed from this node after the operator's deletion";
+    wait_until_woken(removed, every_10_ms, what, WITHIN).await;
     assert!(
         admin.exists(&path).await.unwrap().is_none(),
         "the node is not created again: the operator's shutdown stands"
@@ -234,26 +230,29 @@ async fn a_node_whose_watch_ends_while_its_session_lives_opens_a_new_session_and
     server.end_watches(first);
     // The registry is the state: read again on paused time until another session holds the node.
     let path = format!("/orders/instances/{}", instance(1));
-    let registered_again = async {
-        loop {
-            let owner = admin
-                .exists(&path)
-                .await
-                .unwrap()
-                .map(|s| s.ephemeral_owner);
-            if owner.is_some_and(|o| o != first) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    let registered_again = async || {
+        let owner = admin
+            .exists(&path)
+            .await
+            .unwrap()
+            .map(|s| s.ephemeral_owner);
+        if owner.is_some_and(|o| o != first) {
+            Ok(())
+        } else {
+            Err(owner)
         }
     };
-    tokio::time::timeout(WITHIN, registered_again)
-        .await
-        .expect("a new session registers the instance again after its watch ended");
+    let what = "a new session to register the instance again after its watch ended";
+    wait_until_woken(registered_again, every_10_ms, what, WITHIN).await;
     let before = rec.all().len();
     rec.wait_until("the job runs on the new session", WITHIN, |log| {
         log.len() > before
     })
     .await;
     node.shutdown().await;
+}
+
+/// Asks again every 10 ms of (paused) tokio time.
+async fn every_10_ms() {
+    tokio::time::sleep(Duration::from_millis(10)).await;
 }

@@ -2,9 +2,9 @@
 //! several instances in one process, observed through what the jobs' handlers record and what the
 //! registry holds. (`tests/sharding_features_zk.rs` runs them as processes on a real ZooKeeper.)
 
-#[allow(dead_code)]
-#[path = "support/cluster.rs"]
-mod cluster;
+mod support;
+
+use support::cluster;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

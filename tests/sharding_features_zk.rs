@@ -7,24 +7,19 @@
 //! items each instance holds across the namespace; then d joins and the static `ledger` keeps its owners; then owners of `ledger` leave one after the
 //! other and only their items move.
 
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/backend.rs"]
-mod backend;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/chaos/mod.rs"]
-mod chaos;
-#[allow(dead_code)]
-#[path = "support/example_bin.rs"]
-mod example_bin;
-#[allow(dead_code, unreachable_pub)]
-#[path = "support/zk/mod.rs"]
-mod zk;
+mod support;
+
+use support::Peer;
+
+use support::chaos;
+use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chaos::registry::{get_data, snapshot};
 use chaos::{instance, now, Cluster, ITEMS, JOB, WITHIN};
+use support::wait::{wait_until_blocking_every, Later};
 use zk::server::ZkServer;
 
 /// The extra jobs of the scenario, in the harness's jobs file (`{record}` logs each run).
@@ -59,21 +54,11 @@ fn wait_owners(
     what: &str,
     pred: impl Fn(&BTreeMap<u32, String>) -> bool,
 ) -> BTreeMap<u32, String> {
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        let snap = snapshot(&cluster.connect, &cluster.namespace, job);
-        if let Ok(s) = &snap {
-            if !s.necessary && pred(&s.owners) {
-                return s.owners.clone();
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; last: {snap:?}\n{}",
-            cluster.dump()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let check = || match snapshot(&cluster.connect, &cluster.namespace, job) {
+        Ok(s) if !s.necessary && pred(&s.owners) => Ok(s.owners),
+        last => Err((last, Later(|| cluster.dump()))),
+    };
+    wait_until_blocking_every(check, what, WITHIN, Duration::from_millis(100))
 }
 
 fn owned_by(owners: &BTreeMap<u32, String>, who: &str) -> BTreeSet<u32> {
@@ -86,6 +71,7 @@ fn owned_by(owners: &BTreeMap<u32, String>, who: &str) -> BTreeSet<u32> {
 
 #[test]
 fn labels_static_sharding_and_namespace_balance_hold_across_processes_on_zookeeper() {
+    require!(Peer::ZooKeeper);
     let zk = ZkServer::start();
     let mut cluster = Cluster::new(&zk.connect_string(), "features", &extra_jobs());
     phase("a (gpu), b and c start");
@@ -129,8 +115,7 @@ fn labels_static_sharding_and_namespace_balance_hold_across_processes_on_zookeep
     // is resharded: once every plan is committed, every report sits where it adds the least.
     let mut jobs: Vec<String> = vec![JOB.into(), "render".into(), "ledger".into()];
     jobs.extend((0..8).map(|n| format!("report-{n}")));
-    let deadline = Instant::now() + WITHIN;
-    loop {
+    let check = || {
         let mut totals: BTreeMap<String, usize> =
             ["a", "b", "c"].iter().map(|l| (instance(l), 0)).collect();
         let mut reports: BTreeSet<String> = BTreeSet::new();
@@ -154,16 +139,15 @@ fn labels_static_sharding_and_namespace_balance_hold_across_processes_on_zookeep
         let least = totals.values().min().copied().unwrap_or(0);
         let placed = reports.iter().all(|owner| totals[owner] <= least + 1);
         if settled && totals.len() == 3 && placed && reports.len() >= 2 {
-            eprintln!("items per instance across the namespace: {totals:?}");
-            break;
+            Ok(totals)
+        } else {
+            let state = format!("{totals:?}, reports on {reports:?}, settled {settled}");
+            Err((state, Later(|| cluster.dump())))
         }
-        assert!(
-            Instant::now() < deadline,
-            "the namespace is not balanced: {totals:?}, reports on {reports:?}, settled {settled}\n{}",
-            cluster.dump()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    };
+    let every = Duration::from_millis(100);
+    let totals = wait_until_blocking_every(check, "a balanced namespace", WITHIN, every);
+    eprintln!("items per instance across the namespace: {totals:?}");
 
     phase("d joins: the static ledger keeps its owners");
     let before = wait_owners(&cluster, "ledger", "ledger sharded", |o| o.len() == 4);

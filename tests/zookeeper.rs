@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::Peer;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -13,7 +15,7 @@ use shardcron::registry::{
     WatchEvent, WatchStream,
 };
 use support::backend::SessionControl;
-use support::zk;
+use support::{wait, zk};
 
 /// A namespace no other test of this binary uses.
 fn namespace(tag: &str) -> String {
@@ -24,6 +26,7 @@ fn namespace(tag: &str) -> String {
 
 #[tokio::test]
 async fn connecting_creates_a_nested_namespace_and_chroots_into_it() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let parent = namespace("chroot");
     let nested = format!("{parent}/inner");
@@ -47,6 +50,7 @@ async fn connecting_creates_a_nested_namespace_and_chroots_into_it() {
 
 #[tokio::test]
 async fn digest_auth_refuses_another_identity_with_no_auth() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let ns = namespace("digest");
     let as_user = |who: &str| ZkConnector::new(backend.config(&ns).with_digest(who).unwrap());
@@ -84,6 +88,7 @@ async fn digest_auth_refuses_another_identity_with_no_auth() {
 
 #[tokio::test]
 async fn a_dead_host_in_the_connect_string_is_skipped() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let dead = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -108,6 +113,7 @@ async fn a_dead_host_in_the_connect_string_is_skipped() {
 
 #[tokio::test]
 async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let dead = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -122,6 +128,7 @@ async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
 
 #[tokio::test]
 async fn calls_are_bounded_by_the_call_timeout() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend().with_call_timeout(Duration::from_millis(300));
     let t = backend.open_zk(&namespace("timeout")).await;
     t.control.disconnect().await;
@@ -149,6 +156,7 @@ async fn calls_are_bounded_by_the_call_timeout() {
 
 #[tokio::test]
 async fn an_expired_session_fails_every_call_with_session_expired() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let ns = namespace("expired");
     let t = backend.open_zk(&ns).await;
@@ -181,6 +189,7 @@ async fn an_expired_session_fails_every_call_with_session_expired() {
 
 #[tokio::test]
 async fn a_session_cut_off_longer_than_its_timeout_expires() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend().with_session_timeout(Duration::from_millis(800));
     let t = backend.open_zk(&namespace("cutoff")).await;
     t.control.disconnect().await;
@@ -194,6 +203,7 @@ async fn a_session_cut_off_longer_than_its_timeout_expires() {
 
 #[tokio::test]
 async fn closing_ends_the_session_and_later_calls_fail_with_closed() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let ns = namespace("close");
     let s = ZkConnector::new(backend.config(&ns))
@@ -217,6 +227,7 @@ async fn closing_ends_the_session_and_later_calls_fail_with_closed() {
 
 #[tokio::test]
 async fn session_info_reports_the_negotiated_timeout() {
+    require!(Peer::ZooKeeper);
     // The server caps sessions at 60 s; asking for more gets the cap.
     let backend = zk::backend().with_session_timeout(Duration::from_secs(100));
     let s = ZkConnector::new(backend.config(&namespace("info")))
@@ -230,6 +241,7 @@ async fn session_info_reports_the_negotiated_timeout() {
 
 #[tokio::test]
 async fn op_counts_split_calls_by_kind_and_outcome() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let connector = ZkConnector::new(backend.config(&namespace("counts")));
     let s = connector.connect_session().await.unwrap();
@@ -244,6 +256,7 @@ async fn op_counts_split_calls_by_kind_and_outcome() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_subtree_reads_twenty_thousand_nodes_in_pipelined_batches() {
+    require!(Peer::ZooKeeper);
     const PARENTS: usize = 200;
     const CHILDREN: usize = 100;
     let backend = zk::backend();
@@ -297,6 +310,7 @@ async fn list_subtree_reads_twenty_thousand_nodes_in_pipelined_batches() {
 /// watch again, once: no event is lost after the `Connected`, none is doubled.
 #[tokio::test]
 async fn a_recursive_watch_keeps_reporting_after_a_reconnect_without_duplicates() {
+    require!(Peer::ZooKeeper);
     let backend = zk::backend();
     let t = backend.open_zk(&namespace("rewatch")).await;
     let s = t.session.clone();
@@ -326,32 +340,23 @@ async fn a_recursive_watch_keeps_reporting_after_a_reconnect_without_duplicates(
 /// The next event matching `pred` (others skipped), failing with `what` after 30 s.
 async fn next_matching(
     rx: &mut WatchStream,
-    mut pred: impl FnMut(&WatchEvent) -> bool,
+    pred: impl FnMut(&WatchEvent) -> bool,
     what: &str,
 ) -> WatchEvent {
-    let wait = Duration::from_secs(30);
-    let mut seen = Vec::new();
-    let found = tokio::time::timeout(wait, async {
-        while let Some(event) = rx.recv().await {
-            if pred(&event) {
-                return Some(event);
-            }
-            seen.push(event);
-        }
-        None
-    })
-    .await;
-    match found {
-        Ok(Some(event)) => event,
-        Ok(None) => panic!("watch ended while waiting for {what}; saw {seen:?}"),
-        Err(_) => panic!("no {what} within {wait:?}; saw {seen:?}"),
-    }
+    wait::next_matching(
+        async || rx.recv().await,
+        pred,
+        what,
+        Duration::from_secs(30),
+    )
+    .await
 }
 
 /// The launcher's stop and resume keep the port and the data, so a session outlives a server crash
 /// shorter than its timeout, ephemerals included.
 #[tokio::test]
 async fn a_session_outlives_a_server_restart_shorter_than_its_timeout() {
+    require!(Peer::ZooKeeper);
     let server = zk::ZkServer::start();
     let config = ZkConfig::new(&server.connect_string(), "restart")
         .unwrap()
@@ -369,10 +374,7 @@ async fn a_session_outlives_a_server_restart_shorter_than_its_timeout() {
 }
 
 async fn wait_state(rx: &mut tokio::sync::watch::Receiver<SessionState>, want: SessionState) {
-    let reached = async { rx.wait_for(|s| *s == want).await.map(|s| *s) };
-    match tokio::time::timeout(Duration::from_secs(30), reached).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(_)) => panic!("session dropped while waiting for {want:?}"),
-        Err(_) => panic!("session did not become {want:?} within 30s"),
-    }
+    let what = format!("session state {want:?}");
+    let check = |s: &SessionState| if *s == want { Ok(()) } else { Err(*s) };
+    wait::wait_until_changed(rx, check, &what, Duration::from_secs(30)).await;
 }

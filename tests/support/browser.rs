@@ -12,6 +12,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+
+use super::peer::which;
+use super::wait::wait_until;
 use tokio::process::{Child, Command};
 
 /// The W3C key of an element reference.
@@ -43,19 +46,10 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-/// Finds a program on `PATH`.
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(program))
-            .find(|p| p.is_file())
-    })
-}
-
 impl Browser {
     /// Starts chromedriver on a free loopback port and opens a session with a fresh profile.
-    /// Panics, naming the packages, when Chromium or chromedriver is missing (`scripts/test`
-    /// installs them).
+    /// Panics, naming the packages, when Chromium or chromedriver is missing (tests
+    /// `require!(Peer::Chromium)` first).
     pub async fn start() -> Self {
         let driver_bin = which("chromedriver").unwrap_or_else(|| {
             panic!("chromedriver is not installed: apt-get install chromium chromium-driver (scripts/test does)")
@@ -80,16 +74,16 @@ impl Browser {
             .expect("an HTTP client");
         let base = format!("http://127.0.0.1:{port}");
         // chromedriver answers /status once it listens; until then connections are refused.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            match http.get(format!("{base}/status")).send().await {
-                Ok(r) if r.status().is_success() => break,
-                _ if tokio::time::Instant::now() > deadline => {
-                    panic!("chromedriver did not answer on port {port} within 20 s")
-                }
-                _ => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
+        wait_until(
+            async || match http.get(format!("{base}/status")).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(r.status().to_string()),
+                Err(e) => Err(e.to_string()),
+            },
+            &format!("chromedriver to answer on port {port}"),
+            Duration::from_secs(20),
+        )
+        .await;
         let profile = tempfile::tempdir().expect("a profile directory");
         let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|f| f.to_string()).collect();
         args.push(format!("--user-data-dir={}", profile.path().display()));

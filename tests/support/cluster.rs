@@ -8,11 +8,16 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use shardcron::clock::{SharedClock, TokioClock};
 use shardcron::config::JobConfig;
-use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext, SharedHandler};
+use shardcron::job::{
+    ExecutionSource, FnJob, JobError, ReshardingFlag, ShardingContext, SharedHandler,
+};
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::Connector;
-use shardcron::{InstanceId, JobSpec, JobType, NodeOptions, ShardItem};
+use shardcron::{InstanceId, JobName, JobSpec, JobType, NodeOptions, ShardItem};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::wait::wait_until_changed;
 
 /// One item execution as the job saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,26 +127,22 @@ impl Recorder {
         pred: impl Fn(&[Execution]) -> bool,
     ) -> Vec<Execution> {
         let mut rx = self.changed.subscribe();
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            {
-                let log = self.log.lock().unwrap();
+        let log = &self.log;
+        wait_until_changed(
+            &mut rx,
+            |_| {
+                let log = log.lock().unwrap();
                 if pred(&log) {
-                    return log.clone();
+                    Ok(log.clone())
+                } else {
+                    let last: Vec<Execution> = log.iter().rev().take(20).cloned().collect();
+                    Err(format!("{} executions, the last 20: {last:#?}", log.len()))
                 }
-            }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
-                Ok(Ok(())) => {}
-                _ => {
-                    let log = self.all();
-                    panic!(
-                        "timed out waiting for: {what}\nexecutions so far ({}):\n{:#?}",
-                        log.len(),
-                        log.iter().rev().take(20).collect::<Vec<_>>()
-                    );
-                }
-            }
-        }
+            },
+            what,
+            within,
+        )
+        .await
     }
 
     /// A handler recording each item, then taking `work` of (tokio) time; the end of each run is
@@ -277,6 +278,28 @@ pub fn assignment(node: &NodeHandle, job: &str) -> std::collections::BTreeMap<St
         v.sort();
     }
     out
+}
+
+/// The context a handler gets for item `item` of `total` of job `job` in a normal fire on the
+/// test instance `192.0.2.1@-@1`: for tests that run a handler directly.
+pub fn item_context(job: &str, item: u32, total: u32) -> ShardingContext {
+    ShardingContext {
+        job_name: JobName::new(job).expect("a job name"),
+        task_id: format!("{job}@-@{item}@-@NORMAL@-@192.0.2.1@-@1"),
+        sharding_total_count: total,
+        job_parameter: String::new(),
+        sharding_item: ShardItem(item),
+        sharding_parameter: String::new(),
+        source: ExecutionSource::Normal,
+        instance_id: InstanceId::parse("192.0.2.1@-@1").expect("an instance id"),
+        cancellation: CancellationToken::new(),
+        resharding: ReshardingFlag::default(),
+        props: Default::default(),
+        child_lease: None,
+        stop_grace: Default::default(),
+        scheduled_at: None,
+        fencing_token: Default::default(),
+    }
 }
 
 /// Logs to the test's output (`RUST_LOG=shardcron=debug` for more).

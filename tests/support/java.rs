@@ -9,41 +9,19 @@
 //!   java.log: "<epoch ms> <item> <instanceId> java start <taskId>" (+ "... end ...")
 //! ```
 //!
-//! Where the peer is: `$SHARDCRON_ELASTICJOB_PEER`, else `../shared/elasticjob-peer` next to the
-//! repository. Under `CI=true` a missing peer fails the test; elsewhere the test says it did not
-//! run and returns.
+//! Where the peer is: `require!(Peer::ElasticJob)` ([`super::peer`]) finds it, at
+//! `$SHARDCRON_ELASTICJOB_PEER`, else `../shared/elasticjob-peer` next to the repository.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::chaos::log::Run;
+use super::wait::{poll_blocking, wait_until_blocking, POLL};
+use super::zk::server::die_with_spawning_thread;
 
 /// How long a JVM may take to start, connect and schedule its job (two cores, several JVMs).
 pub const JVM_START_WITHIN: Duration = Duration::from_secs(90);
-
-/// The peer's directory, or `None` (after saying so) when it is absent outside CI.
-pub fn peer() -> Option<PathBuf> {
-    let dir = std::env::var_os("SHARDCRON_ELASTICJOB_PEER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/elasticjob-peer"));
-    let usable = dir.join("run-instance").is_file() && dir.join("elasticjob-peer.jar").is_file();
-    if usable {
-        return Some(dir);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    assert!(
-        !ci,
-        "the Java ElasticJob peer is missing at {} (CI=true: a missing peer fails the run)",
-        dir.display()
-    );
-    eprintln!(
-        "[interop] NOT RUN: no Java ElasticJob peer at {} (set SHARDCRON_ELASTICJOB_PEER)",
-        dir.display()
-    );
-    None
-}
 
 /// Runs `ejtool CMD key=value...` and returns its stdout; fails the test when it exits non-zero.
 pub fn ejtool(peer: &Path, args: &[String]) -> String {
@@ -90,15 +68,7 @@ impl JavaProc {
                     .open(&stdout)
                     .expect("opening the JVM's stdout file for stderr"),
             ));
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        die_with_spawning_thread(&mut command);
         let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("spawning the Java peer {label}: {e}"));
@@ -108,23 +78,21 @@ impl JavaProc {
             stdout,
             exited: false,
         };
-        let deadline = Instant::now() + JVM_START_WITHIN;
-        loop {
+        let check = || {
             let out = proc.output();
-            if let Some(id) = out
+            let scheduled = out
                 .lines()
-                .find_map(|l| l.split_once("scheduled instance=").map(|(_, id)| id))
-            {
-                proc.instance = id.trim().to_owned();
-                return proc;
+                .find_map(|l| l.split_once("scheduled instance=").map(|(_, id)| id.trim()));
+            if let Some(id) = scheduled {
+                return Ok(id.to_owned());
             }
             let failed = out.contains("bootstrap-failed") || !proc.is_running();
-            assert!(
-                !failed && Instant::now() < deadline,
-                "the Java peer {label} did not schedule its job:\n{out}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            assert!(!failed, "the Java peer {label} failed to start:\n{out}");
+            Err(out)
+        };
+        let what = format!("the Java peer {label} to schedule its job");
+        proc.instance = wait_until_blocking(check, &what, JVM_START_WITHIN);
+        proc
     }
 
     /// What the JVM printed so far (`EVENT ...` lines, ElasticJob's warnings, stack traces).
@@ -156,13 +124,9 @@ impl JavaProc {
         let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.is_running() {
-            if Instant::now() > deadline {
-                self.kill();
-                panic!("the Java peer {} ignored SIGTERM for 30 s", self.instance);
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if poll_blocking(|| !self.is_running(), Duration::from_secs(30), POLL).is_err() {
+            self.kill();
+            panic!("the Java peer {} ignored SIGTERM for 30 s", self.instance);
         }
     }
 }

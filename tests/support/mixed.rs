@@ -1,16 +1,20 @@
-//! [`Mixed`]: one scenario of a job shared by shardcron nodes ([`crate::chaos::Cluster`]) and
-//! Java ElasticJob instances ([`crate::java::JavaProc`]) on a namespace of its own; faults
+//! [`Mixed`]: one scenario of a job shared by shardcron nodes ([`crate::support::chaos::Cluster`]) and
+//! Java ElasticJob instances ([`crate::support::java::JavaProc`]) on a namespace of its own; faults
 //! (graceful stops, `kill -9` while items run) with the windows they may cost; the verdict
-//! ([`crate::chaos::periodic::tally`]).
+//! ([`crate::support::chaos::periodic::tally`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::chaos::log::{Crash, Run, Window};
-use crate::chaos::periodic::{tally, Periodic, Tally};
-use crate::chaos::{instance, now, registry, Cluster, SESSION_TIMEOUT, SLOW_RUN, WITHIN};
-use crate::java::{ejtool, read_java_runs, JavaProc};
+use crate::support::chaos::log::{Crash, Run, Window};
+use crate::support::chaos::periodic::{tally, Periodic, Tally};
+use crate::support::chaos::{
+    instance, now, registry, sleep_until, sleep_until_phase, Cluster, SESSION_TIMEOUT, SLOW_RUN,
+    WITHIN,
+};
+use crate::support::java::{ejtool, read_java_runs, JavaProc};
+use crate::support::wait::{wait_until_blocking, Later};
 
 /// Seconds between the job's fires (`0/6 * * * * ?`).
 pub const PERIOD: u64 = 6;
@@ -88,9 +92,7 @@ impl Mixed {
         // a Java leader shards is left out until the next membership change (a Java race, seen
         // here too). A node joins in the middle of a fire window, when no sharding runs.
         if kind == Kind::Rust {
-            while !(2.5..4.5).contains(&(now() % PERIOD as f64)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            sleep_until_phase(2.5..4.5, PERIOD as f64);
         }
         let started = now();
         let id = match kind {
@@ -164,19 +166,9 @@ impl Mixed {
         within: Duration,
         mut pred: impl FnMut(&[Run]) -> Option<T>,
     ) -> T {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(found) = pred(&self.runs()) {
-                return found;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: timed out after {within:?} waiting for {what}\n{}",
-                self.cluster.namespace,
-                self.dump()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let check = || pred(&self.runs()).ok_or(Later(move || self.dump()));
+        let what = format!("{}: {what}", self.cluster.namespace);
+        wait_until_blocking(check, &what, within)
     }
 
     /// Waits until `id` has run an item.
@@ -221,9 +213,7 @@ impl Mixed {
     /// Waits until `fires` more fire windows have passed.
     pub fn wait_fires(&self, fires: u64) {
         let until = (self.next_fire() + (fires - 1) * PERIOD) as f64 + SLOW_RUN.as_secs_f64() + 0.5;
-        while now() < until {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        sleep_until(until);
     }
 
     /// Stops the instance `id` gracefully (SIGTERM; both languages deregister).

@@ -1,13 +1,33 @@
-//! Test support shared by the integration test binaries: the backends the conformance suite runs on
-//! (embedded and a real ZooKeeper server started per test binary), and small waiting helpers.
+//! The test kit, the one way into the support code: each test binary says `mod support;` and
+//! uses what it needs (hence the `dead_code` allowance).
 //!
-//! Each test binary does `mod support;` and uses what it needs, hence the `dead_code` allowance.
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`wait`] | `wait_until`: every wait on state, one failure message |
+//! | [`peer`] | `require!(Peer::X)`: a missing peer is `skipped: <why>` outside CI, a failure under `CI=true` |
+//! | [`cluster`] | in-process nodes whose handler records every item run ([`cluster::Recorder`]) |
+//! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
+//! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
+//! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
+//! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
 #![allow(dead_code, unreachable_pub)]
 
 pub mod backend;
+pub mod browser;
+pub mod chaos;
+pub mod cluster;
 pub mod conformance;
 pub mod embedded;
+pub mod example_bin;
 pub mod http;
+pub mod java;
+pub mod mixed;
+pub mod peer;
+pub mod postgres;
 pub mod prometheus;
 pub mod smtp;
+pub mod wait;
 pub mod zk;
+
+#[allow(unused_imports)] // not every binary needs a peer
+pub use peer::Peer;

@@ -5,11 +5,13 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use super::zk::server::{free_port, spawn_dying_with_process};
 
 /// How long PostgreSQL may take to initialise and start on a loaded 2-core machine.
 const PG_START_TIMEOUT: Duration = Duration::from_secs(120);
@@ -25,10 +27,9 @@ pub struct PgServer {
 }
 
 impl PgServer {
-    /// Initialises a cluster in a temporary directory and starts it; waits until it accepts
-    /// connections.
-    pub fn start() -> PgServer {
-        let bin = pg_bin_dir();
+    /// Initialises a cluster in a temporary directory and starts it from `bin` (the directory
+    /// `require!(Peer::PostgreSql)` found); waits until it accepts connections.
+    pub fn start(bin: &Path) -> PgServer {
         let dir = tempfile::Builder::new()
             .prefix("shardcron-pg-")
             .tempdir()
@@ -68,7 +69,7 @@ impl PgServer {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         as_server_user(&mut postgres, owner, dir.path());
-        let mut child = spawn_from_spawner(postgres);
+        let mut child = spawn_dying_with_process(postgres).expect("spawning the PostgreSQL server");
 
         // The server says when it accepts connections: wait for that line, not for a timer.
         let log = Arc::new(Mutex::new(String::new()));
@@ -120,30 +121,6 @@ impl Drop for PgServer {
     }
 }
 
-/// The newest `/usr/lib/postgresql/{version}/bin` holding a server. Panics, saying how to fix it,
-/// when there is none: the tests never skip.
-fn pg_bin_dir() -> PathBuf {
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let version = e.file_name().to_str()?.parse().ok()?;
-            let bin = e.path().join("bin");
-            (bin.join("postgres").is_file() && bin.join("initdb").is_file())
-                .then_some((version, bin))
-        })
-        .collect();
-    found.sort();
-    match found.pop() {
-        Some((_, bin)) => bin,
-        None => panic!(
-            "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres); run \
-             `scripts/test`, which installs the Debian `postgresql` package"
-        ),
-    }
-}
-
 /// The `postgres` user's ids when running as root (PostgreSQL refuses to run as root); `None`
 /// otherwise: the server then runs as the current user.
 fn server_user() -> Option<(u32, u32)> {
@@ -173,52 +150,4 @@ fn as_server_user(cmd: &mut Command, owner: Option<(u32, u32)>, home: &Path) {
     }
     // Root's home and the caller's locale are not the server user's business.
     cmd.current_dir(home).env("HOME", home).env("LC_ALL", "C");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("binding a free loopback port")
-}
-
-type SpawnRequest = (Command, Sender<std::io::Result<Child>>);
-
-/// Spawns `cmd` from a thread that lives as long as the test process, with `PDEATHSIG = SIGKILL`:
-/// the kernel sends the signal when the thread that forked the child ends, so a test's own thread
-/// would take the server down with it as soon as that test finished.
-fn spawn_from_spawner(mut cmd: Command) -> Child {
-    static SPAWNER: OnceLock<Mutex<Sender<SpawnRequest>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("pg-spawner".into())
-            .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    let _ = reply.send(cmd.spawn());
-                }
-            })
-            .expect("starting the PostgreSQL spawner thread");
-        Mutex::new(tx)
-    });
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent. std runs this after
-    // switching to the server user, and a credential change would clear the signal.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let (reply_tx, reply_rx) = mpsc::channel();
-    spawner
-        .lock()
-        .unwrap()
-        .send((cmd, reply_tx))
-        .expect("the spawner thread lives as long as the process");
-    reply_rx
-        .recv()
-        .expect("the spawner thread answers")
-        .expect("spawning the PostgreSQL server")
 }

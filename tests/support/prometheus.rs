@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::wait::wait_until;
 use super::zk::server::{free_port, spawn_dying_with_process};
 
 /// Where Debian installs the server.
@@ -19,10 +20,8 @@ const PROMETHEUS: &str = "/usr/bin/prometheus";
 const PROMTOOL: &str = "/usr/bin/promtool";
 /// How long the server may take to become ready on a loaded 2-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often a waiting test asks the server again (it scrapes every second).
-const POLL: Duration = Duration::from_millis(250);
 
-/// The fix to print when Prometheus is missing: tests never skip.
+/// The fix to print when Prometheus is missing (tests `require!(Peer::Prometheus)` first).
 const INSTALL_HINT: &str =
     "run `scripts/test`, which installs the Debian `prometheus` package (promtool included)";
 
@@ -92,15 +91,14 @@ impl PrometheusServer {
     }
 
     async fn wait_ready(&self) {
-        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-        loop {
+        let check = async || {
             let ready = self
                 .http
                 .get(format!("{}/-/ready", self.url()))
                 .send()
                 .await;
             if ready.is_ok_and(|r| r.status().is_success()) {
-                return;
+                return Ok(());
             }
             if let Some(status) = self
                 .child
@@ -114,13 +112,9 @@ impl PrometheusServer {
                     self.log()
                 );
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "prometheus was not ready within {START_TIMEOUT:?}:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(POLL).await;
-        }
+            Err(format!("not ready; its log:\n{}", self.log()))
+        };
+        wait_until(check, "prometheus to be ready", START_TIMEOUT).await;
     }
 
     /// The `data.result` of an instant query through the HTTP API (`/api/v1/query`).
@@ -152,19 +146,18 @@ impl PrometheusServer {
         within: Duration,
         pred: impl Fn(&[Value]) -> bool,
     ) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
+        let check = async || {
             let result = self.query(promql).await;
             if pred(&result) {
-                return result;
+                Ok(result)
+            } else {
+                Err(format!(
+                    "{promql} answers {result:#?}\nprometheus log:\n{}",
+                    self.log()
+                ))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for: {what}\n{promql} answers {result:#?}\nprometheus log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(POLL).await;
-        }
+        };
+        wait_until(check, what, within).await
     }
 
     /// Kills the server and waits for it to exit.

@@ -29,10 +29,11 @@ pub mod spans;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use self::log::{Expect, Report, Run};
 use self::process::NodeProc;
+use crate::support::wait::{wait_until_blocking, Later};
 
 /// The session timeout every node asks for.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -51,6 +52,29 @@ pub fn now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .expect("the clock is past 1970")
         .as_secs_f64()
+}
+
+/// Sleeps until the wall clock reads `at` (unix seconds): the processes under test fire on the wall
+/// clock, so a scenario that needs a moment of their schedule waits for it.
+pub fn sleep_until(at: f64) {
+    let left = at - now();
+    if left > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(left));
+    }
+}
+
+/// Sleeps until the wall clock's second within each `period` falls in `window` (for a fault or a
+/// join between two fires).
+pub fn sleep_until_phase(window: std::ops::Range<f64>, period: f64) {
+    let phase = now() % period;
+    if !window.contains(&phase) {
+        let to = if phase < window.start {
+            window.start
+        } else {
+            period + window.start
+        };
+        sleep_until(now() - phase + to);
+    }
 }
 
 /// The instance id of the node labelled `label`.
@@ -245,26 +269,15 @@ impl Cluster {
         self.wait_runs_within(what, WITHIN, pred)
     }
 
-    /// [`Cluster::wait_runs`] with a deadline of `within`.
+    /// [`Cluster::wait_runs`] with a timeout of `within`.
     pub fn wait_runs_within<T>(
         &self,
         what: &str,
         within: Duration,
         mut pred: impl FnMut(&[Run]) -> Option<T>,
     ) -> T {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(found) = pred(&self.runs()) {
-                return found;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "timed out after {within:?} waiting for {what}\n{}",
-                    self.dump()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let check = || pred(&self.runs()).ok_or(Later(move || self.dump()));
+        wait_until_blocking(check, what, within)
     }
 
     /// Waits for a fire at or after `after` at which every item of `job` ran; returns its second.
@@ -325,10 +338,7 @@ impl Cluster {
     /// and that the chaos job is still converged on the nodes labelled `live`. Prints the report
     /// (visible with `--nocapture`) and fails, with the nodes' output, when it is not clean.
     pub fn verdict(&self, scenario: &str, live: &[&str], expect: &Expect) -> Report {
-        let ready = expect.to as f64 + 1.5;
-        while now() < ready {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        sleep_until(expect.to as f64 + 1.5);
         let report = log::check(&self.runs(), expect);
         eprintln!("[chaos] {scenario}: {report}");
         assert!(

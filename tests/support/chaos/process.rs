@@ -2,17 +2,19 @@
 //! (`kill -9`, `SIGSTOP`/`SIGCONT`, `SIGTERM`). Its stdout and stderr go to files, so that a slow
 //! reader can never block the node, and a failing test can show them.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::support::wait::{wait_until_blocking, Later};
+use crate::support::zk::server::die_with_spawning_thread;
 
 /// How long a node may take to exit after SIGTERM or SIGKILL.
 const EXIT_WITHIN: Duration = Duration::from_secs(30);
 
 /// The example node binary (built, or found fresh, on first use).
 pub fn example_binary() -> PathBuf {
-    crate::example_bin::example_binary()
+    crate::support::example_bin::example_binary()
 }
 
 /// A running example node. Killed (SIGKILL, which also ends a stopped process) on drop, and by the
@@ -44,15 +46,7 @@ impl NodeProc {
             .stdin(Stdio::null())
             .stdout(append(&stdout))
             .stderr(append(&stderr));
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        die_with_spawning_thread(&mut command);
         let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("spawning the example node {instance}: {e}"));
@@ -149,17 +143,21 @@ impl NodeProc {
 
     /// Waits for the exit, failing with the node's stderr after [`EXIT_WITHIN`].
     pub fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + EXIT_WITHIN;
-        while self.is_running() {
-            assert!(
-                Instant::now() < deadline,
-                "{} did not exit within {EXIT_WITHIN:?}; stderr:\n{}",
-                self.instance,
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.exit.expect("the loop ends on an exit")
+        let (instance, stderr) = (self.instance.clone(), self.stderr.clone());
+        let stderr = &|| std::fs::read_to_string(&stderr).unwrap_or_default();
+        let instance = &instance;
+        let check = || {
+            if self.is_running() {
+                Err(Later(move || {
+                    format!("{instance} runs; stderr:\n{}", stderr())
+                }))
+            } else {
+                Ok(())
+            }
+        };
+        let what = format!("{instance} to exit");
+        wait_until_blocking(check, &what, EXIT_WITHIN);
+        self.exit.expect("the node has exited")
     }
 }
 

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector, ZkSession};
 use shardcron::registry::Registry;
 
+use crate::support::wait::wait_until_blocking_every;
+
 /// How long the test's own session may take to open and to answer.
 const CALL_WITHIN: Duration = Duration::from_secs(5);
 
@@ -119,21 +121,20 @@ pub fn wait_converged(
     within: Duration,
 ) -> (Snapshot, Duration) {
     let started = Instant::now();
-    let mut last = Err(String::from("not read yet"));
-    while started.elapsed() < within {
-        last = snapshot(connect, namespace, job);
-        if let Ok(s) = &last {
-            if s.converged_on(live, items) {
-                return (s.clone(), started.elapsed());
-            }
+    let check = || {
+        let read = snapshot(connect, namespace, job);
+        match read {
+            Ok(s) if s.converged_on(live, items) => Ok(s),
+            other => Err(other),
         }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!(
-        "{job} did not converge within {within:?} on instances {live:?} with AVG_ALLOCATION of \
-         {items} items ({:?}) and a live leader; last read: {last:#?}",
+    };
+    let what = format!(
+        "{job} to converge on instances {live:?} with AVG_ALLOCATION of {items} items ({:?}) and \
+         a live leader",
         average_allocation(live, items)
-    )
+    );
+    let converged = wait_until_blocking_every(check, &what, within, Duration::from_millis(200));
+    (converged, started.elapsed())
 }
 
 /// A session of the test's own, on a runtime of its own: the test thread is not async.

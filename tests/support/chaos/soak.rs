@@ -25,8 +25,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::spans::{self, JobCheck, Verdict, Window};
 use super::{now, Cluster, SESSION_TIMEOUT};
-use crate::zk::server::ZkEnsemble;
-use crate::zk::TcpProxy;
+use crate::support::wait::{poll_blocking, wait_until_blocking_every};
+use crate::support::zk::server::ZkEnsemble;
+use crate::support::zk::TcpProxy;
 
 /// How long after a fault healed (beyond the session timeout) fires may still be missing: a new
 /// session, re-registration and resharding.
@@ -290,24 +291,21 @@ impl Soak {
     pub fn registered(&self) {
         self.cluster.converge(&LABELS);
         let ids = self.ids();
-        let deadline = Instant::now() + super::WITHIN;
-        loop {
+        let check = || {
             let read =
                 super::registry::snapshot(&self.cluster.connect, &self.cluster.namespace, "slow");
-            if let Ok(s) = &read {
-                let all = ids.iter().all(|i| s.instances.contains(i));
-                if all && s.leader.as_ref().is_some_and(|l| s.instances.contains(l)) {
-                    return;
-                }
+            let registered = read.as_ref().is_ok_and(|s| {
+                ids.iter().all(|i| s.instances.contains(i))
+                    && s.leader.as_ref().is_some_and(|l| s.instances.contains(l))
+            });
+            if registered {
+                Ok(())
+            } else {
+                Err(read)
             }
-            assert!(
-                Instant::now() < deadline,
-                "slow has not every node {ids:?} as an instance under a live leader within \
-                 {:?}; last read: {read:#?}",
-                super::WITHIN
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        };
+        let what = format!("every node {ids:?} an instance of slow under a live leader");
+        wait_until_blocking_every(check, &what, super::WITHIN, Duration::from_millis(200));
     }
 
     fn ids(&self) -> Vec<String> {
@@ -512,12 +510,8 @@ impl Soak {
                 )
             })
         };
-        let deadline = Instant::now() + STALL_AFTER;
-        while Instant::now() < deadline {
-            if serving(self) {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        if poll_blocking(|| serving(self), STALL_AFTER, Duration::from_millis(200)).is_ok() {
+            return None;
         }
         self.stalls += 1;
         let dir = self.cluster.dir().to_owned();
@@ -538,17 +532,18 @@ impl Soak {
         self.ensemble.kill(restarted);
         self.ensemble.restart(restarted);
         self.ensemble.wait_quorum();
-        let deadline = Instant::now() + STALL_AFTER;
-        while !serving(self) {
-            assert!(
-                Instant::now() < deadline,
-                "the ensemble opens no session {STALL_AFTER:?} after its leader (server {}) was \
-                 restarted to end a stall; thread dumps and logs in {}",
-                restarted + 1,
-                dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let what = format!(
+            "the ensemble to open sessions after its leader (server {}) was restarted to end a \
+             stall; thread dumps and logs in {}",
+            restarted + 1,
+            dir.display()
+        );
+        wait_until_blocking_every(
+            || serving(self),
+            &what,
+            STALL_AFTER,
+            Duration::from_millis(200),
+        );
         eprintln!(
             "[soak] ensemble stall {}: no session opened {STALL_AFTER:?} after the fault healed; \
              server {} restarted (thread dumps and logs in {})",
@@ -570,9 +565,7 @@ impl Soak {
         let last = self.windows.iter().map(|w| w.until).fold(now(), f64::max);
         // Two more seconds of fires, and a fire's run logged.
         let to = last + 2.0;
-        while now() < to + 1.5 {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::sleep_until(to + 1.5);
         let spans = self.cluster.spans();
         let verdict = spans::check(&spans, &checks(), self.from, to, &self.windows);
         let table = self.table(settings, &verdict, to - self.from);

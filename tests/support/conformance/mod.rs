@@ -3,7 +3,8 @@
 //! one `#[tokio::test]` each for a backend.
 //!
 //! Every case opens its own namespace ([`unique_namespace`]) so cases can share one server.
-//! Nothing sleeps: waits go through [`wait_for`], which fails naming what it expected.
+//! Nothing sleeps: waits go through [`wait_for`] (the kit's [`next_matching`]), which fails naming
+//! what it expected.
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shardcron::registry::{NodeEventKind, WatchEvent};
 use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::wait::next_matching;
 
 mod nodes;
 mod sessions;
@@ -39,16 +42,7 @@ pub async fn wait_for<T: Debug>(
     mut pred: impl FnMut(&T) -> bool,
     what: &str,
 ) -> T {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let mut seen = Vec::new();
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(item)) if pred(&item) => return item,
-            Ok(Some(item)) => seen.push(format!("{item:?}")),
-            Ok(None) => panic!("channel ended while waiting for {what}; saw {seen:?}"),
-            Err(_) => panic!("timed out after {WAIT:?} waiting for {what}; saw {seen:?}"),
-        }
-    }
+    next_matching(async || rx.recv().await, &mut pred, what, WAIT).await
 }
 
 /// The next `n` node events (session events skipped), as `(kind, path)`.
@@ -81,11 +75,12 @@ pub fn now_millis() -> i64 {
         .unwrap()
         .as_millis() as i64
 }
-/// Expands to one `#[tokio::test]` per conformance case for `$backend`, in a module `$module`.
+/// Expands to one `#[tokio::test]` per conformance case for `$backend`, in a module `$module`;
+/// with `requires PEER`, each case first `require!`s that peer.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($module:ident, $backend:expr) => {
-        $crate::conformance_tests!(@cases $module, $backend, [
+    ($module:ident, $backend:expr $(, requires $peer:expr)?) => {
+        $crate::conformance_tests!(@cases $module, $backend, { $($crate::require!($peer);)? }, [
             create_get_set_delete_round_trip,
             children_are_sorted_names_and_listings_put_parents_first,
             get_many_reads_every_path_in_order_and_a_missing_one_is_its_own_no_node,
@@ -107,13 +102,14 @@ macro_rules! conformance_tests {
             connectors_open_sessions_rooted_at_their_namespace,
         ]);
     };
-    (@cases $module:ident, $backend:expr, [$($case:ident),* $(,)?]) => {
+    (@cases $module:ident, $backend:expr, $guard:block, [$($case:ident),* $(,)?]) => {
         mod $module {
             #[allow(unused_imports)]
             use super::*;
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
+                    $guard
                     let backend = $backend;
                     $crate::support::conformance::$case(&backend).await;
                 }

@@ -27,6 +27,7 @@ pub use self::proxied::ProxiedSession;
 pub use self::proxy::TcpProxy;
 pub use self::server::ZkServer;
 use super::backend::{Backend, SessionControl, TestSession};
+use super::wait::wait_until_changed;
 
 /// How long a fault control may wait for the session to notice before the test fails.
 const NOTICE: Duration = Duration::from_secs(30);
@@ -148,19 +149,19 @@ impl ZkSessionControl {
     /// Waits until the session reports `expected`, failing with what it reported instead.
     pub async fn wait_state(&self, expected: SessionState) {
         let mut state = self.state.clone();
-        let reached = async {
-            let s = state.wait_for(|s| *s == expected || s.is_terminal()).await;
-            s.map(|s| *s)
+        let check = |s: &SessionState| {
+            assert!(
+                *s == expected || !s.is_terminal(),
+                "waiting for session state {expected:?}, it became {s:?}"
+            );
+            if *s == expected {
+                Ok(())
+            } else {
+                Err(*s)
+            }
         };
-        match tokio::time::timeout(NOTICE, reached).await {
-            Ok(Ok(s)) if s == expected => {}
-            Ok(Ok(s)) => panic!("waiting for session state {expected:?}, it became {s:?}"),
-            Ok(Err(_)) => panic!("session dropped while waiting for state {expected:?}"),
-            Err(_) => panic!(
-                "session still {:?} {NOTICE:?} after waiting for {expected:?}",
-                *self.state.borrow()
-            ),
-        }
+        let what = format!("session state {expected:?}");
+        wait_until_changed(&mut state, check, &what, NOTICE).await;
     }
 }
 

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::support::wait::wait_until_blocking;
 
 /// Where Debian's `zookeeper` package puts the server jar; its manifest names its dependencies.
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -159,29 +161,24 @@ impl ZkServer {
     /// Polls `srvr` until the server answers as a standalone server: the server is another process,
     /// so asking it is the only way to know.
     fn wait_serving(&self) {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(answer) = self.four_letter("srvr") {
-                if answer.contains("Mode: standalone") {
-                    return;
-                }
+        let check = || {
+            let answer = self.four_letter("srvr");
+            if answer
+                .as_ref()
+                .is_ok_and(|a| a.contains("Mode: standalone"))
+            {
+                return Ok(());
             }
-            if !self.is_running() {
-                panic!(
-                    "ZooKeeper server on port {} exited while starting; its log:\n{}",
-                    self.port,
-                    self.log()
-                );
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "ZooKeeper server on port {} did not serve within {START_TIMEOUT:?}; its log:\n{}",
-                    self.port,
-                    self.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            assert!(
+                self.is_running(),
+                "ZooKeeper server on port {} exited while starting; its log:\n{}",
+                self.port,
+                self.log()
+            );
+            Err(format!("srvr answers {answer:?}; the log:\n{}", self.log()))
+        };
+        let what = format!("the ZooKeeper server on port {} to serve", self.port);
+        wait_until_blocking(check, &what, START_TIMEOUT);
     }
 }
 
@@ -248,6 +245,19 @@ pub fn spawn_dying_with_process(mut cmd: Command) -> std::io::Result<Child> {
             .expect("starting the server spawner thread");
         Mutex::new(tx)
     });
+    die_with_spawning_thread(&mut cmd);
+    let (reply_tx, reply_rx) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap()
+        .send((cmd, reply_tx))
+        .expect("the spawner thread lives as long as the process");
+    reply_rx.recv().expect("the spawner thread answers")
+}
+
+/// Makes the kernel kill `cmd`'s process (SIGKILL) when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`), so that a test's processes never outlive it.
+pub fn die_with_spawning_thread(cmd: &mut Command) {
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
@@ -257,13 +267,6 @@ pub fn spawn_dying_with_process(mut cmd: Command) -> std::io::Result<Child> {
             Ok(())
         });
     }
-    let (reply_tx, reply_rx) = mpsc::channel();
-    spawner
-        .lock()
-        .unwrap()
-        .send((cmd, reply_tx))
-        .expect("the spawner thread lives as long as the process");
-    reply_rx.recv().expect("the spawner thread answers")
 }
 
 /// A three-server ZooKeeper ensemble on loopback, each server with its own client, quorum and
@@ -474,22 +477,16 @@ impl ZkEnsemble {
 
     /// Polls `srvr` until server `i` serves as a member of a quorum.
     fn wait_serving(&self, i: usize) {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if matches!(self.mode(i).as_deref(), Some("leader" | "follower")) {
-                return;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "ensemble server {} (port {}) did not join a quorum within {START_TIMEOUT:?}; \
-                     its log:\n{}",
-                    i + 1,
-                    self.members[i].client_port,
-                    self.log(i)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let check = || match self.mode(i) {
+            Some(mode) if mode == "leader" || mode == "follower" => Ok(()),
+            mode => Err(format!("mode {mode:?}; its log:\n{}", self.log(i))),
+        };
+        let what = format!(
+            "ensemble server {} (port {}) to join a quorum",
+            i + 1,
+            self.members[i].client_port
+        );
+        wait_until_blocking(check, &what, START_TIMEOUT);
     }
 }
 
