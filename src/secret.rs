@@ -114,7 +114,8 @@ pub fn redact_url(url: &str) -> String {
             .query_pairs()
             .map(|(name, _)| format!("{name}={REDACTED}"))
             .collect();
-        parsed.set_query(if pairs.is_empty() { None } else { Some(&pairs.join("&")) });
+        let joined = pairs.join("&");
+        parsed.set_query((!pairs.is_empty()).then_some(joined.as_str()));
         changed = true;
     }
     if changed {
