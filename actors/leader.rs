@@ -111,9 +111,12 @@ impl LeaderState {
             .and_then(|c| c.config().label.clone())
             .filter(|l| !l.is_empty());
         let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
-            let instance = mirror.data(&node(JobNode::Instance(o.clone())));
-            let carries =
-                |data: &[u8]| crate::sharding::carries(Some(&parse_labels(data)), label.as_deref());
+            let instance_path = node(JobNode::Instance(o.clone()));
+            let instance = mirror.data(&instance_path);
+            let carries = |data: &[u8]| {
+                let labels = parse_labels(data, || instance_path.clone());
+                crate::sharding::carries(Some(&labels), label.as_deref())
+            };
             instance.is_some_and(|d| carries(&d))
                 && mirror
                     .data(&node(JobNode::Server(o.ip().to_owned())))

@@ -8,6 +8,7 @@
 //! | `items.rs` | `shardingItemParameters` (`0=a,1=b`): [`parse_item_parameters`] |
 //! | `java.rs` | [`JobConfig::check_java_readable`]: what a Java ElasticJob 3.0.x instance loads |
 //! | `validate.rs` | [`JobConfig::validate`]: every problem at once, or a [`ValidatedConfig`] |
+//! | `untrusted.rs` | [`untrusted::check_yaml`]: size and alias bounds on YAML from outside, before it is parsed |
 //!
 //! A [`JobConfig`] is what the registry holds, possibly invalid and possibly written by another
 //! tool; a [`ValidatedConfig`] is what the engine runs, with the cron expression, time zone and
@@ -17,6 +18,7 @@ mod builder;
 mod concurrency;
 mod items;
 mod java;
+pub mod untrusted;
 mod validate;
 mod yaml;
 

@@ -6,6 +6,8 @@
 //! shardcronctl --zk 127.0.0.1:2181 --namespace NS --json job orders
 //! shardcronctl --zk 127.0.0.1:2181 --namespace NS disable orders --server 10.0.0.1
 //! shardcronctl --zk 127.0.0.1:2181 --namespace NS console --history hist.db
+//! SHARDCRON_ZK_AUTH=digest:ops:PASSWORD shardcronctl --zk 127.0.0.1:2181 --namespace NS jobs
+//! shardcronctl --zk tcp+tls://zk1:2281 --zk-tls-ca ca.pem --zk-auth-file /etc/shardcron/zk-auth jobs
 //! shardcronctl completions bash > ~/.local/share/bash-completion/completions/shardcronctl
 //! ```
 //!
@@ -52,6 +54,9 @@ enum CtlError {
     /// A command that needs the registry was given no `--zk`.
     #[error("--zk HOSTS is required for this command (see --help)")]
     NoRegistry,
+    /// The ZooKeeper credentials or TLS files are refused.
+    #[error(transparent)]
+    Access(#[from] shardcron::registry::zookeeper::ZkAccessError),
     /// The config file cannot be read.
     #[error("reading config file {path}: {source}")]
     ReadFile {
@@ -90,7 +95,9 @@ enum CtlError {
 impl CtlError {
     fn exit_code(&self) -> u8 {
         match self {
-            Self::NoRegistry | Self::BadRegistry(_) | Self::ReadFile { .. } => BAD_INPUT,
+            Self::NoRegistry | Self::BadRegistry(_) | Self::ReadFile { .. } | Self::Access(_) => {
+                BAD_INPUT
+            }
             Self::Connect { .. } | Self::History(_) | Self::NoHistory(_) => REFUSED,
             Self::CronNext(e) => e.exit_code(),
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
@@ -147,6 +154,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         zk,
         namespace,
         json,
+        access,
         command,
     } = cli;
     if let Command::Cron(cli::CronCommand::Next(args)) = command {
@@ -171,6 +179,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
     // Both strings were checked by the parser; this cannot fail, but says so if it does.
     let config =
         ZkConfig::new(&hosts, &namespace).map_err(|e| CtlError::BadRegistry(e.to_string()))?;
+    let config = access.apply(config)?;
     // Read the file before connecting: a typo in its name is bad input, not a registry problem.
     let new_config = match &command {
         Command::Config(ConfigCommand::Set(set)) => Some(
