@@ -84,7 +84,10 @@ pub fn redacted_props(props: &BTreeMap<String, String>) -> BTreeMap<String, Stri
 /// After an edit of a config whose secrets were shown redacted: every value of `edited` that is
 /// still exactly what the user was shown for that key (`***`, or the redacted URL) takes back the
 /// value `before` held, so saving a form does not overwrite a password with `***`.
-pub fn keep_unchanged_secrets(before: &BTreeMap<String, String>, edited: &mut BTreeMap<String, String>) {
+pub fn keep_unchanged_secrets(
+    before: &BTreeMap<String, String>,
+    edited: &mut BTreeMap<String, String>,
+) {
     for (key, value) in edited.iter_mut() {
         if let Some(old) = before.get(key) {
             let shown = redact_value(key, old);
@@ -203,7 +206,13 @@ mod tests {
         ] {
             assert!(is_secret_key(key), "{key} should be secret");
         }
-        for key in ["email.host", "script.command.line", "http.url", "shardcron.timeout", "monkey"] {
+        for key in [
+            "email.host",
+            "script.command.line",
+            "http.url",
+            "shardcron.timeout",
+            "monkey",
+        ] {
             assert!(!is_secret_key(key), "{key} should not be secret");
         }
     }
@@ -214,7 +223,10 @@ mod tests {
             redact_url("https://oapi.dingtalk.com/robot/send?access_token=abc&x=1"),
             "https://oapi.dingtalk.com/robot/send?access_token=***&x=***"
         );
-        assert_eq!(redact_url("postgres://app:s3cret@db:5432/jobs"), "postgres://app:***@db:5432/jobs");
+        assert_eq!(
+            redact_url("postgres://app:s3cret@db:5432/jobs"),
+            "postgres://app:***@db:5432/jobs"
+        );
         assert_eq!(redact_url("http://host/path"), "http://host/path");
         assert_eq!(redact_url("not a url"), "not a url");
     }
@@ -232,7 +244,10 @@ mod tests {
     fn an_unchanged_redacted_secret_keeps_its_value_and_a_changed_one_is_taken() {
         let before: BTreeMap<String, String> = [
             ("email.password".to_owned(), "hunter2".to_owned()),
-            ("dingtalk.webhook".to_owned(), "https://h/r?access_token=t".to_owned()),
+            (
+                "dingtalk.webhook".to_owned(),
+                "https://h/r?access_token=t".to_owned(),
+            ),
             ("dingtalk.secret".to_owned(), "s".to_owned()),
         ]
         .into();

@@ -82,7 +82,9 @@ fn alias_bombs_in_a_config_and_an_instance_node_are_refused_and_every_node_keeps
         });
     }
 
-    tracing::info!("--- bombs go into orders' config and node a's instance node, straight into ZooKeeper");
+    tracing::info!(
+        "--- bombs go into orders' config and node a's instance node, straight into ZooKeeper"
+    );
     let config_bomb = bomb("jobName: orders\ncron: 0/2 * * * * ?\nshardingTotalCount: 8\n");
     let instance_bomb = bomb("jobInstanceId: 127.0.0.1@-@a\nlabels: gpu\nserverIp: 127.0.0.1\n");
     assert!(config_bomb.len() < 300 * 1024 && instance_bomb.len() < 300 * 1024);

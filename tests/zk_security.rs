@@ -60,11 +60,15 @@ fn ctl(connect: &str, ns: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
 /// Waits for the first `exec` line of `job` from `node`.
 fn wait_exec(output: &mut Output, node: &NodeProcess, job: &str) {
     let label = node.label.clone();
-    output.wait_until(&format!("{label} runs an item of {job}"), &[node], |lines| {
-        lines
-            .iter()
-            .any(|l| l.node == label && l.kind == "exec" && l.field("job") == job)
-    });
+    output.wait_until(
+        &format!("{label} runs an item of {job}"),
+        &[node],
+        |lines| {
+            lines
+                .iter()
+                .any(|l| l.node == label && l.kind == "exec" && l.field("job") == job)
+        },
+    );
 }
 
 /// Starts `shardcronctl console` on a free loopback port and returns it with its base URL.
@@ -78,15 +82,12 @@ fn start_console(
     let mut args = vec!["--zk", connect, "--namespace", ns];
     args.extend_from_slice(extra);
     args.extend(["console", "--listen", "127.0.0.1:0"]);
-    let console = NodeProcess::spawn_program(
-        &example_bin::ctl_binary(),
-        "console",
-        &args,
-        env,
-        output,
-    );
+    let console =
+        NodeProcess::spawn_program(&example_bin::ctl_binary(), "console", &args, env, output);
     output.wait_until("the console's address", &[&console], |lines| {
-        lines.iter().any(|l| l.node == "console" && l.text.contains("http://"))
+        lines
+            .iter()
+            .any(|l| l.node == "console" && l.text.contains("http://"))
     });
     let url = output
         .seen
@@ -108,8 +109,8 @@ fn console_jobs(url: &str) -> Vec<String> {
             .await
             .expect("the overview is read")
     });
-    let overview: serde_json::Value =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("the overview is JSON ({e}): {text}"));
+    let overview: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("the overview is JSON ({e}): {text}"));
     overview["jobs"]
         .as_array()
         .unwrap_or_else(|| panic!("an overview with jobs: {overview}"))
@@ -143,13 +144,22 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
     tracing::info!("--- a node with the credentials creates the namespace and runs its jobs");
     let mut node = NodeProcess::spawn(
         "node",
-        &["--zk", &connect, "--namespace", &ns, "--instance-id", "127.0.0.1@-@acl"],
+        &[
+            "--zk",
+            &connect,
+            "--namespace",
+            &ns,
+            "--instance-id",
+            "127.0.0.1@-@acl",
+        ],
         &env,
         &output,
     );
     wait_exec(&mut output, &node, "orders");
 
-    tracing::info!("--- a raw client without credentials gets NoAuth on every node; ours are creator-only");
+    tracing::info!(
+        "--- a raw client without credentials gets NoAuth on every node; ours are creator-only"
+    );
     let rt = runtime();
     rt.block_on(async {
         let anonymous = zk::Client::connector()
@@ -191,7 +201,9 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
         assert!(acls[0].id().starts_with("ops:"), "{acls:?}");
     });
 
-    tracing::info!("--- shardcronctl with the credentials reads and writes, from the variable or a file");
+    tracing::info!(
+        "--- shardcronctl with the credentials reads and writes, from the variable or a file"
+    );
     let listed = ctl(&connect, &ns, &["--json", "jobs"], &env);
     assert_eq!(listed.code, Some(0), "{listed:#?}");
     assert!(listed.stdout.contains("\"orders\""), "{listed:#?}");
@@ -214,7 +226,14 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
     assert_refused_for_no_auth("shardcronctl jobs", refused.code, &refused.stderr);
     let mut intruder = NodeProcess::spawn(
         "intruder",
-        &["--zk", &connect, "--namespace", &ns, "--instance-id", "127.0.0.1@-@intruder"],
+        &[
+            "--zk",
+            &connect,
+            "--namespace",
+            &ns,
+            "--instance-id",
+            "127.0.0.1@-@intruder",
+        ],
         &[],
         &output,
     );
@@ -223,7 +242,15 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
     let mut locked_out = NodeProcess::spawn_program(
         &example_bin::ctl_binary(),
         "locked-out console",
-        &["--zk", &connect, "--namespace", &ns, "console", "--listen", "127.0.0.1:0"],
+        &[
+            "--zk",
+            &connect,
+            "--namespace",
+            &ns,
+            "console",
+            "--listen",
+            "127.0.0.1:0",
+        ],
         &[],
         &output,
     );
@@ -231,7 +258,13 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
     assert_refused_for_no_auth("the console", status.code(), &locked_out.stderr());
 
     tracing::info!("--- the console with the credentials serves the namespace");
-    let (mut console, url) = start_console(&mut output, &connect, &ns, &["--zk-auth-file", file_flag], &[]);
+    let (mut console, url) = start_console(
+        &mut output,
+        &connect,
+        &ns,
+        &["--zk-auth-file", file_flag],
+        &[],
+    );
     let jobs = console_jobs(&url);
     assert!(jobs.iter().any(|j| j == "orders"), "{jobs:?}");
     assert_eq!(console.terminate().code(), Some(0), "{}", console.stderr());

@@ -35,7 +35,9 @@ pub enum UntrustedYamlError {
         max: usize,
     },
     /// The value holds an alias, which would be copied in full wherever it appears.
-    #[error("YAML alias at line {line} column {column}: aliases (*name) are refused in registry data")]
+    #[error(
+        "YAML alias at line {line} column {column}: aliases (*name) are refused in registry data"
+    )]
     Alias {
         /// 1-based line of the alias.
         line: usize,
@@ -193,10 +195,7 @@ mod tests {
         assert!(text.len() < MAX_REGISTRY_YAML_BYTES);
         assert_eq!(
             check_yaml(text.as_bytes()),
-            Err(UntrustedYamlError::Alias {
-                line: 2,
-                column: 8
-            })
+            Err(UntrustedYamlError::Alias { line: 2, column: 8 })
         );
     }
 

@@ -94,7 +94,8 @@ impl JobConfig {
     /// ```
     pub fn from_yaml(text: &str) -> Result<Self, ConfigYamlError> {
         check_yaml(text.as_bytes()).map_err(|source| ConfigYamlError::Refused { source })?;
-        let mut config: JobConfig = serde_yaml_ng::from_str(text).map_err(|source| ConfigYamlError::Read { source })?;
+        let mut config: JobConfig =
+            serde_yaml_ng::from_str(text).map_err(|source| ConfigYamlError::Read { source })?;
         let mut all: BTreeMap<String, Value> = serde_yaml_ng::from_str(text)
             .map_err(|source| ConfigYamlError::ReadUnknownFields { source })?;
         all.retain(|key, _| !KNOWN_FIELDS.contains(&key.as_str()));

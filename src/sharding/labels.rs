@@ -148,7 +148,11 @@ mod tests {
         ];
         for &(data, expected) in table {
             let expected: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
-            assert_eq!(parse_labels(data.as_bytes(), String::new), expected, "{data:?}");
+            assert_eq!(
+                parse_labels(data.as_bytes(), String::new),
+                expected,
+                "{data:?}"
+            );
         }
         let me = InstanceId::parse("10.0.0.1@-@1").unwrap();
         let ours = instance_node_data(&me, &["gpu".into(), "eu".into()]);

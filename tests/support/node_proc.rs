@@ -68,7 +68,12 @@ impl Output {
     }
 
     /// Waits until `pred` holds over the lines seen so far, re-checking at every new line.
-    pub fn wait_until(&mut self, what: &str, nodes: &[&NodeProcess], pred: impl Fn(&[Line]) -> bool) {
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        nodes: &[&NodeProcess],
+        pred: impl Fn(&[Line]) -> bool,
+    ) {
         let deadline = Instant::now() + WITHIN;
         while !pred(&self.seen) {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -81,12 +81,7 @@ pub struct ZkAccessArgs {
     pub zk_auth_file: Option<PathBuf>,
     /// PEM CA certificates that sign the ZooKeeper servers' certificates, for tcp+tls://host:port
     /// hosts.
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        env = "SHARDCRON_ZK_TLS_CA"
-    )]
+    #[arg(long, global = true, value_name = "FILE", env = "SHARDCRON_ZK_TLS_CA")]
     pub zk_tls_ca: Option<PathBuf>,
     /// PEM client certificate for mutual TLS (servers with ssl.clientAuth=need); needs --zk-tls-key.
     #[arg(
@@ -202,7 +197,12 @@ mod tests {
             .apply_from(plain(), Some("digest:ops:s3cret".into()))
             .unwrap();
         assert_eq!(c.digest(), Some("ops:s3cret"));
-        assert_eq!(none.apply_from(plain(), Some(String::new())).unwrap().digest(), None);
+        assert_eq!(
+            none.apply_from(plain(), Some(String::new()))
+                .unwrap()
+                .digest(),
+            None
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("auth");
@@ -224,7 +224,12 @@ mod tests {
     #[test]
     fn bad_credentials_are_refused_without_echoing_them() {
         let none = ZkAccessArgs::default();
-        for value in ["ops:s3cret", "sasl:ops:s3cret", "digest::s3cret", "digest:ops"] {
+        for value in [
+            "ops:s3cret",
+            "sasl:ops:s3cret",
+            "digest::s3cret",
+            "digest:ops",
+        ] {
             let e = none.apply_from(plain(), Some(value.into())).unwrap_err();
             let text = e.to_string();
             assert!(text.starts_with(ZK_AUTH_ENV), "{value}: {text}");

@@ -94,7 +94,11 @@ impl ZkTlsFiles {
             let cert = read_pem("client certificate", cert_path)?;
             let key = read_pem("client key", key_path)?;
             if !key.contains("PRIVATE KEY") {
-                return Err(tls_file("client key", key_path, "holds no PEM private key".into()));
+                return Err(tls_file(
+                    "client key",
+                    key_path,
+                    "holds no PEM private key".into(),
+                ));
             }
             options = options
                 .with_pem_identity(&cert, &key)
@@ -115,7 +119,11 @@ fn read_pem(what: &'static str, path: &Path) -> Result<String, ZkConfigError> {
         .read_to_string(&mut text)
         .map_err(|e| tls_file(what, path, e.to_string()))?;
     if text.len() as u64 > MAX_PEM_BYTES {
-        return Err(tls_file(what, path, format!("larger than {MAX_PEM_BYTES} bytes")));
+        return Err(tls_file(
+            what,
+            path,
+            format!("larger than {MAX_PEM_BYTES} bytes"),
+        ));
     }
     if !text.contains("-----BEGIN ") {
         return Err(tls_file(what, path, "holds no PEM block".into()));
@@ -253,7 +261,11 @@ impl ZkConfig {
 
     /// Presents the PEM client certificate `cert` and its private key `key` to `tcp+tls://` hosts
     /// that ask for one (mutual TLS). Needs [`ZkConfig::with_tls_ca`] too.
-    pub fn with_tls_client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+    pub fn with_tls_client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Self {
         let identity = Some((cert.into(), key.into()));
         match &mut self.tls {
             Some(tls) => tls.identity = identity,
@@ -284,7 +296,9 @@ impl ZkConfig {
     }
 
     /// The client's TLS options read from the files; `None` without TLS hosts.
-    pub(super) fn tls_options(&self) -> Result<Option<zookeeper_client::TlsOptions>, ZkConfigError> {
+    pub(super) fn tls_options(
+        &self,
+    ) -> Result<Option<zookeeper_client::TlsOptions>, ZkConfigError> {
         let first_tls = self.hosts.iter().find(|h| h.starts_with(TLS_SCHEME));
         match (first_tls, &self.tls) {
             (None, None) => Ok(None),

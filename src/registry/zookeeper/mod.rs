@@ -133,7 +133,8 @@ impl ZkConnector {
             .map_err(|_| failed("creating the namespace node", "timed out".into()))?
             .map_err(|e| {
                 let reason = e.to_string();
-                no_auth(OpKind::Create, e).unwrap_or_else(|| failed("creating the namespace node", reason))
+                no_auth(OpKind::Create, e)
+                    .unwrap_or_else(|| failed("creating the namespace node", reason))
             })?;
         // `exists` needs no permission, so reading the namespace node is what tells a session
         // without the namespace's credentials, before the mirror's listing would loop on it.
@@ -142,7 +143,8 @@ impl ZkConnector {
             .map_err(|_| failed("reading the namespace node", "timed out".into()))?
             .map_err(|e| {
                 let reason = e.to_string();
-                no_auth(OpKind::Get, e).unwrap_or_else(|| failed("reading the namespace node", reason))
+                no_auth(OpKind::Get, e)
+                    .unwrap_or_else(|| failed("reading the namespace node", reason))
             })?;
         let client = root
             .chroot(namespace.as_str())

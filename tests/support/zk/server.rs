@@ -19,6 +19,11 @@ use std::time::{Duration, Instant};
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// A logging binding, so that a server that fails to start says why in its log.
 const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty jars that Debian's manifest leaves out and a TLS server needs.
+const NETTY_EXTRA: [&str; 2] = [
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-resolver.jar",
+];
 /// Sessions may be as short as 2 ticks: 400 ms.
 const TICK_MS: u32 = 200;
 /// How long a JVM may take to start serving on a loaded 2-core machine.
@@ -58,7 +63,17 @@ impl ZkServer {
     }
 
     fn start_with(tls: Option<&ServerTls>) -> ZkServer {
-        let classpath = classpath();
+        let mut classpath = classpath();
+        if tls.is_some() {
+            // Debian's jar manifest names netty's buffer, handler and transport, not the codec and
+            // resolver jars the Netty connection factory needs as well.
+            for jar in NETTY_EXTRA {
+                if Path::new(jar).exists() {
+                    classpath.push(':');
+                    classpath.push_str(jar);
+                }
+            }
+        }
         let dir = tempfile::Builder::new()
             .prefix("shardcron-zk-")
             .tempdir()

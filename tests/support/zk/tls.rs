@@ -31,9 +31,22 @@ impl TestPki {
              extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
         )
         .expect("writing the leaf extensions");
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
         let ca = [
-            &["req", "-x509", "-days", "2", "-subj", "/CN=shardcron test CA"][..],
+            &[
+                "req",
+                "-x509",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=shardcron test CA",
+            ][..],
             &ec,
             &["-addext", "basicConstraints=critical,CA:TRUE"],
             &["-addext", "keyUsage=critical,keyCertSign,cRLSign"],
@@ -56,8 +69,21 @@ impl TestPki {
             .concat();
             pki.openssl(&req)?;
             pki.openssl(&[
-                "x509", "-req", "-days", "2", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-CAcreateserial", "-extfile", "leaf.ext", "-out", &pem,
+                "x509",
+                "-req",
+                "-days",
+                "2",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-extfile",
+                "leaf.ext",
+                "-out",
+                &pem,
             ])?;
         }
         // ZooKeeper's PEM key store: the key and its certificate in one file.
