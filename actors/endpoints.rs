@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::registry::mirror::Mirror;
-use crate::registry::Connector;
+use crate::registry::Registry;
 use crate::types::{InstanceId, JobName};
 
 use ractor::ActorRef;
@@ -72,8 +72,9 @@ impl crate::admin::NodeProbe for Probe {
         ready_session(&self.0).await
     }
 
-    fn connector(&self) -> Arc<dyn Connector> {
-        self.0.connector.clone()
+    async fn session(&self) -> Option<Arc<dyn Registry>> {
+        let registry = ActorRef::<RegistryMsg>::where_is(self.0.actor_name("registry"))?;
+        ractor::call!(registry, RegistryMsg::Session).unwrap_or(None)
     }
 }
 

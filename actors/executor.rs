@@ -122,13 +122,14 @@ impl ExecutorState {
                 source,
                 scheduled,
                 items,
+                attempt,
             } => {
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
                     .await;
                 let config = self.machine.config();
                 self.kit.launch(
-                    &self.ctx, config, myself, run_id, source, scheduled, &items, go,
+                    &self.ctx, config, myself, run_id, source, scheduled, &items, go, attempt,
                 );
             }
             Command::Cancel(items) => self.kit.cancel(|i| items.contains(&i)),
@@ -158,6 +159,15 @@ impl ExecutorState {
                 self.once.reconfigure(&self.ctx, &config);
                 self.ctx.configs.insert(job, config);
             }
+            Command::StartTimer {
+                run_id,
+                timer,
+                after,
+            } => drop(myself.send_after(after, move || {
+                ExecutorMsg::Step(Input::TimerFired { run_id, timer })
+            })),
+            Command::TimeOut { run_id, grace } => self.kit.time_out(run_id, grace),
+            Command::Abandon { run_id } => self.kit.abandon(run_id),
             Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
             Command::Stop => myself.stop(Some(JOB_REMOVED.into())),
             c @ (Command::Misfired(_)
@@ -177,6 +187,7 @@ impl ExecutorState {
                 self.once.run_ended(&self.ctx, myself, report.run_id).await;
                 Input::RunFinished {
                     run_id: report.run_id,
+                    failed: report.outcome.failures().map(|(item, _)| item).collect(),
                 }
             }
             ExecutorMsg::Job(JobEvent {

@@ -8,14 +8,17 @@ use std::time::Duration;
 use ractor::ActorRef;
 
 use crate::config::{JobConfig, JobKind, ValidatedConfig, ValidationContext};
+use crate::decide;
+use crate::decide::answer::Answer;
 use crate::decide::lifecycle::{FenceBudget, Input, JobMachine, Registration};
+use crate::decide::register::{Failure, Register, RegisterFacts, RegisterStep};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op, RegistryError};
+use crate::registry::{Op, OpKind, RegistryError};
 use crate::sharding::instance_node_data;
 use crate::types::JobName;
-use crate::view::{JobView, ServerStatus};
+use crate::view::JobView;
 
-use super::context::{apply_each_tolerant, JobSpec, JobType, NodeContext, SessionCtx};
+use super::context::{JobSpec, JobType, NodeContext, SessionCtx};
 use super::executor::ExecutorMsg;
 use super::node::EngineError;
 
@@ -94,276 +97,130 @@ impl Registered {
 /// The YAML of the node's own config, to write to the registry: refused when a Java ElasticJob
 /// 3.0.x instance could not load it (an IANA zone, an unknown field) unless the job is marked
 /// shardcron-only, since a Java instance of the job would fail after registering.
-fn our_yaml(spec: &JobSpec) -> Result<String, EngineError> {
-    let invalid = |reason: String| EngineError::InvalidConfig {
-        job: spec.config.job_name.clone(),
-        reason,
-    };
+fn our_yaml(spec: &JobSpec) -> Result<String, String> {
     spec.config
         .check_java_readable()
-        .map_err(|e| invalid(e.to_string()))?;
-    spec.config.to_yaml().map_err(|e| invalid(e.to_string()))
+        .map_err(|e| e.to_string())?;
+    spec.config.to_yaml().map_err(|e| e.to_string())
 }
 
-fn step<'a>(job: &'a JobName, what: &'static str) -> impl Fn(RegistryError) -> EngineError + 'a {
-    move |source| EngineError::Registry {
-        job: job.to_string(),
-        step: what,
-        source,
+/// What registration reads: the mirror, and the parsing of configs.
+struct MirrorRegisterFacts<'a> {
+    ctx: &'a SessionCtx,
+    spec: &'a JobSpec,
+    job: &'a JobName,
+}
+
+impl RegisterFacts for MirrorRegisterFacts<'_> {
+    fn data(&self, node: &JobNode) -> Option<Arc<[u8]>> {
+        self.ctx.mirror().data(&node.to_path(self.job))
+    }
+
+    fn exists(&self, node: &JobNode) -> bool {
+        self.ctx.mirror().exists(&node.to_path(self.job))
+    }
+
+    fn has_instances(&self) -> bool {
+        let instances = JobNode::Instances.to_path(self.job);
+        !self.ctx.mirror().children(&instances).is_empty()
+    }
+
+    fn stale_records(&self) -> Vec<Op> {
+        let view = JobView::read(self.ctx.mirror(), self.job);
+        crate::decide::reconcile::own_stale_records(&view, self.job, self.ctx.me())
+    }
+
+    fn our_yaml(&self) -> Result<String, String> {
+        our_yaml(self.spec)
+    }
+
+    fn registry_config(&self, data: &[u8]) -> Result<Arc<ValidatedConfig>, String> {
+        let path = JobNode::Config.to_path(self.job);
+        registry_config(self.ctx, &path, data, &self.spec.job_type)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
     }
 }
 
-/// Registers `spec` for this instance on the session.
+/// Registers `spec` for this instance on the session: the interpreter of
+/// [`decide::register::Register`](crate::decide::register::Register), which decides every step
+/// from the mirror and each write's answer.
 ///
 /// Every job's executor awaits this at startup, all at once: its future is kept small (the config
-/// behind an `Arc`, the rare step-by-step path boxed), as 10,000 of them are alive together.
+/// behind an `Arc`, the machine boxed), as 10,000 of them are alive together.
 pub(crate) async fn register(ctx: &SessionCtx, spec: &JobSpec) -> Result<Registered, EngineError> {
     let local = Arc::new(validate(&ctx.node, &spec.config, &spec.job_type)?);
-    if let Some(done) = register_in_one_write(ctx, spec, &local).await? {
-        return Ok(done);
-    }
-    Box::pin(register_step_by_step(ctx, spec, local)).await
-}
-
-/// Registration op by op, for the cases [`register_in_one_write`] leaves.
-async fn register_step_by_step(
-    ctx: &SessionCtx,
-    spec: &JobSpec,
-    local: Arc<ValidatedConfig>,
-) -> Result<Registered, EngineError> {
     let job = local.job_name().clone();
-    let reg = &*ctx.registry;
-    let mirror = ctx.mirror();
-    let root = JobNode::Root.to_path(&job);
-    let root_data = spec.job_type.root_data();
-
-    // The job root names the job's type; another type may only take it over when nobody runs it.
-    match mirror.data(&root) {
-        None => match reg
-            .create(&root, root_data.as_bytes(), CreateMode::Persistent)
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e.is_node_exists() => {}
-            Err(e) => return Err(step(&job, "creating the job root")(e)),
-        },
-        Some(data) if &*data == root_data.as_bytes() => {}
-        Some(data) => {
-            let other = String::from_utf8_lossy(&data).into_owned();
-            if !other.is_empty()
-                && !mirror
-                    .children(&JobNode::Instances.to_path(&job))
-                    .is_empty()
-            {
-                return Err(EngineError::JobTypeConflict {
-                    job: job.to_string(),
-                    running: other,
-                });
-            }
-            reg.set(&root, root_data.as_bytes(), None)
-                .await
-                .map_err(step(&job, "writing the job root"))?;
-        }
-    }
-
-    // Ours when absent or overwrite; otherwise the registry's, if it is valid.
-    let config_path = JobNode::Config.to_path(&job);
-    let ours = || our_yaml(spec);
-    let (config, yaml) = match mirror.data(&config_path) {
-        None => {
-            let text = ours()?;
-            let yaml = match reg
-                .create(&config_path, text.as_bytes(), CreateMode::Persistent)
-                .await
-            {
-                Ok(_) => Some(Arc::from(text.as_bytes())),
-                // Another instance wrote its own first: its event is read as a change.
-                Err(e) if e.is_node_exists() => None,
-                Err(e) => return Err(step(&job, "writing config")(e)),
-            };
-            (local, yaml)
-        }
-        Some(_) if spec.config.overwrite => {
-            let text = ours()?;
-            reg.set(&config_path, text.as_bytes(), None)
-                .await
-                .map_err(step(&job, "overwriting config"))?;
-            (local, Some(Arc::from(text.as_bytes())))
-        }
-        Some(data) => match registry_config(ctx, &config_path, &data, &spec.job_type) {
-            Ok(c) => (Arc::new(c), Some(data)),
-            Err(e) => {
-                tracing::error!(%job, error = %e, "the registry's config is invalid; running with the local one");
-                (local, Some(data))
-            }
-        },
-    };
-
-    for parent in [
-        JobNode::Servers,
-        JobNode::Instances,
-        JobNode::Sharding,
-        JobNode::LeaderElection,
-        JobNode::LeaderSharding,
-    ] {
-        reg.ensure_path(&parent.to_path(&job))
-            .await
-            .map_err(step(&job, "creating parents"))?;
-    }
     let me = ctx.me();
-    let status = if config.config().disabled {
-        ServerStatus::Disabled
-    } else {
-        ServerStatus::Enabled
+    let facts = MirrorRegisterFacts {
+        ctx,
+        spec,
+        job: &job,
     };
-    let server = JobNode::Server(me.ip().to_owned()).to_path(&job);
-    match reg.set(&server, status.as_data(), None).await {
-        Ok(_) => {}
-        Err(e) if e.is_no_node() => {
-            apply_each_tolerant(
-                reg,
-                &[Op::create(server, status.as_data(), CreateMode::Persistent)],
-            )
-            .await
-            .map_err(step(&job, "writing servers/{ip}"))?;
-        }
-        Err(e) => return Err(step(&job, "writing servers/{ip}")(e)),
+    let mut machine = Box::new(Register::new(
+        job.clone(),
+        me.clone(),
+        spec.job_type.root_data().to_owned(),
+        instance_node_data(me, &spec.config.instance_labels),
+        spec.config.overwrite,
+        local,
+    ));
+    let mut next = machine.start(&facts);
+    let mut last_error = None;
+    loop {
+        let result = match next {
+            RegisterStep::Write(ops, mode) => ctx.write(ops, mode).await,
+            RegisterStep::EnsurePaths(paths) => Box::pin(ensure_paths(ctx, &paths)).await,
+            RegisterStep::Ended(end) => return registered(spec, &job, end, last_error),
+        };
+        let answer = Answer::of(&result);
+        last_error = result.err();
+        next = machine.written(answer, &facts);
     }
-
-    // Records this instance left in an earlier session describe runs that are over.
-    let view = JobView::read(mirror, &job);
-    let stale = crate::decide::reconcile::own_stale_records(&view, &job, me);
-    let instance = JobNode::Instance(me.clone()).to_path(&job);
-    let data = instance_node_data(me, &spec.config.instance_labels);
-    match reg
-        .create(&instance, data.as_bytes(), CreateMode::Ephemeral)
-        .await
-    {
-        Ok(_) => apply_each_tolerant(reg, &stale)
-            .await
-            .map_err(step(&job, "clearing stale running markers"))?,
-        Err(e) if e.is_node_exists() => {
-            // An earlier session of this very instance still holds the node (a restart under
-            // the same id, a new session after a client-side expiry). It is taken over in one
-            // multi-op with the stale markers, as ElasticJob's persistEphemeral replaces an
-            // existing node: waiting for the server to expire it would stop the job for up to a
-            // session timeout, and running meanwhile would let the survivors fail over this
-            // session's runs when the old node goes. Survivors see the node deleted and created
-            // in one transaction, with no marker of this instance left to fail over.
-            let mut ops = vec![Op::delete(instance.clone())];
-            ops.extend(stale);
-            ops.push(Op::create(instance, data, CreateMode::Ephemeral));
-            match reg.multi(&ops).await {
-                Ok(_) => {}
-                Err(e) if e.is_no_node() || e.is_node_exists() => {
-                    // The old node or a marker went meanwhile: op by op.
-                    apply_each_tolerant(reg, &ops)
-                        .await
-                        .map_err(step(&job, "taking over instances/{id}"))?
-                }
-                Err(e) => return Err(step(&job, "taking over instances/{id}")(e)),
-            }
-        }
-        Err(e) => return Err(step(&job, "creating instances/{id}")(e)),
-    }
-    Ok(Registered {
-        config,
-        yaml,
-        registration: Registration::Unconfirmed,
-    })
 }
 
-/// The common case in one multi-op, decided from the mirror: whatever is missing is created. When
-/// the mirror is behind (another instance registers the same job at the same moment) or the case is
-/// unusual (a job root of another type, an instance node of an earlier session), it returns `None`
-/// and the step-by-step path runs.
-async fn register_in_one_write(
-    ctx: &SessionCtx,
+async fn ensure_paths(ctx: &SessionCtx, paths: &[String]) -> Result<(), RegistryError> {
+    for path in paths {
+        ctx.registry.ensure_path(path).await?;
+    }
+    Ok(())
+}
+
+/// What the machine's end means for the executor.
+fn registered(
     spec: &JobSpec,
-    local: &Arc<ValidatedConfig>,
-) -> Result<Option<Registered>, EngineError> {
-    let job = local.job_name();
-    let mirror = ctx.mirror();
-    let me = ctx.me();
-    let path = |n: JobNode| n.to_path(job);
-    let mut ops = Vec::new();
-    match mirror.data(&path(JobNode::Root)) {
-        None => ops.push(Op::create(
-            path(JobNode::Root),
-            spec.job_type.root_data(),
-            CreateMode::Persistent,
-        )),
-        Some(d) if &*d == spec.job_type.root_data().as_bytes() => {}
-        Some(_) => return Ok(None),
-    }
-    let ours = || our_yaml(spec);
-    let (config, yaml) = match mirror.data(&path(JobNode::Config)) {
-        None => {
-            let text = ours()?;
-            let yaml = Arc::from(text.as_bytes());
-            ops.push(Op::create(
-                path(JobNode::Config),
-                text,
-                CreateMode::Persistent,
-            ));
-            (local.clone(), Some(yaml))
-        }
-        Some(_) if spec.config.overwrite => {
-            let text = ours()?;
-            let yaml = Arc::from(text.as_bytes());
-            ops.push(Op::set(path(JobNode::Config), text));
-            (local.clone(), Some(yaml))
-        }
-        Some(data) => match registry_config(ctx, &path(JobNode::Config), &data, &spec.job_type) {
-            Ok(c) => (Arc::new(c), Some(data)),
-            Err(e) => {
+    job: &JobName,
+    end: Result<decide::register::Registered, Failure>,
+    last_error: Option<RegistryError>,
+) -> Result<Registered, EngineError> {
+    match end {
+        Ok(found) => {
+            if let Some(e) = found.refused_registry_config {
                 tracing::error!(%job, error = %e, "the registry's config is invalid; running with the local one");
-                (local.clone(), Some(data))
             }
-        },
-    };
-    for parent in [
-        JobNode::Servers,
-        JobNode::Instances,
-        JobNode::Sharding,
-        JobNode::Leader,
-        JobNode::LeaderElection,
-        JobNode::LeaderSharding,
-    ] {
-        if !mirror.exists(&path(parent.clone())) {
-            ops.push(Op::create(path(parent), "", CreateMode::Persistent));
+            Ok(Registered {
+                config: found.config,
+                yaml: found.yaml,
+                registration: Registration::Unconfirmed,
+            })
         }
-    }
-    let status = if config.config().disabled {
-        ServerStatus::Disabled
-    } else {
-        ServerStatus::Enabled
-    };
-    let server = path(JobNode::Server(me.ip().to_owned()));
-    if mirror.exists(&server) {
-        ops.push(Op::set(server, status.as_data()));
-    } else {
-        ops.push(Op::create(server, status.as_data(), CreateMode::Persistent));
-    }
-    let instance = path(JobNode::Instance(me.clone()));
-    if mirror.exists(&instance) {
-        return Ok(None);
-    }
-    let data = instance_node_data(me, &spec.config.instance_labels);
-    ops.push(Op::create(instance, data, CreateMode::Ephemeral));
-    ops.extend(crate::decide::reconcile::own_stale_records(
-        &JobView::read(mirror, job),
-        job,
-        me,
-    ));
-    match ctx.apply(&ops).await {
-        Ok(()) => Ok(Some(Registered {
-            config,
-            yaml,
-            registration: Registration::Unconfirmed,
-        })),
-        Err(e) if e.is_node_exists() || e.is_no_node() || e.is_bad_version() => Ok(None),
-        Err(e) => Err(step(job, "registering in one write")(e)),
+        Err(Failure::InvalidConfig(reason)) => Err(EngineError::InvalidConfig {
+            job: spec.config.job_name.clone(),
+            reason,
+        }),
+        Err(Failure::JobTypeConflict { running }) => Err(EngineError::JobTypeConflict {
+            job: job.to_string(),
+            running,
+        }),
+        Err(Failure::Registry { step }) => Err(EngineError::Registry {
+            job: job.to_string(),
+            step,
+            source: last_error.unwrap_or_else(|| RegistryError::Backend {
+                op: OpKind::Multi,
+                path: JobNode::Root.to_path(job),
+                reason: "registration ended without a registry error".to_owned(),
+            }),
+        }),
     }
 }
 

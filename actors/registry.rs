@@ -39,6 +39,8 @@ pub(crate) enum RegistryMsg {
     Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
     /// The id of the connected session, when its mirror is synced (`None` otherwise).
     ReadySession(RpcReplyPort<Option<i64>>),
+    /// The current session, for a read that must reach the registry itself (a dump).
+    Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
     /// The mirror feed of session `generation` ended without a terminal session state (its
@@ -276,6 +278,9 @@ impl Actor for RegistryActor {
                         .then(|| a.registry.session_info().id)
                 });
                 let _ = reply.send(session);
+            }
+            RegistryMsg::Session(reply) => {
+                let _ = reply.send(state.active.as_ref().map(|a| a.registry.clone()));
             }
         }
         Ok(())

@@ -14,11 +14,14 @@ use crate::clock::SharedClock;
 use crate::config::ValidatedConfig;
 use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::concurrency::ItemGate;
+use crate::job::deadline::RunDeadline;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
 };
-use crate::job::{ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler};
+use crate::job::{
+    ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler, StopGrace,
+};
 use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
@@ -48,6 +51,12 @@ pub(crate) struct RunRequest {
     pub(crate) go: Option<oneshot::Receiver<()>>,
     /// The cron instant this run answers, for the trigger-delay metric.
     pub(crate) scheduled: Option<DateTime<Utc>>,
+    /// The run's timeout (`shardcron.timeout`); `None` for a job without one.
+    pub(crate) deadline: Option<Arc<RunDeadline>>,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    pub(crate) attempt: u32,
+    /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
+    pub(crate) notify: bool,
 }
 
 /// What a run reports back.
@@ -88,7 +97,20 @@ pub(crate) struct RunKit {
     /// Fencing tokens of items just claimed for failover, from the claimer's mirror (the mark's
     /// zxid), until their run launches: the mirror may show the mark gone before the claim.
     failover_fences: Vec<(ShardItem, FencingToken)>,
-    tokens: Vec<(u64, Vec<(ShardItem, CancellationToken)>)>,
+    tokens: Vec<InFlight>,
+    /// The deadlines of runs in flight of a job with a timeout.
+    deadlines: Vec<(u64, Arc<RunDeadline>)>,
+}
+
+/// One run in flight: its items' cancellation tokens, the grace its processes share, and the
+/// grace a cancellation by this node gives them (the session's, so that a fenced script's group
+/// is gone before the session can expire).
+#[derive(Debug)]
+struct InFlight {
+    run_id: u64,
+    tokens: Vec<(ShardItem, CancellationToken)>,
+    grace: StopGrace,
+    cancel_grace: std::time::Duration,
 }
 
 impl RunKit {
@@ -108,6 +130,7 @@ impl RunKit {
             gate: ItemGate::new(config.item_concurrency().limit()),
             failover_fences: Vec::new(),
             tokens: Vec::new(),
+            deadlines: Vec::new(),
         })
     }
 
@@ -159,6 +182,7 @@ impl RunKit {
         scheduled: Option<DateTime<Utc>>,
         items: &[ShardItem],
         go: Option<oneshot::Receiver<()>>,
+        attempt: u32,
     ) {
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -173,9 +197,15 @@ impl RunKit {
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
         let props = Arc::new(c.props.clone());
-        let lease =
-            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout)
-                .frozen_node_lease();
+        let budget =
+            crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout);
+        let lease = budget.frozen_node_lease();
+        // A job with a timeout gives its processes its grace after any cancel (a shorter one asked
+        // for by fencing still wins).
+        let grace = config
+            .policy()
+            .timeout
+            .map_or_else(StopGrace::default, |t| StopGrace::new(t.grace));
         let contexts = items
             .iter()
             .zip(fences)
@@ -197,10 +227,21 @@ impl RunKit {
                     resharding: self.resharding.clone(),
                     props: props.clone(),
                     child_lease: Some(lease),
+                    stop_grace: grace.clone(),
                 }
             })
             .collect();
-        self.tokens.push((run_id, tokens));
+        self.tokens.push(InFlight {
+            run_id,
+            tokens,
+            grace,
+            cancel_grace: budget.kill_grace(),
+        });
+        let deadline = config.policy().timeout.map(|t| {
+            let deadline = Arc::new(RunDeadline::new(t.after));
+            self.deadlines.push((run_id, deadline.clone()));
+            deadline
+        });
         let req = RunRequest {
             run_id,
             job,
@@ -216,16 +257,41 @@ impl RunKit {
             gate: self.gate.clone(),
             go,
             scheduled,
+            deadline,
+            attempt,
+            notify: config.policy().notifies(attempt),
         };
         spawn_run(req, executor.clone());
     }
 
     /// Cancels the running items `which` selects.
     pub(crate) fn cancel(&self, which: impl Fn(ShardItem) -> bool) {
-        for (item, token) in self.tokens.iter().flat_map(|(_, t)| t) {
-            if which(*item) {
-                token.cancel();
+        for run in &self.tokens {
+            for (item, token) in &run.tokens {
+                if which(*item) {
+                    run.grace.cancel_within(token, run.cancel_grace);
+                }
             }
+        }
+    }
+
+    /// Run `run_id` is past its timeout: its items are cancelled, their processes given `grace`
+    /// (SIGTERM now, SIGKILL after it), and their errors are timeouts.
+    pub(crate) fn time_out(&self, run_id: u64, grace: std::time::Duration) {
+        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+            d.time_out();
+        }
+        for run in self.tokens.iter().filter(|r| r.run_id == run_id) {
+            for (_, token) in &run.tokens {
+                run.grace.cancel_within(token, grace);
+            }
+        }
+    }
+
+    /// Run `run_id`'s grace after its timeout ran out: what of it still runs is dropped.
+    pub(crate) fn abandon(&self, run_id: u64) {
+        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+            d.abandon();
         }
     }
 
@@ -236,9 +302,12 @@ impl RunKit {
             tracing::error!(%job, failures = report.outcome.failures().count(),
                 "run failed and its error handler escalates (THROW)");
         }
-        self.tokens.retain(|(id, _)| *id != report.run_id);
+        self.tokens.retain(|run| run.run_id != report.run_id);
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
+        }
+        if !self.deadlines.is_empty() {
+            self.deadlines.retain(|(id, _)| *id != report.run_id);
         }
     }
 }
@@ -306,6 +375,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
         .map(|ctx| {
             let item = ctx.sharding_item;
             let handler = req.handler.clone();
+            let deadline = req.deadline.clone();
             // Entered in item order, before any task runs: beyond the job's item concurrency
             // items wait their turn in that order.
             let entry = req.gate.enter();
@@ -331,7 +401,10 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                             return Err(JobError::Cancelled("item lost while waiting its turn".into()))
                         }
                     };
-                    handler.run_item(ctx).await
+                    match deadline {
+                        Some(d) => d.guard(handler.run_item(ctx)).await,
+                        None => handler.run_item(ctx).await,
+                    }
                 }),
             )
         })
@@ -361,16 +434,21 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
             });
         }
-        let outcome = if result.is_ok() {
-            Outcome::Success
-        } else {
-            Outcome::Failure
+        let outcome = match result {
+            Ok(()) => Outcome::Success,
+            Err(JobError::TimedOut { .. }) => Outcome::Timeout,
+            Err(_) => Outcome::Failure,
         };
         crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
-        if let Err(e) = result {
-            if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
-                escalated = true;
+        match result {
+            Err(e) if req.notify => {
+                if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
+                    escalated = true;
+                }
             }
+            Err(e) => tracing::warn!(job = %req.job, item = item.0, attempt = req.attempt,
+                "item failed, a retry follows: {e}"),
+            Ok(()) => {}
         }
     }
     let took = (finished_at - started_at).to_std().unwrap_or_default();

@@ -11,56 +11,18 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use crate::decide::answer::Answer;
+use crate::decide::commit::{Commit, CommitEnd, CommitStep};
 use crate::decide::resharding::{self, ShardingStep};
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::NodeEventKind;
-use crate::registry::Op;
+use crate::types::InstanceId;
 use crate::types::JobName;
-use crate::types::{InstanceId, ShardItem};
 use crate::view::{JobView, NamespaceCache};
 
 use super::context::{JobEvent, SessionCtx};
 use super::lanes::{self, Lanes, Merge};
-
-/// The most operations one multi-op carries. ZooKeeper refuses a request past `jute.maxbuffer`
-/// (1 MiB by default) and drops the connection; a plan for a huge `shardingTotalCount` is therefore
-/// committed in chunks. Followers see no partial plan: `processing` stays up until the last chunk,
-/// which also removes `necessary`, and a leader that dies mid-way leaves `necessary` up for the next.
-const MAX_OPS_PER_MULTI: usize = 1000;
-
-async fn apply_in_chunks(
-    ctx: &SessionCtx,
-    ops: &[Op],
-) -> Result<(), crate::registry::RegistryError> {
-    for chunk in ops.chunks(MAX_OPS_PER_MULTI) {
-        ctx.apply(chunk).await?;
-    }
-    Ok(())
-}
-
-/// The owners a commit writes, item by item.
-fn assignment_of(commit: &[Op]) -> Vec<(ShardItem, InstanceId)> {
-    let mut out: Vec<(ShardItem, InstanceId)> = commit
-        .iter()
-        .filter_map(|op| {
-            let (path, data) = match op {
-                Op::Create { path, data, .. } | Op::Set { path, data, .. } => (path, data),
-                _ => return None,
-            };
-            match JobNode::parse(path) {
-                Ok((_, JobNode::ShardingInstance(item))) => {
-                    InstanceId::parse(String::from_utf8_lossy(data).into_owned())
-                        .ok()
-                        .map(|i| (item, i))
-                }
-                _ => None,
-            }
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 /// The ShardingActor.
 #[derive(Debug)]
@@ -343,7 +305,8 @@ fn decide(
     ))
 }
 
-/// Applies one sharding step of `job`.
+/// Applies one sharding step of `job`: a commit is driven by its step machine
+/// ([`Commit`]), each write's answer handed back to it; this function decides nothing.
 async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
     match step {
         ShardingStep::Nothing => Outcome::Done,
@@ -352,78 +315,49 @@ async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
             Outcome::Waits
         }
         ShardingStep::Commit { processing, commit } => {
-            let mut ops = Vec::with_capacity(commit.len() + 1);
-            ops.push(processing);
-            ops.extend(commit);
-            let written = if ops.len() <= MAX_OPS_PER_MULTI {
-                // A plan that fits one multi-op goes in one write with `processing` (up and down
-                // again in it, so a Java leader mid-way makes it fail): a round trip less, and no
-                // follower sees a partial plan either way.
-                match ctx.apply(&ops).await {
-                    Err(e) if processing_stands(&e) => {
-                        commit_after_processing(ctx, job, &ops).await
+            let (mut machine, mut next) = Commit::start(processing, commit);
+            let end = loop {
+                next = match next {
+                    CommitStep::Write(ops) => machine.written(Answer::of(&ctx.apply(&ops).await)),
+                    CommitStep::WriteAfter(pause, ops) => {
+                        // In the lane's task, not in a handler.
+                        tokio::time::sleep(pause).await;
+                        machine.written(Answer::of(&ctx.apply(&ops).await))
                     }
-                    Err(e) => {
-                        // Nothing was written (a multi-op is atomic): retry as after any failure.
-                        tracing::debug!(%job, error = %e, "sharding commit failed; will retry");
-                        return Outcome::Failed(e.to_string());
-                    }
-                    Ok(()) => Ok(()),
-                }
-            } else {
-                commit_after_processing(ctx, job, &ops).await
+                    CommitStep::Ended(end) => break end,
+                };
             };
-            let commit = &ops[1..];
-            match written {
-                Err(None) => Outcome::Done,
-                Ok(()) => {
-                    tracing::info!(%job, "sharding committed");
-                    ctx.node.events.emit(EngineEvent::ShardingChanged {
-                        job: job.clone(),
-                        assignment: assignment_of(commit),
-                    });
-                    crate::metrics::resharding_committed(ctx.me(), job);
-                    Outcome::Done
-                }
-                Err(Some(e)) => {
-                    // The mirror was behind the registry: undo `processing` and retry on the
-                    // next event or fire.
-                    tracing::debug!(%job, error = %e, "sharding commit failed; will retry");
-                    let path = JobNode::LeaderShardingProcessing.to_path(job);
-                    let _ = ctx.registry.delete(&path, None).await;
-                    Outcome::Failed(e.to_string())
-                }
-            }
+            committed(ctx, job, end)
         }
     }
 }
 
-/// Whether a one-write commit failed because `processing` (its first operation) stands: a Java
-/// leader is mid-way through its own commit, and this one goes the older way, after it. A failure
-/// on a later operation (an item node that exists, a flag already gone) is the mirror being behind
-/// the registry, which committing after `processing` would not mend.
-fn processing_stands(e: &crate::registry::RegistryError) -> bool {
-    use crate::registry::RegistryError;
-    e.is_node_exists() && !matches!(e, RegistryError::MultiFailed { index, .. } if *index > 0)
-}
-
-/// Marks sharding as processing with `ops[0]` (already marked is fine: an earlier try of this
-/// leader, or the one-write commit failed on `processing` itself), then commits `ops[1..]` in
-/// chunks. `Err(None)`: `processing` could not be marked (logged), nothing was committed.
-async fn commit_after_processing(
-    ctx: &SessionCtx,
-    job: &JobName,
-    ops: &[Op],
-) -> Result<(), Option<crate::registry::RegistryError>> {
-    match ctx.apply(&ops[..1]).await {
-        Ok(()) => {}
-        Err(e) if e.is_node_exists() => {}
-        Err(e) => {
-            tracing::warn!(%job, error = %e, "cannot mark sharding as processing");
-            return Err(None);
+/// Reports how a commit ended; the outcome for the actor.
+fn committed(ctx: &SessionCtx, job: &JobName, end: CommitEnd) -> Outcome {
+    match end {
+        CommitEnd::Committed(assignment) => {
+            tracing::info!(%job, "sharding committed");
+            ctx.node.events.emit(EngineEvent::ShardingChanged {
+                job: job.clone(),
+                assignment,
+            });
+            crate::metrics::resharding_committed(ctx.me(), job);
+            Outcome::Done
+        }
+        CommitEnd::NotMarked(error) => {
+            tracing::warn!(%job, %error, "cannot mark sharding as processing");
+            Outcome::Done
+        }
+        CommitEnd::Failed(error) => {
+            // The mirror was behind the registry: retried on the next event, fire or retry.
+            tracing::debug!(%job, %error, "sharding commit failed; will retry");
+            Outcome::Failed(error)
+        }
+        CommitEnd::UndoFailed { commit, undo } => {
+            tracing::warn!(%job, error = %commit, undo_error = %undo, "sharding commit failed and leader/sharding/processing could not be removed; the retry's commit removes it");
+            Outcome::Failed(commit)
         }
     }
-    apply_in_chunks(ctx, &ops[1..]).await.map_err(Some)
 }
 
 /// What a job event asks of the ShardingActor. The SessionActor sends it only the events that
@@ -584,6 +518,7 @@ impl Actor for ShardingActor {
 #[cfg(test)]
 mod reaction_tests {
     use super::*;
+    use crate::types::ShardItem;
 
     #[test]
     fn job_events_ask_the_sharding_actor_to_shard_retry_or_rebalance() {

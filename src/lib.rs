@@ -7,19 +7,21 @@
 //!
 //! | layer | modules | what it holds |
 //! | --- | --- | --- |
-//! | identifiers | [`types`] | [`JobName`], [`InstanceId`], [`ShardItem`] |
-//! | domain | [`config`], [`cron`], [`timezone`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, job time zones, sharding strategies, typed registry nodes |
-//! | registry | [`registry`] | the [`registry::Registry`] trait, its ZooKeeper and embedded backends, the local [`registry::mirror`] |
-//! | decisions | [`view`], [`decide`] | a job's nodes read from the mirror; election, resharding, runs, failover and reconcile as pure functions returning registry operations |
-//! | jobs | [`job`], [`clock`] | the sharding context, simple, dataflow, script and HTTP jobs, error handlers and listeners; the injected wall clock |
-//! | events | [`events`], [`history`] | engine events on bounded per-subscriber queues; the execution history on SQLite or PostgreSQL |
-//! | operations | [`admin`], [`metrics`] | Prometheus scrape endpoint, health, readiness and dump endpoints (axum); every metric the engine emits, typed |
-//! | operations | [`console`] | the web console: JSON API, live event stream and embedded page, over [`ops`] |
-//! | operations | [`ops`] | the operations API on the registry: job, item and server statuses; trigger, disable, shutdown, remove; config get/set |
+//! | core: identifiers | [`types`] | [`JobName`], [`InstanceId`], [`ShardItem`] |
+//! | core: domain | [`config`], [`cron`], [`timezone`], [`sharding`], [`paths`] | job configuration (ElasticJob 3.x YAML), Quartz cron, job time zones, sharding strategies, typed registry nodes |
+//! | core: decisions | [`view`], [`decide`] | a job's nodes read from the mirror; election, resharding, runs, failover and reconcile as pure functions and machines returning registry operations |
+//! | core: support | [`clock`], [`metrics`], [`secret`] | the injected wall clock; every metric the engine emits, typed; what is secret and its redaction |
+//! | adapter: registry | [`registry`] | the [`registry::Registry`] trait, its ZooKeeper and embedded backends, the local [`registry::mirror`] |
+//! | adapter: job runners | [`job`] | the sharding context, simple, dataflow, script and HTTP jobs, error handlers, notifiers and listeners |
+//! | adapter: history | [`events`], [`history`] | engine events on bounded per-subscriber queues; the execution history on SQLite or PostgreSQL |
+//! | adapter: operations | [`ops`], [`admin`], [`console`] | the operations API on the registry; scrape, health, readiness and dump endpoints (axum); the web console |
 //! | engine | [`node`], [`embed`] (mounted from `../actors/`) | the supervised actor tree that elects, shards, fires and executes; its builder and handle; embedding in a host's ractor tree |
 //!
-//! `src/` is the domain and never imports the actor layer; the actor layer only applies decisions
-//! that the domain computes. See `ARCHITECTURE.md` for the actor tree and the flow of an event.
+//! The core makes no IO (no socket, file, process or timer), though it still takes vocabulary types
+//! (`Op`, `NodeEventKind`, `SessionState`, `ExecutionSource`) from the [`registry`] and [`job`]
+//! modules; the adapters do the IO. No module of `src/` imports the engine: the engine feeds core
+//! decisions and carries out their commands through the adapters. See `ARCHITECTURE.md` for the
+//! layout contract, the actor tree and the flow of an event.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 

@@ -69,6 +69,8 @@ pub enum Outcome {
     Success,
     /// `failure`.
     Failure,
+    /// `timeout`: the item ran past `shardcron.timeout`.
+    Timeout,
 }
 
 impl Outcome {
@@ -77,6 +79,7 @@ impl Outcome {
         match self {
             Self::Success => "success",
             Self::Failure => "failure",
+            Self::Timeout => "timeout",
         }
     }
 }

@@ -117,8 +117,8 @@ pub fn redact_url(url: &str) -> String {
             .query_pairs()
             .map(|(name, _)| format!("{name}={REDACTED}"))
             .collect();
-        let joined = pairs.join("&");
-        parsed.set_query((!pairs.is_empty()).then_some(joined.as_str()));
+        let query = pairs.join("&");
+        parsed.set_query(if pairs.is_empty() { None } else { Some(&query) });
         changed = true;
     }
     if changed {
@@ -154,6 +154,20 @@ pub fn redact_text(text: &str) -> String {
     out
 }
 
+/// An error and its sources, `: `-separated, with every URL in them redacted ([`redact_text`]):
+/// how an error is shown in a log line or an answer (a driver's message may quote the URL it
+/// failed on, token and all).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    redact_text(&text)
+}
+
 /// A secret value: `Debug` and `Display` print `***`; [`Secret::expose`] is the one way to read it.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secret<T>(T);
@@ -185,6 +199,28 @@ impl<T> fmt::Debug for Secret<T> {
 impl<T> fmt::Display for Secret<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(REDACTED)
+    }
+}
+
+/// Fills `buf` from the kernel's random source (`/dev/urandom`), for session ids and row ids.
+/// Should the source be unreadable (no `/dev`), the buffer is filled from the standard library's
+/// randomly keyed hasher and the time, and a warning is logged.
+pub fn random_bytes(buf: &mut [u8]) {
+    use std::io::Read;
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf));
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "/dev/urandom is unreadable: using a weaker random source");
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in buf.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            let bytes = h.finish().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
     }
 }
 

@@ -39,13 +39,10 @@ use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
+use shardcron::secret::Secret;
 use shardcron::{InstanceId, JobSpec, JobType, NodeOptions, ShardItem};
 
 const WITHIN: Duration = Duration::from_secs(30);
-
-fn loopback() -> std::net::SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
 
 /// A node running `jobs`, recording into `rec` and publishing on `bus` (which the history follows).
 async fn start_node(
@@ -133,10 +130,8 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
     let console = Console::start(
         conn.clone(),
         ConsoleOptions {
-            listen: loopback(),
-            token: None,
             history: Some(db.clone()),
-            namespace: ns.clone(),
+            ..ConsoleOptions::loopback(&ns)
         },
     )
     .await
@@ -247,6 +242,25 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
         .await;
     assert_no_console_errors(&browser, "the job page", &[]).await;
 
+    tracing::info!(
+        "--- the audit tab shows both switches, done by the anonymous loopback operator"
+    );
+    browser.goto(&format!("{base}/#/audit")).await;
+    let who = browser
+        .wait_for(
+            "the disable and enable rows of orders",
+            "document.querySelector('#audit tr[data-operation=disable][data-job=orders]') && \
+             document.querySelector('#audit tr[data-operation=enable][data-job=orders]') && \
+             document.querySelector('#audit tr[data-operation=disable] td:nth-child(2)').innerText",
+        )
+        .await;
+    assert_eq!(who, json!("anonymous (operator)"));
+    screenshot(&browser, "audit.png").await;
+    browser.goto(&format!("{base}/#/job/orders")).await;
+    browser
+        .wait_for("every item of orders has an owner again", MAP)
+        .await;
+
     tracing::info!("--- an invalid config is refused naming the field; the stored one is kept");
     browser
         .wait_for(
@@ -309,10 +323,8 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
     let guarded = Console::start(
         conn.clone(),
         ConsoleOptions {
-            listen: loopback(),
-            token: Some("s3cret".into()),
-            history: None,
-            namespace: ns.clone(),
+            token: Some(Secret::new("s3cret".into())),
+            ..ConsoleOptions::loopback(&ns)
         },
     )
     .await
@@ -339,6 +351,17 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
             "document.querySelector('tr[data-job=orders]')",
         )
         .await;
+    let kept = browser
+        .eval(
+            "return document.cookie + '|' + JSON.stringify(sessionStorage) + '|' + JSON.stringify(localStorage)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        kept,
+        json!("|{}|{}"),
+        "the page keeps no token, and its session cookie is out of the script's reach"
+    );
     // The refused stream and the request that asked why are logged as failed loads.
     assert_no_console_errors(&browser, "the guarded console", &["401"]).await;
     guarded.stop().await;
@@ -368,10 +391,8 @@ async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_
     let console = Console::start(
         conn,
         ConsoleOptions {
-            listen: loopback(),
-            token: Some("s3cret".into()),
-            history: None,
-            namespace: "guarded".into(),
+            token: Some(Secret::new("s3cret".into())),
+            ..ConsoleOptions::loopback("guarded")
         },
     )
     .await
@@ -402,21 +423,23 @@ async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_
         .await
         .unwrap();
     assert_eq!(status(read), 200);
-    // Browsers open an event stream without headers: it alone takes the token in its query.
+    // A token never travels in a URL: the page's event stream carries the login cookie instead
+    // (tests/console_security.rs).
     let stream = http
         .get(format!("{base}/api/events?token=s3cret"))
         .send()
         .await
         .unwrap();
-    assert_eq!(status(stream), 200);
+    assert_eq!(status(stream), 400);
     let stream = http.get(format!("{base}/api/events")).send().await.unwrap();
     assert_eq!(status(stream), 401);
-    let query_elsewhere = http
-        .get(format!("{base}/api/overview?token=s3cret"))
+    let with_header = http
+        .get(format!("{base}/api/events"))
+        .bearer_auth("s3cret")
         .send()
         .await
         .unwrap();
-    assert_eq!(status(query_elsewhere), 401);
+    assert_eq!(status(with_header), 200);
     let write_without_token = http
         .post(format!("{base}/api/jobs/orders/trigger"))
         .header("Content-Type", "application/json")
@@ -553,17 +576,9 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
         .spawn()
         .expect("the Java peer starts");
     let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
-    let console = Console::start(
-        conn,
-        ConsoleOptions {
-            listen: loopback(),
-            token: None,
-            history: None,
-            namespace: ns.clone(),
-        },
-    )
-    .await
-    .expect("console starts");
+    let console = Console::start(conn, ConsoleOptions::loopback(&ns))
+        .await
+        .expect("console starts");
     let base = format!("http://{}", console.local_addr());
     let mut changes = console_changes(&base).await;
 

@@ -824,3 +824,26 @@ fn config_set_with_a_version_past_32_bits_says_out_of_range() {
     assert_eq!(out.code, 2, "{out:#?}");
     assert!(out.stderr.contains("out of range"), "{out:#?}");
 }
+
+#[test]
+fn a_history_password_in_argv_is_refused_and_never_printed() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for args in [
+        &[
+            "history",
+            "orders",
+            "--db",
+            "postgres://app:hunter2@127.0.0.1:1/jobs",
+        ][..],
+        &[
+            "console",
+            "--history",
+            "postgres://app:hunter2@127.0.0.1:1/jobs",
+        ][..],
+    ] {
+        let out = ctl_offline(args, dir.path());
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("PGPASSWORD"), "{}", out.stderr);
+        assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
+    }
+}

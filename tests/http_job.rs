@@ -47,6 +47,7 @@ fn context(item: u32) -> ShardingContext {
         resharding: Default::default(),
         props: Default::default(),
         child_lease: None,
+        stop_grace: Default::default(),
     }
 }
 
@@ -291,4 +292,112 @@ fn https_uris_are_accepted_and_the_defaults_are_elasticjobs() {
     assert_eq!(job.url().scheme(), "https");
     assert_eq!(job.connect_timeout(), Duration::from_millis(3000));
     assert_eq!(job.read_timeout(), Duration::from_millis(5000));
+}
+
+#[tokio::test]
+async fn an_endless_body_is_read_only_up_to_its_cap() {
+    tracing::info!("--- a 200 whose body never ends: the item succeeds, the rest is left unread");
+    let (addr, mut seen) = server(Answer::Endless(200)).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/endless")),
+        ("http.method", "GET"),
+    ]))
+    .unwrap();
+    run(&job, context(0)).await.expect("a 200 succeeds");
+    assert!(matches!(next(&mut seen).await, Seen::Request(_)));
+    assert!(
+        matches!(next(&mut seen).await, Seen::ClientClosed),
+        "the job closed the connection instead of reading on"
+    );
+
+    tracing::info!("--- a 500 whose body never ends fails with the start of it");
+    let (addr, _seen) = server(Answer::Endless(500)).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/endless")),
+        ("http.method", "GET"),
+    ]))
+    .unwrap();
+    let err = run(&job, context(0)).await.unwrap_err().to_string();
+    assert!(err.contains("500") && err.contains("xxxx"), "{err}");
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_forever_hits_the_total_timeout() {
+    // One byte every 100 ms never trips the read timeout; the total timeout ends it.
+    let (addr, mut seen) = server(Answer::Trickle).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/slow")),
+        ("http.method", "GET"),
+        ("shardcron.http.timeout.milliseconds", "1000"),
+    ]))
+    .unwrap();
+    let err = run(&job, context(0)).await.unwrap_err().to_string();
+    assert!(err.contains("total timeout of 1000 ms"), "{err}");
+    assert!(matches!(next(&mut seen).await, Seen::Request(_)));
+    assert!(matches!(next(&mut seen).await, Seen::ClientClosed));
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_is_not_followed_and_its_token_is_not_shown() {
+    tracing::info!("--- 127.0.0.1 redirects to localhost, another host by name");
+    let (other, mut other_seen) = server(Answer::Status(200, "ok")).await;
+    let location: &'static str = Box::leak(
+        format!("http://localhost:{}/stolen?token=s3cr3t", other.port()).into_boxed_str(),
+    );
+    let (addr, _seen) = server(Answer::Redirect(location)).await;
+    let job = HttpJob::from_props(&props(&[
+        (
+            "http.uri",
+            &format!("http://{addr}/start?access_token=t0k3n"),
+        ),
+        ("http.method", "GET"),
+    ]))
+    .unwrap();
+    let err = run(&job, context(0)).await.unwrap_err().to_string();
+    assert!(err.contains("another host"), "{err}");
+    assert!(!err.contains("s3cr3t") && !err.contains("t0k3n"), "{err}");
+    assert!(
+        other_seen.try_recv().is_err(),
+        "the other host got no request"
+    );
+
+    tracing::info!("--- with any-host the redirect is followed, without a Referer");
+    let job = HttpJob::from_props(&props(&[
+        (
+            "http.uri",
+            &format!("http://{addr}/start?access_token=t0k3n"),
+        ),
+        ("http.method", "GET"),
+        ("shardcron.http.redirect", "any-host"),
+    ]))
+    .unwrap();
+    run(&job, context(0))
+        .await
+        .expect("the redirect is followed");
+    let Seen::Request(request) = next(&mut other_seen).await else {
+        panic!("a request first");
+    };
+    assert_eq!(request.target, "/stolen?token=s3cr3t");
+    assert!(!request.headers.contains_key("referer"), "{request:?}");
+}
+
+#[tokio::test]
+async fn a_redirect_to_the_same_host_is_followed_without_a_referer() {
+    let (target, mut target_seen) = server(Answer::Status(200, "ok")).await;
+    let location: &'static str =
+        Box::leak(format!("http://127.0.0.1:{}/moved", target.port()).into_boxed_str());
+    let (addr, _seen) = server(Answer::Redirect(location)).await;
+    let job = HttpJob::from_props(&props(&[
+        ("http.uri", &format!("http://{addr}/start")),
+        ("http.method", "GET"),
+    ]))
+    .unwrap();
+    run(&job, context(0))
+        .await
+        .expect("the redirect is followed");
+    let Seen::Request(request) = next(&mut target_seen).await else {
+        panic!("a request first");
+    };
+    assert_eq!(request.target, "/moved");
+    assert!(!request.headers.contains_key("referer"), "{request:?}");
 }

@@ -40,6 +40,7 @@ fn context() -> ShardingContext {
         resharding: ReshardingFlag::default(),
         props: Default::default(),
         child_lease: None,
+        stop_grace: Default::default(),
     }
 }
 

@@ -549,3 +549,14 @@ fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_ar
         );
     }
 }
+
+#[test]
+fn a_history_password_in_argv_is_refused_and_never_printed() {
+    let (status, stderr) = run_to_exit(&["--history", "postgres://app:hunter2@127.0.0.1:1/jobs"]);
+    assert_eq!(status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("--history") && stderr.contains("PGPASSWORD"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

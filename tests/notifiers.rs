@@ -312,3 +312,102 @@ async fn bad_notifier_props_refuse_the_job_naming_the_prop() {
         assert!(text.contains(field), "{field} in {text}");
     }
 }
+
+/// Every log line of the test's thread, for a search for secrets.
+#[derive(Clone, Default)]
+struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLog {
+    type Writer = CapturedLog;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+// One thread: the node's tasks log through the subscriber set for this thread.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_send_logs_and_notifies_no_secret() {
+    let log = CapturedLog::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(log.clone())
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    tracing::info!("--- a DingTalk robot that refuses every notice, a job failing on a URL");
+    let (addr, mut seen) = server(Answer::Status(500, "robot down")).await;
+    let job = every_second(
+        "leaky",
+        1,
+        "DINGTALK",
+        &[
+            (
+                "dingtalk.webhook",
+                format!("http://{addr}/robot/send?access_token=t0k3n"),
+            ),
+            ("dingtalk.secret", "s3cr3t".to_owned()),
+        ],
+    );
+    let registry = EmbeddedServer::new();
+    let handlers = HandlerRegistry::new();
+    let node = NodeBuilder::new(Arc::new(registry.connector("notify")))
+        .instance_id(InstanceId::parse("127.0.0.1@-@leaky").unwrap())
+        .clock(Arc::new(SystemClock))
+        .handlers(handlers.clone())
+        .job(
+            job,
+            "failing",
+            Arc::new(FnJob(|_ctx: ShardingContext| async move {
+                Err::<(), _>(JobError::failed(
+                    "GET https://db.example/export?password=hunter2 answered 500",
+                ))
+            })),
+        )
+        .start()
+        .await
+        .expect("node starts");
+    let notice = next_request(&mut seen, "the notice").await;
+    tracing::info!("--- the send failed: wait for its log line");
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while !log.text().contains("sending the failure notice failed") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no failed send logged: {}",
+            log.text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    node.shutdown().await;
+    let text = log.text();
+    for secret in ["t0k3n", "s3cr3t", "hunter2"] {
+        assert!(!text.contains(secret), "{secret} in the log:\n{text}");
+        assert!(
+            !notice.body.contains(secret),
+            "{secret} in the notice: {}",
+            notice.body
+        );
+    }
+    assert!(
+        notice.body.contains("password=***"),
+        "the failure is told, redacted: {}",
+        notice.body
+    );
+}

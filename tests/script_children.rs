@@ -26,6 +26,7 @@ fn context(item: u32) -> ShardingContext {
         resharding: ReshardingFlag::default(),
         props: Default::default(),
         child_lease: None,
+        stop_grace: Default::default(),
         scheduled_at: None,
         fencing_token: Default::default(),
     }

@@ -52,7 +52,8 @@ struct Cli {
     admin: Option<SocketAddr>,
     /// Record every item execution and run status (ElasticJob's JOB_EXECUTION_LOG /
     /// JOB_STATUS_TRACE_LOG) in a SQLite file or at a postgres://... URL; read it with
-    /// `shardcronctl history NAME --db TARGET`.
+    /// `shardcronctl history NAME --db TARGET`. A password is refused here (`ps` shows it): set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag.
     #[arg(long, value_name = "TARGET")]
     history: Option<String>,
     /// This instance's labels, comma-separated (e.g. gpu,eu): a job whose `label:` names one of
@@ -95,6 +96,13 @@ pub(crate) struct Args {
 /// Parses the process's arguments; on a refusal (or `--help`) clap's error, which `main` prints.
 pub(crate) fn parse() -> Result<Args, clap::Error> {
     let cli = Cli::try_parse()?;
+    // Checked here, not by clap, whose refusal would print the password it refuses.
+    if let Some(Err(why)) = cli.history.as_deref().map(shardcron::history::history_flag) {
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("--history: {why}\n"),
+        ));
+    }
     let nodes = match (&cli.zk, cli.nodes) {
         (Some(_), _) => 1,
         (None, Some(n)) => usize::from(n),
@@ -109,7 +117,9 @@ pub(crate) fn parse() -> Result<Args, clap::Error> {
         session_timeout: cli.session_timeout_ms.map(Duration::from_millis),
         metrics: cli.metrics,
         admin: cli.admin,
-        history: cli.history,
+        history: cli
+            .history
+            .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
         labels: cli.labels.map(|l| l.0).unwrap_or_default(),
         access: cli.access,
     })

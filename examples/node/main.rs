@@ -223,7 +223,8 @@ async fn run(args: Args, jobs: Vec<JobSpec>) -> Result<(), Box<dyn Error>> {
     let history = match &args.history {
         Some(target) => {
             let history = History::open(target).await?;
-            console.line("history", format_args!("target={target}"));
+            let shown = shardcron::secret::redact_url(target);
+            console.line("history", format_args!("target={shown}"));
             Some(history.attach(&bus))
         }
         None => None,

@@ -2,7 +2,8 @@
 //! (ElasticJob's `dump` command, plus the comparison that tells whether the mirror is behind).
 //!
 //! [`diff`] is pure: two listings in, one entry per path out. The admin endpoint reads the mirror
-//! and the registry, calls it, and renders the result as text ([`JobDump::to_text`]) or JSON.
+//! and the registry, calls it, redacts every entry ([`redact`]: secrets never leave the node) and
+//! renders the result as text ([`JobDump::to_text`]) or JSON.
 
 use std::collections::BTreeMap;
 
@@ -56,6 +57,8 @@ pub enum Difference {
     MirrorOnly,
     /// Only the registry holds it: created there, the event not applied yet (or lost).
     RegistryOnly,
+    /// The registry could not be read: only the mirror's copy is shown.
+    Unread,
 }
 
 impl Difference {
@@ -66,6 +69,7 @@ impl Difference {
             Self::Differs => '~',
             Self::MirrorOnly => '-',
             Self::RegistryOnly => '+',
+            Self::Unread => '?',
         }
     }
 }
@@ -119,6 +123,15 @@ pub fn diff(
         .collect()
 }
 
+/// The mirror's listing alone, every entry [`Difference::Unread`]: the registry could not be read.
+pub fn mirror_only(mirror: impl IntoIterator<Item = (String, NodeCopy)>) -> Vec<DumpEntry> {
+    let mut entries = diff(mirror, []);
+    for e in &mut entries {
+        e.status = Difference::Unread;
+    }
+    entries
+}
+
 /// The entry of `path`, keyed segment by segment so that children follow their parent.
 fn slot(both: &mut BTreeMap<Vec<String>, DumpEntry>, path: String) -> &mut DumpEntry {
     let key = path.split('/').map(str::to_owned).collect();
@@ -139,8 +152,11 @@ pub struct JobDump {
     pub instance: String,
     /// Whether that mirror claimed to be in sync when it was read.
     pub mirror_synced: bool,
-    /// How many entries are not [`Difference::Same`].
+    /// How many entries differ (neither [`Difference::Same`] nor [`Difference::Unread`]).
     pub differences: usize,
+    /// Why the registry was not read (only the mirror is shown), when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry_error: Option<String>,
     /// The entries, parents first.
     pub nodes: Vec<DumpEntry>,
 }
@@ -150,15 +166,22 @@ impl JobDump {
     pub fn new(job: String, instance: String, mirror_synced: bool, nodes: Vec<DumpEntry>) -> Self {
         let differences = nodes
             .iter()
-            .filter(|e| e.status != Difference::Same)
+            .filter(|e| !matches!(e.status, Difference::Same | Difference::Unread))
             .count();
         Self {
             job,
             instance,
             mirror_synced,
             differences,
+            registry_error: None,
             nodes,
         }
+    }
+
+    /// The dump of a mirror whose registry could not be read, saying why.
+    pub fn registry_unread(mut self, why: String) -> Self {
+        self.registry_error = Some(why);
+        self
     }
 
     /// The text form: a header, then one line per node, `{mark} {path} {data}`; a node that
@@ -178,6 +201,11 @@ impl JobDump {
             self.nodes.len(),
             self.differences,
         );
+        if let Some(why) = &self.registry_error {
+            out.push_str(&format!(
+                "# '?' the registry was not read ({why}): the mirror's copy only\n"
+            ));
+        }
         let show = |c: &NodeCopy| {
             let mut s = format!("{:?}", String::from_utf8_lossy(&c.data));
             if c.version != 0 {
@@ -202,9 +230,91 @@ impl JobDump {
     }
 }
 
+/// The largest `config` node shown (redacted); a larger one is shown as its size only.
+const MAX_SHOWN_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// `entry` with the secrets of both copies redacted, compared before: the `config` node (the path
+/// `config`) shown with its secret `props` as `***` and the password and query values of every URL
+/// redacted ([`crate::secret`]), any other node's URLs redacted. A `config` node that does not
+/// read as a job config is shown as its size only: it may hold secrets the redaction cannot find.
+pub fn redact(mut entry: DumpEntry, config: &str) -> DumpEntry {
+    let is_config = entry.path == config;
+    for copy in entry.mirror.iter_mut().chain(entry.registry.iter_mut()) {
+        copy.data = if is_config {
+            redact_config(&copy.data)
+        } else {
+            crate::secret::redact_text(&String::from_utf8_lossy(&copy.data)).into_bytes()
+        };
+    }
+    entry
+}
+
+fn redact_config(data: &[u8]) -> Vec<u8> {
+    let unreadable = || {
+        format!(
+            "<{} bytes that do not read as a job config, not shown: they may hold secrets>",
+            data.len()
+        )
+        .into_bytes()
+    };
+    if data.len() > MAX_SHOWN_CONFIG_BYTES {
+        return unreadable();
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return unreadable();
+    };
+    // The same parse (and the same bounds) as the node's own reading of the node.
+    let Ok(mut config) = crate::config::JobConfig::from_yaml(text) else {
+        return unreadable();
+    };
+    crate::secret::redact_props(&mut config.props);
+    for (key, value) in config.unknown_fields.iter_mut() {
+        if crate::secret::is_secret_key(key) {
+            *value = serde_yaml_ng::Value::String(crate::secret::REDACTED.to_owned());
+        }
+    }
+    match config.to_yaml() {
+        Ok(yaml) => crate::secret::redact_text(&yaml).into_bytes(),
+        Err(_) => unreadable(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dump_shows_no_secret_of_the_config_or_of_any_url() {
+        let config = "jobName: j\nshardingTotalCount: 1\ncron: 0 * * * * ?\n\
+                      jobErrorHandlerType: DINGTALK\nprops:\n  dingtalk.secret: s3cr3t\n  \
+                      dingtalk.webhook: https://oapi.example/robot?access_token=t0k3n\n  \
+                      email.password: hunter2\n  script.command.line: echo hi\n";
+        let entry = |path: &str, data: &str| DumpEntry {
+            path: path.to_owned(),
+            status: Difference::Same,
+            mirror: Some(copy(data, 1, 1)),
+            registry: Some(copy(data, 1, 1)),
+        };
+        for entry in [
+            redact(entry("/j/config", config), "/j/config"),
+            redact(
+                entry("/j/other", "see https://h/x?token=t0k3n"),
+                "/j/config",
+            ),
+        ] {
+            for copy in [&entry.mirror, &entry.registry].into_iter().flatten() {
+                let shown = String::from_utf8_lossy(&copy.data);
+                for secret in ["s3cr3t", "t0k3n", "hunter2"] {
+                    assert!(!shown.contains(secret), "{secret} in {shown}");
+                }
+            }
+        }
+        let shown = redact(entry("/j/config", config), "/j/config");
+        let shown = String::from_utf8_lossy(&shown.registry.unwrap().data).into_owned();
+        assert!(shown.contains("echo hi"), "the rest is kept: {shown}");
+        let odd = redact(entry("/j/config", "props: {password: [x"), "/j/config");
+        assert!(String::from_utf8_lossy(&odd.mirror.unwrap().data).starts_with("<20 bytes"));
+    }
 
     fn copy(data: &str, version: i32, czxid: i64) -> NodeCopy {
         NodeCopy {

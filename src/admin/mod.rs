@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::registry::mirror::Mirror;
-use crate::registry::{Connector, RegistryError};
+use crate::registry::{Registry, RegistryError};
 use crate::types::{InstanceId, JobName};
 
 pub use self::scrape::{
@@ -56,8 +56,9 @@ pub trait NodeProbe: Send + Sync + fmt::Debug + 'static {
     /// The id of the connected registry session, when the mirror is synced with it; `None`
     /// while there is no such session.
     async fn ready_session(&self) -> Option<i64>;
-    /// Opens sessions for reads that must reach the registry itself (dumps).
-    fn connector(&self) -> Arc<dyn Connector>;
+    /// The node's own registry session, for reads that must reach the registry itself (dumps);
+    /// `None` while the node has none.
+    async fn session(&self) -> Option<Arc<dyn Registry>>;
 }
 
 /// Errors of starting an endpoint, each naming the step.
@@ -79,11 +80,18 @@ pub enum AdminError {
     Recorder(#[source] RecorderError),
 }
 
+/// How long a dump may read the registry.
+const DUMP_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Errors of a dump, each naming the step; answered with `502`.
 #[derive(Debug, thiserror::Error)]
 enum DumpError {
-    #[error("opening a registry session for the dump failed")]
-    Connect(#[source] RegistryError),
+    #[error("the node has no registry session now")]
+    NoSession,
+    #[error("listing {path} in the registry took longer than {} s", DUMP_TIMEOUT.as_secs())]
+    TimedOut { path: String },
+    #[error("another dump is being read; try again")]
+    Busy,
     #[error("listing {path} in the registry failed")]
     List {
         path: String,
@@ -124,19 +132,27 @@ impl EndpointServer {
             probe,
             turn: scrape::ProcessSeriesTurn::join(),
         };
-        Self::start("metrics", addr, routes::metrics(Arc::new(state)), stop).await
+        Self::start("metrics", addr, routes::metrics(Arc::new(state)), &[], stop).await
     }
 
     /// Serves `/healthz`, `/readyz` and `/dump/{job}` on `addr` for `probe`'s node.
     pub async fn admin(addr: SocketAddr, probe: Arc<dyn NodeProbe>) -> Result<Self, AdminError> {
         let stop = CancellationToken::new();
-        Self::start("admin", addr, routes::admin(probe), stop).await
+        Self::start(
+            "admin",
+            addr,
+            routes::admin(probe),
+            serve::HEALTH_PROBES,
+            stop,
+        )
+        .await
     }
 
     async fn start(
         endpoint: &'static str,
         addr: SocketAddr,
         router: Router,
+        probes: &'static [&'static str],
         stop: CancellationToken,
     ) -> Result<Self, AdminError> {
         let bind = |source| AdminError::Bind {
@@ -147,7 +163,12 @@ impl EndpointServer {
         let listener = TcpListener::bind(addr).await.map_err(bind)?;
         let bound = listener.local_addr().map_err(bind)?;
         tracing::info!(%bound, endpoint, "operations endpoint listening");
-        let task = tokio::spawn(serve::serve(listener, router, stop.clone()));
+        let task = tokio::spawn(serve::serve_with_probes(
+            listener,
+            router,
+            probes,
+            stop.clone(),
+        ));
         Ok(Self {
             addr: bound,
             stop,

@@ -13,7 +13,7 @@ use axum::routing::get;
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 
-use super::dump::{diff, JobDump, NodeCopy};
+use super::dump::{diff, mirror_only, JobDump, NodeCopy};
 use super::scrape::{node_series, render_node_gauges, ProcessSeriesTurn};
 use super::{ready, DumpError, NodeProbe};
 use crate::paths::JobNode;
@@ -126,29 +126,45 @@ async fn dump(
     let synced = probe.mirror().is_synced();
     let mirrored = probe.mirror().snapshot(&root);
     let listed = match list(probe.as_ref(), &root).await {
-        Ok(listed) => listed,
-        Err(e) => return text(StatusCode::BAD_GATEWAY, format!("{}\n", error_chain(&e))),
+        Ok(listed) => Ok(listed),
+        Err(e @ DumpError::Busy) => return text(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")),
+        Err(e) => Err(crate::secret::error_chain(&e)),
     };
-    if mirrored.is_empty() && listed.is_empty() {
+    if mirrored.is_empty() && listed.as_ref().is_ok_and(Vec::is_empty) {
         return text(
             StatusCode::NOT_FOUND,
             format!("no job named {job} in the registry\n"),
         );
     }
-    let entries = diff(
-        mirrored
-            .into_iter()
-            .map(|(path, n)| (path, NodeCopy::new(&n.data, &n.stat))),
-        listed
-            .into_iter()
-            .map(|n| (n.path, NodeCopy::new(&n.data, &(&n.stat).into()))),
-    );
-    let dump = JobDump::new(
+    let mirrored = mirrored
+        .into_iter()
+        .map(|(path, n)| (path, NodeCopy::new(&n.data, &n.stat)));
+    let (entries, unread) = match listed {
+        Ok(listed) => (
+            diff(
+                mirrored,
+                listed
+                    .into_iter()
+                    .map(|n| (n.path, NodeCopy::new(&n.data, &(&n.stat).into()))),
+            ),
+            None,
+        ),
+        Err(why) => (mirror_only(mirrored), Some(why)),
+    };
+    let config = JobNode::Config.to_path(&job);
+    let entries = entries
+        .into_iter()
+        .map(|entry| super::dump::redact(entry, &config))
+        .collect();
+    let mut dump = JobDump::new(
         job.to_string(),
         probe.instance_id().to_string(),
         synced,
         entries,
     );
+    if let Some(why) = unread {
+        dump = dump.registry_unread(why);
+    }
     if !json {
         return text(StatusCode::OK, dump.to_text());
     }
@@ -161,19 +177,22 @@ async fn dump(
     }
 }
 
-/// Lists `root` through a session of its own: the node's session belongs to its actors, and a
-/// dump must show what the registry holds, not what this node believes.
+/// Lists `root` through the node's own session (no session of its own per request), one dump at
+/// a time per process and within [`DUMP_TIMEOUT`](super::DUMP_TIMEOUT): a dump must show what the
+/// registry holds, not only what this node believes, without letting its clients load the
+/// registry.
 async fn list(
     probe: &dyn NodeProbe,
     root: &str,
 ) -> Result<Vec<crate::registry::ListedNode>, DumpError> {
-    let session = probe
-        .connector()
-        .connect()
+    static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+    let _turn = ONE_AT_A_TIME.try_acquire().map_err(|_| DumpError::Busy)?;
+    let session = probe.session().await.ok_or(DumpError::NoSession)?;
+    let listed = tokio::time::timeout(super::DUMP_TIMEOUT, session.list_subtree(root))
         .await
-        .map_err(DumpError::Connect)?;
-    let listed = session.list_subtree(root).await;
-    session.close().await;
+        .map_err(|_| DumpError::TimedOut {
+            path: root.to_owned(),
+        })?;
     match listed {
         Ok(nodes) => Ok(nodes),
         Err(e) if e.is_no_node() => Ok(Vec::new()),
@@ -182,16 +201,4 @@ async fn list(
             source,
         }),
     }
-}
-
-/// An error and its sources, `: `-separated, for a plain-text answer.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(s) = next {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        next = s.source();
-    }
-    out
 }

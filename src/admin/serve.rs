@@ -1,22 +1,48 @@
-//! Serving an axum [`Router`] over HTTP/1.1 with hyper, within bounds.
+//! Serving an axum [`Router`] over HTTP/1.1 with hyper, within bounds, so that no client, slow or
+//! greedy, can keep the others (or a health probe) out.
 //!
-//! `axum::serve` takes no limits, so connections are accepted here and handed to hyper's HTTP/1
-//! connection builder configured with them: a request head of at most [`MAX_HEAD_BYTES`] (larger
-//! gets `431`), a head that must arrive within [`HEAD_TIMEOUT`] (an idle keep-alive connection is
-//! closed after that long too), at most [`MAX_CONNECTIONS`] connections at once (further ones wait
-//! in the listener's backlog), and a connection lives at most [`MAX_CONNECTION_AGE`] before it is
-//! asked to close after its current response (which then has [`DRAIN_TIMEOUT`] to be written).
-//! Malformed requests get hyper's `400`; keep-alive and `HEAD` are HTTP/1.1 as hyper implements it.
+//! `axum::serve` takes no limits, so connections are accepted here, always (a full server does
+//! not leave new connections in the listener's backlog, where a probe would time out), and each
+//! goes through two stages:
+//!
+//! 1. **Waiting for its request head**, which must arrive within [`HEAD_TIMEOUT`] and fit in
+//!    [`MAX_HEAD_BYTES`] (`408` or `431` otherwise). A waiting connection holds no slot, only a
+//!    place among [`MAX_WAITING`] (at most [`MAX_WAITING_PER_CLIENT`] from one IP address);
+//!    beyond them a new connection is closed at once.
+//! 2. **Served**, once its head is complete. A health probe (`GET` or `HEAD` of a path the server
+//!    was given as a probe path, the admin server's `/healthz` and `/readyz`) takes a free slot if
+//!    there is one, and is otherwise answered at once, that one request, without a slot: probes
+//!    keep answering while slow or greedy clients hold every slot. Any other request needs one
+//!    of [`MAX_CONNECTIONS`] slots, at most
+//!    [`MAX_CONNECTIONS_PER_CLIENT`] of them for one IP address, waited for up to [`SLOT_WAIT`]
+//!    (`503` then). A slot's connection is kept alive: each further request head must arrive
+//!    within [`HEAD_TIMEOUT`] too (an idle connection is closed after that long).
+//!
+//! Every request is answered within [`REQUEST_TIMEOUT`] (`503` otherwise); a request announcing a
+//! body larger than [`MAX_BODY_BYTES`] gets `413` unread (axum's extractors bound any body they
+//! read, 2 MB). A connection lives at most [`MAX_CONNECTION_AGE`] before it is asked to close
+//! after its current response (which then has [`DRAIN_TIMEOUT`] to be written). Malformed requests
+//! get hyper's `400`; keep-alive and `HEAD` are HTTP/1.1 as hyper implements it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::extract::ConnectInfo;
+use axum::http::{header, HeaderValue, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// The largest request head (request line and headers); hyper's smallest allowed read buffer.
@@ -24,69 +50,424 @@ pub(crate) const MAX_HEAD_BYTES: usize = 8 * 1024;
 /// How long a client may take to send a request head, and how long a connection may sit idle
 /// between requests.
 pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request may take to be answered (its response head).
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest request body announced with `Content-Length`.
+pub(crate) const MAX_BODY_BYTES: u64 = 1024 * 1024;
 /// How long one connection may be kept alive in all.
 pub(crate) const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 /// How long a connection asked to close (age, shutdown) has to finish its response.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections served at once.
+/// Connections served at once (slots).
 pub(crate) const MAX_CONNECTIONS: usize = 32;
+/// Slots one IP address may hold at once.
+pub(crate) const MAX_CONNECTIONS_PER_CLIENT: usize = 8;
+/// Connections waiting for their request head (or answering a probe) at once.
+pub(crate) const MAX_WAITING: usize = 1024;
+/// Waiting connections from one IP address.
+pub(crate) const MAX_WAITING_PER_CLIENT: usize = 512;
+/// How long a complete request waits for a slot.
+pub(crate) const SLOT_WAIT: Duration = Duration::from_secs(5);
 
-/// Accepts connections on `listener` until `stop` fires, answering each with `router`. Open
-/// connections are asked to close when `stop` fires.
+/// The admin server's probe paths, answered without a slot.
+pub(crate) const HEALTH_PROBES: &[&str] = &["/healthz", "/readyz"];
+
+/// Accepts connections on `listener` until `stop` fires, answering each with `router`; no path is
+/// a probe. Open connections are asked to close when `stop` fires.
 pub(crate) async fn serve(listener: TcpListener, router: Router, stop: CancellationToken) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    serve_with_probes(listener, router, &[], stop).await;
+}
+
+/// As [`serve`], answering `GET`/`HEAD` of the `probes` paths without a slot.
+pub(crate) async fn serve_with_probes(
+    listener: TcpListener,
+    router: Router,
+    probes: &'static [&'static str],
+    stop: CancellationToken,
+) {
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .max_buf_size(MAX_HEAD_BYTES)
         .keep_alive(true);
+    let server = Arc::new(Server {
+        builder,
+        router,
+        probes,
+        stop,
+        slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        waiting: Arc::new(Semaphore::new(MAX_WAITING)),
+        clients: Mutex::new(HashMap::new()),
+        freed: Notify::new(),
+    });
     loop {
-        let permit = tokio::select! {
-            _ = stop.cancelled() => return,
-            p = permits.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => return,
-            },
-        };
         let accepted = tokio::select! {
-            _ = stop.cancelled() => return,
+            _ = server.stop.cancelled() => return,
             a = listener.accept() => a,
         };
         match accepted {
-            Ok((stream, _peer)) => {
-                let (builder, router, stop) = (builder.clone(), router.clone(), stop.clone());
-                tokio::spawn(async move {
-                    serve_connection(builder, stream, router, stop).await;
-                    drop(permit);
-                });
+            Ok((stream, peer)) => {
+                // Over the bounds: closed at once, so that it does not wait in the backlog.
+                let Some(waiting) = server.admit(peer.ip()) else {
+                    drop(stream);
+                    continue;
+                };
+                tokio::spawn(server.clone().handle(stream, peer, waiting));
             }
             // Accept errors (out of file descriptors, a reset before accept) concern one
-            // connection; keep listening.
-            Err(e) => tracing::debug!(error = %e, "accept failed"),
+            // connection; keep listening, after a breath if the process is out of descriptors.
+            Err(e) => {
+                tracing::debug!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
     }
 }
 
-async fn serve_connection(
+/// What every connection of one server shares.
+struct Server {
     builder: http1::Builder,
-    stream: TcpStream,
     router: Router,
+    probes: &'static [&'static str],
     stop: CancellationToken,
-) {
-    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router));
-    tokio::pin!(conn);
-    tokio::select! {
-        // A client that goes away mid-request is no error of ours.
-        done = conn.as_mut() => {
-            if let Err(e) = done {
-                tracing::debug!(error = %e, "operations connection ended with an error");
-            }
-            return;
-        }
-        _ = stop.cancelled() => {}
-        _ = tokio::time::sleep(MAX_CONNECTION_AGE) => {}
+    slots: Arc<Semaphore>,
+    waiting: Arc<Semaphore>,
+    /// Waiting connections and slots per IP address (entries removed at zero).
+    clients: Mutex<HashMap<IpAddr, Held>>,
+    /// Woken whenever a slot is given back.
+    freed: Notify,
+}
+
+/// What one IP address holds.
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    waiting: usize,
+    slots: usize,
+}
+
+/// A waiting place: given back when dropped.
+struct Waiting {
+    server: Arc<Server>,
+    ip: IpAddr,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.server.release(self.ip, |h| h.waiting -= 1);
     }
-    conn.as_mut().graceful_shutdown();
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, conn).await;
+}
+
+/// A slot: given back when dropped.
+struct Slot {
+    server: Arc<Server>,
+    ip: IpAddr,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.server.release(self.ip, |h| h.slots -= 1);
+        self.server.freed.notify_waiters();
+    }
+}
+
+impl Server {
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Held>> {
+        self.clients.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn release(&self, ip: IpAddr, change: impl FnOnce(&mut Held)) {
+        let mut clients = self.clients();
+        if let Some(held) = clients.get_mut(&ip) {
+            change(held);
+            if held.waiting == 0 && held.slots == 0 {
+                clients.remove(&ip);
+            }
+        }
+    }
+
+    /// A waiting place for a connection from `ip`, if the bounds allow one.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Waiting> {
+        let mut clients = self.clients();
+        let held = clients.entry(ip).or_default();
+        if held.waiting >= MAX_WAITING_PER_CLIENT {
+            return None;
+        }
+        let permit = self.waiting.clone().try_acquire_owned().ok()?;
+        held.waiting += 1;
+        Some(Waiting {
+            server: self.clone(),
+            ip,
+            _permit: permit,
+        })
+    }
+
+    /// A slot for `ip` within its share, waiting up to [`SLOT_WAIT`].
+    async fn slot(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let deadline = tokio::time::Instant::now() + SLOT_WAIT;
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(slot) = self.try_slot(ip) {
+                return Some(slot);
+            }
+            tokio::select! {
+                () = freed => {}
+                () = tokio::time::sleep_until(deadline) => return None,
+            }
+        }
+    }
+
+    fn try_slot(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let mut clients = self.clients();
+        let held = clients.entry(ip).or_default();
+        if held.slots >= MAX_CONNECTIONS_PER_CLIENT {
+            return None;
+        }
+        let permit = self.slots.clone().try_acquire_owned().ok()?;
+        held.slots += 1;
+        Some(Slot {
+            server: self.clone(),
+            ip,
+            _permit: permit,
+        })
+    }
+
+    /// One connection: its head, then a probe's answer or a slot's service.
+    async fn handle(self: Arc<Self>, mut stream: TcpStream, peer: SocketAddr, waiting: Waiting) {
+        let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
+            Ok(Ok(Some(head))) => head,
+            Ok(Ok(None)) => {
+                let _ = refuse(&mut stream, "431 Request Header Fields Too Large").await;
+                return;
+            }
+            // Closed or reset before a whole head: nothing to answer.
+            Ok(Err(_)) => return,
+            Err(_) => {
+                let _ = refuse(&mut stream, "408 Request Timeout").await;
+                return;
+            }
+        };
+        let probe = is_probe(&head, self.probes);
+        let stream = Prefixed {
+            prefix: head,
+            at: 0,
+            inner: stream,
+        };
+        let ip = waiting.ip;
+        // A probe takes a free slot if there is one (and may then go on as any connection); in a
+        // full server it is answered, that one request, without one.
+        let slot = if probe {
+            self.try_slot(ip)
+        } else {
+            self.slot(ip).await
+        };
+        let Some(slot) = slot else {
+            if probe {
+                let mut builder = self.builder.clone();
+                builder.keep_alive(false);
+                self.serve_connection(builder, stream, peer).await;
+                return;
+            }
+            let mut stream = stream.inner;
+            let _ = refuse(&mut stream, "503 Service Unavailable").await;
+            return;
+        };
+        drop(waiting);
+        self.serve_connection(self.builder.clone(), stream, peer)
+            .await;
+        drop(slot);
+    }
+
+    async fn serve_connection(&self, builder: http1::Builder, stream: Prefixed, peer: SocketAddr) {
+        let inner = TowerToHyperService::new(self.router.clone());
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            // Handlers that care who asks (the console slows a client guessing tokens) read the
+            // peer as axum's `ConnectInfo`.
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let answer = bounded(&inner, request);
+            async move { Ok::<_, std::convert::Infallible>(answer.await) }
+        });
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(conn);
+        tokio::select! {
+            // A client that goes away mid-request is no error of ours.
+            done = conn.as_mut() => {
+                if let Err(e) = done {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            _ = self.stop.cancelled() => {}
+            _ = tokio::time::sleep(MAX_CONNECTION_AGE) => {}
+        }
+        conn.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, conn).await;
+    }
+}
+
+/// The router's answer to `request` within [`REQUEST_TIMEOUT`], `413` for a body announced too
+/// large.
+fn bounded(
+    router: &TowerToHyperService<Router>,
+    request: Request<Incoming>,
+) -> impl std::future::Future<Output = Response> + Send + 'static {
+    let too_large = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > MAX_BODY_BYTES);
+    let answer = (!too_large).then(|| router.call(request));
+    async move {
+        let Some(answer) = answer else {
+            let mut response = (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body larger than {MAX_BODY_BYTES} bytes\n"),
+            )
+                .into_response();
+            // The body is left unread: the connection cannot carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, answer).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(never)) => match never {},
+            Err(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("no answer within {} s\n", REQUEST_TIMEOUT.as_secs()),
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// Reads until the end of the first request head (`\r\n\r\n`): the bytes read (the head, and
+/// whatever followed it in the same reads), `None` when no head ends within [`MAX_HEAD_BYTES`].
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut data = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        // Only the last few bytes before this read can start the terminator.
+        let from = data.len().saturating_sub(3);
+        data.extend_from_slice(&chunk[..n]);
+        if data[from..].windows(4).any(|w| w == b"\r\n\r\n") {
+            return Ok(Some(data));
+        }
+        if data.len() >= MAX_HEAD_BYTES {
+            return Ok(None);
+        }
+    }
+}
+
+/// Whether `head` asks `GET` or `HEAD` of one of `probes` (the query ignored).
+fn is_probe(head: &[u8], probes: &[&str]) -> bool {
+    if probes.is_empty() {
+        return false;
+    }
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let mut words = line.split(|b| *b == b' ');
+    let (Some(method), Some(target)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+    matches!(method, b"GET" | b"HEAD") && probes.iter().any(|p| p.as_bytes() == path)
+}
+
+/// Answers `status` and closes, within a second (the client may not be reading).
+async fn refuse(stream: &mut TcpStream, status: &str) -> std::io::Result<()> {
+    let body = format!("{status}\n");
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::time::timeout(
+        Duration::from_secs(1),
+        stream.write_all(response.as_bytes()),
+    )
+    .await
+    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+}
+
+/// A stream whose first bytes were already read: they are read again first.
+struct Prefixed {
+    prefix: Vec<u8>,
+    at: usize,
+    inner: TcpStream,
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.at < self.prefix.len() {
+            let n = buf.remaining().min(self.prefix.len() - self.at);
+            let at = self.at;
+            buf.put_slice(&self.prefix[at..at + n]);
+            self.at += n;
+            if self.at == self.prefix.len() {
+                self.prefix = Vec::new();
+                self.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_get_or_head_of_a_probe_path_is_a_probe() {
+        let probe = |head: &str| is_probe(head.as_bytes(), HEALTH_PROBES);
+        assert!(probe("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+        assert!(probe("HEAD /readyz?verbose=1 HTTP/1.1\r\n\r\n"));
+        assert!(!probe("POST /healthz HTTP/1.1\r\n\r\n"));
+        assert!(!probe("GET /dump/orders HTTP/1.1\r\n\r\n"));
+        assert!(!probe("GET /healthzz HTTP/1.1\r\n\r\n"));
+        assert!(!is_probe(b"GET /healthz HTTP/1.1\r\n\r\n", &[]));
+    }
 }

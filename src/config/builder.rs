@@ -3,6 +3,13 @@
 //! Each method names the YAML field it sets; flags take a `bool` because the method name already
 //! says which flag (`.failover(true)`), so the call site stays readable.
 
+use std::time::Duration;
+
+use super::duration::format_duration;
+use super::policy::{
+    Notify, Overlap, CATCHUP_WINDOW, OVERLAP, OVERLAP_BUFFER, RETRY_BACKOFF, RETRY_BACKOFF_MAX,
+    RETRY_FACTOR, RETRY_JITTER, RETRY_MAX, RETRY_NOTIFY, TIMEOUT, TIMEOUT_GRACE,
+};
 use super::{JobConfig, SCRIPT_COMMAND_LINE};
 
 impl JobConfig {
@@ -148,5 +155,62 @@ impl JobConfig {
     pub fn static_sharding(mut self, on: bool) -> Self {
         self.static_sharding = on;
         self
+    }
+}
+
+/// The run policies (`shardcron.` props, see [`super::RunPolicy`]).
+impl JobConfig {
+    /// Sets `shardcron.timeout`: an item run longer is cancelled, then ended after the grace.
+    pub fn timeout(self, after: Duration) -> Self {
+        self.prop(TIMEOUT, format_duration(after))
+    }
+
+    /// Sets `shardcron.timeout.grace`.
+    pub fn timeout_grace(self, grace: Duration) -> Self {
+        self.prop(TIMEOUT_GRACE, format_duration(grace))
+    }
+
+    /// Sets `shardcron.retry.max`: attempts after the first.
+    pub fn retry(self, max: u32) -> Self {
+        self.prop(RETRY_MAX, max.to_string())
+    }
+
+    /// Sets `shardcron.retry.backoff` (the first delay) and `shardcron.retry.backoff.max`.
+    pub fn retry_backoff(self, initial: Duration, max: Duration) -> Self {
+        self.prop(RETRY_BACKOFF, format_duration(initial))
+            .prop(RETRY_BACKOFF_MAX, format_duration(max))
+    }
+
+    /// Sets `shardcron.retry.backoff.factor`.
+    pub fn retry_backoff_factor(self, factor: f64) -> Self {
+        self.prop(RETRY_FACTOR, factor.to_string())
+    }
+
+    /// Sets `shardcron.retry.backoff.jitter` (a fraction 0-1).
+    pub fn retry_jitter(self, jitter: f64) -> Self {
+        self.prop(RETRY_JITTER, jitter.to_string())
+    }
+
+    /// Sets `shardcron.retry.notify`: whether the error handler hears every failed attempt.
+    pub fn retry_notify(self, notify: Notify) -> Self {
+        let word = match notify {
+            Notify::Final => "final",
+            Notify::Every => "every",
+        };
+        self.prop(RETRY_NOTIFY, word)
+    }
+
+    /// Sets `shardcron.overlap` (and `shardcron.overlap.buffer` for `buffer_all`).
+    pub fn overlap(self, overlap: Overlap) -> Self {
+        let set = self.prop(OVERLAP, overlap.as_str());
+        match overlap {
+            Overlap::BufferAll(n) => set.prop(OVERLAP_BUFFER, n.to_string()),
+            _ => set,
+        }
+    }
+
+    /// Sets `shardcron.catchup.window`.
+    pub fn catchup_window(self, window: Duration) -> Self {
+        self.prop(CATCHUP_WINDOW, format_duration(window))
     }
 }

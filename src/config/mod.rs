@@ -6,6 +6,8 @@
 //! | `builder.rs` | the fluent builder and the [`JobConfig::test`] fixture |
 //! | `yaml.rs` | [`JobConfig::from_yaml`] / [`JobConfig::to_yaml`] in the Java side's layout |
 //! | `items.rs` | `shardingItemParameters` (`0=a,1=b`): [`parse_item_parameters`] |
+//! | `policy.rs` | [`RunPolicy`]: timeout, retry, overlap and catch-up from `shardcron.` props |
+//! | `duration.rs` | [`parse_duration`]: `500ms`, `2s`, `5m`, `1h` |
 //! | `java.rs` | [`JobConfig::check_java_readable`]: what a Java ElasticJob 3.0.x instance loads |
 //! | `validate.rs` | [`JobConfig::validate`]: every problem at once, or a [`ValidatedConfig`] |
 //! | `untrusted.rs` | [`untrusted::check_yaml`]: size and alias bounds on YAML from outside, before it is parsed |
@@ -16,8 +18,11 @@
 
 mod builder;
 mod concurrency;
+mod duration;
 mod items;
 mod java;
+pub mod policy;
+mod redact;
 pub mod untrusted;
 mod validate;
 mod yaml;
@@ -27,8 +32,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use concurrency::{ItemConcurrency, LEGACY_POOL_FIELD, POOL_SIZE_FIELD};
+pub use duration::{format_duration, parse_duration, MAX_DURATION};
 pub use items::{parse_item_parameters, ItemParameterError};
 pub use java::{java_accepts_time_zone, SHARDCRON_ONLY};
+pub use policy::{Notify, Overlap, Retry, RunPolicy, Timeout, DEFAULT_GRACE, POLICY_KEYS};
+pub use redact::redact_config_yaml;
 pub use validate::{
     ConfigError, ConfigErrors, JobKind, ValidatedConfig, ValidationContext,
     MAX_SHARDING_TOTAL_COUNT,

@@ -102,6 +102,8 @@ pub struct ValidatedConfig {
     time_zone: JobTimeZone,
     item_parameters: BTreeMap<ShardItem, String>,
     concurrency: super::ItemConcurrency,
+    /// `None` for a job whose policy is ElasticJob's (the usual case): nothing held per job.
+    policy: Option<Box<super::RunPolicy>>,
 }
 
 impl ValidatedConfig {
@@ -171,6 +173,15 @@ impl ValidatedConfig {
     /// How many items may run at once on one instance (`jobExecutorThreadPoolSizeProviderType`).
     pub fn item_concurrency(&self) -> super::ItemConcurrency {
         self.concurrency
+    }
+
+    /// The run policies (timeout, retry, overlap, catch-up) from the `shardcron.` props.
+    pub fn policy(&self) -> &super::RunPolicy {
+        match &self.policy {
+            Some(policy) => policy,
+            None if self.config.misfire => &super::RunPolicy::MISFIRE,
+            None => &super::RunPolicy::NO_MISFIRE,
+        }
     }
 
     /// The tolerated clock skew against the registry; `None` when the check is off.
@@ -322,6 +333,17 @@ impl JobConfig {
             .item_concurrency()
             .map_err(|e| report(e.field, e.problem))
             .unwrap_or_default();
+        let policy = super::RunPolicy::from_config(self).unwrap_or_else(|problems| {
+            for p in problems {
+                report(p.field, p.problem);
+            }
+            super::RunPolicy::from_misfire(self.misfire)
+        });
+        for p in policy.unsupported() {
+            report(p.field, p.problem);
+        }
+        let policy =
+            (policy != super::RunPolicy::from_misfire(self.misfire)).then(|| Box::new(policy));
 
         match (job_name, total, time_zone) {
             (Some(job_name), Some(total), Some(time_zone)) if errors.is_empty() => {
@@ -333,6 +355,7 @@ impl JobConfig {
                     time_zone,
                     item_parameters,
                     concurrency,
+                    policy,
                 })
             }
             _ => Err(ConfigErrors(errors)),

@@ -15,6 +15,7 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::guard::Audited;
 use super::schedule::{chart_points, Schedule};
 use super::ConsoleState;
 use crate::config::JobConfig;
@@ -46,6 +47,10 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route("/jobs/{job}/shutdown", post(shutdown))
         .route("/jobs/{job}/history", get(history))
         .route("/events", get(events))
+        .route("/login", post(super::guard::login))
+        .route("/logout", post(super::guard::logout))
+        .route("/session", get(super::guard::session))
+        .route("/audit", get(super::audit::audit))
 }
 
 /// A JSON error answer.
@@ -56,8 +61,8 @@ pub(super) fn refusal(status: StatusCode, why: &str) -> Response {
 /// An [`OpsError`] (or bad request input) as an answer.
 #[derive(Debug)]
 pub(super) struct ApiError {
-    status: StatusCode,
-    body: Value,
+    pub(super) status: StatusCode,
+    pub(super) body: Value,
 }
 
 impl ApiError {
@@ -98,7 +103,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn chain(error: &dyn std::error::Error) -> String {
+pub(super) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(e) = source {
@@ -135,7 +140,7 @@ impl From<&ExecutionRecord> for Outcome {
             item: r.sharding_item,
             success: r.complete_time.map(|_| r.is_success),
             source: r.execution_source.clone(),
-            cause: r.failure_cause.clone(),
+            cause: r.failure_cause.as_deref().map(crate::secret::redact_text),
         }
     }
 }
@@ -168,7 +173,7 @@ struct Overview {
 }
 
 async fn overview_of(state: &ConsoleState) -> Result<Overview, ApiError> {
-    let ops = state.live.ops();
+    let ops = state.live.reader();
     let briefs = ops.jobs().await?;
     let mut jobs = Vec::with_capacity(briefs.len());
     for brief in briefs {
@@ -224,8 +229,10 @@ struct JobPage {
     schedule_error: Option<String>,
 }
 
+/// One job as the page shows it: its config's secrets redacted.
 async fn job_of(state: &ConsoleState, job: &JobName) -> Result<JobPage, ApiError> {
-    let detail = state.live.ops().job(job).await?;
+    let mut detail = state.live.reader().job(job).await?;
+    detail.config = detail.config.map(|c| c.redacted());
     let (next_fires, schedule_error) = next_fires(detail.config.as_ref());
     Ok(JobPage {
         detail,
@@ -240,15 +247,17 @@ async fn job(State(state): State<ConsoleState>, Path(name): Path<String>) -> Api
 }
 
 async fn servers(State(state): State<ConsoleState>) -> ApiResult<Vec<crate::ops::ServerBrief>> {
-    Ok(Json(state.live.ops().servers().await?))
+    Ok(Json(state.live.reader().servers().await?))
 }
 
+/// The config editor's text: read from the registry (not the mirror), so that the version shown
+/// right after a save is the saved one.
 async fn config_get(
     State(state): State<ConsoleState>,
     Path(name): Path<String>,
 ) -> ApiResult<crate::ops::StoredConfig> {
     let job = job_name(&name)?;
-    Ok(Json(state.live.ops().config_get(&job).await?))
+    Ok(Json(state.live.ops().config_get(&job).await?.redacted()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -257,23 +266,20 @@ struct ConfigWrite {
     version: i32,
 }
 
+/// Saves the edited (redacted) text: secrets still shown as `***` keep their stored values.
 async fn config_set(
-    State(state): State<ConsoleState>,
+    Audited(ops): Audited,
     Path(name): Path<String>,
     Json(write): Json<ConfigWrite>,
 ) -> ApiResult<Value> {
     let job = job_name(&name)?;
-    let version = state
-        .live
-        .ops()
-        .config_set_at(&job, &write.yaml, write.version)
-        .await?;
+    let version = ops.config_set_at(&job, &write.yaml, write.version).await?;
     Ok(Json(json!({ "jobName": job, "version": version })))
 }
 
-async fn trigger(State(state): State<ConsoleState>, Path(name): Path<String>) -> ApiResult<Value> {
+async fn trigger(Audited(ops): Audited, Path(name): Path<String>) -> ApiResult<Value> {
     let job = job_name(&name)?;
-    let asked = state.live.ops().trigger(&job).await?;
+    let asked = ops.trigger(&job).await?;
     Ok(Json(json!({ "jobName": job, "triggered": asked })))
 }
 
@@ -299,22 +305,22 @@ impl SwitchTarget {
 }
 
 async fn disable(
-    State(state): State<ConsoleState>,
+    Audited(ops): Audited,
     Path(name): Path<String>,
     Json(target): Json<SwitchTarget>,
 ) -> ApiResult<Value> {
     let job = job_name(&name)?;
-    let done = state.live.ops().disable(&job, target.target()?).await?;
+    let done = ops.disable(&job, target.target()?).await?;
     Ok(Json(json!({ "jobName": job, "disabled": done })))
 }
 
 async fn enable(
-    State(state): State<ConsoleState>,
+    Audited(ops): Audited,
     Path(name): Path<String>,
     Json(target): Json<SwitchTarget>,
 ) -> ApiResult<Value> {
     let job = job_name(&name)?;
-    let done = state.live.ops().enable(&job, target.target()?).await?;
+    let done = ops.enable(&job, target.target()?).await?;
     Ok(Json(json!({ "jobName": job, "enabled": done })))
 }
 
@@ -324,7 +330,7 @@ struct ShutdownTarget {
 }
 
 async fn shutdown(
-    State(state): State<ConsoleState>,
+    Audited(ops): Audited,
     Path(name): Path<String>,
     Json(target): Json<ShutdownTarget>,
 ) -> ApiResult<Value> {
@@ -336,7 +342,7 @@ async fn shutdown(
                 .map_err(|e| ApiError::bad_input(format!("instance {id:?}: {e}")))?,
         ),
     };
-    let stopped = state.live.ops().shutdown(&job, scope).await?;
+    let stopped = ops.shutdown(&job, scope).await?;
     Ok(Json(json!({ "jobName": job, "shutdown": stopped })))
 }
 
@@ -373,12 +379,17 @@ async fn history(
     }
     query.failed_only = filter.failed.unwrap_or(false);
     query.limit = filter.limit.unwrap_or(500).clamp(1, MAX_HISTORY);
-    let records = history.query(&query).await.map_err(|e| ApiError {
+    let mut records = history.query(&query).await.map_err(|e| ApiError {
         status: StatusCode::BAD_GATEWAY,
         body: json!({ "error": chain(&e), "class": "FAILED" }),
     })?;
+    for record in &mut records {
+        if let Some(cause) = &mut record.failure_cause {
+            *cause = crate::secret::redact_text(cause);
+        }
+    }
     // The chart reads delays against the job's current schedule, when the job still exists.
-    let schedule = match state.live.ops().job(&job).await {
+    let schedule = match state.live.reader().job(&job).await {
         Ok(detail) => detail
             .config
             .as_ref()
@@ -398,8 +409,10 @@ struct EventsFilter {
 }
 
 /// Server-sent events: the current state at once, then again after every change of the
-/// namespace (changes within [`COALESCE`], or [`COALESCE_OVERVIEW`], are sent once) and at least every [`REFRESH`]. Event `job` carries what
-/// `GET /jobs/{job}` answers, `overview` what `GET /overview` answers, `error` a failed read.
+/// namespace (changes within [`COALESCE`], or [`COALESCE_OVERVIEW`], are sent once) and at least
+/// every [`REFRESH`]. Event `job` carries what `GET /jobs/{job}` answers, `overview` what
+/// `GET /overview` answers, `error` a failed read; every page open at one change shares one read
+/// (`shared.rs`).
 async fn events(
     State(state): State<ConsoleState>,
     Query(filter): Query<EventsFilter>,
@@ -424,22 +437,32 @@ async fn events(
             }
             // Everything up to now is covered by the snapshot read below.
             changes.mark_unchanged();
-            let event = match &job {
-                Some(job) => snapshot_event("job", job_of(&state, job).await),
-                None => snapshot_event("overview", overview_of(&state).await),
-            };
+            let count = state.live.change_count();
+            let (name, data) = state
+                .shared
+                .event(job.as_ref(), count, async {
+                    match &job {
+                        Some(job) => snapshot_event("job", job_of(&state, job).await),
+                        None => snapshot_event("overview", overview_of(&state).await),
+                    }
+                })
+                .await;
+            let event = Event::default().event(name).data(&*data);
             Some((Ok(event), (state, job, changes, false)))
         },
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-fn snapshot_event<T: Serialize>(name: &str, result: Result<T, ApiError>) -> Event {
+/// A page's event: its name (`error` for a failed read) and JSON data.
+fn snapshot_event<T: Serialize>(
+    name: &'static str,
+    result: Result<T, ApiError>,
+) -> super::shared::PageEvent {
     let (name, body) = match result {
         Ok(value) => (name, serde_json::to_string(&value)),
         Err(e) => ("error", serde_json::to_string(&e.body)),
     };
-    Event::default()
-        .event(name)
-        .data(body.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")))
+    let data = body.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    (name, data.into())
 }

@@ -1,5 +1,6 @@
 //! The page, its script and its style, compiled into the binary: the console needs no network
-//! beyond the operator's own (no CDN), and one file to install.
+//! beyond the operator's own (no CDN), and one file to install. The security headers are set on
+//! every answer by the filter chain (`guard.rs`).
 
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -39,11 +40,6 @@ fn page(content_type: &'static str, body: &'static str) -> impl IntoResponse {
         [
             (header::CONTENT_TYPE, content_type),
             (header::CACHE_CONTROL, "no-cache"),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'",
-            ),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         body,
     )

@@ -1,9 +1,11 @@
 //! The console's registry session and its change signal.
 //!
-//! One session serves every request (the operations API lists the registry on it) and feeds one
-//! recursive watch on the namespace through a [`Mirror`]; every event bumps a counter that the
-//! event streams wait on. When the session ends (expired, say), a new one is opened, the operations
-//! move to it and the counter is bumped, so open pages refresh instead of going stale.
+//! One session serves every request and feeds one recursive watch on the namespace through a
+//! [`Mirror`]: every read of every page comes from that mirror ([`Live::reader`]), so an open page
+//! costs the registry nothing; writes go to the session ([`Live::ops`]). Every event bumps a counter
+//! that the event streams wait on, and the streams share one snapshot per change and page kind
+//! (`shared.rs`). When the session ends (expired, say), a new one is opened with a new mirror, the
+//! operations move to it and the counter is bumped, so open pages refresh instead of going stale.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +32,7 @@ pub struct Live {
 #[derive(Debug)]
 struct Inner {
     ops: RwLock<Ops>,
+    reader: RwLock<Ops>,
     changes: watch::Sender<u64>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -38,8 +41,9 @@ struct Inner {
 impl Live {
     /// Opens a session on `connector`, feeds a mirror of its namespace and keeps both alive.
     pub async fn start(connector: Arc<dyn Connector>) -> Result<Self, ConsoleError> {
-        let (session, feed) = open(connector.as_ref()).await?;
+        let (session, mirror, feed) = open(connector.as_ref()).await?;
         let inner = Arc::new(Inner {
+            reader: RwLock::new(Ops::new(Arc::clone(&session)).reading(mirror)),
             ops: RwLock::new(Ops::new(session)),
             changes: watch::channel(0).0,
             stop: CancellationToken::new(),
@@ -50,9 +54,19 @@ impl Live {
         Ok(Self { inner })
     }
 
-    /// The operations API on the current session.
+    /// The operations API on the current session: what writes use.
     pub fn ops(&self) -> Ops {
         self.inner.ops.read().clone()
+    }
+
+    /// The operations API reading the current mirror: what every page reads.
+    pub fn reader(&self) -> Ops {
+        self.inner.reader.read().clone()
+    }
+
+    /// The number of changes seen so far.
+    pub fn change_count(&self) -> u64 {
+        *self.inner.changes.borrow()
     }
 
     /// A receiver that changes whenever the namespace does.
@@ -77,17 +91,20 @@ impl Live {
     }
 }
 
-async fn open(connector: &dyn Connector) -> Result<(Arc<dyn Registry>, MirrorFeed), ConsoleError> {
+async fn open(
+    connector: &dyn Connector,
+) -> Result<(Arc<dyn Registry>, Mirror, MirrorFeed), ConsoleError> {
     let failed = |source| ConsoleError::Connect {
         target: connector.describe(),
         source,
     };
     let session = connector.connect().await.map_err(failed)?;
-    let feed = Mirror::new()
+    let mirror = Mirror::new();
+    let feed = mirror
         .feed(Arc::clone(&session), "/")
         .await
         .map_err(ConsoleError::Watch)?;
-    Ok((session, feed))
+    Ok((session, mirror, feed))
 }
 
 /// Bumps the counter on every event; re-opens the session when the feed ends.
@@ -109,7 +126,8 @@ async fn follow(inner: Arc<Inner>, connector: Arc<dyn Connector>, mut feed: Mirr
                 _ = tokio::time::sleep(RECONNECT_BACKOFF) => {}
             }
             match open(connector.as_ref()).await {
-                Ok((session, new_feed)) => {
+                Ok((session, mirror, new_feed)) => {
+                    *inner.reader.write() = Ops::new(Arc::clone(&session)).reading(mirror);
                     let old = std::mem::replace(&mut *inner.ops.write(), Ops::new(session));
                     old.registry().close().await;
                     feed = new_feed;

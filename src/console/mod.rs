@@ -5,40 +5,53 @@
 //!
 //! ```text
 //! browser ── GET /, /app.js, /style.css ───────────── embedded assets (no CDN)
-//!         ── GET /api/... (JSON) ──────────────────── Ops (listings of the registry) + History
-//!         ── POST/PUT /api/... (token, JSON) ──────── Ops writes (version-checked config)
-//!         ◀─ GET /api/events (server-sent events) ─── Live: one recursive watch on the namespace
+//!         ── GET /api/... (JSON) ──────────────────── Ops reading the mirror + History
+//!         ── POST /api/login (Bearer token) ───────── a session cookie (HttpOnly, SameSite=Strict)
+//!         ── POST/PUT /api/... (operator, JSON) ───── Ops writes (version-checked, audited)
+//!         ◀─ GET /api/events (server-sent events) ─── Live: one recursive watch feeds one mirror;
+//!                                                    one snapshot per change shared by all pages
+//!         (every request first passes the filter chain: host, token or cookie, role, audit)
 //! ```
 //!
 //! | file | what it holds |
 //! | --- | --- |
-//! | `mod.rs` | [`Console`], [`ConsoleOptions`], [`ConsoleError`], [`router`], the write guard |
+//! | `mod.rs` | [`Console`], [`ConsoleOptions`], [`ConsoleError`], [`router`] |
+//! | `guard.rs` | the filter chain: host, authentication, authorisation, audit; login and the security headers |
+//! | `auth.rs` | tokens and their [`Role`]s, login sessions, the delay after wrong tokens |
 //! | `api.rs` | the JSON endpoints |
-//! | `live.rs` | the session (re-opened when it expires) and the change signal behind the event stream |
+//! | `audit.rs` | the audit log's endpoint |
+//! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
+//! | `shared.rs` | one snapshot per change shared by every open page's event stream |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
 //! | `assets.rs` | the page, its script and style, compiled into the binary |
 //!
 //! Served within the bounds of the operations endpoints (`admin::serve`): request heads, their
 //! timeout, the number and age of connections.
 //!
-//! Security: the console listens on loopback unless told otherwise, and an address other than
-//! loopback requires a token. When a token is set, every `/api` request must carry it
-//! (`Authorization: Bearer TOKEN`; the event stream, which browsers open without headers, may take
-//! `?token=`): a config may hold credentials, so reads are guarded too. Every state-changing
-//! request must be JSON (`Content-Type: application/json`) and, when the browser names an
-//! `Origin`, come from the console's own origin, so another web page cannot forge one.
+//! Security (the filter chain in `guard.rs`): the console answers only the host names it serves
+//! (its listen address, `localhost`, `127.0.0.1`, `[::1]`, `--allowed-host` names), so a page
+//! reached through DNS rebinding gets `421`; every answer forbids framing and sniffing. Two roles:
+//! the operator token reads and writes, the viewer token only reads. Tokens come from files or
+//! the environment, never from a URL; the page logs in once (`POST /api/login` with the token) and
+//! then carries an `HttpOnly`, `SameSite=Strict` session cookie that never holds the token. With
+//! no token configured (allowed on loopback only) everyone who can reach the port is an operator,
+//! but a state-changing request must be JSON and, when a browser names its `Origin`, come from the
+//! console's own origin, so another web page cannot forge one. Config secrets are redacted in
+//! every answer, and every write is recorded in the audit log of the history (when one is given).
 
 mod api;
 mod assets;
+mod audit;
+mod auth;
+mod guard;
 mod live;
 pub mod schedule;
+mod shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
-use axum::middleware::Next;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::net::TcpListener;
@@ -47,7 +60,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::history::{History, HistoryError};
 use crate::registry::{Connector, RegistryError};
+use crate::secret::Secret;
 
+pub use auth::Role;
 pub use live::Live;
 
 /// How the console is served.
@@ -55,32 +70,83 @@ pub use live::Live;
 pub struct ConsoleOptions {
     /// Where to listen (`127.0.0.1:0` picks a free port).
     pub listen: SocketAddr,
-    /// The token requests must carry; required when `listen` is not a loopback address.
-    pub token: Option<String>,
-    /// The execution history to show (SQLite file or PostgreSQL URL).
+    /// The operator's token: reads and writes. Required when `listen` is not a loopback address.
+    pub token: Option<Secret<String>>,
+    /// The viewer's token: reads only.
+    pub viewer_token: Option<Secret<String>>,
+    /// More host names the console answers to (`name` on any port, `name:port`), e.g. the name
+    /// of a reverse proxy in front of it.
+    pub allowed_hosts: Vec<String>,
+    /// The execution history to show (SQLite file or PostgreSQL URL); the audit log is written
+    /// there too.
     pub history: Option<String>,
     /// The namespace shown in the page's title.
     pub namespace: String,
 }
 
 impl ConsoleOptions {
-    /// Refuses an address other than loopback without a token, and an empty token.
+    /// Loopback on a free port, no token, no history: for tests and embedding.
+    pub fn loopback(namespace: &str) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+            viewer_token: None,
+            allowed_hosts: Vec::new(),
+            history: None,
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    /// Refuses an address other than loopback without an operator token, an empty token, one
+    /// token for both roles, and an allowed host that is not a host name.
     pub fn check(&self) -> Result<(), ConsoleError> {
-        match &self.token {
-            Some(t) if t.trim().is_empty() => Err(ConsoleError::BadOption {
-                option: "--token",
-                reason: "is empty".to_owned(),
-            }),
-            None if !self.listen.ip().is_loopback() => Err(ConsoleError::BadOption {
-                option: "--listen",
-                reason: format!(
-                    "{} is not a loopback address: set a token (--token or SHARDCRON_CONSOLE_TOKEN) \
-                     so that no one else can operate the cluster",
+        let bad = |option, reason: &str| {
+            Err(ConsoleError::BadOption {
+                option,
+                reason: reason.to_owned(),
+            })
+        };
+        if self
+            .token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            return bad("--token-file", "holds an empty token");
+        }
+        if self
+            .viewer_token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            return bad("--viewer-token-file", "holds an empty token");
+        }
+        if self.token.is_some() && self.token == self.viewer_token {
+            return bad(
+                "--viewer-token-file",
+                "holds the operator's token: give each role its own",
+            );
+        }
+        if let Some(host) = self
+            .allowed_hosts
+            .iter()
+            .find(|h| guard::split_host(h).is_none())
+        {
+            return bad(
+                "--allowed-host",
+                &format!("{host:?} is not a host name or host:port"),
+            );
+        }
+        if self.token.is_none() && !self.listen.ip().is_loopback() {
+            return bad(
+                "--listen",
+                &format!(
+                    "{} is not a loopback address: set an operator token (--token-file or \
+                     SHARDCRON_CONSOLE_TOKEN) so that no one else can operate the cluster",
                     self.listen
                 ),
-            }),
-            _ => Ok(()),
+            );
         }
+        Ok(())
     }
 }
 
@@ -90,7 +156,7 @@ pub enum ConsoleError {
     /// An option is refused.
     #[error("{option} {reason}")]
     BadOption {
-        /// The option (`--listen`, `--token`).
+        /// The option (`--listen`, `--token-file`, ...).
         option: &'static str,
         /// Why.
         reason: String,
@@ -128,33 +194,55 @@ impl ConsoleError {
     }
 }
 
+/// The console's access control: the names it serves, the tokens, the sessions and the delay
+/// after wrong tokens.
+#[derive(Debug)]
+pub(crate) struct Access {
+    pub(crate) hosts: guard::Hosts,
+    pub(crate) tokens: auth::Tokens,
+    pub(crate) sessions: auth::Sessions,
+    pub(crate) throttle: auth::Throttle,
+}
+
 /// What the handlers share.
 #[derive(Debug, Clone)]
 pub(crate) struct ConsoleState {
     pub(crate) live: Live,
     pub(crate) history: Option<History>,
-    pub(crate) token: Option<Arc<str>>,
+    pub(crate) access: Arc<Access>,
+    pub(crate) shared: Arc<shared::Shared>,
     pub(crate) namespace: Arc<str>,
 }
 
-/// The console's routes over `live` (and `history`), for mounting in another axum server.
-/// `token`, when given, guards every `/api` request as described in the module docs.
+/// The console's routes over `live` (and `history`), behind the filter chain described in the
+/// module docs, for mounting in another axum server that listens on `served`; `options` gives
+/// the tokens, the extra host names and the namespace.
 pub fn router(
     live: Live,
     history: Option<History>,
-    token: Option<String>,
-    namespace: &str,
+    options: &ConsoleOptions,
+    served: SocketAddr,
 ) -> Router {
+    let access = Access {
+        hosts: guard::Hosts::new(served, &options.allowed_hosts),
+        tokens: auth::Tokens::new(options.token.as_ref(), options.viewer_token.as_ref()),
+        sessions: auth::Sessions::default(),
+        throttle: auth::Throttle::default(),
+    };
     let state = ConsoleState {
         live,
         history,
-        token: token.map(Arc::from),
-        namespace: Arc::from(namespace),
+        access: Arc::new(access),
+        shared: Arc::default(),
+        namespace: Arc::from(options.namespace.as_str()),
     };
-    let api = api::routes().layer(axum::middleware::from_fn_with_state(state.clone(), guard));
     Router::new()
-        .nest("/api", api)
+        .nest("/api", api::routes())
         .merge(assets::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::chain,
+        ))
         .with_state(state)
 }
 
@@ -191,12 +279,10 @@ impl Console {
             addr: options.listen,
             source,
         })?;
-        let app = router(
-            live.clone(),
-            history.clone(),
-            options.token.clone(),
-            &options.namespace,
-        );
+        if history.is_none() {
+            tracing::warn!("the console has no --history: its operations are not audited");
+        }
+        let app = router(live.clone(), history.clone(), &options, addr);
         let stop = CancellationToken::new();
         let shutdown = stop.clone();
         // The operations endpoints' bounded server: request heads of at most 8 KiB within 5 s,
@@ -228,89 +314,6 @@ impl Console {
     }
 }
 
-/// Refuses `/api` requests without the token (when one is set) and forged writes.
-async fn guard(State(state): State<ConsoleState>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    if let Some(token) = &state.token {
-        let query_token = (request.uri().path() == "/events")
-            .then(|| query_token(request.uri().query()))
-            .flatten();
-        let given = bearer(headers).or(query_token);
-        if !given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
-            return api::refusal(
-                StatusCode::UNAUTHORIZED,
-                "a token is required: Authorization: Bearer TOKEN",
-            );
-        }
-    }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        if let Err(why) = same_origin_json(headers) {
-            return api::refusal(StatusCode::FORBIDDEN, why);
-        }
-    }
-    next.run(request).await
-}
-
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    value.strip_prefix("Bearer ").map(|t| t.trim().to_owned())
-}
-
-fn query_token(query: Option<&str>) -> Option<String> {
-    query?.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k == "token").then(|| percent_decode(v))
-    })
-}
-
-fn percent_decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Compares in time independent of where the inputs differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A write must be JSON (a cross-site form cannot send it without a preflight this server never
-/// answers) and, when the browser names its origin, come from this console's own host.
-fn same_origin_json(headers: &HeaderMap) -> Result<(), &'static str> {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !json {
-        return Err("a state-changing request must be sent as application/json");
-    }
-    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
-        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-        let origin_host = origin.split_once("://").map(|(_, h)| h);
-        if origin_host.is_none() || origin_host != host {
-            return Err("a state-changing request must come from the console's own page");
-        }
-    }
-    Ok(())
-}
-
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         api::refusal(StatusCode::INTERNAL_SERVER_ERROR, &self.to_string())
@@ -324,46 +327,35 @@ mod tests {
     fn options(listen: &str, token: Option<&str>) -> ConsoleOptions {
         ConsoleOptions {
             listen: listen.parse().unwrap(),
-            token: token.map(str::to_owned),
-            history: None,
-            namespace: "ns".into(),
+            token: token.map(|t| Secret::new(t.to_owned())),
+            ..ConsoleOptions::loopback("ns")
         }
     }
 
     #[test]
-    fn an_address_off_loopback_needs_a_token() {
+    fn an_address_off_loopback_needs_an_operator_token() {
         assert!(options("127.0.0.1:0", None).check().is_ok());
         assert!(options("[::1]:0", None).check().is_ok());
         let err = options("0.0.0.0:8899", None).check().unwrap_err();
         assert!(err.is_bad_input() && err.to_string().starts_with("--listen"));
         assert!(options("0.0.0.0:8899", Some("s3cret")).check().is_ok());
         let err = options("127.0.0.1:0", Some(" ")).check().unwrap_err();
-        assert!(err.to_string().starts_with("--token"));
-    }
-
-    #[test]
-    fn writes_must_be_json_from_the_consoles_own_origin() {
-        let mut h = HeaderMap::new();
-        assert!(same_origin_json(&h).is_err());
-        h.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
-        assert!(same_origin_json(&h).is_ok());
-        h.insert(header::HOST, "127.0.0.1:8899".parse().unwrap());
-        h.insert(header::ORIGIN, "http://127.0.0.1:8899".parse().unwrap());
-        assert!(same_origin_json(&h).is_ok());
-        h.insert(header::ORIGIN, "http://evil.example".parse().unwrap());
-        assert!(same_origin_json(&h).is_err());
-    }
-
-    #[test]
-    fn tokens_come_from_the_header_or_the_event_streams_query() {
-        let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, "Bearer a b".parse().unwrap());
-        assert_eq!(bearer(&h).as_deref(), Some("a b"));
-        assert_eq!(
-            query_token(Some("job=x&token=a%20b")).as_deref(),
-            Some("a b")
+        assert!(err.to_string().starts_with("--token-file"));
+        let mut viewer_only = options("0.0.0.0:8899", None);
+        viewer_only.viewer_token = Some(Secret::new("v".into()));
+        assert!(
+            viewer_only.check().is_err(),
+            "a viewer token cannot write: no operator"
         );
-        assert_eq!(query_token(Some("job=x")), None);
-        assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"ab", b"abc"));
+        let mut same = options("127.0.0.1:0", Some("t"));
+        same.viewer_token = Some(Secret::new("t".into()));
+        assert!(same.check().unwrap_err().to_string().contains("each role"));
+        let mut host = options("127.0.0.1:0", None);
+        host.allowed_hosts = vec!["a/b".into()];
+        assert!(host
+            .check()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--allowed-host"));
     }
 }

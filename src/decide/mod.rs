@@ -6,26 +6,34 @@
 //! | --- | --- |
 //! | [`election`] | whether to stand for leadership or abdicate |
 //! | [`resharding`] | whether a job needs resharding, and the plan's commit |
+//! | [`commit`] | the commit protocol of a plan: one write, the processing-first detour, chunks, undo |
+//! | [`answer`] | what a registry write came to, as the step machines branch on it |
 //! | [`drift`] | whether a follower raises the flag again after a commit that left an instance out |
 //! | [`execution`] | which items a fire runs, and the writes around the run |
 //! | [`prepare`] | which `running` markers are written just ahead of a fire's instant |
 //! | [`reconcile`] | which records of dead owners the leader clears |
 //! | [`membership`] | whether instances came or went unseen (a re-list, a change while the flag was up) |
 //! | [`failover`] | which crashed runs are marked, the atomic claim of marked items, its end |
+//! | [`failover_claim`] | who may claim marks and how many, what a mark's or claim's answer means, clearing, the owner check |
 //! | [`guarantee`] | distribute-once listeners: registration, the claim of a round, its clearing |
 //! | [`namespace`] | the plan of the jobs that balance over the namespace, and which drifted from it |
+//! | [`register`] | a job's registration on a session, with the take-over of an older session's node |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
 
+pub mod answer;
+pub mod commit;
 pub mod drift;
 pub mod election;
 pub mod execution;
 pub mod failover;
+pub mod failover_claim;
 pub mod guarantee;
 pub mod lifecycle;
 pub mod membership;
 pub mod namespace;
 pub mod prepare;
 pub mod reconcile;
+pub mod register;
 pub mod resharding;
 
 #[cfg(test)]

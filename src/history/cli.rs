@@ -69,6 +69,38 @@ pub enum HistoryLookupError {
     },
 }
 
+/// The environment variable a history target may come from instead of a flag, so that a
+/// PostgreSQL URL with its password stays out of the process's arguments.
+pub const HISTORY_ENV: &str = "SHARDCRON_HISTORY";
+
+/// A history target given as a command-line flag: refused when it carries a password (the
+/// refusal shows the URL redacted), which every
+/// user of the machine would see in `ps`. The password goes in `PGPASSWORD` or `~/.pgpass` (the
+/// driver reads both when the URL has none), or the whole URL in [`HISTORY_ENV`].
+///
+/// ```
+/// use shardcron::history::history_flag;
+/// assert!(history_flag("postgres://app@db/jobs").is_ok());
+/// let refused = history_flag("postgres://app:hunter2@db/jobs").unwrap_err();
+/// assert!(refused.contains("PGPASSWORD") && !refused.contains("hunter2"));
+/// ```
+pub fn history_flag(value: &str) -> Result<String, String> {
+    if let HistoryTarget::Postgres(url) = HistoryTarget::parse(value) {
+        let password = reqwest::Url::parse(&url)
+            .map(|u| u.password().is_some())
+            // Not a URL: a key=value string may name a password too.
+            .unwrap_or_else(|_| url.contains("password"));
+        if password {
+            return Err(format!(
+                "{}: a password in a flag is visible to every user in `ps`; leave it out and set \
+                 PGPASSWORD (or ~/.pgpass), or give the whole URL in {HISTORY_ENV}",
+                crate::secret::redact_url(&url)
+            ));
+        }
+    }
+    Ok(value.to_owned())
+}
+
 impl HistoryTarget {
     /// Checks that a history to *read* exists: a SQLite file must already be there (opening one
     /// for reading would otherwise create an empty database and show an empty table).

@@ -17,6 +17,9 @@
 //! (`shardcron_history_write_errors_total`, [`HistoryProgress::write_errors`]) and the next event
 //! is written as usual.
 //!
+//! The same database holds the audit log of operations (`SHARDCRON_AUDIT_LOG`, see
+//! [`AuditRecord`]): [`History::audit`] writes a row, [`History::audits`] reads them.
+//!
 //! Sinks: a `tracing` line per event always (target `shardcron::history`), and the relational
 //! sink: a SQLite file ([`History::sqlite`], the default: [`DEFAULT_SQLITE_FILE`]) or PostgreSQL
 //! ([`History::postgres`]; plain TCP or a Unix socket, without TLS). Both tables are created when
@@ -38,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 
+mod audit;
 mod cli;
 mod record;
 mod sql;
@@ -51,7 +55,12 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Delivered, EngineEvent, EventBus, Subscription};
 use crate::types::JobName;
 
-pub use cli::{parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget};
+pub(crate) use audit::audit_id;
+pub use audit::{render_audits, AuditQuery, AuditRecord};
+pub use cli::{
+    history_flag, parse_item, parse_since, render_executions, HistoryLookupError, HistoryTarget,
+    HISTORY_ENV,
+};
 pub use record::{
     source_name, state_name, to_write, ExecutionRecord, HistoryQuery, HistoryWrite, StatusRecord,
     LITE_EXECUTOR,
@@ -223,6 +232,16 @@ impl History {
         self.store.statuses(query).await
     }
 
+    /// Writes one row of the audit log (see [`AuditRecord`]).
+    pub async fn audit(&self, record: &AuditRecord) -> Result<(), HistoryError> {
+        self.store.write_audit(record).await
+    }
+
+    /// The audit log's rows matching `query`, newest first.
+    pub async fn audits(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, HistoryError> {
+        self.store.audits(query).await
+    }
+
     /// Closes the connection pool (after [`HistoryHandle::close`], so nothing is left to write).
     pub async fn close(&self) {
         self.store.close().await
@@ -377,7 +396,8 @@ fn log_event(event: &EngineEvent) {
             failure: Some(cause),
             ..
         } => tracing::warn!(
-            target: "shardcron::history", %job, %item, source = source.as_str(), %cause, "item failed"
+            target: "shardcron::history", %job, %item, source = source.as_str(),
+            cause = %crate::secret::redact_text(cause), "item failed"
         ),
         EngineEvent::RunStatus {
             job,
@@ -386,7 +406,8 @@ fn log_event(event: &EngineEvent) {
             message,
             ..
         } => tracing::debug!(
-            target: "shardcron::history", %job, %task_id, state = state_name(*state), %message, "run status"
+            target: "shardcron::history", %job, %task_id, state = state_name(*state),
+            message = %crate::secret::redact_text(message), "run status"
         ),
         _ => {}
     }

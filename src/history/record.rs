@@ -173,7 +173,8 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             ip: instance.ip().to_owned(),
             sharding_item: item.0,
             execution_source: source_name(*source).to_owned(),
-            failure_cause: failure.clone(),
+            // Causes quote URLs (an HTTP job's, a notifier's): stored redacted.
+            failure_cause: failure.as_deref().map(crate::secret::redact_text),
             is_success: failure.is_none(),
             start_time: *started_at,
             complete_time: Some(*finished_at),
@@ -201,7 +202,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             .to_owned(),
             sharding_item: java_list(items),
             state: state_name(*state).to_owned(),
-            message: message.clone(),
+            message: crate::secret::redact_text(message),
             creation_time: *at,
         })),
         _ => None,
@@ -229,6 +230,28 @@ mod tests {
 
     fn instance() -> InstanceId {
         InstanceId::parse("10.1.2.3@-@42").unwrap()
+    }
+
+    #[test]
+    fn a_failure_cause_is_stored_with_its_urls_redacted() {
+        let event = EngineEvent::ItemFinished {
+            execution_id: "t@-@1".into(),
+            job: job(),
+            item: ShardItem(1),
+            instance: instance(),
+            source: ExecutionSource::Normal,
+            task_id: "t".into(),
+            started_at: at(0),
+            finished_at: at(2),
+            failure: Some("GET https://h/x?access_token=t0k3n answered 500".into()),
+        };
+        let Some(HistoryWrite::ExecutionFinished(row)) = to_write(&event, "host-a") else {
+            panic!("an execution row");
+        };
+        assert_eq!(
+            row.failure_cause.as_deref(),
+            Some("GET https://h/x?access_token=*** answered 500")
+        );
     }
 
     #[test]

@@ -61,11 +61,13 @@ const CREATE_STATUS_TRACE_LOG: &str = "CREATE TABLE IF NOT EXISTS JOB_STATUS_TRA
 const CREATE_STATUS_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS TASK_ID_STATE_INDEX ON JOB_STATUS_TRACE_LOG (task_id, state)";
 
-const MIGRATION: [(&str, &str); 4] = [
+const MIGRATION: [(&str, &str); 6] = [
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_LOG),
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_INDEX),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_TRACE_LOG),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_INDEX),
+    ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_LOG),
+    ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_INDEX),
 ];
 
 /// Serialises concurrent migrations of several nodes on one PostgreSQL database:
@@ -88,7 +90,7 @@ const INSERT_STATUS: &str = "INSERT INTO JOB_STATUS_TRACE_LOG (id, job_name, ori
 
 /// A value bound to a `$n` placeholder.
 #[derive(Debug, Clone)]
-enum Param {
+pub(super) enum Param {
     Text(String),
     OptText(Option<String>),
     Int(i32),
@@ -114,6 +116,7 @@ macro_rules! bind_all {
         query
     }};
 }
+pub(super) use bind_all;
 
 /// Reads an [`ExecutionRecord`] from a row of either backend.
 macro_rules! execution_from_row {
@@ -211,7 +214,7 @@ impl Store {
         Ok(Self::Postgres(pool))
     }
 
-    /// Creates both tables and their indexes when missing.
+    /// Creates the tables and their indexes when missing.
     pub(super) async fn migrate(&self) -> Result<(), HistoryError> {
         let fail = |table: &'static str| move |source| HistoryError::Migrate { table, source };
         match self {
@@ -426,7 +429,7 @@ fn item_to_db(item: u32) -> i32 {
 
 /// `TIMESTAMP` columns hold UTC without a zone, to the microsecond (PostgreSQL's precision; the
 /// same on SQLite so both backends return what was written).
-fn to_db(at: DateTime<Utc>) -> NaiveDateTime {
+pub(super) fn to_db(at: DateTime<Utc>) -> NaiveDateTime {
     let micros = at.timestamp_micros();
     DateTime::from_timestamp_micros(micros)
         .unwrap_or(at)
@@ -438,7 +441,7 @@ pub(super) fn stored(at: DateTime<Utc>) -> DateTime<Utc> {
     to_db(at).and_utc()
 }
 
-fn from_db(at: Option<NaiveDateTime>) -> Option<DateTime<Utc>> {
+pub(super) fn from_db(at: Option<NaiveDateTime>) -> Option<DateTime<Utc>> {
     at.map(|t| t.and_utc())
 }
 

@@ -236,6 +236,7 @@ mod tests {
             resharding: ReshardingFlag::default(),
             props: Default::default(),
             child_lease: None,
+            stop_grace: Default::default(),
         }
     }
 

@@ -10,6 +10,8 @@
 //! | `http.connect.timeout.milliseconds` | time to connect (TCP and TLS) | 3000 |
 //! | `http.read.timeout.milliseconds` | time to wait for each read of the response | 5000 |
 //! | `http.content.type` | the `Content-Type` header | none |
+//! | `shardcron.http.timeout.milliseconds` | the whole request, from connecting to the last byte read (ours) | 60000 |
+//! | `shardcron.http.redirect` | which redirects are followed: `same-host`, `any-host` or `none` (ours) | `same-host` |
 //!
 //! The item's [`ShardingContext`], as ElasticJob's JSON, travels in the `shardingContext` header.
 //! A bad value is refused when the job is built, with an [`HttpJobError`] naming the key.
@@ -17,9 +19,16 @@
 //! **Unlike ElasticJob**, which only logs a non-2xx answer, a response status of **400 or more
 //! fails the item** with [`JobError::Failed`] naming the method, URI and status (and the start of
 //! the body): a job whose endpoint rejects it should show up as failed in the history and reach
-//! the error handler. Redirects are followed (at most 10); a final 1xx–3xx status succeeds.
+//! the error handler. Redirects to the same host are followed (at most 10); a redirect to another
+//! host fails the item unless `shardcron.http.redirect` is `any-host` (a URI whose query carries a
+//! token must not be sent on to wherever its server points); no `Referer` is sent. A final
+//! 1xx–3xx status succeeds.
 //!
-//! A connection that cannot be made, a timeout and a response that cannot be read fail the item.
+//! Bounded: at most [`MAX_BODY_BYTES`] of the response body are read (the rest is left unread and
+//! the connection closed), and the whole request ends within the total timeout however slowly
+//! the body trickles in. A connection that cannot be made, a timeout and a response that cannot
+//! be read fail the item. Failures and logs show the URI with its password and query values
+//! redacted ([`crate::secret::redact_url`]).
 //! When the item is cancelled the request is dropped, which closes its connection, and the item
 //! fails with [`JobError::Cancelled`]. `https` uses rustls with the Mozilla root certificates.
 
@@ -45,6 +54,10 @@ pub const CONNECT_TIMEOUT_PROP: &str = "http.connect.timeout.milliseconds";
 pub const READ_TIMEOUT_PROP: &str = "http.read.timeout.milliseconds";
 /// The `props` key of the content type.
 pub const CONTENT_TYPE_PROP: &str = "http.content.type";
+/// The `props` key of the total timeout (ours).
+pub const TOTAL_TIMEOUT_PROP: &str = "shardcron.http.timeout.milliseconds";
+/// The `props` key of the redirect policy (ours).
+pub const REDIRECT_PROP: &str = "shardcron.http.redirect";
 /// The header carrying the sharding context JSON, as ElasticJob names it.
 pub const SHARDING_CONTEXT_HEADER: &str = "shardingContext";
 
@@ -53,8 +66,74 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3000);
 /// ElasticJob's default read timeout.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_millis(5000);
 
+/// The default bound of a whole request.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most of a response body read; the rest is never read.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// How many redirects are followed at most (reqwest's default).
+const MAX_REDIRECTS: usize = 10;
+
 /// How much of an error response's body goes into the failure.
 const BODY_EXCERPT_CHARS: usize = 200;
+
+/// Which redirects an HTTP job follows (`shardcron.http.redirect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectPolicy {
+    /// `same-host`: only to the host of the URI that redirects (any port or scheme).
+    SameHost,
+    /// `any-host`: to any host.
+    AnyHost,
+    /// `none`: never; a redirect fails the item.
+    None,
+}
+
+impl RedirectPolicy {
+    fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "same-host" => Some(Self::SameHost),
+            "any-host" => Some(Self::AnyHost),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+
+    /// The policy as reqwest applies it (at most 10 redirects).
+    pub(crate) fn to_reqwest(self) -> reqwest::redirect::Policy {
+        reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+            }
+            let from = attempt.previous().last().and_then(|u| u.host_str());
+            let refused = match self {
+                Self::AnyHost => None,
+                Self::SameHost if from == attempt.url().host_str() => None,
+                Self::SameHost => Some("to another host"),
+                Self::None => Some("at all"),
+            };
+            match refused {
+                None => attempt.follow(),
+                Some(why) => {
+                    let to = crate::secret::redact_url(attempt.url().as_str());
+                    attempt.error(format!(
+                        "not following the redirect to {to}: redirects are not followed {why} \
+                         ({REDIRECT_PROP} is {})",
+                        self.as_str()
+                    ))
+                }
+            }
+        })
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::SameHost => "same-host",
+            Self::AnyHost => "any-host",
+            Self::None => "none",
+        }
+    }
+}
 
 /// Why an HTTP job could not be built from its configuration. Each variant names the key.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +163,14 @@ pub enum HttpJobError {
     /// Parsing a timeout.
     #[error("props key {key:?}: {value:?} is not a positive number of milliseconds")]
     InvalidTimeout {
+        /// The key.
+        key: &'static str,
+        /// The value as configured.
+        value: String,
+    },
+    /// Parsing `shardcron.http.redirect`.
+    #[error("props key {key:?}: {value:?} is not same-host, any-host or none")]
+    InvalidRedirect {
         /// The key.
         key: &'static str,
         /// The value as configured.
@@ -121,7 +208,10 @@ pub enum HttpJobError {
 /// assert_eq!(job.method().as_str(), "POST");
 /// assert_eq!(job.read_timeout().as_millis(), 5000);
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Its `Debug` shows the URI redacted (its query may carry a token), not the props it was built
+/// from.
+#[derive(Clone)]
 pub struct HttpJob {
     url: Url,
     /// The URI without its password, for logs and failures.
@@ -131,6 +221,7 @@ pub struct HttpJob {
     content_type: Option<HeaderValue>,
     connect_timeout: Duration,
     read_timeout: Duration,
+    total_timeout: Duration,
     client: reqwest::Client,
     /// The `http.*` props it was built from.
     built_from: BTreeMap<String, String>,
@@ -139,11 +230,23 @@ pub struct HttpJob {
     live: Arc<std::sync::Mutex<Option<Arc<HttpJob>>>>,
 }
 
+impl std::fmt::Debug for HttpJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpJob")
+            .field("url", &self.shown)
+            .field("method", &self.method)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The `http.*` entries of `props`: what an HTTP job is built from.
 fn http_props(props: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     props
         .iter()
-        .filter(|(k, _)| k.starts_with("http."))
+        .filter(|(k, _)| k.starts_with("http.") || k.starts_with("shardcron.http."))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
@@ -195,24 +298,33 @@ impl HttpJob {
         };
         let connect_timeout = timeout(props, CONNECT_TIMEOUT_PROP, DEFAULT_CONNECT_TIMEOUT)?;
         let read_timeout = timeout(props, READ_TIMEOUT_PROP, DEFAULT_READ_TIMEOUT)?;
+        let total_timeout = timeout(props, TOTAL_TIMEOUT_PROP, DEFAULT_TOTAL_TIMEOUT)?;
+        let redirect = match props.get(REDIRECT_PROP) {
+            None => RedirectPolicy::SameHost,
+            Some(value) => {
+                RedirectPolicy::parse(value).ok_or_else(|| HttpJobError::InvalidRedirect {
+                    key: REDIRECT_PROP,
+                    value: value.clone(),
+                })?
+            }
+        };
         let client = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             .read_timeout(read_timeout)
+            .timeout(total_timeout)
+            .redirect(redirect.to_reqwest())
+            .referer(false)
             .build()
             .map_err(|source| HttpJobError::BuildClient { source })?;
-        let mut shown = url.clone();
-        if shown.password().is_some() {
-            // Only fails for URLs that cannot carry credentials, which this one does.
-            let _ = shown.set_password(Some("***"));
-        }
         Ok(Self {
-            shown: shown.to_string(),
+            shown: crate::secret::redact_url(url.as_str()),
             url,
             method,
             data,
             content_type,
             connect_timeout,
             read_timeout,
+            total_timeout,
             client,
             built_from: http_props(props),
             live: Arc::default(),
@@ -244,7 +356,12 @@ impl HttpJob {
         self.read_timeout
     }
 
-    /// Sends the request and reads the whole response.
+    /// The bound of the whole request.
+    pub fn total_timeout(&self) -> Duration {
+        self.total_timeout
+    }
+
+    /// Sends the request and reads the response, at most [`MAX_BODY_BYTES`] of its body.
     async fn send(&self, ctx: &ShardingContext) -> Result<(), JobError> {
         let context = HeaderValue::from_bytes(ctx.to_json().as_bytes()).map_err(|e| {
             JobError::failed(format!(
@@ -264,12 +381,11 @@ impl HttpJob {
         let response = request
             .send()
             .await
-            .map_err(|e| self.request_failed("sending", &e))?;
+            .map_err(|e| self.request_failed("sending", e))?;
         let status = response.status();
-        let body = response
-            .text()
+        let body = read_capped(response, MAX_BODY_BYTES)
             .await
-            .map_err(|e| self.request_failed("reading the response of", &e))?;
+            .map_err(|e| self.request_failed("reading the response of", e))?;
         if status.as_u16() >= 400 {
             return Err(JobError::Failed(format!(
                 "{} {} answered {status}: {}",
@@ -286,7 +402,9 @@ impl HttpJob {
     }
 
     /// A failure naming the step, the request and, for a timeout, which limit was hit.
-    fn request_failed(&self, step: &str, e: &reqwest::Error) -> JobError {
+    fn request_failed(&self, step: &str, e: reqwest::Error) -> JobError {
+        // reqwest's message quotes the URL, query and all: the shown one stands instead.
+        let e = e.without_url();
         let what = format!("{step} {} {}", self.method, self.shown);
         if e.is_connect() {
             if e.is_timeout() {
@@ -295,15 +413,23 @@ impl HttpJob {
                     self.connect_timeout.as_millis()
                 ));
             }
-            return JobError::Failed(format!("{what}: cannot connect: {}", chain(e)));
+            return JobError::Failed(format!(
+                "{what}: cannot connect: {}",
+                crate::secret::error_chain(&e)
+            ));
         }
         if e.is_timeout() {
             return JobError::Failed(format!(
-                "{what}: nothing read within the read timeout of {} ms",
-                self.read_timeout.as_millis()
+                "{what}: nothing read within the read timeout of {} ms, or not done within \
+                 the total timeout of {} ms",
+                self.read_timeout.as_millis(),
+                self.total_timeout.as_millis()
             ));
         }
-        JobError::Failed(format!("{what}: {}", chain(e)))
+        JobError::Failed(crate::secret::redact_text(&format!(
+            "{what}: {}",
+            crate::secret::error_chain(&e)
+        )))
     }
 }
 
@@ -373,6 +499,22 @@ fn timeout(
     }
 }
 
+/// The first `max` bytes of `response`'s body (invalid UTF-8 replaced); the rest is never read.
+pub(crate) async fn read_capped(
+    mut response: reqwest::Response,
+    max: usize,
+) -> reqwest::Result<String> {
+    let mut body = Vec::new();
+    while body.len() < max {
+        let Some(chunk) = response.chunk().await? else {
+            break;
+        };
+        let room = max - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
 /// The start of a body, on one line.
 fn excerpt(body: &str) -> String {
     let mut text: String = body.chars().take(BODY_EXCERPT_CHARS).collect();
@@ -380,17 +522,6 @@ fn excerpt(body: &str) -> String {
         text.push('…');
     }
     text.replace(['\r', '\n'], " ")
-}
-
-/// `error: cause: cause` (reqwest's own message omits the OS error).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text += &format!(": {cause}");
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -424,5 +555,23 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(job.shown, "https://u:***@h/x");
+        let job = HttpJob::from_props(&props(&[
+            (URI_PROP, "https://h/x?access_token=t0k3n"),
+            (METHOD_PROP, "GET"),
+        ]))
+        .unwrap();
+        assert_eq!(job.shown, "https://h/x?access_token=***");
+        assert!(!format!("{job:?}").contains("t0k3n"), "{job:?}");
+    }
+
+    #[test]
+    fn a_redirect_policy_other_than_the_three_is_refused_naming_the_key() {
+        let err = HttpJob::from_props(&props(&[
+            (URI_PROP, "https://h/x"),
+            (METHOD_PROP, "GET"),
+            (REDIRECT_PROP, "anywhere"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains(REDIRECT_PROP), "{err}");
     }
 }

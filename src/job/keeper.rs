@@ -6,7 +6,8 @@
 //! forks a *keeper*, a small process that only watches: the node sends it a heartbeat every
 //! [`BEAT`] from a thread of its own, and the pid and lease of every child it starts. When no
 //! heartbeat came for a child's lease (the node is frozen), or the node is gone (the keeper's pipe
-//! closed), the keeper kills the child (SIGKILL, the direct child, as a cancellation does).
+//! closed), the keeper kills the child's whole process group (SIGKILL; the child leads a group of its
+//! own, see [`group`](super::group)).
 //!
 //! The lease is the session's ([`FenceBudget::frozen_node_lease`]): the server cannot expire a
 //! session sooner than a ping interval plus two margins after the keeper's deadline, and only then
@@ -240,7 +241,7 @@ fn serve(read_end: libc::c_int) -> ! {
                 if n == 0 {
                     // The node is gone: nothing will stop its children now.
                     for pid in pids.iter().filter(|p| **p > 0) {
-                        libc::kill(*pid, libc::SIGKILL);
+                        libc::kill(-*pid, libc::SIGKILL);
                     }
                     libc::_exit(0);
                 }
@@ -273,7 +274,7 @@ fn serve(read_end: libc::c_int) -> ! {
             let silent = now_ms().saturating_sub(last_beat);
             for slot in 0..SLOTS {
                 if pids[slot] > 0 && silent > leases[slot] {
-                    libc::kill(pids[slot], libc::SIGKILL);
+                    libc::kill(-pids[slot], libc::SIGKILL);
                     pids[slot] = 0;
                 }
             }

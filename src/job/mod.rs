@@ -8,16 +8,20 @@
 
 pub mod concurrency;
 pub mod dataflow;
+pub mod deadline;
 pub mod fencing;
+pub mod group;
 pub mod handlers;
 pub mod http;
 pub mod keeper;
 pub mod script;
+pub mod stop;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -27,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 pub use fencing::FencingToken;
+pub use stop::StopGrace;
 
 /// Why an item runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -120,6 +125,10 @@ pub struct ShardingContext {
     /// children are not kept. A shardcron addition.
     #[serde(skip)]
     pub child_lease: Option<std::time::Duration>,
+    /// How long a cancelled item's processes (a script's process group) have between SIGTERM and
+    /// SIGKILL; shared by the items of one run, shortened by whoever cancels ([`stop`]).
+    #[serde(skip)]
+    pub stop_grace: StopGrace,
 }
 
 impl ShardingContext {
@@ -131,6 +140,12 @@ impl ShardingContext {
     /// Completes when the item is taken away from this instance.
     pub async fn cancelled(&self) {
         self.cancellation.cancelled().await
+    }
+
+    /// Cancels the item, giving its processes at most `grace` between SIGTERM and SIGKILL (the
+    /// run's grace is shortened to it, see [`stop`]).
+    pub fn cancel_within(&self, grace: std::time::Duration) {
+        self.stop_grace.cancel_within(&self.cancellation, grace);
     }
 
     /// The context as ElasticJob's JSON, as script and HTTP jobs receive it.
@@ -171,6 +186,12 @@ pub enum JobError {
     /// The run was refused before the item started (clock skew, invalid config).
     #[error("refused: {0}")]
     Refused(String),
+    /// The item ran past the job's `shardcron.timeout` and was cancelled, then ended.
+    #[error("timed out after {after:?}")]
+    TimedOut {
+        /// The timeout.
+        after: Duration,
+    },
 }
 
 impl JobError {

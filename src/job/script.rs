@@ -12,18 +12,21 @@
 //! - A non-zero exit or a death by signal fails the item with [`JobError::Exit`]; a program that
 //!   cannot be started fails it with [`JobError::Spawn`].
 //! - stdout lines are logged at `info`, stderr lines at `warn`, with `job` and `item` fields. Both
-//!   pipes are drained concurrently with the wait, so a chatty script never blocks on a full pipe.
-//!   The item ends when the script has exited *and* both pipes are closed: a background process
-//!   that keeps them open keeps the item running.
-//! - When the item is cancelled the child is killed (SIGKILL) and the item fails with
-//!   [`JobError::Cancelled`], unless the child has already exited: then the item ends with its
+//!   pipes are drained concurrently with the wait, so a chatty script never blocks on a full pipe;
+//!   a line longer than [`MAX_LINE_BYTES`] is logged cut, with a [`TRUNCATED`] marker, and its
+//!   rest is skipped as it arrives (never held). The item ends when the script has exited *and*
+//!   both pipes are closed: a background process that keeps them open keeps the item running.
+//! - The child leads a process group of its own ([`group`](super::group)). When the item is
+//!   cancelled (resharding, fencing, shutdown, a timeout) the whole group gets SIGTERM, and SIGKILL
+//!   once the run's [`StopGrace`](super::StopGrace) has passed; the item fails with
+//!   [`JobError::Cancelled`], unless the child had already exited: then the item ends with its
 //!   real exit status (a node stopped with SIGSTOP while its script finished, and resumed into a
-//!   fencing cancel, reports the finished item, not a cancelled one; output still unread from its
-//!   pipes is not logged). The child is also killed if the run's future is dropped. Only the
-//!   direct child is killed, not processes it started itself.
+//!   fencing cancel, reports the finished item, not a cancelled one). A run whose future is
+//!   dropped kills the group at once (SIGKILL). A script that ends on its own keeps what it left
+//!   in the background, as before groups.
 //! - A child outlives its node's silence by no more than the run's
-//!   [`child_lease`](ShardingContext::child_lease): the [`keeper`](super::keeper) kills the child of a
-//!   node frozen (SIGSTOP) or killed (kill -9) before a survivor can fail its item over.
+//!   [`child_lease`](ShardingContext::child_lease): the [`keeper`](super::keeper) kills the process group
+//!   of a node frozen (SIGSTOP) or killed (kill -9) before a survivor can fail its item over.
 //! - Every child is reaped as it ends: its exit is awaited beside its pipes, a cancelled child is
 //!   killed and awaited, and a child whose run was dropped is killed and handed to tokio's orphan
 //!   queue, which reaps it at the next `SIGCHLD`.
@@ -43,10 +46,18 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Semaphore;
 
+use super::group::ProcessGroup;
 use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key holding the command line, as ElasticJob names it.
 pub const COMMAND_LINE_PROP: &str = "script.command.line";
+
+/// The longest line of a script's output that is logged whole; the rest of a longer line is
+/// skipped (not held in memory) and the line ends with [`TRUNCATED`].
+pub const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// What ends a truncated line, followed by the number of bytes skipped and `]`.
+pub const TRUNCATED: &str = " …[truncated: ";
 
 /// How many children of one script job may live at once: far more items than cores run side by
 /// side (a script mostly waits), while a job that asks for more items than the machine can run
@@ -176,20 +187,46 @@ impl ScriptJob {
         JobError::Cancelled(format!("{:?} {when}", self.command_line))
     }
 
-    /// Waits for the child to exit while logging both of its pipes.
-    async fn wait_and_drain(
+    /// Watches the child until it has exited and both of its pipes are closed, logging them; or,
+    /// when the item is cancelled first, stops its whole process group ([`Self::stop`]).
+    async fn supervise(
         &self,
         child: &mut Child,
+        mut group: Option<ProcessGroup>,
         ctx: &ShardingContext,
     ) -> Result<(), JobError> {
         let missing = |pipe: &str| JobError::failed(format!("the child's {pipe} was not piped"));
         let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
         let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
-        let (status, out, err) = tokio::join!(
-            child.wait(),
-            log_lines(stdout, Pipe::Stdout, ctx),
-            log_lines(stderr, Pipe::Stderr, ctx),
-        );
+        let pipes = async {
+            tokio::join!(
+                log_lines(stdout, Pipe::Stdout, ctx),
+                log_lines(stderr, Pipe::Stderr, ctx),
+            )
+        };
+        tokio::pin!(pipes);
+        let mut status = None;
+        let mut read = None;
+        loop {
+            if let (Some(_), Some(_)) = (&status, &read) {
+                break;
+            }
+            tokio::select! {
+                biased;
+                () = ctx.cancelled() => {
+                    return self.stop(child, group, pipes, status, read.is_some(), ctx).await;
+                }
+                s = child.wait(), if status.is_none() => status = Some(s),
+                r = &mut pipes, if read.is_none() => read = Some(r),
+            }
+        }
+        // Ended on its own: what it left in the background is its business.
+        if let Some(group) = group.as_mut() {
+            group.disarm();
+        }
+        let (Some(status), Some((out, err))) = (status, read) else {
+            return Err(JobError::failed("the script's supervision ended early"));
+        };
         let status = status
             .map_err(|e| JobError::failed(format!("waiting for {:?}: {e}", self.command_line)))?;
         let mut unread = None;
@@ -205,6 +242,69 @@ impl ScriptJob {
         match unread {
             Some(msg) => Err(JobError::Failed(msg)),
             None => Ok(()),
+        }
+    }
+
+    /// The item was cancelled: SIGTERM to the child's whole process group, then, once the
+    /// run's [`StopGrace`](super::StopGrace) has passed (or the child has exited and its pipes
+    /// are closed, whichever comes first), SIGKILL to whatever is left of the group; the child
+    /// is reaped. Output written during the grace is still logged. A child that had exited
+    /// before the cancellation reports its real exit status.
+    async fn stop<P>(
+        &self,
+        child: &mut Child,
+        group: Option<ProcessGroup>,
+        mut pipes: std::pin::Pin<&mut P>,
+        status: Option<std::io::Result<ExitStatus>>,
+        mut closed: bool,
+        ctx: &ShardingContext,
+    ) -> Result<(), JobError>
+    where
+        P: std::future::Future,
+    {
+        let exited = match status {
+            Some(Ok(status)) => Some(self.exit_result(status)),
+            Some(Err(_)) => None,
+            None => self.exited_before_cancel(child).unwrap_or_else(|e| {
+                tracing::warn!(
+                    job = %ctx.job_name, item = %ctx.sharding_item, error = %e,
+                    "checking whether the cancelled script had exited failed; stopping it"
+                );
+                None
+            }),
+        };
+        let mut reaped = exited.is_some();
+        match &group {
+            Some(group) => group.terminate(),
+            None => {
+                let _ = child.start_kill();
+            }
+        }
+        let started = tokio::time::Instant::now();
+        while !(reaped && closed) {
+            let shortened = ctx.stop_grace.shortened();
+            tokio::pin!(shortened);
+            shortened.as_mut().enable();
+            let deadline = started + ctx.stop_grace.get();
+            tokio::select! {
+                biased;
+                () = tokio::time::sleep_until(deadline) => break,
+                () = &mut shortened => {}
+                _ = child.wait(), if !reaped => reaped = true,
+                _ = &mut pipes, if !closed => closed = true,
+            }
+        }
+        // Before the child is reaped, so the group's id is still the child's.
+        drop(group);
+        if !reaped {
+            if let Err(e) = child.wait().await {
+                tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, error = %e,
+                    "reaping the stopped script failed");
+            }
+        }
+        match exited {
+            Some(result) => result,
+            None => Err(self.cancelled("was stopped because the item was cancelled")),
         }
     }
 }
@@ -239,44 +339,23 @@ impl ItemHandler for ScriptJob {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A group of its own: everything the script starts is stopped with it.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| JobError::Spawn {
                 command: this.command_line.clone(),
                 reason: e.to_string(),
             })?;
-        // Held until the child is reaped: a frozen or dead node's child is killed by the keeper.
+        // Declared after the child: dropped (the group killed) before the child is handed to
+        // the orphan queue.
+        let group = child.id().and_then(ProcessGroup::led_by);
+        // Held until the child is reaped: a frozen or dead node's group is killed by the keeper.
         let _kept = match (child.id(), ctx.child_lease) {
             (Some(pid), Some(lease)) if !lease.is_zero() => super::keeper::watch(pid, lease),
             _ => None,
         };
-        let finished = tokio::select! {
-            biased;
-            () = ctx.cancelled() => None,
-            result = self.wait_and_drain(&mut child, &ctx) => Some(result),
-        };
-        match finished {
-            Some(result) => result,
-            None => {
-                match self.exited_before_cancel(&mut child) {
-                    Ok(Some(result)) => return result,
-                    Ok(None) => {}
-                    Err(e) => tracing::warn!(
-                        job = %ctx.job_name, item = %ctx.sharding_item, error = %e,
-                        "checking whether the cancelled script had exited failed; killing it"
-                    ),
-                }
-                if let Err(e) = child.kill().await {
-                    // The child may have exited on its own in the meantime; the item is
-                    // cancelled either way, but a kill that failed is worth knowing about.
-                    tracing::warn!(
-                        job = %ctx.job_name, item = %ctx.sharding_item, error = %e,
-                        "killing the cancelled script failed"
-                    );
-                }
-                Err(self.cancelled("was killed because the item was cancelled"))
-            }
-        }
+        this.supervise(&mut child, group, &ctx).await
     }
 }
 
@@ -287,29 +366,62 @@ enum Pipe {
     Stderr,
 }
 
-/// Logs every line of `pipe` until it closes. Bytes that are not UTF-8 are replaced, not refused:
-/// a script's output is for people to read.
+/// Logs every line of `pipe` until it closes (see [`read_lines`]).
 async fn log_lines(
     pipe: impl AsyncRead + Unpin,
     which: Pipe,
     ctx: &ShardingContext,
 ) -> std::io::Result<()> {
+    read_lines(pipe, MAX_LINE_BYTES, |text| match which {
+        Pipe::Stdout => tracing::info!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}"),
+        Pipe::Stderr => tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}"),
+    })
+    .await
+}
+
+/// Hands every line of `pipe` to `line` until the pipe closes, holding at most `max` bytes of a
+/// line: the rest of a longer line is skipped as it arrives and the line ends with a marker
+/// saying how much was cut ([`TRUNCATED`]). Bytes that are not UTF-8 are replaced, not refused:
+/// a script's output is for people to read.
+pub async fn read_lines(
+    pipe: impl AsyncRead + Unpin,
+    max: usize,
+    mut line: impl FnMut(&str),
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(pipe);
-    let mut line = Vec::new();
+    let mut held = Vec::new();
+    let mut skipped = 0usize;
+    let mut emit = |held: &mut Vec<u8>, skipped: &mut usize| {
+        let text = String::from_utf8_lossy(held);
+        let text = text.trim_end_matches(['\n', '\r']);
+        if *skipped == 0 {
+            line(text);
+        } else {
+            line(&format!("{text}{TRUNCATED}{skipped} more bytes]"));
+        }
+        held.clear();
+        *skipped = 0;
+    };
     loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).await? == 0 {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            if !held.is_empty() || skipped > 0 {
+                emit(&mut held, &mut skipped);
+            }
             return Ok(());
         }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
-        match which {
-            Pipe::Stdout => {
-                tracing::info!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
-            }
-            Pipe::Stderr => {
-                tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
-            }
+        let (chunk, ends) = match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => (&buf[..=at], true),
+            None => (buf, false),
+        };
+        let taken = chunk.len().min(max.saturating_sub(held.len()));
+        held.extend_from_slice(&chunk[..taken]);
+        // The newline ends the line; it is no content cut from it.
+        skipped += (chunk.len() - taken).saturating_sub(usize::from(ends && taken < chunk.len()));
+        let used = chunk.len();
+        reader.consume(used);
+        if ends {
+            emit(&mut held, &mut skipped);
         }
     }
 }
@@ -395,6 +507,30 @@ mod tests {
         let mut child = spawn(&job);
         assert!(matches!(job.exited_before_cancel(&mut child), Ok(None)));
         child.kill().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_line_longer_than_the_cap_is_cut_with_a_marker_and_the_next_line_is_whole() {
+        use tokio::io::AsyncReadExt;
+        // 64 MiB without a newline, then a short line: only `max` bytes are ever held.
+        let endless = tokio::io::repeat(b'x').take(64 * 1024 * 1024);
+        let input = endless.chain(&b"\nshort\r\nlast"[..]);
+        let mut lines = Vec::new();
+        read_lines(input, 1000, |l| lines.push(l.to_owned()))
+            .await
+            .unwrap();
+        assert_eq!(
+            lines.len(),
+            3,
+            "{:?}",
+            lines.iter().map(String::len).collect::<Vec<_>>()
+        );
+        let skipped = 64 * 1024 * 1024 - 1000;
+        assert_eq!(
+            lines[0],
+            format!("{}{TRUNCATED}{skipped} more bytes]", "x".repeat(1000))
+        );
+        assert_eq!(lines[1..], ["short", "last"]);
     }
 
     #[test]

@@ -7,8 +7,9 @@
 
 use serde::Serialize;
 
+use super::audit::Entry;
 use super::{Ops, OpsError};
-use crate::config::{ConfigErrors, JobConfig, JobKind, ValidationContext};
+use crate::config::{redact_config_yaml, ConfigErrors, JobConfig, JobKind, ValidationContext};
 use crate::paths::JobNode;
 use crate::registry::RegistryError;
 use crate::types::JobName;
@@ -58,9 +59,32 @@ pub struct StoredConfig {
     pub version: i32,
 }
 
+impl StoredConfig {
+    /// The same with its secrets redacted ([`redact_config_yaml`]): what a person is shown.
+    pub fn redacted(mut self) -> Self {
+        self.yaml = redact_config_yaml(&self.yaml);
+        self
+    }
+}
+
 impl Ops {
-    /// The job's stored config and its version.
+    /// The job's stored config and its version (from the mirror when [`Ops::reading`] one).
     pub async fn config_get(&self, job: &JobName) -> Result<StoredConfig, OpsError> {
+        if let Some(mirror) = &self.mirror {
+            let node = mirror
+                .get(&JobNode::Config.to_path(job))
+                .ok_or_else(|| OpsError::UnknownJob { job: job.clone() })?;
+            return Ok(StoredConfig {
+                job_name: job.clone(),
+                yaml: String::from_utf8_lossy(&node.data).into_owned(),
+                version: node.stat.version,
+            });
+        }
+        self.stored_config(job).await
+    }
+
+    /// The job's config as the registry holds it now: what an edit starts from.
+    async fn stored_config(&self, job: &JobName) -> Result<StoredConfig, OpsError> {
         let (data, stat) = self
             .registry
             .get(&JobNode::Config.to_path(job))
@@ -78,21 +102,46 @@ impl Ops {
     /// Only the read-to-write window is protected here; an editor that showed the config to a
     /// person should use [`Ops::config_set_at`] with the version it showed.
     pub async fn config_set(&self, job: &JobName, yaml: &str) -> Result<i32, OpsError> {
-        let config = self.checked_config(job, yaml).await?;
-        let version = self.config_get(job).await?.version;
-        self.write_config(job, &config, version).await
+        self.edit_config(job, yaml, None).await
     }
 
     /// Validates `yaml` and writes it only if the config is still at `version`
     /// ([`OpsError::ConfigChanged`] otherwise). Returns the new version.
+    ///
+    /// `yaml` may be the redacted text a person was shown ([`StoredConfig::redacted`]): a secret
+    /// still shown as `***` keeps its stored value ([`JobConfig::keep_unchanged_secrets`]).
     pub async fn config_set_at(
         &self,
         job: &JobName,
         yaml: &str,
         version: i32,
     ) -> Result<i32, OpsError> {
-        let config = self.checked_config(job, yaml).await?;
-        self.write_config(job, &config, version).await
+        self.edit_config(job, yaml, Some(version)).await
+    }
+
+    /// Validates, keeps unchanged secrets, writes at `version` (the stored one when `None`) and
+    /// records the edit with the config before and after, redacted.
+    async fn edit_config(
+        &self,
+        job: &JobName,
+        yaml: &str,
+        version: Option<i32>,
+    ) -> Result<i32, OpsError> {
+        let mut entry = Entry::new("config-set", job);
+        let result = async {
+            let mut config = self.checked_config(job, yaml).await?;
+            let stored = self.stored_config(job).await?;
+            entry.before = Some(redact_config_yaml(&stored.yaml));
+            if let Ok(before) = JobConfig::from_yaml(&stored.yaml) {
+                config.keep_unchanged_secrets(&before);
+            }
+            entry.after = config.redacted().to_yaml().ok();
+            let version = version.unwrap_or(stored.version);
+            self.write_config(job, &config, version).await
+        }
+        .await;
+        self.record(entry, &result).await;
+        result
     }
 
     /// Parses and validates a new config for `job`, naming every bad field.

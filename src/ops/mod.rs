@@ -8,11 +8,13 @@
 //! | `snapshot.rs` | one job's subtree read in one listing |
 //! | `configure.rs` | [`Ops::config_get`], [`Ops::config_set`]: validated, version-checked writes |
 //! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `audit.rs` | [`Ops::audited`]: every state-changing call recorded in the audit log as done by an [`Actor`] |
 //! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
 //!
 //! Operations act on the cluster only by writing the nodes the engine watches (the layout
 //! contract's "operations API" rows), so they work the same on shardcron and Java instances. Reads
-//! list the registry directly: this is an operator's path, never an execution's.
+//! list the registry directly (this is an operator's path, never an execution's), or read a mirror
+//! the caller already feeds ([`Ops::reading`], the console).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -28,6 +30,7 @@
 //! # });
 //! ```
 
+mod audit;
 mod configure;
 mod error;
 mod operate;
@@ -36,9 +39,11 @@ mod snapshot;
 
 use std::sync::Arc;
 
+use crate::registry::mirror::Mirror;
 use crate::registry::Registry;
 use crate::types::JobName;
 
+pub use audit::Actor;
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};
@@ -52,12 +57,26 @@ use snapshot::JobSnapshot;
 #[derive(Debug, Clone)]
 pub struct Ops {
     registry: Arc<dyn Registry>,
+    audit: Option<Arc<audit::Audit>>,
+    mirror: Option<Mirror>,
 }
 
 impl Ops {
     /// Operates on the namespace `registry` is rooted at.
     pub fn new(registry: Arc<dyn Registry>) -> Self {
-        Self { registry }
+        Self {
+            registry,
+            audit: None,
+            mirror: None,
+        }
+    }
+
+    /// The same operations, whose reports ([`Ops::jobs`], [`Ops::job`], [`Ops::servers`],
+    /// [`Ops::config_get`]) read `mirror`, a mirror of the whole namespace fed on this session,
+    /// instead of listing the registry. Writes still read what they check from the registry.
+    pub fn reading(mut self, mirror: Mirror) -> Self {
+        self.mirror = Some(mirror);
+        self
     }
 
     /// The session.
@@ -101,6 +120,18 @@ impl Ops {
 
     /// Reads one job; a job without a root or a `config` node is unknown.
     async fn snapshot(&self, job: &JobName) -> Result<JobSnapshot, OpsError> {
+        let read = match &self.mirror {
+            Some(mirror) => JobSnapshot::from_mirror(mirror, job),
+            None => return self.listed_snapshot(job).await,
+        };
+        match read {
+            Some(snap) if snap.config_yaml.is_some() => Ok(snap),
+            _ => Err(OpsError::UnknownJob { job: job.clone() }),
+        }
+    }
+
+    /// Reads one job from the registry, whatever [`Ops::reading`] said: what a write checks.
+    async fn listed_snapshot(&self, job: &JobName) -> Result<JobSnapshot, OpsError> {
         let read = JobSnapshot::read(self.registry.as_ref(), job)
             .await
             .map_err(|source| OpsError::ReadJob {
@@ -120,11 +151,14 @@ impl Ops {
 
     /// Reads every child of the root: the jobs, and why the others are not.
     async fn roots(&self) -> Result<(Vec<(JobName, JobSnapshot)>, Vec<NotAJob>), OpsError> {
-        let names = self
-            .registry
-            .children("/")
-            .await
-            .map_err(|source| OpsError::ListJobs { source })?;
+        let names = match &self.mirror {
+            Some(mirror) => mirror.children("/"),
+            None => self
+                .registry
+                .children("/")
+                .await
+                .map_err(|source| OpsError::ListJobs { source })?,
+        };
         let mut jobs = Vec::new();
         let mut not_jobs = Vec::new();
         for name in names {

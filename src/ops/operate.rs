@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use super::audit::Entry;
 use super::{Ops, OpsError};
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, RegistryError};
@@ -27,6 +28,17 @@ pub enum Target {
     Server(String),
     /// One item on whatever instance owns it: `sharding/{i}/disabled`.
     Item(ShardItem),
+}
+
+impl Target {
+    /// How the audit log names it; `None` for every server.
+    fn describe(&self) -> Option<String> {
+        match self {
+            Target::AllServers => None,
+            Target::Server(ip) => Some(format!("server {ip}")),
+            Target::Item(item) => Some(format!("item {item}")),
+        }
+    }
 }
 
 /// Which instances [`Ops::shutdown`] stops the job on.
@@ -54,7 +66,13 @@ const REMOVE_ROUNDS: usize = 10;
 impl Ops {
     /// Asks every live instance to run its items once now. Returns the instances asked.
     pub async fn trigger(&self, job: &JobName) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let result = self.ask_to_trigger(job).await;
+        self.record(Entry::new("trigger", job), &result).await;
+        result
+    }
+
+    async fn ask_to_trigger(&self, job: &JobName) -> Result<Vec<InstanceId>, OpsError> {
+        let snap = self.listed_snapshot(job).await?;
         let instances: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
         if instances.is_empty() {
             return Err(OpsError::NoLiveInstance { job: job.clone() });
@@ -89,12 +107,18 @@ impl Ops {
 
     /// Disables a server (or all) or an item. Returns what was disabled.
     pub async fn disable(&self, job: &JobName, target: Target) -> Result<Vec<Target>, OpsError> {
-        self.switch(job, target, Switch::Off).await
+        let entry = Entry::new("disable", job).on(target.describe());
+        let result = self.switch(job, target, Switch::Off).await;
+        self.record(entry, &result).await;
+        result
     }
 
     /// Enables a server (or all) or an item. Returns what was enabled.
     pub async fn enable(&self, job: &JobName, target: Target) -> Result<Vec<Target>, OpsError> {
-        self.switch(job, target, Switch::On).await
+        let entry = Entry::new("enable", job).on(target.describe());
+        let result = self.switch(job, target, Switch::On).await;
+        self.record(entry, &result).await;
+        result
     }
 
     async fn switch(
@@ -103,7 +127,7 @@ impl Ops {
         target: Target,
         switch: Switch,
     ) -> Result<Vec<Target>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let snap = self.listed_snapshot(job).await?;
         let ips: Vec<String> = match &target {
             Target::Item(item) => {
                 let known = snap.view.items.contains_key(item);
@@ -199,7 +223,22 @@ impl Ops {
         job: &JobName,
         scope: ShutdownScope,
     ) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let target = match &scope {
+            ShutdownScope::AllInstances => None,
+            ShutdownScope::Instance(id) => Some(format!("instance {id}")),
+        };
+        let result = self.stop_instances(job, scope).await;
+        self.record(Entry::new("shutdown", job).on(target), &result)
+            .await;
+        result
+    }
+
+    async fn stop_instances(
+        &self,
+        job: &JobName,
+        scope: ShutdownScope,
+    ) -> Result<Vec<InstanceId>, OpsError> {
+        let snap = self.listed_snapshot(job).await?;
         let instances: Vec<InstanceId> = match scope {
             ShutdownScope::AllInstances => snap.view.instances.iter().cloned().collect(),
             ShutdownScope::Instance(id) if snap.view.instances.contains(&id) => vec![id],
@@ -235,7 +274,19 @@ impl Ops {
         job: &JobName,
         mode: RemoveMode,
     ) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.snapshot(job).await?;
+        let result = self.remove_subtree(job, mode).await;
+        let target = (mode == RemoveMode::Force).then(|| "forced".to_owned());
+        self.record(Entry::new("remove", job).on(target), &result)
+            .await;
+        result
+    }
+
+    async fn remove_subtree(
+        &self,
+        job: &JobName,
+        mode: RemoveMode,
+    ) -> Result<Vec<InstanceId>, OpsError> {
+        let snap = self.listed_snapshot(job).await?;
         let live: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
         if !live.is_empty() && mode == RemoveMode::RefuseWhileRunning {
             return Err(OpsError::StillRunning {
@@ -244,7 +295,9 @@ impl Ops {
             });
         }
         // Instances first: each then stops the job, so fewer writes race the deletion below.
-        let stopped = self.shutdown(job, ShutdownScope::AllInstances).await?;
+        let stopped = self
+            .stop_instances(job, ShutdownScope::AllInstances)
+            .await?;
         let root = JobNode::Root.to_path(job);
         let failed = |source| OpsError::Remove {
             job: job.clone(),

@@ -1,11 +1,13 @@
 //! One job's subtree, read straight from the registry in one listing and sorted into a
 //! [`JobView`] (the same view the engine decides from), plus the root and `config` nodes.
 //!
-//! Reading the registry rather than a mirror is deliberate: the operations API is a short-lived
-//! client, and a listing is both cheaper than feeding a mirror and free of the watch it would leave
-//! behind on the caller's session.
+//! A short-lived client (`shardcronctl`) reads the registry: a listing is cheaper than feeding a
+//! mirror and leaves no watch behind. A long-lived one that already feeds a [`Mirror`] (the
+//! console) reads the same snapshot from it ([`JobSnapshot::from_mirror`]) and costs the registry
+//! nothing per read.
 
 use crate::paths::JobNode;
+use crate::registry::mirror::{Mirror, Under};
 use crate::registry::{ListedNode, Registry, RegistryError};
 use crate::types::{InstanceId, JobName};
 use crate::view::{JobView, ServerStatus};
@@ -38,17 +40,47 @@ impl JobSnapshot {
         }
     }
 
-    /// Sorts listed nodes into a snapshot. Nodes the layout does not define (Curator's latch,
-    /// other tools' leftovers) and nodes of other jobs are skipped.
-    pub(crate) fn from_listing(job: &JobName, nodes: &[ListedNode]) -> Self {
-        let mut snap = JobSnapshot {
+    /// The same snapshot from `mirror` (a mirror of the whole namespace); `None` when the job
+    /// root is not mirrored.
+    pub(crate) fn from_mirror(mirror: &Mirror, job: &JobName) -> Option<Self> {
+        let root = JobNode::Root.to_path(job);
+        mirror.read_under(&root, |under| {
+            under.get("")?;
+            let mut snap = Self::empty(job);
+            snap.apply_mirrored(job, &root, under);
+            Some(snap)
+        })
+    }
+
+    /// Applies the node at `path` (mirrored as `under`) and everything below it.
+    fn apply_mirrored(&mut self, job: &JobName, path: &str, under: Under<'_>) {
+        if let Some(node) = under.get("") {
+            if let Ok((owner, kind)) = JobNode::parse(path) {
+                if owner == *job {
+                    self.apply(kind, &node.data, node.stat.version);
+                }
+            }
+        }
+        for (name, child) in under.children("") {
+            self.apply_mirrored(job, &format!("{path}/{name}"), child);
+        }
+    }
+
+    fn empty(job: &JobName) -> Self {
+        JobSnapshot {
             job: Some(job.clone()),
             view: JobView {
                 job: Some(job.clone()),
                 ..JobView::default()
             },
             ..JobSnapshot::default()
-        };
+        }
+    }
+
+    /// Sorts listed nodes into a snapshot. Nodes the layout does not define (Curator's latch,
+    /// other tools' leftovers) and nodes of other jobs are skipped.
+    pub(crate) fn from_listing(job: &JobName, nodes: &[ListedNode]) -> Self {
+        let mut snap = Self::empty(job);
         for node in nodes {
             let Ok((owner, kind)) = JobNode::parse(&node.path) else {
                 continue;

@@ -333,3 +333,81 @@ async fn every_root_is_listed_and_roots_that_are_not_jobs_say_why() {
     assert_eq!(quote_name("my job"), "\"my job\"");
     assert_eq!(quote_name("orders"), "orders");
 }
+
+#[tokio::test]
+async fn reading_a_mirror_reports_what_listing_the_registry_reports() {
+    let session: Arc<dyn Registry> = Arc::new(EmbeddedServer::new().connector("ops").open());
+    let yaml = JobConfig::new("orders", 3).to_yaml().unwrap();
+    session
+        .create("/orders", b"SCRIPT", CreateMode::Persistent)
+        .await
+        .unwrap();
+    session
+        .create("/orders/config", yaml.as_bytes(), CreateMode::Persistent)
+        .await
+        .unwrap();
+    for path in [
+        "/orders/servers",
+        "/orders/instances",
+        "/orders/sharding",
+        "/orders/sharding/1",
+    ] {
+        session
+            .create(path, b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    session
+        .create(
+            "/orders/servers/10.0.0.1",
+            b"DISABLED",
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    session
+        .create(
+            &format!("/orders/instances/{}", id(1)),
+            b"",
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    session
+        .create(
+            "/orders/sharding/1/instance",
+            id(1).as_str().as_bytes(),
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    session
+        .create("/not-a-job", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let mirror = crate::registry::mirror::Mirror::new();
+    let _feed = mirror.feed(Arc::clone(&session), "/").await.unwrap();
+    let listing = Ops::new(Arc::clone(&session));
+    let mirrored = Ops::new(Arc::clone(&session)).reading(mirror);
+    assert_eq!(
+        mirrored.job(&job()).await.unwrap(),
+        listing.job(&job()).await.unwrap()
+    );
+    assert_eq!(
+        mirrored.job_roots().await.unwrap(),
+        listing.job_roots().await.unwrap()
+    );
+    assert_eq!(
+        mirrored.servers().await.unwrap(),
+        listing.servers().await.unwrap()
+    );
+    assert_eq!(
+        mirrored.config_get(&job()).await.unwrap(),
+        listing.config_get(&job()).await.unwrap()
+    );
+    let unknown = JobName::new("nope").unwrap();
+    assert!(matches!(
+        mirrored.job(&unknown).await,
+        Err(OpsError::UnknownJob { .. })
+    ));
+}

@@ -23,6 +23,14 @@ pub enum Answer {
     Status(u16, &'static str),
     /// Never answers; reports when the client closes the connection.
     Never,
+    /// Answers this status with a body that never ends, sent as fast as the client reads;
+    /// reports when the client closes the connection.
+    Endless(u16),
+    /// Answers 200 with a body of one byte every 100 ms, forever; reports when the client
+    /// closes the connection.
+    Trickle,
+    /// Answers `302 Found` pointing at this location.
+    Redirect(&'static str),
 }
 
 /// The server's reports.
@@ -55,6 +63,33 @@ async fn serve(mut conn: TcpStream, answer: Answer, seen: mpsc::UnboundedSender<
             let response = format!(
                 "HTTP/1.1 {code} Test\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
+            );
+            let _ = conn.write_all(response.as_bytes()).await;
+        }
+        Answer::Endless(_) | Answer::Trickle => {
+            let code = if let Answer::Endless(code) = answer {
+                code
+            } else {
+                200
+            };
+            let head = format!("HTTP/1.1 {code} Test\r\ntransfer-encoding: chunked\r\n\r\n");
+            let mut alive = conn.write_all(head.as_bytes()).await.is_ok();
+            let chunk = if matches!(answer, Answer::Trickle) {
+                "1\r\nx\r\n".to_owned()
+            } else {
+                format!("4000\r\n{}\r\n", "x".repeat(0x4000))
+            };
+            while alive {
+                alive = conn.write_all(chunk.as_bytes()).await.is_ok();
+                if matches!(answer, Answer::Trickle) {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            }
+            let _ = seen.send(Seen::ClientClosed);
+        }
+        Answer::Redirect(location) => {
+            let response = format!(
+                "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
             );
             let _ = conn.write_all(response.as_bytes()).await;
         }

@@ -42,9 +42,48 @@ pub(crate) struct Cli {
     /// ZooKeeper credentials (SHARDCRON_ZK_AUTH or --zk-auth-file) and TLS files.
     #[command(flatten)]
     pub(crate) access: ZkAccessArgs,
+    /// Record every state-changing command in this history database's audit log (a SQLite file
+    /// or postgres://...), as done by the OS user.
+    #[arg(
+        long,
+        global = true,
+        value_name = "TARGET",
+        env = "SHARDCRON_AUDIT_DB",
+        hide_env_values = true
+    )]
+    pub(crate) audit_db: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+impl Cli {
+    /// Refuses a history URL with a password in the arguments, naming the flag but not echoing
+    /// the value (clap's own refusal would print the password it refuses).
+    pub(crate) fn refuse_passwords(&self) -> Result<(), clap::Error> {
+        // The same value in $SHARDCRON_AUDIT_DB came from the environment, which `ps` does not show.
+        let from_env = std::env::var("SHARDCRON_AUDIT_DB").ok();
+        let audit_db = self
+            .audit_db
+            .as_deref()
+            .filter(|v| from_env.as_deref() != Some(*v));
+        let mut flags = vec![("--audit-db", audit_db)];
+        match &self.command {
+            Command::History(args) => flags.push(("--db", args.db.as_deref())),
+            Command::Audit(args) => flags.push(("--db", args.db.as_deref())),
+            Command::Console(args) => flags.push(("--history", args.history.as_deref())),
+            _ => {}
+        }
+        for (flag, value) in flags {
+            if let Some(Err(why)) = value.map(shardcron::history::history_flag) {
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::ValueValidation,
+                    format!("{flag}: {why}\n"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One command of the CLI.
@@ -71,6 +110,8 @@ pub(crate) enum Command {
     Remove(RemoveArgs),
     /// Item executions recorded by nodes with a history (no registry needed).
     History(HistoryArgs),
+    /// The audit log: who changed what, when, with the config before and after (no registry needed).
+    Audit(AuditArgs),
     /// Quartz cron expressions, checked locally (no registry needed).
     #[command(subcommand)]
     Cron(CronCommand),
@@ -179,9 +220,10 @@ pub(crate) struct HistoryArgs {
     /// The job.
     #[arg(value_name = "NAME")]
     pub(crate) job: JobName,
-    /// A SQLite file (default shardcron-history.db) or postgres://...
-    #[arg(long, value_name = "TARGET", default_value = "")]
-    pub(crate) db: String,
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
     /// One item only.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = item)]
     pub(crate) item: Option<ShardItem>,
@@ -193,22 +235,48 @@ pub(crate) struct HistoryArgs {
     pub(crate) failed: bool,
 }
 
-/// `console [--listen ADDR] [--history DB] [--token TOKEN]`.
+/// `audit [--db TARGET] [--job NAME] [--limit N]`.
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
+    /// One job only.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) job: Option<JobName>,
+    /// At most N rows, newest first.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub(crate) limit: u32,
+}
+
+/// `console [--listen ADDR] [--history DB] [--token-file FILE] [--viewer-token-file FILE]
+/// [--allowed-host NAME]...`.
 #[derive(Debug, Args)]
 pub(crate) struct ConsoleArgs {
-    /// Where to serve the console; an address other than loopback requires --token.
+    /// Where to serve the console; an address other than loopback requires an operator token.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     pub(crate) listen: SocketAddr,
-    /// The execution history to show (a SQLite file or postgres://...); none when absent.
+    /// The execution history to show (a SQLite file or postgres://... without a password: set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY), where the audit log is written
+    /// too; none when absent.
     #[arg(long, value_name = "DB")]
     pub(crate) history: Option<String>,
-    /// The token every state-changing request must carry (required off loopback).
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "SHARDCRON_CONSOLE_TOKEN",
-        hide_env_values = true
-    )]
+    /// A file holding the operator's token (reads and writes); else $SHARDCRON_CONSOLE_TOKEN.
+    /// Required off loopback.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// A file holding the viewer's token (reads only); else $SHARDCRON_CONSOLE_VIEWER_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) viewer_token_file: Option<PathBuf>,
+    /// Another host name the console answers to (NAME on any port, or NAME:PORT), e.g. a
+    /// reverse proxy's; repeatable. It always answers its listen address, localhost, 127.0.0.1
+    /// and [::1] on its port.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) allowed_host: Vec<String>,
+    /// Removed: a token in argv is visible to every user in `ps`. Use --token-file or
+    /// $SHARDCRON_CONSOLE_TOKEN.
+    #[arg(long, value_name = "TOKEN", hide = true)]
     pub(crate) token: Option<String>,
 }
 

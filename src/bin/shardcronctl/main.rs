@@ -33,10 +33,11 @@ use std::sync::Arc;
 use clap::{CommandFactory, Parser};
 use serde_json::json;
 use shardcron::console::{Console, ConsoleOptions};
-use shardcron::history::{render_executions, History, HistoryQuery};
-use shardcron::ops::{ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
+use shardcron::history::{render_audits, render_executions, AuditQuery, History, HistoryQuery};
+use shardcron::ops::{Actor, ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
+use shardcron::secret::Secret;
 
 use cli::{Cli, Command, ConfigCommand};
 
@@ -87,6 +88,14 @@ enum CtlError {
     /// `cron next` refused its input (the error names the field or flag).
     #[error(transparent)]
     CronNext(#[from] shardcron::cron::next::CronNextError),
+    /// A console token flag or file is refused.
+    #[error("{option} {reason}")]
+    BadToken {
+        /// The flag.
+        option: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// The console could not start or stopped on an error.
     #[error("console: {0}")]
     Console(#[from] shardcron::console::ConsoleError),
@@ -95,9 +104,11 @@ enum CtlError {
 impl CtlError {
     fn exit_code(&self) -> u8 {
         match self {
-            Self::NoRegistry | Self::BadRegistry(_) | Self::ReadFile { .. } | Self::Access(_) => {
-                BAD_INPUT
-            }
+            Self::NoRegistry
+            | Self::BadRegistry(_)
+            | Self::ReadFile { .. }
+            | Self::BadToken { .. }
+            | Self::Access(_) => BAD_INPUT,
             Self::Connect { .. } | Self::History(_) | Self::NoHistory(_) => REFUSED,
             Self::CronNext(e) => e.exit_code(),
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
@@ -111,7 +122,7 @@ impl CtlError {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(|cli| cli.refuse_passwords().map(|()| cli)) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout and succeed; every usage error is bad input.
@@ -155,6 +166,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         namespace,
         json,
         access,
+        audit_db,
         command,
     } = cli;
     if let Command::Cron(cli::CronCommand::Next(args)) = command {
@@ -175,6 +187,9 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         // an alias) are accepted and unused.
         return history(args, json).await;
     }
+    if let Command::Audit(args) = command {
+        return audit(args, json).await;
+    }
     let hosts = zk.ok_or(CtlError::NoRegistry)?;
     // Both strings were checked by the parser; this cannot fail, but says so if it does.
     let config =
@@ -191,12 +206,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         _ => None,
     };
     if let Command::Console(args) = command {
-        let options = ConsoleOptions {
-            listen: args.listen,
-            token: args.token,
-            history: args.history,
-            namespace: namespace.clone(),
-        };
+        let options = console_options(args, &namespace)?;
         // Checked before connecting: an open listener without a token is bad input.
         options.check()?;
         let connector: Arc<dyn Connector> = Arc::new(ZkConnector::new(config));
@@ -217,10 +227,115 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
             target: connector.describe(),
             source,
         })?;
-    let ops = Ops::new(Arc::clone(&session));
+    let mut ops = Ops::new(Arc::clone(&session));
+    let mut audit_history = None;
+    if is_write(&command) {
+        match &audit_db {
+            Some(target) => {
+                let history = History::open(target).await?;
+                ops = ops.audited(history.clone(), Actor::os_user("shardcronctl"));
+                audit_history = Some(history);
+            }
+            None => eprintln!(
+                "shardcronctl: note: not recorded in an audit log (give --audit-db TARGET or \
+                 set SHARDCRON_AUDIT_DB)"
+            ),
+        }
+    }
     let outcome = execute(&ops, command, new_config, json).await;
     session.close().await;
+    if let Some(history) = audit_history {
+        history.close().await;
+    }
     outcome
+}
+
+/// Whether the command changes the namespace (and so is audited).
+fn is_write(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Config(ConfigCommand::Set(_))
+            | Command::Trigger(_)
+            | Command::Disable(_)
+            | Command::Enable(_)
+            | Command::Shutdown(_)
+            | Command::Remove(_)
+    )
+}
+
+/// The console's options from its flags: tokens from files or the environment, never argv.
+fn console_options(args: cli::ConsoleArgs, namespace: &str) -> Result<ConsoleOptions, CtlError> {
+    if args.token.is_some() {
+        return Err(CtlError::BadToken {
+            option: "--token",
+            reason: "is removed: a token in argv is visible to every user in `ps`; put it in a \
+                     file (--token-file FILE) or in $SHARDCRON_CONSOLE_TOKEN"
+                .to_owned(),
+        });
+    }
+    let token = read_token(
+        "--token-file",
+        args.token_file.as_deref(),
+        "SHARDCRON_CONSOLE_TOKEN",
+    )?;
+    let viewer_token = read_token(
+        "--viewer-token-file",
+        args.viewer_token_file.as_deref(),
+        "SHARDCRON_CONSOLE_VIEWER_TOKEN",
+    )?;
+    Ok(ConsoleOptions {
+        listen: args.listen,
+        token,
+        viewer_token,
+        allowed_hosts: args.allowed_host,
+        history: args
+            .history
+            .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
+        namespace: namespace.to_owned(),
+    })
+}
+
+/// The largest token file read.
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// A token from `file` (its first line, trimmed), else from the environment variable `env`.
+fn read_token(
+    option: &'static str,
+    file: Option<&std::path::Path>,
+    env: &str,
+) -> Result<Option<Secret<String>>, CtlError> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = file else {
+        return Ok(std::env::var(env)
+            .ok()
+            .map(|t| Secret::new(t.trim().to_owned())));
+    };
+    let bad = |reason: String| CtlError::BadToken { option, reason };
+    let f = std::fs::File::open(path)
+        .map_err(|e| bad(format!("{}: cannot be read: {e}", path.display())))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| bad(format!("{}: cannot be read: {e}", path.display())))?;
+    if meta.len() > MAX_TOKEN_FILE {
+        return Err(bad(format!(
+            "{}: {} bytes, more than a token ({MAX_TOKEN_FILE} bytes at most)",
+            path.display(),
+            meta.len()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        eprintln!(
+            "shardcronctl: warning: {} can be read by other users (chmod 600 it)",
+            path.display()
+        );
+    }
+    let mut text = String::new();
+    f.take(MAX_TOKEN_FILE)
+        .read_to_string(&mut text)
+        .map_err(|e| bad(format!("{}: cannot be read: {e}", path.display())))?;
+    let token = text.lines().next().unwrap_or("").trim().to_owned();
+    Ok(Some(Secret::new(token)))
 }
 
 async fn execute(
@@ -246,7 +361,8 @@ async fn execute(
             }
         }
         Command::Job(arg) => {
-            let detail = ops.job(&arg.job).await?;
+            let mut detail = ops.job(&arg.job).await?;
+            detail.config = detail.config.map(|c| c.redacted());
             if json {
                 print::json(&detail)
             } else {
@@ -262,7 +378,8 @@ async fn execute(
             }
         }
         Command::Config(ConfigCommand::Get(arg)) => {
-            let config = ops.config_get(&arg.job).await?;
+            // Shown redacted: `config set` of the edited text keeps the secrets left as `***`.
+            let config = ops.config_get(&arg.job).await?.redacted();
             if json {
                 print::json(&config)
             } else {
@@ -340,7 +457,11 @@ async fn execute(
                 ),
             );
         }
-        Command::History(_) | Command::Cron(_) | Command::Console(_) | Command::Completions(_) => {
+        Command::History(_)
+        | Command::Audit(_)
+        | Command::Cron(_)
+        | Command::Console(_)
+        | Command::Completions(_) => {
             unreachable!("answered before connecting")
         }
     }
@@ -405,14 +526,40 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.since = args.since;
     query.failed_only = args.failed;
     // Reading never creates a database: a missing file or folder is said, not made.
-    shardcron::history::HistoryTarget::parse(&args.db).require_existing()?;
-    let history = History::open(&args.db).await?;
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
     let records = history.query(&query).await?;
     history.close().await;
     if json {
         print::json(&records);
     } else {
         print!("{}", render_executions(&records));
+    }
+    Ok(())
+}
+
+/// `audit`: reads the audit log directly; no registry is involved.
+async fn audit(args: cli::AuditArgs, json: bool) -> Result<(), CtlError> {
+    let db = args
+        .db
+        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
+        .unwrap_or_default();
+    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
+    let history = History::open(&db).await?;
+    let query = AuditQuery {
+        job: args.job,
+        limit: args.limit,
+    };
+    let records = history.audits(&query).await?;
+    history.close().await;
+    if json {
+        print::json(&records);
+    } else {
+        print!("{}", render_audits(&records));
     }
     Ok(())
 }

@@ -3,7 +3,9 @@
 // is served offline from the binary.
 "use strict";
 
-const state = { token: sessionStorage.getItem("shardcron-token") || "", stream: null, route: "" };
+// The token is never kept by the page: it is sent once to /api/login, which sets an HttpOnly
+// session cookie that every request and the event stream then carry.
+const state = { stream: null, route: "" };
 
 // ---- helpers --------------------------------------------------------------------------------
 
@@ -56,7 +58,6 @@ class ApiError extends Error {
 
 async function api(method, path, body) {
   const headers = { "Accept": "application/json" };
-  if (state.token) headers["Authorization"] = "Bearer " + state.token;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch("/api" + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
@@ -84,10 +85,19 @@ function askToken() {
   form.hidden = false;
 }
 
-document.getElementById("token-form").addEventListener("submit", (ev) => {
+document.getElementById("token-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
-  state.token = document.getElementById("token").value.trim();
-  sessionStorage.setItem("shardcron-token", state.token);
+  const input = document.getElementById("token");
+  const token = input.value.trim();
+  input.value = "";
+  const res = await fetch("/api/login", { method: "POST", body: "{}",
+    headers: { "Accept": "application/json", "Content-Type": "application/json", "Authorization": "Bearer " + token } });
+  if (!res.ok) {
+    let body = {};
+    try { body = await res.json(); } catch (_) { body = { error: "HTTP " + res.status }; }
+    flash([el("strong", { text: "Login refused" }), ...errorText(body)], "error");
+    return;
+  }
   document.getElementById("token-form").hidden = true;
   route();
 });
@@ -103,9 +113,7 @@ document.addEventListener("mouseup", () => {
 
 function follow(query, onData) {
   closeStream();
-  let url = "/api/events" + query;
-  if (state.token) url += (query ? "&" : "?") + "token=" + encodeURIComponent(state.token);
-  const stream = new EventSource(url);
+  const stream = new EventSource("/api/events" + query);
   const live = document.getElementById("live");
   const handle = (ev) => {
     live.classList.remove("stale");
@@ -364,6 +372,43 @@ function chart(points) {
   return box;
 }
 
+// ---- audit ----------------------------------------------------------------------------------
+
+async function auditPage(params) {
+  closeStream();
+  const q = new URLSearchParams(params);
+  const form = el("form", { class: "filters", onsubmit: (ev) => {
+    ev.preventDefault();
+    const job = new FormData(ev.target).get("job");
+    location.hash = "#/audit" + (job ? "?job=" + encodeURIComponent(job) : "");
+  } },
+    el("label", {}, "Job", el("input", { name: "job", size: 20, value: q.get("job") || "" })),
+    el("button", { type: "submit" }, "Filter"));
+  const heading = el("h1", { text: "Audit log" });
+  let data;
+  try {
+    data = await api("GET", "/audit?" + q);
+  } catch (e) {
+    show(heading, form, el("div", { class: "problems" }, errorText(e.body || { error: e.message })));
+    return;
+  }
+  const rows = data.records.map((r) => el("tr", { "data-audit": r.id, "data-operation": r.operation, "data-job": r.jobName },
+    el("td", { text: when(r.at) }),
+    el("td", { text: r.actor + (r.role ? " (" + r.role + ")" : "") }),
+    el("td", { text: r.via }),
+    el("td", { text: r.operation }),
+    el("td", {}, el("a", { href: "#/job/" + encodeURIComponent(r.jobName), text: r.jobName })),
+    el("td", { text: r.target || "" }),
+    el("td", { class: r.outcome === "ok" ? "" : "problems", text: r.outcome }),
+    el("td", {}, r.configBefore !== null || r.configAfter !== null ? el("details", {}, el("summary", { text: "config" }),
+      el("div", { class: "config-change" },
+        el("pre", { class: "before", text: r.configBefore || "" }),
+        el("pre", { class: "after", text: r.configAfter || "" }))) : "")));
+  show(heading, form, el("table", { id: "audit" },
+    el("thead", {}, el("tr", {}, ["When", "Who", "Via", "Operation", "Job", "Target", "Outcome", "Config before / after"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, rows)));
+}
+
 // ---- routing --------------------------------------------------------------------------------
 
 function route() {
@@ -373,12 +418,13 @@ function route() {
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   for (const a of document.querySelectorAll("header nav a")) {
-    a.classList.toggle("active", a.dataset.nav === (parts[0] === "servers" ? "servers" : "jobs"));
+    a.classList.toggle("active", a.dataset.nav === (["servers", "audit"].includes(parts[0]) ? parts[0] : "jobs"));
   }
   const failed = (e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message }));
   if (parts[0] === "job" && parts[1]) jobPage(parts[1]);
   else if (parts[0] === "history" && parts[1]) historyPage(parts[1], query || "").catch(failed);
   else if (parts[0] === "servers") serversPage().catch(failed);
+  else if (parts[0] === "audit") auditPage(query || "").catch(failed);
   else jobsPage();
 }
 

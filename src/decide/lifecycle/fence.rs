@@ -78,6 +78,13 @@ impl FenceBudget {
             .saturating_sub(self.ping_interval())
             .saturating_sub(self.margin() * 2)
     }
+
+    /// The grace between SIGTERM and SIGKILL of a script's process group when this node cancels
+    /// its items (fencing, resharding, shutdown): half the margin, so that a group fenced a margin
+    /// before the earliest expiry is gone with half a margin to spare (`job::stop`).
+    pub fn kill_grace(&self) -> Duration {
+        (self.margin() / 2).min(crate::job::stop::DEFAULT_STOP_GRACE)
+    }
 }
 
 #[cfg(test)]

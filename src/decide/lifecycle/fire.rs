@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
+use crate::config::Overlap;
 use crate::decide::execution::{plan_run, FireSettings};
 use crate::decide::prepare::{plan_prepare, release_ops};
 use crate::job::ExecutionSource;
@@ -24,12 +25,13 @@ impl JobMachine {
         FireSettings {
             monitor_execution: c.monitor_execution,
             failover: c.failover,
-            misfire: c.misfire,
+            // `misfire` unless the job names its overlap policy (`shardcron.overlap`).
+            misfire: self.config.policy().overlap != Overlap::Skip,
         }
     }
 
     /// Whether work may start now: connected, our node not an older session's, not stopping.
-    fn may_start(&self) -> bool {
+    pub(super) fn may_start(&self) -> bool {
         !self.draining
             && !self.leaving
             && self.link == Link::Connected
@@ -174,6 +176,9 @@ impl JobMachine {
             only.as_ref(),
         );
         drop(view);
+        if self.config.policy().overlap == Overlap::CancelOther {
+            self.cancel_other(&plan.flagged, out);
+        }
         if !plan.skipped.is_empty() {
             self.skipped(SkipReason::StillRunning, plan.skipped.len(), out);
         } else if !plan.run.is_empty() && only.is_none() {
@@ -270,6 +275,11 @@ impl JobMachine {
                 items: items.clone(),
                 end_ops,
                 started: facts.now(),
+                timed_out: false,
+                attempt: 1,
+                source,
+                scheduled,
+                backing_off: false,
             },
         ));
         out.push(Command::Launch {
@@ -277,12 +287,25 @@ impl JobMachine {
             source,
             scheduled,
             items,
+            attempt: 1,
         });
+        self.arm_timeout(run_id, out);
     }
 
     /// A run's task ended: queue its end write (batched with every job's of the moment), or end
     /// it now when it has nothing to write.
-    pub(super) fn run_finished(&mut self, run_id: u64, facts: &dyn Facts, out: &mut Vec<Command>) {
+    pub(super) fn run_finished(
+        &mut self,
+        run_id: u64,
+        failed: Vec<ShardItem>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if !failed.is_empty() {
+            if let Some(retry) = self.config.policy().retry {
+                self.retry_failed(run_id, &failed, retry, facts, out);
+            }
+        }
         let Some(run) = self.run(run_id) else {
             return;
         };
@@ -330,7 +353,7 @@ impl JobMachine {
             .filter(|i| !self.local.running.contains(i))
             .copied()
             .collect();
-        if !catch_up.is_empty() && self.config.config().misfire {
+        if !catch_up.is_empty() && self.settings().misfire {
             self.fire_only(ExecutionSource::Misfire, None, Some(catch_up), facts, out);
         }
         if self.trigger_queued && self.runs.is_empty() {

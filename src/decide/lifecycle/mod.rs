@@ -27,6 +27,7 @@
 mod fence;
 mod fire;
 pub mod heed;
+mod policy;
 mod registration;
 #[cfg(test)]
 mod tests;
@@ -188,6 +189,8 @@ pub enum Input {
     RunFinished {
         /// The run.
         run_id: u64,
+        /// Its items that failed (empty when all succeeded): retried if the job says so.
+        failed: Vec<ShardItem>,
     },
     /// A run's batched end write has its outcome.
     RunEnded {
@@ -231,6 +234,24 @@ pub enum Input {
     Remove,
     /// The FailoverActor claimed these items for this instance.
     FailoverClaimed(Vec<ShardItem>),
+    /// A timer the machine started with [`Command::StartTimer`] ran out.
+    TimerFired {
+        /// The run it was started for.
+        run_id: u64,
+        /// Which timer.
+        timer: Timer,
+    },
+}
+
+/// The timers of a run's policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// `shardcron.timeout` ran out: the run's items are cancelled.
+    Timeout,
+    /// `shardcron.timeout.grace` ran out after the cancel: the items are ended for good.
+    Grace,
+    /// A retry's backoff ran out: the failed items run again.
+    Retry,
 }
 
 /// What the interpreter must do.
@@ -262,6 +283,8 @@ pub enum Command {
         scheduled: Option<DateTime<Utc>>,
         /// Its items, ascending.
         items: Vec<ShardItem>,
+        /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on.
+        attempt: u32,
     },
     /// Cancel these running items.
     Cancel(Vec<ShardItem>),
@@ -303,6 +326,30 @@ pub enum Command {
     },
     /// Log at WARN.
     Warn(String),
+    /// Send [`Input::TimerFired`] with `run_id` and `timer` after `after` (a timer whose run has
+    /// ended meanwhile is ignored).
+    StartTimer {
+        /// The run.
+        run_id: u64,
+        /// Which timer.
+        timer: Timer,
+        /// When.
+        after: Duration,
+    },
+    /// The run is past its timeout: cancel its items (a script's process group gets TERM), and
+    /// an item that ends with an error from now on ends as timed out.
+    TimeOut {
+        /// The run.
+        run_id: u64,
+        /// How long its processes have between SIGTERM and SIGKILL.
+        grace: Duration,
+    },
+    /// The run's grace after its timeout ran out: drop what of its items still runs (a script's
+    /// process group gets KILL) and end them as timed out.
+    Abandon {
+        /// The run.
+        run_id: u64,
+    },
 }
 
 /// How the machine sees its session's link to the registry.
@@ -333,6 +380,15 @@ struct Run {
     items: Vec<ShardItem>,
     end_ops: Vec<Op>,
     started: DateTime<Utc>,
+    /// Its timeout ran out: it was cancelled and its grace runs.
+    timed_out: bool,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    attempt: u32,
+    source: ExecutionSource,
+    scheduled: Option<DateTime<Utc>>,
+    /// A retry waiting for its backoff: its items hold their `running` markers (a crash of this
+    /// instance fails them over) and count as running here.
+    backing_off: bool,
 }
 
 /// A planned run waiting for its start write.
@@ -486,7 +542,9 @@ impl JobMachine {
                     self.trigger_queued = true;
                 }
             }
-            Input::RunFinished { run_id } => self.run_finished(run_id, facts, &mut out),
+            Input::RunFinished { run_id, failed } => {
+                self.run_finished(run_id, failed, facts, &mut out)
+            }
             Input::RunEnded { run_id, outcome } => match outcome {
                 Outcome::Done => self.finish(run_id, true, facts, &mut out),
                 _ => {
@@ -521,6 +579,8 @@ impl JobMachine {
                 out.push(Command::Unschedule);
                 if self.runs.is_empty() {
                     out.push(Command::DrainDone);
+                } else {
+                    self.end_backoffs(facts, &mut out);
                 }
             }
             Input::Remove => self.leave(facts, &mut out),
@@ -543,6 +603,7 @@ impl JobMachine {
                     );
                 }
             }
+            Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, facts, &mut out),
         }
         out
     }

@@ -73,6 +73,8 @@ impl ErrorHandler for ThrowErrorHandler {
 }
 
 fn log_failure(job: &JobName, item: Option<ShardItem>, error: &JobError, escalated: bool) {
+    // A failure may quote a URL with its token or password.
+    let error = crate::secret::redact_text(&error.to_string());
     match item {
         Some(item) => {
             tracing::error!(%job, %item, %error, escalated, "job item failed")
@@ -97,7 +99,7 @@ pub fn handle_contained(
             tracing::error!(
                 %job,
                 item = item.map(|i| i.get()),
-                %error,
+                error = %crate::secret::redact_text(&error.to_string()),
                 handler = ?handler,
                 panic = %panic_message(payload.as_ref()),
                 "error handler panicked; escalating the failure"

@@ -110,7 +110,13 @@ fn states() -> Vec<(&'static str, Make)> {
             let mut m = machine(Registration::Confirmed);
             m.step(Input::Fire { scheduled: t(0) }, f);
             m.step(written(Purpose::Start), f);
-            m.step(Input::RunFinished { run_id: 1 }, f);
+            m.step(
+                Input::RunFinished {
+                    run_id: 1,
+                    failed: vec![],
+                },
+                f,
+            );
             m
         }),
         ("a fire parked behind a reshard", |f| {

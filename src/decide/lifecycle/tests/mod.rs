@@ -2,6 +2,7 @@
 //! issue 17 are here; the ordinary transitions in `transitions.rs`.
 
 mod heeded;
+mod policies;
 mod transitions;
 
 use std::collections::BTreeSet;
@@ -109,12 +110,16 @@ fn fake() -> Fake {
 }
 
 fn machine(registration: Registration) -> JobMachine {
+    machine_with(registration, config(|c| c))
+}
+
+fn machine_with(registration: Registration, config: Arc<ValidatedConfig>) -> JobMachine {
     JobMachine::new(
         job(),
         me(),
         SESSION,
         FenceBudget::for_session(Duration::from_secs(4)),
-        config(|c| c),
+        config,
         registration,
     )
 }
@@ -169,6 +174,7 @@ fn launch(
         source,
         scheduled: at,
         items: items.iter().map(|i| ShardItem(*i)).collect(),
+        attempt: 1,
     }
 }
 
@@ -213,7 +219,13 @@ fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_mo
         Op::delete("/orders/sharding/1/running"),
     ];
     assert_eq!(
-        m.step(Input::RunFinished { run_id: 1 }, &f),
+        m.step(
+            Input::RunFinished {
+                run_id: 1,
+                failed: vec![],
+            },
+            &f
+        ),
         vec![Command::SubmitEnd {
             run_id: 1,
             ops: ends
@@ -513,7 +525,13 @@ fn fires_queued_behind_a_registry_freeze_collapse_and_a_missed_fire_is_made_up_o
         vec![Command::Misfired(items)]
     );
     // The run ends: exactly one catch-up.
-    m.step(Input::RunFinished { run_id: 1 }, &f);
+    m.step(
+        Input::RunFinished {
+            run_id: 1,
+            failed: vec![],
+        },
+        &f,
+    );
     let ended = Input::RunEnded {
         run_id: 1,
         outcome: Outcome::Done,

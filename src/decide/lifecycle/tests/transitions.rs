@@ -39,7 +39,10 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             true,
             vec![
                 Input::Drain,
-                Input::RunFinished { run_id: 1 },
+                Input::RunFinished {
+                    run_id: 1,
+                    failed: vec![],
+                },
                 run_ended(Outcome::Done),
             ],
             vec![Command::DrainDone],
@@ -49,7 +52,10 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             true,
             vec![
                 Input::Trigger,
-                Input::RunFinished { run_id: 1 },
+                Input::RunFinished {
+                    run_id: 1,
+                    failed: vec![],
+                },
                 run_ended(Outcome::Done),
             ],
             vec![start(begins(&[0, 1]))],
@@ -58,7 +64,10 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             "a failed end write is retried op by op, then the run is over",
             true,
             vec![
-                Input::RunFinished { run_id: 1 },
+                Input::RunFinished {
+                    run_id: 1,
+                    failed: vec![],
+                },
                 run_ended(Outcome::Failed("connection loss".into())),
             ],
             vec![Command::Write {
@@ -129,7 +138,10 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             false,
             vec![
                 Input::FailoverClaimed(vec![ShardItem(1)]),
-                Input::RunFinished { run_id: 1 },
+                Input::RunFinished {
+                    run_id: 1,
+                    failed: vec![],
+                },
             ],
             vec![Command::SubmitEnd {
                 run_id: 1,

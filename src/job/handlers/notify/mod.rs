@@ -134,8 +134,10 @@ impl Notifiers {
     }
 }
 
-/// ElasticJob's sentence, with the item when there is one.
+/// ElasticJob's sentence, with the item when there is one, its URLs redacted (a failure may
+/// quote one with its token or password).
 fn message(job: &JobName, item: Option<ShardItem>, error: &JobError) -> String {
+    let error = crate::secret::redact_text(&error.to_string());
     match item {
         Some(item) => format!(
             "Job '{job}' exception occur in job processing, caused by {error} (item {item})"
@@ -171,8 +173,10 @@ async fn drain(mut rx: mpsc::Receiver<Notice>, counts: Arc<NoticeCounts>) {
             Err(e) => {
                 counts.failed.fetch_add(1, Ordering::Relaxed);
                 count(&notice.job, kind, "failed");
-                tracing::error!(job = %notice.job, handler = kind, error = %e,
-                    error.source = ?std::error::Error::source(&e), "sending the failure notice failed");
+                // Every URL in the error is shown redacted (the robot's carries its token).
+                let error = crate::secret::error_chain(&e);
+                tracing::error!(job = %notice.job, handler = kind, %error,
+                    "sending the failure notice failed");
             }
         }
     }

@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use lettre::message::Mailbox;
 
+use crate::secret::Secret;
+
 /// `jobErrorHandlerType` of the email notifier.
 pub const EMAIL: &str = "EMAIL";
 /// `jobErrorHandlerType` of the WeCom (WeChat Work) robot notifier.
@@ -68,8 +70,8 @@ pub struct EmailSettings {
     pub port: u16,
     /// `email.username`.
     pub username: String,
-    /// `email.password`.
-    pub password: String,
+    /// `email.password` (prints `***`).
+    pub password: Secret<String>,
     /// `email.useSsl` (true): implicit TLS (SMTPS); false: plain SMTP, upgraded with STARTTLS
     /// when the server offers it.
     pub use_ssl: bool,
@@ -90,8 +92,9 @@ pub struct EmailSettings {
     pub debug: bool,
 }
 
-/// An HTTP endpoint and its time bounds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An HTTP endpoint and its time bounds. Its `Debug` shows the URL with its query values
+/// redacted (robot URLs carry their `access_token` there).
+#[derive(Clone, PartialEq, Eq)]
 pub struct HookSettings {
     /// The URL posted to.
     pub url: reqwest::Url,
@@ -99,6 +102,16 @@ pub struct HookSettings {
     pub connect_timeout: Duration,
     /// Bound of the wait for the answer once connected.
     pub read_timeout: Duration,
+}
+
+impl std::fmt::Debug for HookSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookSettings")
+            .field("url", &crate::secret::redact_url(self.url.as_str()))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .finish()
+    }
 }
 
 /// One job's notifier, from its `jobErrorHandlerType` and `props`.
@@ -114,8 +127,8 @@ pub enum NotifierSettings {
         hook: HookSettings,
         /// `dingtalk.keyword`: put before the text (DingTalk drops messages without it).
         keyword: Option<String>,
-        /// `dingtalk.secret`: the URL is signed with it.
-        secret: Option<String>,
+        /// `dingtalk.secret`: the URL is signed with it (prints `***`).
+        secret: Option<Secret<String>>,
     },
     /// `WEBHOOK`: `{"text": ...}` to any URL.
     Webhook(HookSettings),
@@ -164,7 +177,7 @@ impl NotifierSettings {
                         .get("dingtalk.keyword")
                         .filter(|k| !k.is_empty())
                         .cloned(),
-                    secret: r.optional(key!("dingtalk.secret")),
+                    secret: r.optional(key!("dingtalk.secret")).map(Secret::new),
                 }),
             WEBHOOK => r
                 .hook(
@@ -254,7 +267,8 @@ impl Reader<'_> {
                 None
             }
             Err(e) => {
-                self.fail(key, format!("{text:?} is not a URL: {e}"));
+                // Not echoed: a webhook URL carries its token.
+                self.fail(key, format!("the value is not a URL: {e}"));
                 None
             }
         }
@@ -330,7 +344,7 @@ impl Reader<'_> {
             host: host?,
             port: port?,
             username: username?,
-            password: password?,
+            password: Secret::new(password?),
             use_ssl,
             ssl_trust,
             subject,

@@ -48,7 +48,7 @@ pub enum SendError {
     /// Posting to the webhook (connect, timeout, reading the answer).
     #[error("posting to {url} failed")]
     Post {
-        /// The URL, without its query (which may hold a token).
+        /// The URL, its query values redacted (they may hold a token).
         url: String,
         /// reqwest's error.
         #[source]
@@ -57,7 +57,7 @@ pub enum SendError {
     /// The webhook answered with an error.
     #[error("{url} answered {status}: {body}")]
     Refused {
-        /// The URL, without its query.
+        /// The URL, its query values redacted.
         url: String,
         /// The HTTP status.
         status: u16,
@@ -90,7 +90,7 @@ pub async fn send(
                 None => text.to_owned(),
             };
             let url = match secret {
-                Some(secret) => signed_url(&hook.url, secret, now_millis),
+                Some(secret) => signed_url(&hook.url, secret.expose(), now_millis),
                 None => hook.url.clone(),
             };
             post(hook, url, &robot_body(&text), true).await
@@ -151,12 +151,14 @@ fn signed_url(url: &reqwest::Url, secret: &str, now_millis: i64) -> reqwest::Url
     reqwest::Url::parse(&text).unwrap_or_else(|_| url.clone())
 }
 
-/// The URL without its query, for messages (robot URLs carry their token in the query).
+/// The URL for messages: its password and query values redacted (robot URLs carry their token
+/// in the query).
 fn shown(url: &reqwest::Url) -> String {
-    let mut bare = url.clone();
-    bare.set_query(None);
-    bare.to_string()
+    crate::secret::redact_url(url.as_str())
 }
+
+/// The most of a webhook's answer read (the robots answer a line of JSON); the rest is not read.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 async fn post(
     hook: &HookSettings,
@@ -164,14 +166,18 @@ async fn post(
     body: &serde_json::Value,
     robot: bool,
 ) -> Result<(), SendError> {
+    // A robot URL carries its token: a redirect to another host is not followed, no Referer is sent.
     let client = reqwest::Client::builder()
         .connect_timeout(hook.connect_timeout)
         .timeout(hook.connect_timeout + hook.read_timeout)
+        .redirect(crate::job::http::RedirectPolicy::SameHost.to_reqwest())
+        .referer(false)
         .build()
         .map_err(SendError::HttpClient)?;
-    let failed = |source| SendError::Post {
+    let failed = |source: reqwest::Error| SendError::Post {
         url: shown(&hook.url),
-        source,
+        // reqwest's message quotes the URL, token and all.
+        source: source.without_url(),
     };
     // The body is built here rather than with reqwest's `json` feature: one serde_json call.
     let response = client
@@ -185,7 +191,9 @@ async fn post(
         .await
         .map_err(failed)?;
     let status = response.status();
-    let text = response.text().await.map_err(failed)?;
+    let text = crate::job::http::read_capped(response, MAX_ANSWER_BYTES)
+        .await
+        .map_err(failed)?;
     // WeCom and DingTalk answer 200 with `errcode` 0 on success, another code with `errmsg` else.
     let refused_by_robot = robot
         && serde_json::from_str::<serde_json::Value>(&text)
@@ -196,7 +204,7 @@ async fn post(
         return Err(SendError::Refused {
             url: shown(&hook.url),
             status: status.as_u16(),
-            body: text.chars().take(300).collect(),
+            body: crate::secret::redact_text(&text.chars().take(300).collect::<String>()),
         });
     }
     Ok(())
@@ -238,7 +246,10 @@ async fn send_email(s: &EmailSettings, text: &str) -> Result<(), SendError> {
     let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(s.host.clone())
         .port(s.port)
         .tls(tls)
-        .credentials(Credentials::new(s.username.clone(), s.password.clone()))
+        .credentials(Credentials::new(
+            s.username.clone(),
+            s.password.expose().clone(),
+        ))
         .timeout(Some(SMTP_TIMEOUT))
         .build();
     transport

@@ -1,0 +1,459 @@
+//! Run policies: timeout, retries, overlap and catch-up, read once from a job's `props` under the
+//! `shardcron.` prefix (a Java ElasticJob 3.0.x instance loads them as plain properties and keeps
+//! its own semantics). [`RunPolicy::from_config`] parses them when a config is validated, so a bad
+//! value is refused when the config is written, naming its key; the engine reads the typed value.
+//!
+//! | key | value | default |
+//! | --- | --- | --- |
+//! | `shardcron.timeout` | a duration: an item run longer is cancelled | none |
+//! | `shardcron.timeout.grace` | a duration: after the cancel, the item is ended for good | `10s` |
+//! | `shardcron.retry.max` | attempts after the first, 0-100 | `0` |
+//! | `shardcron.retry.backoff` | the first retry's delay | `1s` |
+//! | `shardcron.retry.backoff.factor` | each next delay is the last times this, 1-100 | `2` |
+//! | `shardcron.retry.backoff.max` | no delay is longer | `5m` |
+//! | `shardcron.retry.backoff.jitter` | a fraction 0-1: a delay is shortened by up to that share | `0` |
+//! | `shardcron.retry.notify` | `final` (the last failure only) or `every` attempt's | `final` |
+//! | `shardcron.overlap` | `skip`, `buffer_one`, `buffer_all`, `cancel_other`, `allow_all` | from `misfire` |
+//! | `shardcron.overlap.buffer` | with `buffer_all`: fires kept at most, 1-1000 | `100` |
+//! | `shardcron.catchup.window` | a duration: fires missed while no instance ran are caught up | `0s` |
+//!
+//! Durations are a whole number and a unit: `500ms`, `2s`, `5m`, `1h` (at most [`super::MAX_DURATION`], 720h).
+//! The overlap default follows ElasticJob's `misfire`: `true` is `buffer_one` (the missed fire
+//! runs once after), `false` is `skip`, so an existing config keeps its meaning.
+//!
+//! Refused combinations (each names the key that makes it incoherent):
+//! - `shardcron.timeout.grace` without `shardcron.timeout`: nothing would start the grace.
+//! - any `shardcron.retry.*` key but `retry.max` while `shardcron.retry.max` is absent or 0.
+//! - `shardcron.retry.backoff.max` below `shardcron.retry.backoff`.
+//! - `shardcron.overlap.buffer` with an overlap other than `buffer_all`.
+//! - `shardcron.overlap: allow_all` with `monitorExecution: true`: an item's `running` marker
+//!   records one run of it, which two runs at once cannot share.
+//! - `shardcron.catchup.window` on a job without a cron (nothing is ever missed).
+//! - an unknown key under `shardcron.timeout`, `shardcron.retry`, `shardcron.overlap` or
+//!   `shardcron.catchup` (a typo would otherwise be silently ignored).
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use super::duration::parse_duration;
+use super::{ConfigError, JobConfig};
+
+/// `shardcron.timeout`.
+pub const TIMEOUT: &str = "shardcron.timeout";
+/// `shardcron.timeout.grace`.
+pub const TIMEOUT_GRACE: &str = "shardcron.timeout.grace";
+/// `shardcron.retry.max`.
+pub const RETRY_MAX: &str = "shardcron.retry.max";
+/// `shardcron.retry.backoff`.
+pub const RETRY_BACKOFF: &str = "shardcron.retry.backoff";
+/// `shardcron.retry.backoff.factor`.
+pub const RETRY_FACTOR: &str = "shardcron.retry.backoff.factor";
+/// `shardcron.retry.backoff.max`.
+pub const RETRY_BACKOFF_MAX: &str = "shardcron.retry.backoff.max";
+/// `shardcron.retry.backoff.jitter`.
+pub const RETRY_JITTER: &str = "shardcron.retry.backoff.jitter";
+/// `shardcron.retry.notify`.
+pub const RETRY_NOTIFY: &str = "shardcron.retry.notify";
+/// `shardcron.overlap`.
+pub const OVERLAP: &str = "shardcron.overlap";
+/// `shardcron.overlap.buffer`.
+pub const OVERLAP_BUFFER: &str = "shardcron.overlap.buffer";
+/// `shardcron.catchup.window`.
+pub const CATCHUP_WINDOW: &str = "shardcron.catchup.window";
+
+/// Every policy key.
+pub const POLICY_KEYS: [&str; 11] = [
+    TIMEOUT,
+    TIMEOUT_GRACE,
+    RETRY_MAX,
+    RETRY_BACKOFF,
+    RETRY_FACTOR,
+    RETRY_BACKOFF_MAX,
+    RETRY_JITTER,
+    RETRY_NOTIFY,
+    OVERLAP,
+    OVERLAP_BUFFER,
+    CATCHUP_WINDOW,
+];
+
+/// The prefixes a policy key starts with: an unknown key under one is a typo.
+const POLICY_PREFIXES: [&str; 4] = [
+    "shardcron.timeout",
+    "shardcron.retry",
+    "shardcron.overlap",
+    "shardcron.catchup",
+];
+
+/// The grace after a timeout's cancel when `shardcron.timeout.grace` is absent.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+/// The most retries a job may ask for.
+pub const MAX_RETRIES: u32 = 100;
+/// The most fires `buffer_all` may keep.
+pub const MAX_BUFFER: u32 = 1000;
+/// The fires `buffer_all` keeps when `shardcron.overlap.buffer` is absent.
+pub const DEFAULT_BUFFER: u32 = 100;
+
+/// A job's run policies, as parsed from its `props`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPolicy {
+    /// `shardcron.timeout` and its grace; `None` when absent.
+    pub timeout: Option<Timeout>,
+    /// `shardcron.retry.*`; `None` when no retry is asked for.
+    pub retry: Option<Retry>,
+    /// `shardcron.overlap` (or the default `misfire` implies).
+    pub overlap: Overlap,
+    /// `shardcron.catchup.window`; zero when off.
+    pub catchup_window: Duration,
+}
+
+/// An item run's time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeout {
+    /// How long an item may run before it is cancelled.
+    pub after: Duration,
+    /// How long a cancelled item has to end before it is ended for good.
+    pub grace: Duration,
+}
+
+/// Retries of a failed item.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    /// Attempts after the first.
+    pub max: u32,
+    /// The first retry's delay.
+    pub initial: Duration,
+    /// Each next delay is the last times this.
+    pub factor: f64,
+    /// No delay is longer.
+    pub max_backoff: Duration,
+    /// A delay is shortened by up to this share (0-1).
+    pub jitter: f64,
+    /// Which failures the job's error handler hears.
+    pub notify: Notify,
+}
+
+impl Retry {
+    /// The backoff before retry `retry` (1 for the first): `initial` times `factor` to the
+    /// `retry - 1`, at most `max_backoff`, shortened by up to `jitter` of itself as `seed` draws.
+    pub fn delay(&self, retry: u32, seed: u64) -> Duration {
+        let power = i32::try_from(retry.saturating_sub(1))
+            .unwrap_or(i32::MAX)
+            .min(1000);
+        let max = self.max_backoff.as_secs_f64();
+        let base = (self.initial.as_secs_f64() * self.factor.powi(power)).min(max);
+        // 53 random bits as a fraction in [0, 1).
+        let draw = (seed >> 11) as f64 / (1u64 << 53) as f64;
+        Duration::from_secs_f64((base * (1.0 - self.jitter * draw)).clamp(0.0, max))
+    }
+}
+
+/// Which failed attempts the error handler hears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Notify {
+    /// Only the last attempt's failure (no retry left).
+    #[default]
+    Final,
+    /// Every failed attempt.
+    Every,
+}
+
+/// What a fire does when the item's previous run is still running (Temporal's overlap policies,
+/// Kubernetes' concurrency policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// The fire is dropped for that item (Kubernetes `Forbid`; ElasticJob `misfire: false`).
+    Skip,
+    /// The fire runs once the previous run ends; more fires meanwhile are one (ElasticJob
+    /// `misfire: true`).
+    BufferOne,
+    /// Every fire runs in turn once the previous run ends, up to this many kept.
+    BufferAll(NonZeroU32),
+    /// The previous run is cancelled and the fire runs (Kubernetes `Replace`).
+    CancelOther,
+    /// The fire runs beside the previous run (Kubernetes `Allow`).
+    AllowAll,
+}
+
+impl Overlap {
+    /// The word of `shardcron.overlap`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::BufferOne => "buffer_one",
+            Self::BufferAll(_) => "buffer_all",
+            Self::CancelOther => "cancel_other",
+            Self::AllowAll => "allow_all",
+        }
+    }
+}
+
+impl RunPolicy {
+    /// ElasticJob's `misfire: true`: no timeout, no retry, `buffer_one`, no catch-up.
+    pub const MISFIRE: Self = Self::from_misfire(true);
+    /// ElasticJob's `misfire: false`: no timeout, no retry, `skip`, no catch-up.
+    pub const NO_MISFIRE: Self = Self::from_misfire(false);
+
+    /// The policy of a job that sets no key: no timeout, no retry, the overlap `misfire` implies,
+    /// no catch-up.
+    pub const fn from_misfire(misfire: bool) -> Self {
+        Self {
+            timeout: None,
+            retry: None,
+            overlap: if misfire {
+                Overlap::BufferOne
+            } else {
+                Overlap::Skip
+            },
+            catchup_window: Duration::ZERO,
+        }
+    }
+
+    /// The policy `config` asks for, or every problem, each naming its key.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shardcron::config::{JobConfig, Overlap, RunPolicy};
+    /// let config = JobConfig::test("orders").timeout(Duration::from_secs(2)).retry(3);
+    /// let policy = RunPolicy::from_config(&config).unwrap();
+    /// assert_eq!(policy.timeout.unwrap().after, Duration::from_secs(2));
+    /// assert_eq!(policy.retry.unwrap().max, 3);
+    /// assert_eq!(policy.overlap, Overlap::BufferOne);
+    /// let bad = JobConfig::test("orders").prop("shardcron.timeout", "2 minutes");
+    /// assert_eq!(RunPolicy::from_config(&bad).unwrap_err()[0].field, "shardcron.timeout");
+    /// ```
+    pub fn from_config(config: &JobConfig) -> Result<Self, Vec<ConfigError>> {
+        let mut policy = Self::from_misfire(config.misfire);
+        if !config.props.keys().any(|k| k.starts_with("shardcron.")) {
+            return Ok(policy);
+        }
+        let mut errors = Vec::new();
+        let mut reader = Reader {
+            config,
+            errors: &mut errors,
+        };
+        reader.unknown_keys();
+        let timeout = reader.duration(TIMEOUT);
+        let grace = reader.duration(TIMEOUT_GRACE);
+        match (timeout, grace) {
+            (Some(after), grace) if after > Duration::ZERO => {
+                policy.timeout = Some(Timeout {
+                    after,
+                    grace: grace.unwrap_or(DEFAULT_GRACE),
+                })
+            }
+            (Some(_), _) => reader.refuse(TIMEOUT, "must be longer than 0".into()),
+            (None, Some(_)) if reader.absent(TIMEOUT) => {
+                reader.refuse(TIMEOUT_GRACE, format!("needs {TIMEOUT}"))
+            }
+            (None, _) => {}
+        }
+        policy.retry = reader.retry();
+        policy.overlap = reader.overlap(policy.overlap);
+        if let Some(window) = reader.duration(CATCHUP_WINDOW) {
+            if window > Duration::ZERO && config.cron_expr().is_none() {
+                reader.refuse(
+                    CATCHUP_WINDOW,
+                    "a job without a cron misses no fire to catch up".into(),
+                );
+            }
+            policy.catchup_window = window;
+        }
+        if errors.is_empty() {
+            Ok(policy)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The policies this version parses but does not carry out yet (`buffer_all`, `allow_all`,
+    /// a catch-up window): refused rather than silently ignored.
+    pub fn unsupported(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        if matches!(self.overlap, Overlap::BufferAll(_) | Overlap::AllowAll) {
+            errors.push(ConfigError {
+                field: OVERLAP,
+                problem: format!(
+                    "{} is not supported by this version yet (skip, buffer_one and cancel_other are)",
+                    self.overlap.as_str()
+                ),
+            });
+        }
+        if !self.catchup_window.is_zero() {
+            errors.push(ConfigError {
+                field: CATCHUP_WINDOW,
+                problem: "a catch-up window is not supported by this version yet".into(),
+            });
+        }
+        errors
+    }
+
+    /// Whether the job sets no policy beyond what ElasticJob does: its fires take no extra step.
+    pub fn is_default(&self) -> bool {
+        self.timeout.is_none() && self.retry.is_none() && self.catchup_window.is_zero()
+    }
+
+    /// Whether the error handler hears the failure of attempt `attempt` (1 for the first run):
+    /// always without retries; with them, the last attempt's, or every one's when asked.
+    pub fn notifies(&self, attempt: u32) -> bool {
+        self.retry
+            .is_none_or(|r| r.notify == Notify::Every || attempt > r.max)
+    }
+}
+
+/// Reads the policy keys of one config, collecting problems.
+struct Reader<'a> {
+    config: &'a JobConfig,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl Reader<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.config.props.get(key).map(|v| v.trim())
+    }
+
+    fn absent(&self, key: &str) -> bool {
+        self.get(key).is_none()
+    }
+
+    fn refuse(&mut self, key: &'static str, problem: String) {
+        self.errors.push(ConfigError {
+            field: key,
+            problem,
+        });
+    }
+
+    fn unknown_keys(&mut self) {
+        let unknown: Vec<String> = self
+            .config
+            .props
+            .keys()
+            .filter(|k| {
+                POLICY_PREFIXES.iter().any(|p| k.starts_with(p))
+                    && !POLICY_KEYS.contains(&k.as_str())
+            })
+            .cloned()
+            .collect();
+        for key in unknown {
+            self.refuse(
+                "props",
+                format!(
+                    "unknown run policy key {key:?}; known: {}",
+                    POLICY_KEYS.join(", ")
+                ),
+            );
+        }
+    }
+
+    fn duration(&mut self, key: &'static str) -> Option<Duration> {
+        let text = self.get(key)?;
+        match parse_duration(text) {
+            Ok(d) => Some(d),
+            Err(problem) => {
+                self.refuse(key, problem);
+                None
+            }
+        }
+    }
+
+    fn number<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
+        &mut self,
+        key: &'static str,
+        low: T,
+        high: T,
+    ) -> Option<T> {
+        let text = self.get(key)?;
+        match text.parse::<T>() {
+            Ok(n) if n >= low && n <= high => Some(n),
+            _ => {
+                self.refuse(
+                    key,
+                    format!("{text:?} is not a number from {low} to {high}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn retry(&mut self) -> Option<Retry> {
+        let max = self.number(RETRY_MAX, 0, MAX_RETRIES).unwrap_or(0);
+        let initial = self.duration(RETRY_BACKOFF);
+        let factor = self.number(RETRY_FACTOR, 1.0, 100.0);
+        let max_backoff = self.duration(RETRY_BACKOFF_MAX);
+        let jitter = self.number(RETRY_JITTER, 0.0, 1.0);
+        let notify = match self.get(RETRY_NOTIFY) {
+            None | Some("final") => Notify::Final,
+            Some("every") => Notify::Every,
+            Some(other) => {
+                let problem = format!("{other:?} is not final or every");
+                self.refuse(RETRY_NOTIFY, problem);
+                Notify::Final
+            }
+        };
+        if max == 0 {
+            for key in [
+                RETRY_BACKOFF,
+                RETRY_FACTOR,
+                RETRY_BACKOFF_MAX,
+                RETRY_JITTER,
+                RETRY_NOTIFY,
+            ] {
+                if !self.absent(key) {
+                    self.refuse(key, format!("needs {RETRY_MAX} of 1 or more"));
+                }
+            }
+            return None;
+        }
+        let initial = initial.unwrap_or(Duration::from_secs(1));
+        let max_backoff = max_backoff.unwrap_or(Duration::from_secs(300).max(initial));
+        if max_backoff < initial {
+            self.refuse(
+                RETRY_BACKOFF_MAX,
+                format!("is shorter than {RETRY_BACKOFF} ({initial:?})"),
+            );
+        }
+        Some(Retry {
+            max,
+            initial,
+            factor: factor.unwrap_or(2.0),
+            max_backoff,
+            jitter: jitter.unwrap_or(0.0),
+            notify,
+        })
+    }
+
+    fn overlap(&mut self, default: Overlap) -> Overlap {
+        let buffer = self.number(OVERLAP_BUFFER, 1, MAX_BUFFER);
+        let overlap = match self.get(OVERLAP) {
+            None => default,
+            Some("skip") => Overlap::Skip,
+            Some("buffer_one") => Overlap::BufferOne,
+            Some("buffer_all") => Overlap::BufferAll(
+                NonZeroU32::new(buffer.unwrap_or(DEFAULT_BUFFER)).unwrap_or(NonZeroU32::MIN),
+            ),
+            Some("cancel_other") => Overlap::CancelOther,
+            Some("allow_all") => Overlap::AllowAll,
+            Some(other) => {
+                let problem = format!(
+                    "{other:?} is not skip, buffer_one, buffer_all, cancel_other or allow_all"
+                );
+                self.refuse(OVERLAP, problem);
+                default
+            }
+        };
+        if !self.absent(OVERLAP_BUFFER) && !matches!(overlap, Overlap::BufferAll(_)) {
+            self.refuse(OVERLAP_BUFFER, format!("needs {OVERLAP}: buffer_all"));
+        }
+        if overlap == Overlap::AllowAll && self.config.monitor_execution {
+            self.refuse(
+                OVERLAP,
+                "allow_all needs monitorExecution: false (an item's running marker records one run)"
+                    .into(),
+            );
+        }
+        overlap
+    }
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;
