@@ -231,25 +231,28 @@ pub(crate) fn registry_config(
     data: &[u8],
     job_type: &JobType,
 ) -> Result<ValidatedConfig, EngineError> {
-    let text = std::str::from_utf8(data).map_err(|e| EngineError::InvalidConfig {
+    let config = parse_registry_config(path, data)?;
+    validate(&ctx.node, &Arc::new(config), job_type)
+}
+
+/// Reads the config node's bytes, naming `path` on failure: not UTF-8, refused before parsing
+/// (over 1 MiB, or a YAML alias: see [`crate::config::untrusted`]), not a config, or stored under
+/// another job's name (refused as `ctl config set` refuses it).
+fn parse_registry_config(path: &str, data: &[u8]) -> Result<JobConfig, EngineError> {
+    let invalid = |reason: String| EngineError::InvalidConfig {
         job: path.to_owned(),
-        reason: format!("{path} is not UTF-8: {e}"),
-    })?;
-    let config = JobConfig::from_yaml(text).map_err(|e| EngineError::InvalidConfig {
-        job: path.to_owned(),
-        reason: format!("{path}: {e}"),
-    })?;
-    // A config stored under another job's name is refused as `ctl config set` refuses it.
+        reason,
+    };
+    let text =
+        std::str::from_utf8(data).map_err(|e| invalid(format!("{path} is not UTF-8: {e}")))?;
+    let config = JobConfig::from_yaml(text).map_err(|e| invalid(format!("{path}: {e}")))?;
     if let Some(e) = JobNode::parse(path)
         .ok()
         .and_then(|(job, _)| config.job_name_mismatch(&job))
     {
-        return Err(EngineError::InvalidConfig {
-            job: path.to_owned(),
-            reason: format!("{path}: {e}"),
-        });
+        return Err(invalid(format!("{path}: {e}")));
     }
-    validate(&ctx.node, &Arc::new(config), job_type)
+    Ok(config)
 }
 
 /// The job's config as the registry has it, read from the mirror and validated, as an input for
@@ -295,4 +298,56 @@ pub(crate) fn check_session(ctx: &SessionCtx, job: &JobName, executor: &ActorRef
         let alive = matches!(call.await, Ok(Ok(_)));
         let _ = executor.send_message(ExecutorMsg::Step(Input::SessionChecked { alive }));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::untrusted::MAX_REGISTRY_YAML_BYTES;
+
+    fn refused(data: &[u8]) -> String {
+        match parse_registry_config("/orders/config", data) {
+            Err(EngineError::InvalidConfig { job, reason }) => {
+                assert_eq!(job, "/orders/config");
+                reason
+            }
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_registry_config_with_an_alias_is_refused_naming_its_path_and_the_alias() {
+        let anchor = "x".repeat(100 * 1024);
+        let bomb = format!(
+            "jobName: orders\nshardingTotalCount: 2\nbig: &a '{anchor}'\nbomb: [{}*a]\n",
+            "*a,".repeat(50_000)
+        );
+        let reason = refused(bomb.as_bytes());
+        assert!(
+            reason.starts_with("/orders/config: refusing job config YAML: YAML alias at line 4"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_registry_config_over_one_mebibyte_is_refused_naming_its_path_before_parsing() {
+        let mut data = b"jobName: orders\ndescription: ".to_vec();
+        data.resize(MAX_REGISTRY_YAML_BYTES + 1, b'x');
+        let reason = refused(&data);
+        assert!(
+            reason.starts_with("/orders/config: refusing job config YAML:")
+                && reason.contains("more than the 1048575 accepted"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn a_plain_registry_config_still_reads() {
+        let config = parse_registry_config(
+            "/orders/config",
+            b"jobName: orders\ncron: 0/5 * * * * ?\nshardingTotalCount: 2\n",
+        )
+        .unwrap();
+        assert_eq!(config.sharding_total_count, 2);
+    }
 }

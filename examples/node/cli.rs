@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use shardcron::history::RetentionWindow;
-use shardcron::registry::zookeeper::{ZkConfig, ZkConfigError};
+use shardcron::registry::zookeeper::{ZkAccessArgs, ZkConfig, ZkConfigError};
 use shardcron::InstanceId;
 
 /// The namespace when `--namespace` is not given.
@@ -24,8 +24,8 @@ pub(crate) const DEFAULT_NODES: usize = 3;
     after_help = "exit codes: 0 after a graceful shutdown, 1 when a node cannot start, 2 for a bad flag or jobs file"
 )]
 struct Cli {
-    /// ZooKeeper connect string (host:port,...); runs ONE instance. Without it, N instances share
-    /// an in-process embedded registry.
+    /// ZooKeeper connect string (host:port or tcp+tls://host:port, comma-separated); runs ONE
+    /// instance. Without it, N instances share an in-process embedded registry.
     #[arg(long, value_name = "HOSTS", value_parser = connect_string)]
     zk: Option<String>,
     /// Registry namespace.
@@ -67,6 +67,9 @@ struct Cli {
     /// every node gets them).
     #[arg(long = "label", value_name = "LABELS", value_parser = labels)]
     labels: Option<Labels>,
+    /// ZooKeeper credentials (SHARDCRON_ZK_AUTH or --zk-auth-file) and TLS files (with --zk).
+    #[command(flatten)]
+    access: ZkAccessArgs,
 }
 
 /// Where the nodes register and what they run.
@@ -94,6 +97,8 @@ pub(crate) struct Args {
     pub(crate) history_retention: Option<RetentionWindow>,
     /// This instance's labels (`--label`).
     pub(crate) labels: Vec<String>,
+    /// ZooKeeper credentials and TLS files.
+    pub(crate) access: ZkAccessArgs,
 }
 
 /// Parses the process's arguments; on a refusal (or `--help`) clap's error, which `main` prints.
@@ -125,6 +130,7 @@ pub(crate) fn parse() -> Result<Args, clap::Error> {
             .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
         history_retention: cli.history_retention,
         labels: cli.labels.map(|l| l.0).unwrap_or_default(),
+        access: cli.access,
     })
 }
 

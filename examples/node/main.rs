@@ -4,6 +4,7 @@
 //! cargo run --example node                       # 3 instances on an in-process registry, demo jobs
 //! cargo run --example node -- --nodes 5 --jobs examples/jobs.yaml
 //! cargo run --example node -- --zk 127.0.0.1:2181 --namespace demo   # one instance per process
+//! SHARDCRON_ZK_AUTH=digest:ops:PASSWORD cargo run --example node -- --zk 127.0.0.1:2181
 //! ```
 //!
 //! | file | what it holds |
@@ -63,6 +64,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    // Credentials and TLS files are flags too: a wrong one is bad input, said before anything starts.
+    if let Some(hosts) = &args.zk {
+        if let Err(e) = zk_config(hosts, &args) {
+            eprintln!("node: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let jobs = match &args.jobs {
         None => jobs::demo(),
         Some(file) => match jobs::from_file(file) {
@@ -147,9 +155,15 @@ fn nth(addr: Option<std::net::SocketAddr>, n: usize) -> Option<std::net::SocketA
     })
 }
 
+/// The ZooKeeper config of `--zk`, with the credentials and TLS files.
+fn zk_config(hosts: &str, args: &Args) -> Result<ZkConfig, Box<dyn Error>> {
+    let config = ZkConfig::new(hosts, &args.namespace)?;
+    Ok(args.access.apply(config)?)
+}
+
 fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
     if let Some(hosts) = &args.zk {
-        let mut config = ZkConfig::new(hosts, &args.namespace)?;
+        let mut config = zk_config(hosts, args)?;
         if let Some(timeout) = args.session_timeout {
             config = config.with_session_timeout(timeout);
         }

@@ -10,6 +10,7 @@
 //! | `duration.rs` | [`parse_duration`]: `500ms`, `2s`, `5m`, `1h` |
 //! | `java.rs` | [`JobConfig::check_java_readable`]: what a Java ElasticJob 3.0.x instance loads |
 //! | `validate.rs` | [`JobConfig::validate`]: every problem at once, or a [`ValidatedConfig`] |
+//! | `untrusted.rs` | [`untrusted::check_yaml`]: size and alias bounds on YAML from outside, before it is parsed |
 //!
 //! A [`JobConfig`] is what the registry holds, possibly invalid and possibly written by another
 //! tool; a [`ValidatedConfig`] is what the engine runs, with the cron expression, time zone and
@@ -22,6 +23,7 @@ mod items;
 mod java;
 pub mod policy;
 mod redact;
+pub mod untrusted;
 mod validate;
 mod yaml;
 

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer};
 use serde_yaml_ng::{Mapping, Value};
 
+use super::untrusted::{check_yaml, UntrustedYamlError};
 use super::JobConfig;
 
 /// The YAML names of [`JobConfig`]'s fields; anything else is kept in `unknown_fields`.
@@ -44,6 +45,13 @@ const KNOWN_FIELDS: [&str; 22] = [
 /// Why a config could not be read from or written to YAML.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigYamlError {
+    /// The text is too large or holds an alias: refused before parsing (see [`super::untrusted`]).
+    #[error("refusing job config YAML: {source}")]
+    Refused {
+        /// Which bound it breaks, and where.
+        #[source]
+        source: UntrustedYamlError,
+    },
     /// The text is not YAML, or a field has the wrong type; the message names the field and the
     /// line (serde_yaml_ng's `field: problem at line L column C`).
     #[error("reading job config YAML: {source}")]
@@ -70,7 +78,10 @@ pub enum ConfigYamlError {
 
 impl JobConfig {
     /// Reads the `config` node's YAML. Unknown fields are kept in
-    /// [`unknown_fields`](JobConfig::unknown_fields); values are not validated here.
+    /// [`unknown_fields`](JobConfig::unknown_fields); values are not validated here. Text larger
+    /// than ZooKeeper's 1 MiB or holding a YAML alias is refused before it is parsed
+    /// ([`super::untrusted::check_yaml`]): whoever writes the node must not be able to exhaust the
+    /// memory of every reader.
     ///
     /// ```
     /// use shardcron::config::JobConfig;
@@ -78,8 +89,11 @@ impl JobConfig {
     /// assert_eq!((config.job_name.as_str(), config.misfire), ("orders", true));
     /// let err = JobConfig::from_yaml("jobName: orders\nshardingTotalCount: many\n").unwrap_err();
     /// assert!(err.to_string().contains("shardingTotalCount"));
+    /// let bomb = JobConfig::from_yaml("jobName: &n orders\ndescription: *n\n").unwrap_err();
+    /// assert!(bomb.to_string().contains("alias at line 2"));
     /// ```
     pub fn from_yaml(text: &str) -> Result<Self, ConfigYamlError> {
+        check_yaml(text.as_bytes()).map_err(|source| ConfigYamlError::Refused { source })?;
         let mut config: JobConfig =
             serde_yaml_ng::from_str(text).map_err(|source| ConfigYamlError::Read { source })?;
         let mut all: BTreeMap<String, Value> = serde_yaml_ng::from_str(text)

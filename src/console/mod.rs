@@ -163,7 +163,7 @@ pub enum ConsoleError {
         reason: String,
     },
     /// Opening the registry session.
-    #[error("connecting to the registry {target}")]
+    #[error("connecting to the registry {target}: {source}")]
     Connect {
         /// The connector's description.
         target: String,

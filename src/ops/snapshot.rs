@@ -106,7 +106,12 @@ impl JobSnapshot {
                 view.servers.insert(ip, ServerStatus::from_data(data));
             }
             JobNode::Instance(id) => {
-                let labels = crate::sharding::parse_labels(data);
+                let job = &view.job;
+                let labels = crate::sharding::parse_labels(data, || {
+                    job.as_ref()
+                        .map(|j| JobNode::Instance(id.clone()).to_path(j))
+                        .unwrap_or_else(|| format!("instances/{id}"))
+                });
                 if !labels.is_empty() {
                     view.labels.insert(id.clone(), labels);
                 }

@@ -317,8 +317,13 @@ pub enum RegistryError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The caller's credentials do not allow the operation.
-    #[error("not authorised for {op} on {path}")]
+    /// The caller's credentials do not allow the operation (ZooKeeper's `NoAuth`: the node's ACL
+    /// admits other credentials only).
+    #[error(
+        "NoAuth on {op} {path}: the node's ACL refuses this session's credentials; give the \
+         namespace's digest credentials (SHARDCRON_ZK_AUTH=digest:USER:PASSWORD or --zk-auth-file \
+         FILE in the shipped tools, ZkConfig::with_digest when embedding)"
+    )]
     NoAuth {
         /// The operation.
         op: OpKind,

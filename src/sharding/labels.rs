@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::config::untrusted::{check_yaml, UntrustedYamlError};
 use crate::InstanceId;
 
 /// Why a label was refused.
@@ -57,10 +58,16 @@ pub fn instance_node_data(me: &InstanceId, labels: &[String]) -> String {
 }
 
 /// The labels an `instances/{id}` node's YAML carries: its `labels` string split at commas, trimmed,
-/// empty parts left out. Data without `labels`, or that is not a YAML mapping, carries none.
-pub fn parse_labels(data: &[u8]) -> BTreeSet<String> {
+/// empty parts left out. Data without `labels`, or that is not a YAML mapping, carries none; so does
+/// data refused by [`check_yaml`] (over 1 MiB, or holding an alias), which is logged once at WARN
+/// with the node's `path` (computed only then).
+pub fn parse_labels(data: &[u8], path: impl FnOnce() -> String) -> BTreeSet<String> {
     // Most instances carry no label: skip the YAML parse (this runs at every fire).
     if !data.windows(6).any(|w| w == b"labels") {
+        return BTreeSet::new();
+    }
+    if let Err(e) = check_yaml(data) {
+        warn_refused_once(path(), &e);
         return BTreeSet::new();
     }
     #[derive(serde::Deserialize)]
@@ -81,6 +88,25 @@ pub fn parse_labels(data: &[u8]) -> BTreeSet<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// Logs a refused instance node at WARN, once per node and problem: [`parse_labels`] runs at every
+/// fire.
+fn warn_refused_once(path: String, error: &UntrustedYamlError) {
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    let key = (path, error.to_string());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.contains(&key) {
+        return;
+    }
+    // Bounded: a few distinct bad values are what an attack or an accident writes.
+    if seen.len() >= 64 {
+        seen.remove(0);
+    }
+    tracing::warn!(path = %key.0, error = %error,
+        "an instance node's YAML is refused; the instance counts as carrying no label");
+    seen.push(key);
 }
 
 /// Whether an instance with `labels` may run a job configured with `label` (`None` or empty: any).
@@ -122,11 +148,15 @@ mod tests {
         ];
         for &(data, expected) in table {
             let expected: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
-            assert_eq!(parse_labels(data.as_bytes()), expected, "{data:?}");
+            assert_eq!(
+                parse_labels(data.as_bytes(), String::new),
+                expected,
+                "{data:?}"
+            );
         }
         let me = InstanceId::parse("10.0.0.1@-@1").unwrap();
         let ours = instance_node_data(&me, &["gpu".into(), "eu".into()]);
-        assert_eq!(parse_labels(ours.as_bytes()).len(), 2);
+        assert_eq!(parse_labels(ours.as_bytes(), String::new).len(), 2);
     }
 
     #[test]

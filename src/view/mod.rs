@@ -119,7 +119,9 @@ impl JobView {
         for (name, node) in at.children(INSTANCES) {
             if let Ok(id) = InstanceId::parse(name) {
                 if let Some(data) = node.data("") {
-                    let labels = crate::sharding::parse_labels(&data);
+                    let labels = crate::sharding::parse_labels(&data, || {
+                        JobNode::Instance(id.clone()).to_path(job)
+                    });
                     if !labels.is_empty() {
                         view.labels.insert(id.clone(), labels);
                     }

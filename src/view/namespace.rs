@@ -218,7 +218,7 @@ fn read(mirror: &Mirror, strategies: &StrategyRegistry, job: &JobName, old: &Ent
     let config = mirror.data(&JobNode::Config.to_path(job));
     let settings = match (&config, &old.config) {
         (Some(new), Some(was)) if new == was => old.settings.clone(),
-        (Some(new), _) => settings_of(new, strategies),
+        (Some(new), _) => settings_of(new, strategies, job),
         (None, _) => None,
     };
     let view = JobView::read(mirror, job);
@@ -257,8 +257,17 @@ fn read(mirror: &Mirror, strategies: &StrategyRegistry, job: &JobName, old: &Ent
 
 /// The settings of a config whose strategy balances over the namespace; `None` for any other
 /// strategy, or a config that does not read (its job's items then count as fixed).
-fn settings_of(data: &[u8], strategies: &StrategyRegistry) -> Option<Settings> {
-    let config = JobConfig::from_yaml(&String::from_utf8_lossy(data)).ok()?;
+fn settings_of(data: &[u8], strategies: &StrategyRegistry, job: &JobName) -> Option<Settings> {
+    let config = match JobConfig::from_yaml(&String::from_utf8_lossy(data)) {
+        Ok(config) => config,
+        Err(e @ crate::config::ConfigYamlError::Refused { .. }) => {
+            // Parsed once per change of the node's bytes: logged once per change too.
+            tracing::warn!(path = %JobNode::Config.to_path(job), error = %e,
+                "a job's config is refused; its items count as fixed in the namespace's balance");
+            return None;
+        }
+        Err(_) => return None,
+    };
     let strategy = strategies
         .get(config.job_sharding_strategy_type.as_deref())
         .ok()

@@ -22,6 +22,7 @@ pub mod example_bin;
 pub mod http;
 pub mod java;
 pub mod mixed;
+pub mod node_proc;
 pub mod peer;
 pub mod postgres;
 pub mod prometheus;

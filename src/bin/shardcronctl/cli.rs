@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 use shardcron::history::Granularity;
-use shardcron::registry::zookeeper::ZkConfig;
+use shardcron::registry::zookeeper::{ZkAccessArgs, ZkConfig};
 use shardcron::{InstanceId, JobName, ShardItem};
 
 /// The namespace when `--namespace` is not given (the example node's default).
@@ -30,7 +30,8 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8899";
     after_help = "exit codes: 0 done, 1 refused or failed, 2 bad input (flag, file, job name, config field)"
 )]
 pub(crate) struct Cli {
-    /// ZooKeeper connect string (host:port,...); every command but `history` and `completions` needs it.
+    /// ZooKeeper connect string (host:port or tcp+tls://host:port, comma-separated); every command
+    /// but `history`, `cron` and `completions` needs it.
     #[arg(long, global = true, value_name = "HOSTS", value_parser = connect_string)]
     pub(crate) zk: Option<String>,
     /// Registry namespace.
@@ -39,6 +40,9 @@ pub(crate) struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// ZooKeeper credentials (SHARDCRON_ZK_AUTH or --zk-auth-file) and TLS files.
+    #[command(flatten)]
+    pub(crate) access: ZkAccessArgs,
     /// Record every state-changing command in this history database's audit log (a SQLite file
     /// or postgres://...), as done by the OS user.
     #[arg(

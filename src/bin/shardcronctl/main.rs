@@ -6,6 +6,8 @@
 //! shardcronctl --zk 127.0.0.1:2181 --namespace NS --json job orders
 //! shardcronctl --zk 127.0.0.1:2181 --namespace NS disable orders --server 10.0.0.1
 //! shardcronctl --zk 127.0.0.1:2181 --namespace NS console --history hist.db
+//! SHARDCRON_ZK_AUTH=digest:ops:PASSWORD shardcronctl --zk 127.0.0.1:2181 --namespace NS jobs
+//! shardcronctl --zk tcp+tls://zk1:2281 --zk-tls-ca ca.pem --zk-auth-file /etc/shardcron/zk-auth jobs
 //! shardcronctl completions bash > ~/.local/share/bash-completion/completions/shardcronctl
 //! ```
 //!
@@ -56,6 +58,9 @@ enum CtlError {
     /// A command that needs the registry was given no `--zk`.
     #[error("--zk HOSTS is required for this command (see --help)")]
     NoRegistry,
+    /// The ZooKeeper credentials or TLS files are refused.
+    #[error(transparent)]
+    Access(#[from] shardcron::registry::zookeeper::ZkAccessError),
     /// The config file cannot be read.
     #[error("reading config file {path}: {source}")]
     ReadFile {
@@ -105,7 +110,8 @@ impl CtlError {
             Self::NoRegistry
             | Self::BadRegistry(_)
             | Self::ReadFile { .. }
-            | Self::BadToken { .. } => BAD_INPUT,
+            | Self::BadToken { .. }
+            | Self::Access(_) => BAD_INPUT,
             Self::Connect { .. } | Self::History(_) | Self::NoHistory(_) => REFUSED,
             Self::CronNext(e) => e.exit_code(),
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
@@ -162,6 +168,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         zk,
         namespace,
         json,
+        access,
         audit_db,
         command,
     } = cli;
@@ -193,6 +200,7 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
     // Both strings were checked by the parser; this cannot fail, but says so if it does.
     let config =
         ZkConfig::new(&hosts, &namespace).map_err(|e| CtlError::BadRegistry(e.to_string()))?;
+    let config = access.apply(config)?;
     // Read the file before connecting: a typo in its name is bad input, not a registry problem.
     let new_config = match &command {
         Command::Config(ConfigCommand::Set(set)) => Some(

@@ -1,9 +1,11 @@
-//! [`ZkConfig`]: where the ZooKeeper ensemble is, which namespace to chroot into, how long to wait.
+//! [`ZkConfig`]: where the ZooKeeper ensemble is, which namespace to chroot into, how long to wait,
+//! which credentials to present and how to reach `tcp+tls://` hosts.
 //!
 //! Everything is validated when the config is built, so a typo in a connect string fails at start-up
 //! with the offending host named, not later as an opaque connection error.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Why a [`ZkConfig`] was refused.
@@ -43,6 +45,98 @@ pub enum ZkConfigError {
         /// Which timeout.
         which: &'static str,
     },
+    /// A host names a scheme other than `tcp://` or `tcp+tls://`.
+    #[error("connect string host {host:?}: unknown scheme; expected host:port, tcp://host:port or tcp+tls://host:port")]
+    UnknownScheme {
+        /// The refused entry.
+        host: String,
+    },
+    /// A `tcp+tls://` host is given without the CA certificates that sign the servers' certificates.
+    #[error("connect string host {host:?} is tcp+tls:// but no CA is given (--zk-tls-ca FILE or SHARDCRON_ZK_TLS_CA, ZkConfig::with_tls_ca when embedding)")]
+    TlsWithoutCa {
+        /// The first TLS host.
+        host: String,
+    },
+    /// TLS files are given, but no host of the connect string is `tcp+tls://`: they would be unused.
+    #[error("TLS files are given but no connect string host is tcp+tls://host:port")]
+    TlsWithoutTlsHost,
+    /// A TLS file cannot be read or holds no usable PEM.
+    #[error("TLS {what} {path}: {reason}")]
+    TlsFile {
+        /// What the file should hold (`CA certificates`, `client certificate`, `client key`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The files that secure `tcp+tls://` connections: the CA that signs the servers' certificates and,
+/// for mutual TLS, this client's certificate and key. They are read again at every new session, so a
+/// renewed certificate is picked up at the next reconnect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkTlsFiles {
+    /// PEM CA certificates (and CRLs) that sign the servers' certificates.
+    pub ca: PathBuf,
+    /// PEM client certificate chain and private key, for servers that ask for one (`ssl.clientAuth`).
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+impl ZkTlsFiles {
+    /// Reads the files into the client's TLS options, naming the file that fails.
+    pub(super) fn load(&self) -> Result<zookeeper_client::TlsOptions, ZkConfigError> {
+        let ca = read_pem("CA certificates", &self.ca)?;
+        let mut options = zookeeper_client::TlsOptions::new()
+            .with_pem_ca(&ca)
+            .map_err(|e| tls_file("CA certificates", &self.ca, e.to_string()))?;
+        if let Some((cert_path, key_path)) = &self.identity {
+            let cert = read_pem("client certificate", cert_path)?;
+            let key = read_pem("client key", key_path)?;
+            if !key.contains("PRIVATE KEY") {
+                return Err(tls_file(
+                    "client key",
+                    key_path,
+                    "holds no PEM private key".into(),
+                ));
+            }
+            options = options
+                .with_pem_identity(&cert, &key)
+                .map_err(|e| tls_file("client certificate", cert_path, e.to_string()))?;
+        }
+        Ok(options)
+    }
+}
+
+/// Bound of a PEM file read: a certificate chain is a few KiB.
+const MAX_PEM_BYTES: u64 = 1024 * 1024;
+
+fn read_pem(what: &'static str, path: &Path) -> Result<String, ZkConfigError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| tls_file(what, path, e.to_string()))?;
+    let mut text = String::new();
+    file.take(MAX_PEM_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| tls_file(what, path, e.to_string()))?;
+    if text.len() as u64 > MAX_PEM_BYTES {
+        return Err(tls_file(
+            what,
+            path,
+            format!("larger than {MAX_PEM_BYTES} bytes"),
+        ));
+    }
+    if !text.contains("-----BEGIN ") {
+        return Err(tls_file(what, path, "holds no PEM block".into()));
+    }
+    Ok(text)
+}
+
+fn tls_file(what: &'static str, path: &Path, reason: String) -> ZkConfigError {
+    ZkConfigError::TlsFile {
+        what,
+        path: path.to_owned(),
+        reason,
+    }
 }
 
 /// How to reach ZooKeeper and how to behave there.
@@ -59,6 +153,11 @@ pub enum ZkConfigError {
 /// assert_eq!(config.hosts(), ["zk1:2181", "zk2:2181"]);
 /// assert!(ZkConfig::new("zk1:2181/chroot", "ns").is_err());
 /// assert!(ZkConfig::new("zk1:2181", "/ns").is_err());
+///
+/// // TLS hosts need the CA that signs the servers' certificates.
+/// let tls = ZkConfig::new("tcp+tls://zk1:2281", "ns").unwrap();
+/// assert!(tls.check_tls().is_err());
+/// assert!(tls.with_tls_ca("/etc/zk/ca.pem").check_tls().is_ok());
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ZkConfig {
@@ -68,6 +167,7 @@ pub struct ZkConfig {
     connection_timeout: Duration,
     call_timeout: Duration,
     digest: Option<String>,
+    tls: Option<ZkTlsFiles>,
 }
 
 // The password must never reach a log line.
@@ -80,6 +180,7 @@ impl fmt::Debug for ZkConfig {
             .field("connection_timeout", &self.connection_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("digest_user", &self.digest_user())
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -102,6 +203,7 @@ impl ZkConfig {
             connection_timeout: Self::DEFAULT_CONNECTION_TIMEOUT,
             call_timeout: Self::DEFAULT_CALL_TIMEOUT,
             digest: None,
+            tls: None,
         })
     }
 
@@ -145,7 +247,71 @@ impl ZkConfig {
         }
     }
 
-    /// The hosts, `host:port` each.
+    /// Trusts the PEM CA certificates in `file` for `tcp+tls://` hosts (read at each new session).
+    pub fn with_tls_ca(mut self, file: impl Into<PathBuf>) -> Self {
+        let ca = file.into();
+        match &mut self.tls {
+            Some(tls) => tls.ca = ca,
+            None => {
+                self.tls = Some(ZkTlsFiles { ca, identity: None });
+            }
+        }
+        self
+    }
+
+    /// Presents the PEM client certificate `cert` and its private key `key` to `tcp+tls://` hosts
+    /// that ask for one (mutual TLS). Needs [`ZkConfig::with_tls_ca`] too.
+    pub fn with_tls_client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> Self {
+        let identity = Some((cert.into(), key.into()));
+        match &mut self.tls {
+            Some(tls) => tls.identity = identity,
+            None => {
+                self.tls = Some(ZkTlsFiles {
+                    ca: PathBuf::new(),
+                    identity,
+                });
+            }
+        }
+        self
+    }
+
+    /// The TLS files, when any is given.
+    pub fn tls(&self) -> Option<&ZkTlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// Whether some host is `tcp+tls://`.
+    pub fn uses_tls(&self) -> bool {
+        self.hosts.iter().any(|h| h.starts_with(TLS_SCHEME))
+    }
+
+    /// Checks that TLS hosts and TLS files go together and that the files read as PEM: a
+    /// `tcp+tls://` host needs a CA, and TLS files without a `tcp+tls://` host are a mistake.
+    pub fn check_tls(&self) -> Result<(), ZkConfigError> {
+        self.tls_options().map(|_| ())
+    }
+
+    /// The client's TLS options read from the files; `None` without TLS hosts.
+    pub(super) fn tls_options(
+        &self,
+    ) -> Result<Option<zookeeper_client::TlsOptions>, ZkConfigError> {
+        let first_tls = self.hosts.iter().find(|h| h.starts_with(TLS_SCHEME));
+        match (first_tls, &self.tls) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(ZkConfigError::TlsWithoutTlsHost),
+            (Some(host), None) => Err(ZkConfigError::TlsWithoutCa { host: host.clone() }),
+            (Some(host), Some(tls)) if tls.ca.as_os_str().is_empty() => {
+                Err(ZkConfigError::TlsWithoutCa { host: host.clone() })
+            }
+            (Some(_), Some(tls)) => tls.load().map(Some),
+        }
+    }
+
+    /// The hosts, `host:port` or `tcp+tls://host:port` each.
     pub fn hosts(&self) -> &[String] {
         &self.hosts
     }
@@ -189,12 +355,11 @@ impl ZkConfig {
     }
 }
 
+/// The scheme of a TLS host, as the client reads it.
+const TLS_SCHEME: &str = "tcp+tls://";
+const PLAIN_SCHEME: &str = "tcp://";
+
 fn parse_connect_string(connect: &str) -> Result<Vec<String>, ZkConfigError> {
-    if connect.contains('/') {
-        return Err(ZkConfigError::ChrootInConnectString {
-            connect: connect.to_owned(),
-        });
-    }
     let mut hosts = Vec::new();
     for entry in connect.split(',').map(str::trim) {
         if entry.is_empty() {
@@ -206,7 +371,23 @@ fn parse_connect_string(connect: &str) -> Result<Vec<String>, ZkConfigError> {
                 "empty entry (a doubled or trailing comma?)",
             ));
         }
-        hosts.push(parse_host(entry)?);
+        let (scheme, address) = if let Some(rest) = entry.strip_prefix(TLS_SCHEME) {
+            (TLS_SCHEME, rest)
+        } else if let Some(rest) = entry.strip_prefix(PLAIN_SCHEME) {
+            ("", rest)
+        } else if entry.contains("://") {
+            return Err(ZkConfigError::UnknownScheme {
+                host: entry.to_owned(),
+            });
+        } else {
+            ("", entry)
+        };
+        if address.contains('/') {
+            return Err(ZkConfigError::ChrootInConnectString {
+                connect: connect.to_owned(),
+            });
+        }
+        hosts.push(format!("{scheme}{}", parse_host(address)?));
     }
     Ok(hosts)
 }

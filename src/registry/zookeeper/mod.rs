@@ -2,7 +2,8 @@
 //!
 //! | file | holds |
 //! | --- | --- |
-//! | `config.rs` | [`ZkConfig`]: hosts, namespace, timeouts, digest credentials, validated once |
+//! | `config.rs` | [`ZkConfig`]: hosts, namespace, timeouts, digest credentials, TLS files, validated once |
+//! | `access.rs` | [`ZkAccessArgs`]: the credentials and TLS flags and variables every shipped tool takes |
 //! | `session.rs` | [`ZkSession`]: the [`Registry`] calls, each bounded and counted |
 //! | `watching.rs` | one persistent recursive watch forwarded as [`crate::registry::WatchEvent`]s |
 //! | `listing.rs` | `list_subtree` in pipelined multi-read batches |
@@ -11,8 +12,11 @@
 //! | `io.rs` | the runtime the client's IO runs on: one thread of its own, whatever the job load |
 //!
 //! With digest credentials every node is created with creator-only ACLs, as ElasticJob does with its
-//! `digest` option; without them nodes are open to anyone.
+//! `digest` option (Curator's ACL provider answering `CREATOR_ALL_ACL`); without them nodes are open
+//! to anyone. A session must be able to read its namespace node: a namespace locked by other
+//! credentials fails the connect with [`RegistryError::NoAuth`], not later in the mirror's listing.
 
+mod access;
 mod config;
 mod convert;
 mod counters;
@@ -26,11 +30,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use zookeeper_client as zk;
 
-pub use self::config::{ZkConfig, ZkConfigError};
+pub use self::access::{ZkAccessArgs, ZkAccessError, ZK_AUTH_ENV};
+pub use self::config::{ZkConfig, ZkConfigError, ZkTlsFiles};
 use self::counters::OpCounters;
 pub use self::counters::OpCounts;
 pub use self::session::ZkSession;
-use crate::registry::{Connector, Registry, RegistryError, Result};
+use crate::registry::{Connector, OpKind, Registry, RegistryError, Result};
 
 /// Opens ZooKeeper sessions on one namespace; the registry actor keeps one and asks it for a new
 /// session after an expiry.
@@ -74,6 +79,10 @@ impl ZkConnector {
         } else {
             zk::Acls::anyone_all()
         };
+        // Read at every session, so that renewed certificates are used at the next one.
+        let tls = config
+            .tls_options()
+            .map_err(|e| failed("reading the TLS files", e.to_string()))?;
         let mut builder = zk::Client::connector()
             .with_session_timeout(config.session_timeout())
             .with_connection_timeout(config.connection_timeout())
@@ -82,6 +91,10 @@ impl ZkConnector {
             .with_fail_eagerly();
         if let Some(credentials) = config.digest() {
             builder = builder.with_auth("digest", credentials.as_bytes());
+        }
+        if let Some(tls) = tls {
+            install_crypto_provider();
+            builder = builder.with_tls(tls);
         }
         let bound = config.connection_timeout().max(config.session_timeout());
         // Connected on the IO runtime, where the client spawns the task that owns the connection.
@@ -108,10 +121,31 @@ impl ZkConnector {
             .map_err(|e| failed("opening a session", e))?;
         let namespace = format!("/{}", config.namespace());
         let options = zk::CreateMode::Persistent.with_acls(acls);
+        let no_auth = |op, e: zk::Error| match e {
+            zk::Error::NoAuth => Some(RegistryError::NoAuth {
+                op,
+                path: namespace.clone(),
+            }),
+            _ => None,
+        };
         tokio::time::timeout(config.call_timeout(), root.mkdir(&namespace, &options))
             .await
             .map_err(|_| failed("creating the namespace node", "timed out".into()))?
-            .map_err(|e| failed("creating the namespace node", e.to_string()))?;
+            .map_err(|e| {
+                let reason = e.to_string();
+                no_auth(OpKind::Create, e)
+                    .unwrap_or_else(|| failed("creating the namespace node", reason))
+            })?;
+        // `exists` needs no permission, so reading the namespace node is what tells a session
+        // without the namespace's credentials, before the mirror's listing would loop on it.
+        tokio::time::timeout(config.call_timeout(), root.get_data(&namespace))
+            .await
+            .map_err(|_| failed("reading the namespace node", "timed out".into()))?
+            .map_err(|e| {
+                let reason = e.to_string();
+                no_auth(OpKind::Get, e)
+                    .unwrap_or_else(|| failed("reading the namespace node", reason))
+            })?;
         let client = root
             .chroot(namespace.as_str())
             .map_err(|_| failed("chrooting", format!("{namespace} is not a valid root")))?;
@@ -123,6 +157,16 @@ impl ZkConnector {
             target,
         ))
     }
+}
+
+/// rustls picks its process-wide crypto provider from its crate features, and more than one is
+/// compiled in (the ZooKeeper client's TLS asks for aws-lc-rs, the HTTP clients for ring): name
+/// one before the client builds its TLS config. An embedding host that installed its own keeps it.
+fn install_crypto_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 #[async_trait]

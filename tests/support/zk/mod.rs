@@ -12,6 +12,7 @@
 pub mod proxied;
 pub mod proxy;
 pub mod server;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};

@@ -21,6 +21,11 @@ use crate::support::wait::wait_until_blocking;
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// A logging binding, so that a server that fails to start says why in its log.
 const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty jars that Debian's manifest leaves out and a TLS server needs.
+const NETTY_EXTRA: [&str; 2] = [
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-resolver.jar",
+];
 /// Sessions may be as short as 2 ticks: 400 ms.
 const TICK_MS: u32 = 200;
 /// How long a JVM may take to start serving on a loaded 2-core machine.
@@ -30,32 +35,78 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct ZkServer {
     port: u16,
+    secure_port: Option<u16>,
     dir: tempfile::TempDir,
     child: Mutex<Option<Child>>,
+}
+
+/// The TLS side of a server: its `secureClientPort` on Netty, with PEM key store and trust store.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    /// PEM holding the server's private key and certificate.
+    pub key_store: PathBuf,
+    /// PEM CA certificates that sign the clients' certificates.
+    pub trust_store: PathBuf,
+    /// Whether clients must present a certificate (`ssl.clientAuth=need`) or need not (`none`).
+    pub client_auth: bool,
 }
 
 impl ZkServer {
     /// Starts a server and waits until it serves. Panics, saying how to fix it, when ZooKeeper is
     /// not installed: tests never skip.
     pub fn start() -> ZkServer {
-        let classpath = classpath();
+        Self::start_with(None)
+    }
+
+    /// Starts a server that also serves TLS clients on a `secureClientPort` of its own (Netty, as
+    /// ZooKeeper requires for TLS); the plain port stays for four-letter commands.
+    pub fn start_tls(tls: &ServerTls) -> ZkServer {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&ServerTls>) -> ZkServer {
+        let mut classpath = classpath();
+        if tls.is_some() {
+            // Debian's jar manifest names netty's buffer, handler and transport, not the codec and
+            // resolver jars the Netty connection factory needs as well.
+            for jar in NETTY_EXTRA {
+                if Path::new(jar).exists() {
+                    classpath.push(':');
+                    classpath.push_str(jar);
+                }
+            }
+        }
         let dir = tempfile::Builder::new()
             .prefix("shardcron-zk-")
             .tempdir()
             .expect("creating the ZooKeeper data directory");
         let port = free_port();
+        let secure_port = tls.map(|_| free_port());
         std::fs::create_dir_all(dir.path().join("data")).expect("creating dataDir");
-        let config = format!(
+        let mut config = format!(
             "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\nclientPort={port}\n\
              clientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\n\
              maxClientCnxns=0\nminSessionTimeout={min}\nmaxSessionTimeout=60000\nforceSync=no\n",
             data = dir.path().join("data").display(),
             min = 2 * TICK_MS,
         );
+        if let (Some(tls), Some(secure)) = (tls, secure_port) {
+            config.push_str(&format!(
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+                 secureClientPort={secure}\nsecureClientPortAddress=127.0.0.1\n\
+                 ssl.keyStore.location={key}\nssl.keyStore.type=PEM\n\
+                 ssl.trustStore.location={trust}\nssl.trustStore.type=PEM\n\
+                 ssl.clientAuth={auth}\n",
+                key = tls.key_store.display(),
+                trust = tls.trust_store.display(),
+                auth = if tls.client_auth { "need" } else { "none" },
+            ));
+        }
         std::fs::write(dir.path().join("zoo.cfg"), config).expect("writing zoo.cfg");
         std::fs::write(dir.path().join("classpath"), classpath).expect("writing classpath");
         let server = ZkServer {
             port,
+            secure_port,
             dir,
             child: Mutex::new(None),
         };
@@ -76,6 +127,14 @@ impl ZkServer {
     /// `127.0.0.1:{port}`.
     pub fn connect_string(&self) -> String {
         self.addr().to_string()
+    }
+
+    /// `tcp+tls://127.0.0.1:{secureClientPort}`, for a server started with [`ZkServer::start_tls`].
+    pub fn tls_connect_string(&self) -> String {
+        let port = self
+            .secure_port
+            .expect("the server was started with start_tls");
+        format!("tcp+tls://127.0.0.1:{port}")
     }
 
     /// The data directory, kept across [`ZkServer::stop`] and [`ZkServer::resume`].
