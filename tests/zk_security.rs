@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use support::node_proc::{NodeProcess, Output};
 use support::zk::server::ZkServer;
-use support::Peer;
 use support::zk::tls::TestPki;
+use support::Peer;
 use zookeeper_client as zk;
 
 /// Bound of one raw client call.
