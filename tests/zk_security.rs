@@ -15,6 +15,7 @@ use std::time::Duration;
 use support::node_proc::{NodeProcess, Output};
 use support::zk::server::ZkServer;
 use support::zk::tls::TestPki;
+use support::example_bin;
 use support::Peer;
 use zookeeper_client as zk;
 
