@@ -2,9 +2,10 @@
 //! starts: rows older than a job's window are deleted in batches while a node's events go on being
 //! written (the window applied is recorded for readers), and per-job statistics match the rows.
 
-#[allow(dead_code)]
-#[path = "support/postgres.rs"]
-mod postgres;
+mod support;
+
+use support::postgres;
+use support::Peer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +50,8 @@ async fn rows_older_than_the_window_are_purged_from_sqlite_while_writes_go_on() 
 #[tokio::test]
 async fn rows_older_than_the_window_are_purged_from_postgresql_while_writes_go_on() {
     init_tracing();
-    let server = postgres::PgServer::start();
+    let bin = require!(Peer::PostgreSql);
+    let server = postgres::PgServer::start(&bin);
     let history = History::postgres(&server.url()).await.unwrap();
     old_rows_go_while_fresh_rows_are_written(history).await;
 }
@@ -151,7 +153,8 @@ async fn statistics_match_the_rows_in_sqlite() {
 #[tokio::test]
 async fn statistics_match_the_rows_in_postgresql() {
     init_tracing();
-    let server = postgres::PgServer::start();
+    let bin = require!(Peer::PostgreSql);
+    let server = postgres::PgServer::start(&bin);
     let history = History::postgres(&server.url()).await.unwrap();
     statistics_match_the_rows(&history).await;
     history.close().await;

@@ -12,10 +12,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use support::example_bin;
 use support::node_proc::{NodeProcess, Output};
 use support::zk::server::ZkServer;
-use support::Peer;
 use support::zk::tls::TestPki;
+use support::Peer;
 use zookeeper_client as zk;
 
 /// Bound of one raw client call.

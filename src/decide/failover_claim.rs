@@ -141,7 +141,8 @@ pub fn unavailable_owner(
     let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
         let instance = nodes.data(&JobNode::Instance(o.clone()));
         let carries = |data: &[u8]| {
-            crate::sharding::carries(Some(&crate::sharding::parse_labels(data)), label)
+            let path = || format!("instances/{o}");
+            crate::sharding::carries(Some(&crate::sharding::parse_labels(data, path)), label)
         };
         instance.is_some_and(|d| carries(&d))
             && nodes
