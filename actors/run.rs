@@ -25,7 +25,7 @@ use crate::job::{
 use crate::metrics::Outcome;
 use crate::types::{InstanceId, JobName, ShardItem};
 
-use crate::decide::lifecycle::Command;
+use crate::decide::lifecycle::{Command, MissReason};
 
 use super::context::{JobSpec, NodeContext, SessionCtx};
 use super::executor::ExecutorMsg;
@@ -499,14 +499,20 @@ pub(crate) fn report(
         Command::Skipped {
             reason,
             items,
+            missed,
             warn,
         } => {
             crate::metrics::fire_skipped(me, job, reason.as_str());
+            if let Some(missed) = missed {
+                crate::metrics::fire_missed(me, job, missed.as_str());
+            }
+            let missed = missed.map_or("no (runs later)", MissReason::as_str);
             if warn {
-                tracing::warn!(%job, reason = reason.as_str(), items,
-                    "fire skipped: the job cannot keep up or cannot start work now");
+                tracing::warn!(%job, reason = reason.as_str(), items, missed,
+                    "fire skipped: the job cannot keep up or cannot start work now \
+                     (further skips in a row are logged at DEBUG)");
             } else {
-                tracing::debug!(%job, reason = reason.as_str(), items, "fire skipped");
+                tracing::debug!(%job, reason = reason.as_str(), items, missed, "fire skipped");
             }
         }
         Command::Refuse(why) => {

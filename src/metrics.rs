@@ -55,6 +55,8 @@ pub const ERROR_NOTIFICATIONS: &str = "shardcron_error_notifications_total";
 pub const LANE_PANICS: &str = "shardcron_lane_panics_total";
 /// Counter: fires skipped (the job cannot keep up, or this instance cannot start work now).
 pub const FIRES_SKIPPED: &str = "shardcron_fires_skipped_total";
+/// Counter: fires dropped, their work never run (overlap `skip`, coalesced, cannot start).
+pub const FIRES_MISSED: &str = "shardcron_fires_missed_total";
 /// `shardcron_events_dropped_total`.
 pub const EVENTS_DROPPED: &str = "shardcron_events_dropped_total";
 /// `shardcron_registry_operations_total`.
@@ -135,7 +137,15 @@ pub fn failover_claimed(me: &InstanceId, job: &JobName, items: usize) {
 
 /// A fire was skipped for `reason` (a stalled run, a lost session...).
 pub fn fire_skipped(me: &InstanceId, job: &JobName, reason: &'static str) {
-    ::metrics::counter!(FIRES_SKIPPED, INSTANCE_LABEL => me.to_string(), JOB_LABEL => job.to_string(),
+    ::metrics::counter!(FIRES_SKIPPED, INSTANCE_LABEL => me.shared(), JOB_LABEL => job.shared(),
+        "reason" => reason)
+    .increment(1);
+}
+
+/// A fire was dropped for `reason`: its work will not run (the machine's
+/// [`MissReason`](crate::decide::lifecycle::MissReason)).
+pub fn fire_missed(me: &InstanceId, job: &JobName, reason: &'static str) {
+    ::metrics::counter!(FIRES_MISSED, INSTANCE_LABEL => me.shared(), JOB_LABEL => job.shared(),
         "reason" => reason)
     .increment(1);
 }
@@ -171,7 +181,7 @@ pub fn history_write_failed() {
 }
 
 /// The `# HELP` text of every counter and histogram family, for the recorder to describe.
-pub const DESCRIPTIONS: [(&str, &str); 13] = [
+pub const DESCRIPTIONS: [(&str, &str); 14] = [
     (
         EXECUTIONS,
         "Item executions that ended, by instance_id, job_name, item, outcome (success, failure) \
@@ -205,6 +215,11 @@ pub const DESCRIPTIONS: [(&str, &str); 13] = [
         FIRES_SKIPPED,
         "Fires skipped because the job could not keep up or the instance could not start work, \
          by instance_id, job_name and reason.",
+    ),
+    (
+        FIRES_MISSED,
+        "Fires dropped whose work will not run, by instance_id, job_name and reason \
+         (overlap_skip, coalesced, cannot_start).",
     ),
     (
         ERROR_NOTIFICATIONS,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cluster::{init_tracing, instance, Recorder};
-use shardcron::config::JobConfig;
+use shardcron::config::{JobConfig, Overlap};
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::{EmbeddedServer, EmbeddedSession};
 use shardcron::registry::{CreateMode, Registry};
@@ -27,6 +27,17 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// A node on `server` running `config` (recorded by `rec`), with both endpoints on free ports.
 async fn start(server: &EmbeddedServer, rec: &Recorder, n: u32, config: JobConfig) -> NodeHandle {
+    start_working(server, rec, n, config, Duration::ZERO).await
+}
+
+/// [`start`] with items that each take `work`.
+async fn start_working(
+    server: &EmbeddedServer,
+    rec: &Recorder,
+    n: u32,
+    config: JobConfig,
+    work: Duration,
+) -> NodeHandle {
     let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
     NodeBuilder::new(Arc::new(server.connector(NAMESPACE)))
         .instance_id(instance(n))
@@ -38,7 +49,7 @@ async fn start(server: &EmbeddedServer, rec: &Recorder, n: u32, config: JobConfi
         .job_spec(JobSpec {
             config: config.into(),
             job_type: JobType::Named("recorded".into()),
-            handler: rec.handler(Duration::ZERO),
+            handler: rec.handler(work),
         })
         .metrics(loopback)
         .admin(loopback)
@@ -267,6 +278,37 @@ async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histo
         TcpStream::connect(addr).await.is_err(),
         "the metrics port closes with the node"
     );
+}
+
+#[tokio::test]
+async fn a_fire_skipped_under_overlap_skip_shows_in_the_scrape_as_a_missed_fire() {
+    init_tracing();
+    let server = EmbeddedServer::new();
+    let rec = Recorder::real_time();
+    // Every second, each run 2.5 s: the fires in between find the item running.
+    let config = JobConfig::test("overlapping")
+        .items(1)
+        .cron("0/1 * * * * ?")
+        .overlap(Overlap::Skip);
+    let node = start_working(&server, &rec, 1, config, Duration::from_millis(2_500)).await;
+    let addr = node.metrics_addr().expect("metrics asked for");
+    let missed = async || {
+        let (_, scrape) = get(addr, "/metrics").await;
+        let labels = [r#"job_name="overlapping""#, r#"reason="overlap_skip""#];
+        let n = sample_sum(&scrape, "shardcron_fires_missed_total", &labels);
+        let described = scrape.contains("# HELP shardcron_fires_missed_total ");
+        if n >= 1.0 && described {
+            Ok(n)
+        } else {
+            Err(scrape)
+        }
+    };
+    wait_until(
+        missed,
+        "a missed fire counted for reason overlap_skip",
+        WAIT,
+    )
+    .await;
 }
 
 #[tokio::test]

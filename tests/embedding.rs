@@ -97,7 +97,7 @@ async fn the_host_supervisor_sees_the_subtree_terminate_and_fail() {
         // The node restarts it on the next message round: wait for the new one to register.
         let check = async || {
             let now = ractor::registry::where_is(node.actor_name("registry"));
-            !now.is_some_and(|c| c.get_id() == cell.get_id())
+            now.is_none_or(|c| c.get_id() != cell.get_id())
         };
         let wake = async || tokio::task::yield_now().await;
         wait_until_woken(check, wake, "the killed registry actor replaced", WITHIN).await;

@@ -4,6 +4,9 @@
 
 mod support;
 
+use support::postgres;
+use support::Peer;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +21,6 @@ use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext};
 use shardcron::node::NodeBuilder;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::{InstanceId, JobName, ShardItem};
-use support::postgres::PgServer;
-use support::Peer;
 
 /// Old rows per job: several batches' worth.
 const OLD_ROWS: u32 = 300;
@@ -50,7 +51,7 @@ async fn rows_older_than_the_window_are_purged_from_sqlite_while_writes_go_on() 
 async fn rows_older_than_the_window_are_purged_from_postgresql_while_writes_go_on() {
     init_tracing();
     let bin = require!(Peer::PostgreSql);
-    let server = PgServer::start(&bin);
+    let server = postgres::PgServer::start(&bin);
     let history = History::postgres(&server.url()).await.unwrap();
     old_rows_go_while_fresh_rows_are_written(history).await;
 }
@@ -153,7 +154,7 @@ async fn statistics_match_the_rows_in_sqlite() {
 async fn statistics_match_the_rows_in_postgresql() {
     init_tracing();
     let bin = require!(Peer::PostgreSql);
-    let server = PgServer::start(&bin);
+    let server = postgres::PgServer::start(&bin);
     let history = History::postgres(&server.url()).await.unwrap();
     statistics_match_the_rows(&history).await;
     history.close().await;

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use support::example_bin;
 use support::node_proc::{NodeProcess, Output};
 use support::zk::server::ZkServer;
 use support::zk::tls::TestPki;

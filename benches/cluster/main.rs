@@ -30,6 +30,14 @@ mod report;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../tests/support/zk/server.rs"]
 mod server;
+#[allow(dead_code)]
+#[path = "../../tests/support/wait.rs"]
+mod wait;
+
+/// The test kit's paths as `server` names them (`crate::support::wait`).
+mod support {
+    pub(crate) use super::wait;
+}
 mod throughput;
 mod versus;
 

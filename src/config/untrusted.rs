@@ -18,6 +18,7 @@
 
 use std::mem::MaybeUninit;
 
+#[allow(clippy::unsafe_removed_from_name)] // `sys` reads as the C library it binds
 use unsafe_libyaml as sys;
 
 /// The largest YAML read from the registry: ZooKeeper's default `jute.maxbuffer` (1 MiB - 1).

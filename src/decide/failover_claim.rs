@@ -140,10 +140,9 @@ pub fn unavailable_owner(
     let label = label.filter(|l| !l.is_empty());
     let available = InstanceId::parse(owner.as_str()).is_ok_and(|o| {
         let instance = nodes.data(&JobNode::Instance(o.clone()));
-        // The job is not known here: the refusal (if any) is logged with the node's path below it.
         let carries = |data: &[u8]| {
-            let labels = crate::sharding::parse_labels(data, || format!("instances/{o}"));
-            crate::sharding::carries(Some(&labels), label)
+            let path = || format!("instances/{o}");
+            crate::sharding::carries(Some(&crate::sharding::parse_labels(data, path)), label)
         };
         instance.is_some_and(|d| carries(&d))
             && nodes

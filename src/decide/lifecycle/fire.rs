@@ -15,8 +15,8 @@ use crate::types::ShardItem;
 use crate::view::ServerStatus;
 
 use super::{
-    Command, Facts, JobMachine, Link, Parked, Purpose, Registration, Run, SkipReason, Starting,
-    WriteMode,
+    Command, Facts, JobMachine, Link, MissReason, Parked, Purpose, Registration, Run, SkipReason,
+    Starting, WriteMode,
 };
 
 impl JobMachine {
@@ -61,12 +61,24 @@ impl JobMachine {
         }
     }
 
+    /// A fire (or `items` of it) ran nothing: whether its work is dropped is decided here; the
+    /// first skip of a streak is the one logged at WARN.
     pub(super) fn skipped(&mut self, reason: SkipReason, items: usize, out: &mut Vec<Command>) {
         let warn = !self.behind;
         self.behind = true;
+        let missed = match reason {
+            SkipReason::StillRunning if self.settings().misfire => None,
+            SkipReason::StillRunning => Some(MissReason::OverlapSkip),
+            SkipReason::Coalesced | SkipReason::AlreadyHeld => Some(MissReason::Coalesced),
+            SkipReason::Disconnected
+            | SkipReason::SessionLost
+            | SkipReason::NotRegistered
+            | SkipReason::PlanChanged => Some(MissReason::CannotStart),
+        };
         out.push(Command::Skipped {
             reason,
             items,
+            missed,
             warn,
         });
     }

@@ -170,6 +170,31 @@ impl SkipReason {
     }
 }
 
+/// Why a fire was dropped: its work will not run (counted in `shardcron_fires_missed_total`).
+/// A skip whose items are flagged misfire (`buffer_one`, `cancel_other`) is not a miss: they run
+/// after the current run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissReason {
+    /// `shardcron.overlap: skip` (or ElasticJob's `misfire: false`): items still ran at the fire.
+    OverlapSkip,
+    /// Collapsed into another fire (queued behind a stall, or held for a session check).
+    Coalesced,
+    /// This instance could not start work at the fire (disconnected, session lost, stale node,
+    /// plan changed).
+    CannotStart,
+}
+
+impl MissReason {
+    /// Metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OverlapSkip => "overlap_skip",
+            Self::Coalesced => "coalesced",
+            Self::CannotStart => "cannot_start",
+        }
+    }
+}
+
 /// An input to the machine.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
@@ -321,6 +346,8 @@ pub enum Command {
         reason: SkipReason,
         /// Items concerned (0 for a whole fire).
         items: usize,
+        /// Whether the fire is dropped, and why (`None`: its items run later, flagged misfire).
+        missed: Option<MissReason>,
         /// Whether this skip starts a streak (log it at WARN).
         warn: bool,
     },

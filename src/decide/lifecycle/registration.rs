@@ -78,19 +78,9 @@ impl JobMachine {
                 out.push(Command::CancelAll);
             }
             if self.held.take().is_some() {
-                self.skipped_for(SkipReason::SessionLost, out);
+                self.skipped(SkipReason::SessionLost, 0, out);
             }
         }
-    }
-
-    fn skipped_for(&mut self, reason: SkipReason, out: &mut Vec<Command>) {
-        let warn = !self.behind;
-        self.behind = true;
-        out.push(Command::Skipped {
-            reason,
-            items: 0,
-            warn,
-        });
     }
 
     /// Runs the fire held for the session check, if the link is up.

@@ -2,6 +2,7 @@
 //! issue 17 are here; the ordinary transitions in `transitions.rs`.
 
 mod heeded;
+mod missed;
 mod policies;
 mod transitions;
 
@@ -153,6 +154,14 @@ fn start(ops: Vec<Op>) -> Command {
         ops,
         mode: WriteMode::Batched,
         then: Purpose::Start,
+    }
+}
+
+/// Run `run_id` finished, items `failed` failing.
+fn finished(run_id: u64, failed: &[u32]) -> Input {
+    Input::RunFinished {
+        run_id,
+        failed: failed.iter().map(|i| ShardItem(*i)).collect(),
     }
 }
 
@@ -410,6 +419,7 @@ fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_sta
     let skipped = Command::Skipped {
         reason: SkipReason::NotRegistered,
         items: 0,
+        missed: Some(MissReason::CannotStart),
         warn: true,
     };
     assert_eq!(m.step(Input::Fire { scheduled: t(0) }, &f), vec![skipped]);
@@ -496,6 +506,7 @@ fn fires_queued_behind_a_registry_freeze_collapse_and_a_missed_fire_is_made_up_o
     let coalesced = |warn| Command::Skipped {
         reason: SkipReason::Coalesced,
         items: 0,
+        missed: Some(MissReason::Coalesced),
         warn,
     };
     f.now = at_ms(3_060);
@@ -578,6 +589,7 @@ fn a_late_fire_waits_for_a_session_check_and_runs_only_if_the_session_lives() {
             vec![Command::Skipped {
                 reason: SkipReason::SessionLost,
                 items: 0,
+                missed: Some(MissReason::CannotStart),
                 warn: true,
             }]
         };
@@ -620,6 +632,7 @@ fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadl
         vec![Command::Skipped {
             reason: SkipReason::Disconnected,
             items: 0,
+            missed: Some(MissReason::CannotStart),
             warn: true
         }]
     );
@@ -643,10 +656,11 @@ fn a_job_that_cannot_keep_up_warns_once_per_streak_and_counts_every_skip() {
             if let Command::Skipped {
                 reason,
                 items,
+                missed,
                 warn,
             } = c
             {
-                assert_eq!((reason, items), (SkipReason::StillRunning, 2));
+                assert_eq!((reason, items, missed), (SkipReason::StillRunning, 2, None));
                 warns.push(warn);
             }
         }

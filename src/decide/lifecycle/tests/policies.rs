@@ -142,13 +142,6 @@ fn a_failover_run_and_a_triggered_run_have_the_timeout_too() {
     assert_eq!(launched[1], timer(Timer::Timeout, 2 * SECOND));
 }
 
-fn finished(run_id: u64, failed: &[u32]) -> Input {
-    Input::RunFinished {
-        run_id,
-        failed: failed.iter().map(|i| ShardItem(*i)).collect(),
-    }
-}
-
 fn end(run_id: u64, items: &[u32]) -> Command {
     Command::SubmitEnd {
         run_id,

@@ -124,6 +124,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             vec![Command::Skipped {
                 reason: SkipReason::PlanChanged,
                 items: 0,
+                missed: Some(MissReason::CannotStart),
                 warn: true,
             }],
         ),
