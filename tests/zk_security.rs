@@ -16,7 +16,6 @@ use support::example_bin;
 use support::node_proc::{NodeProcess, Output};
 use support::zk::server::ZkServer;
 use support::zk::tls::TestPki;
-use support::example_bin;
 use support::Peer;
 use zookeeper_client as zk;
 
