@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::example_bin::example_binary;
+use super::wait::{poll_blocking, POLL};
 
 /// Bound of one wait on a process's output or exit.
 pub const WITHIN: Duration = Duration::from_secs(30);
@@ -74,17 +75,16 @@ impl Output {
         nodes: &[&NodeProcess],
         pred: impl Fn(&[Line]) -> bool,
     ) {
-        let deadline = Instant::now() + WITHIN;
-        while !pred(&self.seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(RecvTimeoutError::Timeout) => self.fail(
-                    &format!("timed out after {WITHIN:?} waiting for {what}"),
-                    nodes,
-                ),
-                Err(RecvTimeoutError::Disconnected) => unreachable!("Output holds a sender"),
-            }
+        let (rx, seen) = (&self.rx, &mut self.seen);
+        let check = || {
+            seen.extend(rx.try_iter());
+            pred(seen)
+        };
+        if poll_blocking(check, WITHIN, POLL).is_err() {
+            self.fail(
+                &format!("timed out after {WITHIN:?} waiting for {what}"),
+                nodes,
+            );
         }
     }
 
