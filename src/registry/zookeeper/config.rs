@@ -157,7 +157,9 @@ fn tls_file(what: &'static str, path: &Path, reason: String) -> ZkConfigError {
 /// // TLS hosts need the CA that signs the servers' certificates.
 /// let tls = ZkConfig::new("tcp+tls://zk1:2281", "ns").unwrap();
 /// assert!(tls.check_tls().is_err());
-/// assert!(tls.with_tls_ca("/etc/zk/ca.pem").check_tls().is_ok());
+/// // The CA file is read by the check, which names a file it cannot read.
+/// let tls = tls.with_tls_ca("/nonexistent/zk-ca.pem");
+/// assert!(tls.check_tls().unwrap_err().to_string().contains("/nonexistent/zk-ca.pem"));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ZkConfig {
