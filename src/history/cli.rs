@@ -213,23 +213,29 @@ pub fn render_executions(records: &[ExecutionRecord]) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
+    render_table(&header, &rows)
+}
+
+/// Rows under a header as left-aligned columns two spaces apart, one line each (trailing spaces
+/// trimmed): the text tables of `shardcronctl history` and `stats`.
+pub(super) fn render_table<R: AsRef<[String]>>(header: &[&str], rows: &[R]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row.as_ref()) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let line = |cells: Vec<&str>| {
         let padded: Vec<String> = cells
             .iter()
-            .zip(widths)
+            .zip(&widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
         padded.join("  ").trim_end().to_owned() + "\n"
     };
     let mut out = line(header.to_vec());
-    for row in &rows {
-        out += &line(row.iter().map(String::as_str).collect());
+    for row in rows {
+        out += &line(row.as_ref().iter().map(String::as_str).collect());
     }
     out
 }

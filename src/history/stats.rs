@@ -218,25 +218,7 @@ pub fn render_stats(buckets: &[Bucket], granularity: Granularity) -> String {
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        padded.join("  ").trim_end().to_owned() + "\n"
-    };
-    let mut out = line(header.to_vec());
-    for row in &rows {
-        out += &line(row.iter().map(String::as_str).collect());
-    }
-    out
+    super::cli::render_table(&header, &rows)
 }
 
 #[cfg(test)]
