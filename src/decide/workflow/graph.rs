@@ -83,9 +83,7 @@ impl Graph {
     /// The graph of `jobs` (every job of the namespace, each with its declaration, an empty one
     /// for a job that runs after nothing). Refuses a self-dependency or a cycle, naming it; a
     /// dependency on a job that does not exist is kept, see [`Graph::missing`].
-    pub fn new(
-        jobs: impl IntoIterator<Item = (JobName, Dependency)>,
-    ) -> Result<Self, GraphError> {
+    pub fn new(jobs: impl IntoIterator<Item = (JobName, Dependency)>) -> Result<Self, GraphError> {
         let mut graph = Graph::default();
         for (job, dependency) in jobs {
             graph.jobs.insert(job.clone());

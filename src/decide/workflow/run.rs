@@ -31,9 +31,8 @@ impl RunId {
     /// Reads an id from a registry node's name: digits, or `m` and digits, at most 20 characters.
     pub fn parse(text: &str) -> Option<Self> {
         let digits = text.strip_prefix('m').unwrap_or(text);
-        let ok = !digits.is_empty()
-            && text.len() <= 20
-            && digits.bytes().all(|b| b.is_ascii_digit());
+        let ok =
+            !digits.is_empty() && text.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit());
         ok.then(|| Self(text.to_owned()))
     }
 
@@ -138,10 +137,11 @@ pub fn start(dependency: &Dependency, ends: &BTreeMap<JobName, RunEnd>) -> Start
         return Start::Wait { pending };
     }
     if dependency.on == RunWhen::Success {
-        let failed = dependency
-            .after
-            .iter()
-            .find_map(|up| ends.get(up).filter(|end| **end != ItemEnd::Succeeded).map(|end| (up, *end)));
+        let failed = dependency.after.iter().find_map(|up| {
+            ends.get(up)
+                .filter(|end| **end != ItemEnd::Succeeded)
+                .map(|end| (up, *end))
+        });
         if let Some((upstream, end)) = failed {
             return Start::Skip {
                 upstream: upstream.clone(),
