@@ -19,6 +19,7 @@
 //! | [`namespace`] | the plan of the jobs that balance over the namespace, and which drifted from it |
 //! | [`register`] | a job's registration on a session, with the take-over of an older session's node |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
+//! | [`workflow`] | jobs that run after other jobs: the dependency graph, when an upstream run ended, whether a downstream starts |
 
 pub mod answer;
 pub mod commit;
@@ -35,6 +36,7 @@ pub mod prepare;
 pub mod reconcile;
 pub mod register;
 pub mod resharding;
+pub mod workflow;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
