@@ -21,6 +21,8 @@
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
 
 pub mod answer;
+pub mod backfill;
+pub mod catchup;
 pub mod commit;
 pub mod drift;
 pub mod election;
@@ -35,6 +37,7 @@ pub mod prepare;
 pub mod reconcile;
 pub mod register;
 pub mod resharding;
+pub mod trigger_params;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
