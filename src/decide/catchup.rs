@@ -137,10 +137,19 @@ pub fn plan(
 ) -> Vec<(DateTime<Utc>, Vec<ShardItem>)> {
     let mut runs: Vec<(DateTime<Utc>, Vec<ShardItem>)> = Vec::new();
     let within = |t: &DateTime<Utc>| (now - *t).to_std().is_ok_and(|age| age <= window);
+    // Items mostly share their floor (they were fired together): one search per floor.
+    let mut searched: Vec<(DateTime<Utc>, Option<DateTime<Utc>>)> = Vec::new();
     for i in items {
         let Some(floor) = i.floor else { continue };
-        let at = latest_missed(next_after, floor, now, window)
-            .or_else(|| i.owed.filter(|t| within(t)));
+        let latest = match searched.iter().find(|(f, _)| *f == floor) {
+            Some((_, latest)) => *latest,
+            None => {
+                let latest = latest_missed(next_after, floor, now, window);
+                searched.push((floor, latest));
+                latest
+            }
+        };
+        let at = latest.or_else(|| i.owed.filter(|t| within(t)));
         let Some(at) = at else { continue };
         match runs.iter_mut().find(|(t, _)| *t == at) {
             Some((_, group)) => group.push(i.item),

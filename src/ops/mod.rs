@@ -192,4 +192,6 @@ impl Ops {
 }
 
 #[cfg(test)]
+mod run_ops_tests;
+#[cfg(test)]
 mod tests;

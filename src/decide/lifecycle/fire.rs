@@ -107,16 +107,16 @@ impl JobMachine {
             return;
         }
         let now = facts.now();
-        if scheduled.is_some_and(|at| self.served_until.is_some_and(|s| at < s)) {
+        // (A catch-up's or a backfill's instant is older than the fires before it by design.)
+        let cron = source == ExecutionSource::Normal;
+        if cron && scheduled.is_some_and(|at| self.served_until.is_some_and(|s| at < s)) {
             // Due before the previous fire's handling ended: queued behind a stall (a registry
             // freeze held the handler). Collapsed into that fire, as the trigger collapses the
             // fires it missed: one catch-up, not one per queued fire.
             self.skipped(SkipReason::Coalesced, 0, out);
             return;
         }
-        if self.catchup.is_some()
-            && source == ExecutionSource::Normal
-            && scheduled.is_some_and(|at| self.caught_up(at))
+        if self.catchup.is_some() && cron && scheduled.is_some_and(|at| self.caught_up(at))
         {
             // A catch-up ran this instant already (the trigger fired it as the look found it).
             self.skipped(SkipReason::Coalesced, 0, out);
