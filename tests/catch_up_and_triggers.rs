@@ -18,7 +18,7 @@ use shardcron::job::script::ScriptJob;
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::ops::{Ops, TriggerParams};
 use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::registry::{Connector, Registry};
+use shardcron::registry::Connector;
 use shardcron::{InstanceId, JobName, JobSpec, JobType};
 
 /// A bound on every wait.

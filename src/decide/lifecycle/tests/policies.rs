@@ -174,6 +174,7 @@ fn attempt(run_id: u64, items: &[u32], attempt: u32) -> Command {
         scheduled: Some(t(0)),
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt,
+        parameter: None,
     }
 }
 
