@@ -45,10 +45,7 @@ struct Run {
 
 /// A script job `name` appending its context JSON (its last argument) to `out`.
 fn script(name: &str, items: i32, out: &Path) -> JobConfig {
-    let line = format!(
-        "/bin/sh -c 'printf \"%s\\n\" \"$0\" >> {}'",
-        out.display()
-    );
+    let line = format!("/bin/sh -c 'printf \"%s\\n\" \"$0\" >> {}'", out.display());
     JobConfig::new(name, items)
         .time_zone("GMT")
         .script_command_line(line)
@@ -147,7 +144,11 @@ async fn every_node_stopped_over_three_fires_and_back_within_the_window_runs_one
     }
     let before = runs(&out);
     let last = before.iter().filter_map(|r| r.scheduled_at).max().unwrap();
-    wait_past(last + TimeDelta::milliseconds(6_500), "three instants passed").await;
+    wait_past(
+        last + TimeDelta::milliseconds(6_500),
+        "three instants passed",
+    )
+    .await;
 
     tracing::info!("--- both come back within the window");
     let restart = Utc::now();
@@ -155,16 +156,20 @@ async fn every_node_stopped_over_three_fires_and_back_within_the_window_runs_one
         .duration_trunc(TimeDelta::seconds(2))
         .expect("an instant");
     let nodes = [node(&ns, 1, &config).await, node(&ns, 2, &config).await];
-    let after = wait_runs(&out, "every item caught up and then ran two cron fires", |r| {
-        (0..ITEMS).all(|i| {
-            !of(r, "CATCHUP", i).is_empty()
-                && of(r, "NORMAL", i)
-                    .iter()
-                    .filter(|n| n.scheduled_at > Some(restart))
-                    .count()
-                    >= 2
-        })
-    })
+    let after = wait_runs(
+        &out,
+        "every item caught up and then ran two cron fires",
+        |r| {
+            (0..ITEMS).all(|i| {
+                !of(r, "CATCHUP", i).is_empty()
+                    && of(r, "NORMAL", i)
+                        .iter()
+                        .filter(|n| n.scheduled_at > Some(restart))
+                        .count()
+                        >= 2
+            })
+        },
+    )
     .await;
     for n in nodes {
         n.shutdown().await;
@@ -174,7 +179,9 @@ async fn every_node_stopped_over_three_fires_and_back_within_the_window_runs_one
     for i in 0..ITEMS {
         let caught = of(&after, "CATCHUP", i);
         assert_eq!(caught.len(), 1, "item {i}: {after:#?}");
-        let at = caught[0].scheduled_at.expect("a catch-up carries its instant");
+        let at = caught[0]
+            .scheduled_at
+            .expect("a catch-up carries its instant");
         assert!(
             at > last + TimeDelta::seconds(4),
             "item {i} caught up {at}, not the latest of the three missed after {last}"
@@ -212,8 +219,14 @@ async fn an_instant_missed_longer_ago_than_the_window_is_not_caught_up() {
     first.shutdown().await;
     let last = before.iter().filter_map(|r| r.scheduled_at).max().unwrap();
 
-    tracing::info!("--- it comes back 4 s after the next instant: that instant is past the 2 s window");
-    wait_past(last + TimeDelta::seconds(14), "the missed instant is 4 s old").await;
+    tracing::info!(
+        "--- it comes back 4 s after the next instant: that instant is past the 2 s window"
+    );
+    wait_past(
+        last + TimeDelta::seconds(14),
+        "the missed instant is 4 s old",
+    )
+    .await;
     let again = node(&ns, 1, &config).await;
     let next = last + TimeDelta::seconds(20);
     let after = wait_runs(&out, "the next cron fire ran", |r| {
@@ -226,7 +239,10 @@ async fn an_instant_missed_longer_ago_than_the_window_is_not_caught_up() {
     .await;
     again.shutdown().await;
     let caught: Vec<&Run> = after.iter().filter(|r| r.source == "CATCHUP").collect();
-    assert!(caught.is_empty(), "nothing older than the window runs: {caught:#?}");
+    assert!(
+        caught.is_empty(),
+        "nothing older than the window runs: {caught:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,7 +293,10 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
         .children("/reports/shardcron/trigger")
         .await
         .unwrap_or_default();
-    assert!(leftovers.is_empty(), "the parameters were taken: {leftovers:?}");
+    assert!(
+        leftovers.is_empty(),
+        "the parameters were taken: {leftovers:?}"
+    );
     node.shutdown().await;
 }
 

@@ -27,7 +27,10 @@ fn a_range_lists_its_instants_bounds_included_and_refuses_reversed_empty_or_huge
     assert!(matches!(list(40, 0), Err(BackfillError::Reversed { .. })));
     assert!(matches!(list(1, 9), Err(BackfillError::Empty { .. })));
     let huge = list(0, 10 * MAX_INSTANTS as i64);
-    assert!(matches!(huge, Err(BackfillError::TooMany { .. })), "{huge:?}");
+    assert!(
+        matches!(huge, Err(BackfillError::TooMany { .. })),
+        "{huge:?}"
+    );
     assert!(huge.unwrap_err().to_string().contains("narrow the range"));
     let exactly = list(0, 10 * (MAX_INSTANTS as i64 - 1));
     assert_eq!(exactly.map(|i| i.len()), Ok(MAX_INSTANTS));
@@ -44,8 +47,12 @@ fn requests_round_trip_and_bad_ones_are_refused() {
         id: "b1".into(),
         instants: vec![t(10), t(0)],
     };
-    assert!(Request::parse(&descending.encode()).unwrap_err().contains("ascend"));
-    assert!(Request::parse(b"[]").unwrap_err().contains("not a backfill"));
+    assert!(Request::parse(&descending.encode())
+        .unwrap_err()
+        .contains("ascend"));
+    assert!(Request::parse(b"[]")
+        .unwrap_err()
+        .contains("not a backfill"));
     assert!(Request::parse(&vec![b' '; MAX_REQUEST_BYTES + 1])
         .unwrap_err()
         .contains("bytes"));

@@ -89,7 +89,10 @@ fn each_item_catches_up_once_grouped_by_its_missed_instant_latest_first() {
         floor(4, Some(10), None),
     ];
     let runs = plan(&items, &cron, t(35), secs(60));
-    assert_eq!(runs, vec![(t(30), vec![ShardItem(0), ShardItem(1), ShardItem(4)])]);
+    assert_eq!(
+        runs,
+        vec![(t(30), vec![ShardItem(0), ShardItem(1), ShardItem(4)])]
+    );
     // Item 1's window reaches back further than item 0's floor: both take instant 30.
     let items = [floor(0, Some(0), None), floor(1, Some(-100), None)];
     assert_eq!(
@@ -151,7 +154,11 @@ fn the_record_is_created_with_its_parents_then_set_and_never_moved_back() {
         ops,
         vec![
             Op::create("/orders/shardcron", Vec::new(), CreateMode::Persistent),
-            Op::create("/orders/shardcron/fired", Vec::new(), CreateMode::Persistent),
+            Op::create(
+                "/orders/shardcron/fired",
+                Vec::new(),
+                CreateMode::Persistent
+            ),
             Op::create(path(0), fired_data(t(30)), CreateMode::Persistent),
         ]
     );
@@ -162,14 +169,23 @@ fn the_record_is_created_with_its_parents_then_set_and_never_moved_back() {
     record.items.insert(ShardItem(0), Some(t(20)));
     record.items.insert(ShardItem(1), Some(t(40)));
     record.items.insert(ShardItem(2), None);
-    let (ops, creates) = record_ops(&job, &record, &[ShardItem(0), ShardItem(1), ShardItem(2)], t(30));
+    let (ops, creates) = record_ops(
+        &job,
+        &record,
+        &[ShardItem(0), ShardItem(1), ShardItem(2)],
+        t(30),
+    );
     assert!(!creates, "every node is there: one batched multi-op");
     let set = |i| Op::Set {
         path: path(i),
         data: fired_data(t(30)),
         version: None,
     };
-    assert_eq!(ops, vec![set(0), set(2)], "item 1 already records a later instant");
+    assert_eq!(
+        ops,
+        vec![set(0), set(2)],
+        "item 1 already records a later instant"
+    );
     let (ops, _) = record_ops(&job, &record, &[ShardItem(1)], t(30));
     assert!(ops.is_empty());
 }
@@ -177,7 +193,10 @@ fn the_record_is_created_with_its_parents_then_set_and_never_moved_back() {
 #[test]
 fn the_record_reads_back_what_it_wrote_and_ignores_anything_else() {
     assert_eq!(parse_fired(&fired_data(t(30))), Some(t(30)));
-    assert_eq!(parse_fired(b"2026-11-26T00:00:05.250Z").map(|t| t.timestamp_subsec_millis()), Some(250));
+    assert_eq!(
+        parse_fired(b"2026-11-26T00:00:05.250Z").map(|t| t.timestamp_subsec_millis()),
+        Some(250)
+    );
     for bad in [&b""[..], b"yesterday", b"\xff\xfe", b"1800000000"] {
         assert_eq!(parse_fired(bad), None, "{bad:?}");
     }

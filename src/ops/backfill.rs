@@ -81,7 +81,9 @@ impl Ops {
             None => return Err(OpsError::UnknownJob { job: job.clone() }),
         };
         let Some(expr) = config.cron_expr() else {
-            return Err(bad("a job without a cron has no instants to backfill".into()));
+            return Err(bad(
+                "a job without a cron has no instants to backfill".into()
+            ));
         };
         let cron = CronSchedule::parse(expr).map_err(|e| bad(format!("cron: {e}")))?;
         let zone = JobTimeZone::from_config(config.time_zone.as_deref())

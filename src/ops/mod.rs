@@ -47,9 +47,9 @@ use crate::registry::mirror::Mirror;
 use crate::registry::Registry;
 use crate::types::JobName;
 
+pub use crate::decide::trigger_params::TriggerParams;
 pub use audit::Actor;
 pub use backfill::BackfillPlan;
-pub use crate::decide::trigger_params::TriggerParams;
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};

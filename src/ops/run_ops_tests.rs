@@ -73,7 +73,11 @@ async fn a_backfill_lists_its_instants_writes_its_request_and_refuses_bad_ranges
     let refused = [
         (to, from, "before"),
         (hours_ago(3), hours_ago(1), "more than 1000"),
-        (hours_ago(1), Utc::now() + Duration::hours(1), "in the future"),
+        (
+            hours_ago(1),
+            Utc::now() + Duration::hours(1),
+            "in the future",
+        ),
     ];
     for (f, t, why) in refused {
         let err = ops.backfill(&job(), f, t, false).await.unwrap_err();
@@ -88,7 +92,10 @@ async fn a_backfill_lists_its_instants_writes_its_request_and_refuses_bad_ranges
 
     // Under way: another is refused until it is cancelled.
     let again = ops.backfill(&job(), from, to, false).await.unwrap_err();
-    assert!(matches!(again, OpsError::BackfillUnderWay { left: 39, .. }), "{again}");
+    assert!(
+        matches!(again, OpsError::BackfillUnderWay { left: 39, .. }),
+        "{again}"
+    );
     assert!(ops.cancel_backfill(&job()).await.unwrap());
     assert!(!ops.cancel_backfill(&job()).await.unwrap());
     ops.backfill(&job(), from, to, false).await.unwrap();

@@ -285,7 +285,9 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
                 let Ok(item) = name.parse::<ShardItem>() else {
                     continue;
                 };
-                let data = self.mirror.data(&JobNode::FiredItem(item).to_path(self.job));
+                let data = self
+                    .mirror
+                    .data(&JobNode::FiredItem(item).to_path(self.job));
                 let at = data.and_then(|d| crate::decide::catchup::parse_fired(&d));
                 record.items.insert(item, at);
             }
@@ -310,7 +312,9 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
             .into_iter()
             .filter_map(|name| {
                 let item = name.parse::<ShardItem>().ok()?;
-                let data = self.mirror.data(&JobNode::BackfillItem(item).to_path(self.job))?;
+                let data = self
+                    .mirror
+                    .data(&JobNode::BackfillItem(item).to_path(self.job))?;
                 Some((item, data.to_vec()))
             })
             .collect()

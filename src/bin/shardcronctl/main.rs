@@ -500,7 +500,11 @@ async fn backfill(ops: &Ops, args: cli::BackfillArgs, json: bool) -> Result<(), 
         } else {
             format!("job {job} has no backfill")
         };
-        report(json, json!({ "jobName": job, "cancelled": cancelled }), text);
+        report(
+            json,
+            json!({ "jobName": job, "cancelled": cancelled }),
+            text,
+        );
         return Ok(());
     };
     let plan = ops.backfill(&job, from, to, args.dry_run).await?;

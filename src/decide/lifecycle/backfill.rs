@@ -53,7 +53,12 @@ impl JobMachine {
     }
 
     /// Acts on what the backfill heard.
-    pub(super) fn backfill_after(&mut self, heard: Heard, facts: &dyn Facts, out: &mut Vec<Command>) {
+    pub(super) fn backfill_after(
+        &mut self,
+        heard: Heard,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
         match heard {
             Heard::Nothing => return,
             Heard::Read => self.backfill_read(facts, out),
@@ -125,8 +130,7 @@ impl JobMachine {
             .filter(|(i, v)| {
                 v.owner.as_ref() == Some(&self.me)
                     && !v.disabled
-                    && v.running.is_none()
-                    && !self.local.running.contains(i)
+                    && !super::catchup::busy(&self.local, **i, v, &self.me)
             })
             .map(|(i, _)| {
                 let mirrored = progress

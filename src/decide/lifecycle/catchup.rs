@@ -9,11 +9,12 @@ use chrono::{DateTime, Utc};
 
 use crate::config::ValidatedConfig;
 use crate::decide::catchup::{missed_before, plan, record_ops, ItemFloor};
+use crate::decide::execution::LocalRuns;
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 use crate::registry::{NodeEventKind, SessionState};
-use crate::types::ShardItem;
-use crate::view::ServerStatus;
+use crate::types::{InstanceId, ShardItem};
+use crate::view::{ItemView, ServerStatus};
 
 use super::{Command, Facts, Input, JobMachine, Purpose, WriteMode};
 
@@ -46,8 +47,8 @@ impl CatchUp {
 }
 
 /// The inputs after which an owner looks for missed instants: it may have come back (its
-/// registration, a reconnection, a re-list), taken items (a plan committed), or freed some (a
-/// run ended). A cron fire is not one: it runs its own instant.
+/// registration, a reconnection, a re-list), taken items (a plan committed), or seen some freed
+/// (a run ended here or elsewhere). A cron fire is not one: it runs its own instant.
 pub(super) fn looks_after(input: &Input) -> bool {
     use NodeEventKind::Deleted;
     match input {
@@ -64,12 +65,23 @@ pub(super) fn looks_after(input: &Input) -> bool {
             (node, kind),
             (JobNode::ShardingInstance(_) | JobNode::Instance(_), _)
                 | (
-                    JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
+                    JobNode::LeaderShardingNecessary
+                        | JobNode::LeaderShardingProcessing
+                        | JobNode::ShardingRunning(_),
                     Deleted
                 )
         ),
         _ => false,
     }
+}
+
+/// Whether an item runs, here or elsewhere, as a fire's plan sees it
+/// ([`plan_run`](crate::decide::execution::plan_run)): a marker this instance deleted at the end of
+/// its run and the mirror still shows is not a run.
+pub(super) fn busy(local: &LocalRuns, item: ShardItem, v: &ItemView, me: &InstanceId) -> bool {
+    let elsewhere =
+        v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(&item);
+    local.running.contains(&item) || elsewhere
 }
 
 impl JobMachine {
@@ -119,8 +131,7 @@ impl JobMachine {
             .filter(|(i, v)| {
                 v.owner.as_ref() == Some(&self.me)
                     && !v.disabled
-                    && v.running.is_none()
-                    && !self.local.running.contains(i)
+                    && !busy(&self.local, **i, v, &self.me)
             })
             .map(|(i, _)| *i)
             .collect();
@@ -136,7 +147,12 @@ impl JobMachine {
             .iter()
             .map(|i| ItemFloor {
                 item: *i,
-                floor: record.items.get(i).copied().flatten().max(c.handled.get(i).copied()),
+                floor: record
+                    .items
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .max(c.handled.get(i).copied()),
                 owed: c.owed.get(i).copied(),
             })
             .collect();

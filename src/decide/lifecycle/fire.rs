@@ -116,8 +116,7 @@ impl JobMachine {
             self.skipped(SkipReason::Coalesced, 0, out);
             return;
         }
-        if self.catchup.is_some() && cron && scheduled.is_some_and(|at| self.caught_up(at))
-        {
+        if self.catchup.is_some() && cron && scheduled.is_some_and(|at| self.caught_up(at)) {
             // A catch-up ran this instant already (the trigger fired it as the look found it).
             self.skipped(SkipReason::Coalesced, 0, out);
             return;
@@ -268,7 +267,10 @@ impl JobMachine {
         }
         // A job with a catch-up window records the instant for every item the fire handled.
         let handled = match (&self.catchup, scheduled) {
-            (Some(_), Some(at)) => Some((at, [&plan.run[..], &plan.flagged[..], &plan.skipped[..]].concat())),
+            (Some(_), Some(at)) => Some((
+                at,
+                [&plan.run[..], &plan.flagged[..], &plan.skipped[..]].concat(),
+            )),
             _ => None,
         };
         self.launch(source, scheduled, plan.run, plan.end_ops, facts, out);

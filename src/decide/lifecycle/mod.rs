@@ -28,8 +28,8 @@ mod backfill;
 mod catchup;
 mod fence;
 mod fire;
-mod manual;
 pub mod heed;
+mod manual;
 mod policy;
 mod registration;
 #[cfg(test)]

@@ -114,9 +114,17 @@ fn an_owner_back_within_the_window_runs_the_latest_missed_instant_once_per_item(
 fn nothing_is_caught_up_beyond_the_window_without_a_record_or_without_a_window() {
     // (case, machine, facts)
     let cases: [(&str, JobMachine, Recorded); 4] = [
-        ("instant 15 is 2 s old, the window 1 s", windowed(1), recorded(Some(0), 17)),
+        (
+            "instant 15 is 2 s old, the window 1 s",
+            windowed(1),
+            recorded(Some(0), 17),
+        ),
         ("never fired: no record", windowed(60), recorded(None, 17)),
-        ("nothing missed since the last fire", windowed(60), recorded(Some(15), 17)),
+        (
+            "nothing missed since the last fire",
+            windowed(60),
+            recorded(Some(15), 17),
+        ),
         (
             "a job without a window",
             machine(Registration::Confirmed),
@@ -134,7 +142,11 @@ fn no_look_while_a_reshard_is_pending_and_the_catch_up_follows_the_commit() {
     let mut f = recorded(Some(0), 17);
     f.inner.view.sharding_necessary = true;
     let mut m = windowed(60);
-    assert_eq!(m.step(plan_committed(), &f), vec![], "the plan is not settled");
+    assert_eq!(
+        m.step(plan_committed(), &f),
+        vec![],
+        "the plan is not settled"
+    );
     f.inner.view.sharding_necessary = false;
     let done = Input::Event {
         node: JobNode::LeaderShardingNecessary,
@@ -229,13 +241,25 @@ fn items_skipped_by_their_overlap_policy_count_as_handled_and_are_not_caught_up(
     // The run of 5 still runs at 10: the fire of 10 skips both items, and records them handled.
     let f = recorded(Some(5), 10);
     let mut skipped = m.step(Input::Fire { scheduled: t(10) }, &f);
-    if skipped.iter().any(|c| matches!(c, Command::Write { then: Purpose::Start, .. })) {
+    if skipped.iter().any(|c| {
+        matches!(
+            c,
+            Command::Write {
+                then: Purpose::Start,
+                ..
+            }
+        )
+    }) {
         skipped.extend(m.step(written(Purpose::Start), &f));
     }
     assert!(
-        skipped
-            .iter()
-            .any(|c| matches!(c, Command::Skipped { missed: Some(MissReason::OverlapSkip), .. })),
+        skipped.iter().any(|c| matches!(
+            c,
+            Command::Skipped {
+                missed: Some(MissReason::OverlapSkip),
+                ..
+            }
+        )),
         "{skipped:?}"
     );
     assert!(

@@ -123,7 +123,11 @@ fn a_trigger_with_parameters_runs_the_items_named_with_its_job_parameter() {
             got.remove(0);
         }
         assert_eq!(got, commands, "{case}");
-        assert_eq!(m.step(written(Purpose::Start), &f), vec![launched], "{case}");
+        assert_eq!(
+            m.step(written(Purpose::Start), &f),
+            vec![launched],
+            "{case}"
+        );
     }
 }
 

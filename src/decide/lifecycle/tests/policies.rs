@@ -402,5 +402,8 @@ fn overlap_policies_not_carried_out_yet_are_refused_naming_the_key() {
         ["shardcron.overlap"]
     );
     let window = JobConfig::test("j").catchup_window(Duration::from_secs(60));
-    assert!(window.validate(&ctx).is_ok(), "a catch-up window is carried out");
+    assert!(
+        window.validate(&ctx).is_ok(),
+        "a catch-up window is carried out"
+    );
 }
