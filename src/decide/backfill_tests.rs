@@ -91,8 +91,9 @@ fn the_next_run_takes_the_earliest_instant_any_item_has_not_run_with_the_items_t
     let items = |done: &[(u32, usize)]| -> BTreeMap<ShardItem, usize> {
         done.iter().map(|(i, d)| (ShardItem(*i), *d)).collect()
     };
-    // (progress per item, expected)
-    let cases: [(&[(u32, usize)], Option<(usize, Vec<u32>)>); 4] = [
+    // (progress per item, expected: the instant's index and its items)
+    type Case<'a> = (&'a [(u32, usize)], Option<(usize, Vec<u32>)>);
+    let cases: [Case; 4] = [
         (&[(0, 0), (1, 0)], Some((0, vec![0, 1]))),
         // Item 1 came from an owner that had gone further: item 0 catches up first.
         (&[(0, 1), (1, 2)], Some((1, vec![0]))),

@@ -156,7 +156,7 @@ pub fn plan(
             None => runs.push((at, vec![i.item])),
         }
     }
-    runs.sort_by(|a, b| b.0.cmp(&a.0));
+    runs.sort_by_key(|run| std::cmp::Reverse(run.0));
     runs
 }
 
