@@ -22,6 +22,8 @@
 //! | [`workflow`] | jobs that run after other jobs: the dependency graph, when an upstream run ended, whether a downstream starts |
 
 pub mod answer;
+pub mod backfill;
+pub mod catchup;
 pub mod commit;
 pub mod drift;
 pub mod election;
@@ -37,6 +39,7 @@ pub mod reconcile;
 pub mod register;
 pub mod resharding;
 pub mod workflow;
+pub mod trigger_params;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
