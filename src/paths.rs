@@ -125,6 +125,10 @@ pub enum JobNode {
     SystemTime,
     /// `systemTime/current`: written to read the registry's clock.
     SystemTimeCurrent,
+    /// `adoptable`: shardcron's own record (Java never reads it) that the job was created at
+    /// runtime (`shardcronctl create`, the console, [`crate::ops::Ops::create`]) for nodes that
+    /// adopt such jobs; its data is `created`, or `removing` while a removal stops them.
+    Adoptable,
 }
 
 impl JobNode {
@@ -179,6 +183,7 @@ impl JobNode {
             GuaranteeCompletedItem(i) => format!("/{job}/guarantee/completed/{i}"),
             SystemTime => format!("/{job}/systemTime"),
             SystemTimeCurrent => format!("/{job}/systemTime/current"),
+            Adoptable => format!("/{job}/adoptable"),
         }
     }
 
@@ -287,6 +292,7 @@ fn parse_below_job(path: &str, below: &str) -> Result<JobNode, PathError> {
         ["guarantee", "completed", i] => GuaranteeCompletedItem(item(i)?),
         ["systemTime"] => SystemTime,
         ["systemTime", "current"] => SystemTimeCurrent,
+        ["adoptable"] => Adoptable,
         _ => return Err(unrecognised(path)),
     })
 }

@@ -8,6 +8,7 @@
 //! | `snapshot.rs` | one job's subtree read in one listing |
 //! | `configure.rs` | [`Ops::config_get`], [`Ops::config_set`]: validated, version-checked writes |
 //! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `runtime.rs` | [`Ops::create`]: jobs created at runtime for adopting nodes, and how their removal stops those nodes first |
 //! | `audit.rs` | [`Ops::audited`]: every state-changing call recorded in the audit log as done by an [`Actor`] |
 //! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
 //!
@@ -35,6 +36,7 @@ mod configure;
 mod error;
 mod operate;
 mod report;
+mod runtime;
 mod snapshot;
 
 use std::sync::Arc;
@@ -47,6 +49,7 @@ pub use audit::Actor;
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};
+pub use runtime::{JobForm, NewJob, ADOPTERS_STOP_WITHIN};
 pub use report::{
     quote_name, ItemLine, ItemStatus, JobBrief, JobDetail, JobStatus, NotAJob, ServerBrief,
     ServerLine, ServerState,

@@ -43,6 +43,7 @@ fn every_node() -> Vec<(JobNode, &'static str)> {
         (GuaranteeStartedItem(i), "/orders/guarantee/started/12"),
         (GuaranteeCompleted, "/orders/guarantee/completed"),
         (GuaranteeCompletedItem(i), "/orders/guarantee/completed/12"),
+        (Adoptable, "/orders/adoptable"),
     ]
 }
 
@@ -83,6 +84,7 @@ fn variant_index(node: &JobNode) -> usize {
         GuaranteeStartedItem(_) => 29,
         GuaranteeCompleted => 30,
         GuaranteeCompletedItem(_) => 31,
+        Adoptable => 32,
     }
 }
 
@@ -92,7 +94,7 @@ fn every_node_has_its_contract_path_and_parses_back_to_itself() {
     let nodes = every_node();
     let mut indices: Vec<usize> = nodes.iter().map(|(node, _)| variant_index(node)).collect();
     indices.sort_unstable();
-    assert_eq!(indices, (0..=31).collect::<Vec<_>>(), "each variant once");
+    assert_eq!(indices, (0..=32).collect::<Vec<_>>(), "each variant once");
     for (node, path) in nodes {
         assert_eq!(node.to_path(&job), path, "{node:?}");
         assert_eq!(JobNode::parse(path), Ok((job.clone(), node)), "{path}");

@@ -40,7 +40,8 @@ fn every_node() -> Vec<JobNode> {
         | JobNode::GuaranteeCompleted
         | JobNode::GuaranteeCompletedItem(_)
         | JobNode::SystemTime
-        | JobNode::SystemTimeCurrent => true,
+        | JobNode::SystemTimeCurrent
+        | JobNode::Adoptable => true,
     };
     let mut nodes = vec![
         JobNode::Root,
@@ -64,6 +65,7 @@ fn every_node() -> Vec<JobNode> {
         JobNode::GuaranteeCompleted,
         JobNode::SystemTime,
         JobNode::SystemTimeCurrent,
+        JobNode::Adoptable,
     ];
     for id in [me(), other()] {
         nodes.push(JobNode::Instance(id.clone()));
