@@ -180,8 +180,9 @@ fn drop_job(node: &NodeContext, registry: &ActorRef<RegistryMsg>, job: JobName) 
             .await;
         if let Ok(ractor::rpc::CallResult::Success(Ok(cell))) = executor {
             let executor: ActorRef<ExecutorMsg> = cell.into();
-            if executor.call(ExecutorMsg::Drain, Some(timeout)).await.is_err() {
-                tracing::warn!(%job, "the adopted job's executor did not drain; removing it anyway");
+            let drained = executor.call(ExecutorMsg::Drain, Some(timeout)).await;
+            if !matches!(drained, Ok(ractor::rpc::CallResult::Success(()))) {
+                tracing::warn!(%job, "the adopted job's running items did not end in time; removing it anyway");
             }
         }
         let (reply, answer) = reply_port();

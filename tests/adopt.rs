@@ -292,3 +292,72 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         assert_eq!(status.code(), Some(0), "{}: {}", node.label, node.stderr());
     }
 }
+
+#[tokio::test]
+async fn an_embedded_node_adopting_http_only_runs_http_jobs_and_a_removal_stops_it_there() {
+    use std::sync::Arc;
+
+    use shardcron::decide::adopt::AdoptPolicy;
+    use shardcron::node::NodeBuilder;
+    use shardcron::ops::{JobForm, Ops, RemoveMode};
+    use shardcron::registry::embedded::EmbeddedServer;
+    use shardcron::{InstanceId, JobName};
+    use support::wait::wait_until;
+
+    let server = EmbeddedServer::new();
+    let me = InstanceId::parse("127.0.0.1@-@http-only").unwrap();
+    let policy: AdoptPolicy = "http".parse().unwrap();
+    let node = NodeBuilder::new(Arc::new(server.connector("adopt")))
+        .instance_id(me.clone())
+        .adopt(policy)
+        .start()
+        .await
+        .expect("the node starts with no job of its own");
+    let ops = Ops::new(Arc::new(server.connector("adopt").open()));
+    let registered = |job: &str| {
+        let path = format!("/{job}/instances/{me}");
+        node.mirror().get(&path).is_some()
+    };
+
+    tracing::info!("--- a SCRIPT job and then an HTTP job are created");
+    let form = |name: &str, job_type: &str| JobForm {
+        job_name: name.into(),
+        job_type: job_type.into(),
+        cron: "* * * * * ?".into(),
+        items: 1,
+        ..JobForm::default()
+    };
+    let script = JobForm {
+        command: Some("/bin/true".into()),
+        ..form("nightly", "SCRIPT")
+    };
+    ops.create(script.to_new_job().unwrap()).await.unwrap();
+    let http = JobForm {
+        url: Some("http://127.0.0.1:9/ping".into()),
+        ..form("ping", "HTTP")
+    };
+    ops.create(http.to_new_job().unwrap()).await.unwrap();
+    wait_until(
+        async || registered("ping"),
+        "the HTTP job to be adopted",
+        WITHIN,
+    )
+    .await;
+    assert!(!registered("nightly"), "the SCRIPT job is left alone");
+
+    tracing::info!("--- its removal stops it on the node first, then cleans the namespace");
+    let ping = JobName::new("ping").unwrap();
+    let stopped = ops
+        .remove(&ping, RemoveMode::RefuseWhileRunning)
+        .await
+        .expect("a job only adopters run is removed");
+    assert_eq!(stopped, vec![me.clone()]);
+    wait_until(
+        async || node.mirror().get("/ping").is_none(),
+        "the job's subtree to be gone",
+        WITHIN,
+    )
+    .await;
+    assert!(node.is_ready().await, "the node runs on without the job");
+    node.shutdown().await;
+}

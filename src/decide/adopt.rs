@@ -311,8 +311,9 @@ impl Adoption {
             _ if !wanted || facts.runs_otherwise => None,
             held => match self.refusal(facts) {
                 None => {
-                    self.jobs.insert(job.clone(), Held::Adopted);
+                    // `refusal` found the root's type adoptable.
                     let kind = facts.root.and_then(RuntimeType::from_root_data)?;
+                    self.jobs.insert(job.clone(), Held::Adopted);
                     Some(AdoptCommand::Adopt {
                         job: job.clone(),
                         kind,

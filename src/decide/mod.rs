@@ -19,7 +19,7 @@
 //! | [`namespace`] | the plan of the jobs that balance over the namespace, and which drifted from it |
 //! | [`register`] | a job's registration on a session, with the take-over of an older session's node |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
-| [`adopt`] | which jobs created at runtime a node that opted in runs, and when it drops them |
+//! | [`adopt`] | which jobs created at runtime a node that opted in runs, and when it drops them |
 
 pub mod adopt;
 pub mod answer;

@@ -102,15 +102,14 @@ impl JobForm {
         if let Err(e) = &job_type {
             problem("type", e.to_string());
         }
-        let blank = |v: &Option<String>| v.as_deref().is_none_or(|v| v.trim().is_empty());
         let mut config = JobConfig::new(&self.job_name, self.items).cron(self.cron.trim());
         for (key, value) in &self.props {
             config = config.prop(key, value);
         }
-        match job_type {
+        match &job_type {
             Ok(RuntimeType::Script) => {
                 for (field, value) in [("url", &self.url), ("method", &self.method)] {
-                    if !blank(value) {
+                    if optional(value).is_some() {
                         problem(field, "is for HTTP jobs; a SCRIPT job runs --command".into());
                     }
                 }
@@ -119,10 +118,10 @@ impl JobForm {
                 }
             }
             Ok(RuntimeType::Http) => {
-                if !blank(&self.command) {
+                if optional(&self.command).is_some() {
                     problem("command", "is for SCRIPT jobs; an HTTP job sends --url".into());
                 }
-                let method = self.method.as_deref().map(str::trim).unwrap_or("GET");
+                let method = optional(&self.method).unwrap_or("GET");
                 config = config.prop(http::METHOD_PROP, method);
                 let fields = [
                     (http::URI_PROP, &self.url),
@@ -130,14 +129,13 @@ impl JobForm {
                     (http::CONTENT_TYPE_PROP, &self.content_type),
                 ];
                 for (key, value) in fields {
-                    if let Some(v) = value.as_deref().filter(|v| !v.trim().is_empty()) {
-                        config = config.prop(key, v.trim());
+                    if let Some(v) = optional(value) {
+                        config = config.prop(key, v);
                     }
                 }
             }
             Err(_) => {}
         }
-        let optional = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty());
         if let Some(zone) = optional(&self.time_zone) {
             config = config.time_zone(zone);
         }
@@ -164,6 +162,11 @@ impl JobForm {
             }),
         }
     }
+}
+
+/// A form field's value, trimmed; `None` when absent or blank.
+fn optional(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
 impl Ops {

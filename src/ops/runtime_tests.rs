@@ -9,6 +9,7 @@ use crate::decide::adopt::RuntimeType;
 use crate::paths::JobNode;
 use crate::registry::embedded::EmbeddedServer;
 use crate::registry::{CreateMode, Registry};
+use crate::ops::RemoveMode;
 
 fn ops() -> (Ops, Arc<dyn Registry>) {
     let session: Arc<dyn Registry> = Arc::new(EmbeddedServer::new().connector("ops").open());
