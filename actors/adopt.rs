@@ -192,9 +192,12 @@ fn drop_job(node: &NodeContext, registry: &ActorRef<RegistryMsg>, job: JobName) 
     });
 }
 
+/// The answer of an `AddJob` or `RemoveJob` sent from here.
+type Answer = Result<(), EngineError>;
+
 fn reply_port() -> (
-    RpcReplyPort<Result<(), EngineError>>,
-    ractor::concurrency::OneshotReceiver<Result<(), EngineError>>,
+    RpcReplyPort<Answer>,
+    ractor::concurrency::OneshotReceiver<Answer>,
 ) {
     let (tx, rx) = ractor::concurrency::oneshot();
     (RpcReplyPort::from(tx), rx)

@@ -128,12 +128,7 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         if let Some(policy) = adopt {
             args.extend(["--adopt", policy]);
         }
-        NodeProcess::spawn(
-            label,
-            &args,
-            &[("SHARDCRON_TEST_INSTANCE", label)],
-            output,
-        )
+        NodeProcess::spawn(label, &args, &[("SHARDCRON_TEST_INSTANCE", label)], output)
     };
 
     tracing::info!("--- two adopting nodes and one without the opt-in start");
@@ -150,8 +145,18 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         &connect,
         &namespace,
         &[
-            "create", "ticker", "--type", "SCRIPT", "--cron", "* * * * * ?", "--items", "2",
-            "--time-zone", "UTC", "--command", &command,
+            "create",
+            "ticker",
+            "--type",
+            "SCRIPT",
+            "--cron",
+            "* * * * * ?",
+            "--items",
+            "2",
+            "--time-zone",
+            "UTC",
+            "--command",
+            &command,
         ],
     );
     assert_eq!(code, 0, "create: {stdout}{stderr}");
@@ -160,8 +165,16 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         &connect,
         &namespace,
         &[
-            "create", "ticker", "--type", "SCRIPT", "--cron", "* * * * * ?", "--items", "1",
-            "--command", "/bin/true",
+            "create",
+            "ticker",
+            "--type",
+            "SCRIPT",
+            "--cron",
+            "* * * * * ?",
+            "--items",
+            "1",
+            "--command",
+            "/bin/true",
         ],
     );
     assert!(
@@ -172,8 +185,16 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         &connect,
         &namespace,
         &[
-            "create", "broken", "--type", "SCRIPT", "--cron", "* * * 31 2 ? x", "--items", "1",
-            "--command", "/bin/true",
+            "create",
+            "broken",
+            "--type",
+            "SCRIPT",
+            "--cron",
+            "* * * 31 2 ? x",
+            "--items",
+            "1",
+            "--command",
+            "/bin/true",
         ],
     );
     assert!(
@@ -185,7 +206,9 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
             let runs = runs(&log);
             let by: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
             let first = runs.iter().map(|r| r.at).reduce(f64::min);
-            (by == BTreeSet::from(["a", "b"])).then_some(first).flatten()
+            (by == BTreeSet::from(["a", "b"]))
+                .then_some(first)
+                .flatten()
         },
         "both adopting nodes to run the created job",
         WITHIN,
@@ -235,7 +258,10 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
 
     tracing::info!("--- shardcronctl remove: both adopters stop it, then the namespace is cleaned");
     let (code, stdout, stderr) = ctl(&connect, &namespace, &["--json", "remove", "ticker"]);
-    assert_eq!(code, 0, "remove of a job only adopters run: {stdout}{stderr}");
+    assert_eq!(
+        code, 0,
+        "remove of a job only adopters run: {stdout}{stderr}"
+    );
     let removed = now();
     let answer: serde_json::Value = serde_json::from_str(&stdout).expect("remove prints JSON");
     assert_eq!(answer["removed"], true, "{answer}");
@@ -252,14 +278,24 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         "every run that started ended before the namespace was cleaned (none was cut)"
     );
 
-    tracing::info!("--- a job created after the removal is adopted afresh; the removed one stays stopped");
+    tracing::info!(
+        "--- a job created after the removal is adopted afresh; the removed one stays stopped"
+    );
     let command = format!("{} v3", script.display());
     let (code, _, stderr) = ctl(
         &connect,
         &namespace,
         &[
-            "create", "tocker", "--type", "SCRIPT", "--cron", "* * * * * ?", "--items", "2",
-            "--command", &command,
+            "create",
+            "tocker",
+            "--type",
+            "SCRIPT",
+            "--cron",
+            "* * * * * ?",
+            "--items",
+            "2",
+            "--command",
+            &command,
         ],
     );
     assert_eq!(code, 0, "create: {stderr}");
@@ -279,7 +315,10 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
         .into_iter()
         .filter(|r| r.phase == "start" && r.version != "v3" && r.at > removed)
         .collect();
-    assert!(late.is_empty(), "runs of the removed job after its removal: {late:?}");
+    assert!(
+        late.is_empty(),
+        "runs of the removed job after its removal: {late:?}"
+    );
     assert!(
         instances_of(&connect, &namespace, "own").is_some_and(|i| i.len() == 3),
         "each node still runs its own job"

@@ -58,7 +58,9 @@ impl FromStr for RuntimeType {
         match s.trim().to_ascii_uppercase().as_str() {
             "SCRIPT" => Ok(Self::Script),
             "HTTP" => Ok(Self::Http),
-            _ => Err(AdoptPolicyError::UnknownType { given: s.to_owned() }),
+            _ => Err(AdoptPolicyError::UnknownType {
+                given: s.to_owned(),
+            }),
         }
     }
 }
@@ -73,7 +75,9 @@ pub enum AdoptPolicyError {
         given: String,
     },
     /// No type at all.
-    #[error("names no job type; expected script, http or both (script,http), then :LABEL optionally")]
+    #[error(
+        "names no job type; expected script, http or both (script,http), then :LABEL optionally"
+    )]
     NoType,
     /// The label after `:` is not a label.
     #[error("label {label:?}: {reason}")]

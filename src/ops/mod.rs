@@ -49,11 +49,11 @@ pub use audit::Actor;
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};
-pub use runtime::{JobForm, NewJob, ADOPTERS_STOP_WITHIN};
 pub use report::{
     quote_name, ItemLine, ItemStatus, JobBrief, JobDetail, JobStatus, NotAJob, ServerBrief,
     ServerLine, ServerState,
 };
+pub use runtime::{JobForm, NewJob, ADOPTERS_STOP_WITHIN};
 use snapshot::JobSnapshot;
 
 /// The operations API over one registry session (rooted at the namespace).

@@ -95,9 +95,8 @@ impl JobForm {
     /// [`Ops::create`].
     pub fn to_new_job(&self) -> Result<NewJob, OpsError> {
         let mut problems = Vec::new();
-        let mut problem = |field: &'static str, problem: String| {
-            problems.push(ConfigError { field, problem })
-        };
+        let mut problem =
+            |field: &'static str, problem: String| problems.push(ConfigError { field, problem });
         let job_type = self.job_type.parse::<RuntimeType>();
         if let Err(e) = &job_type {
             problem("type", e.to_string());
@@ -110,7 +109,10 @@ impl JobForm {
             Ok(RuntimeType::Script) => {
                 for (field, value) in [("url", &self.url), ("method", &self.method)] {
                     if optional(value).is_some() {
-                        problem(field, "is for HTTP jobs; a SCRIPT job runs --command".into());
+                        problem(
+                            field,
+                            "is for HTTP jobs; a SCRIPT job runs --command".into(),
+                        );
                     }
                 }
                 if let Some(command) = &self.command {
@@ -119,7 +121,10 @@ impl JobForm {
             }
             Ok(RuntimeType::Http) => {
                 if optional(&self.command).is_some() {
-                    problem("command", "is for SCRIPT jobs; an HTTP job sends --url".into());
+                    problem(
+                        "command",
+                        "is for SCRIPT jobs; an HTTP job sends --url".into(),
+                    );
                 }
                 let method = optional(&self.method).unwrap_or("GET");
                 config = config.prop(http::METHOD_PROP, method);
@@ -291,7 +296,13 @@ impl Ops {
                 .registry
                 .children(&instances)
                 .await
-                .or_else(|e| if e.is_no_node() { Ok(Vec::new()) } else { Err(e) })
+                .or_else(|e| {
+                    if e.is_no_node() {
+                        Ok(Vec::new())
+                    } else {
+                        Err(e)
+                    }
+                })
                 .map_err(|source| OpsError::ReadJob {
                     job: job.clone(),
                     source,

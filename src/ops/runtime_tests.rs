@@ -6,10 +6,10 @@ use std::sync::Arc;
 use super::*;
 use crate::config::JobConfig;
 use crate::decide::adopt::RuntimeType;
+use crate::ops::RemoveMode;
 use crate::paths::JobNode;
 use crate::registry::embedded::EmbeddedServer;
 use crate::registry::{CreateMode, Registry};
-use crate::ops::RemoveMode;
 
 fn ops() -> (Ops, Arc<dyn Registry>) {
     let session: Arc<dyn Registry> = Arc::new(EmbeddedServer::new().connector("ops").open());
@@ -47,7 +47,9 @@ async fn create_writes_the_type_a_java_readable_config_and_the_adoptable_record(
         Some("SCRIPT")
     );
     assert_eq!(
-        data(&session, JobNode::Adoptable, "nightly").await.as_deref(),
+        data(&session, JobNode::Adoptable, "nightly")
+            .await
+            .as_deref(),
         Some("created")
     );
     let yaml = data(&session, JobNode::Config, "nightly").await.unwrap();
@@ -205,7 +207,9 @@ async fn an_instance_that_does_not_adopt_the_job_keeps_todays_refusal_and_the_re
         other => panic!("{other}"),
     }
     assert_eq!(
-        data(&session, JobNode::Adoptable, "nightly").await.as_deref(),
+        data(&session, JobNode::Adoptable, "nightly")
+            .await
+            .as_deref(),
         Some("created"),
         "set back, so the adopters run it again"
     );
