@@ -151,6 +151,9 @@ pub struct NodeContext {
     /// The last measured difference between the local and the registry's clock, in milliseconds
     /// (`u64::MAX` until measured).
     pub clock_skew_ms: AtomicU64Default,
+    /// Which jobs created at runtime this node adopts, and what it did with each (`None`: it
+    /// adopts none).
+    pub(crate) adoption: super::adopt::AdoptionSlot,
 }
 
 /// An `AtomicU64` that starts at `u64::MAX` ("not measured").

@@ -142,6 +142,7 @@ async fn one_job_s_stuck_executor_does_not_delay_another_job_s_failover_claim() 
         events: crate::events::EventBus::new(),
         name_prefix: "failover-lanes".to_owned(),
         clock_skew_ms: Default::default(),
+        adoption: None,
     });
     let _feed = node
         .mirror

@@ -39,6 +39,7 @@
 //! goes back in → `Launch` starts the run's task → `RunFinished` → the markers' removal is handed
 //! to the session's write batcher → `RunEnded`; no handler waits on the run or its end write.
 
+pub(crate) mod adopt;
 pub(crate) mod alarm;
 pub(crate) mod batch;
 pub(crate) mod context;

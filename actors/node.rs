@@ -34,6 +34,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::JobConfig;
+use crate::decide::adopt::{AdoptPolicy, Adoption};
 use crate::events::{EventBus, Subscription};
 use crate::job::handlers::HandlerRegistry;
 use crate::job::SharedHandler;
@@ -63,6 +64,7 @@ pub struct NodeBuilder {
     metrics_addr: Option<std::net::SocketAddr>,
     admin_addr: Option<std::net::SocketAddr>,
     labels: Vec<String>,
+    adopt: Option<AdoptPolicy>,
 }
 
 impl NodeBuilder {
@@ -80,7 +82,31 @@ impl NodeBuilder {
             metrics_addr: None,
             admin_addr: None,
             labels: Vec::new(),
+            adopt: None,
         }
+    }
+
+    /// Runs the jobs created at runtime ([`crate::ops::Ops::create`], `shardcronctl create`, the
+    /// console's form) whose type `policy` names, from within one fire of their creation: their
+    /// config changes apply as any job's, and when one is removed its running items end before
+    /// the node leaves it. A policy limited to a label ([`AdoptPolicy::only_labelled`]) adopts
+    /// only jobs with that `label`, and gives this node the label. Jobs this node cannot run are
+    /// left alone, and said so once in the log.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use shardcron::node::NodeBuilder;
+    /// # use shardcron::registry::embedded::EmbeddedServer;
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let node = NodeBuilder::new(Arc::new(EmbeddedServer::new().connector("demo")))
+    ///     .adopt("script,http".parse()?)
+    ///     .start()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn adopt(mut self, policy: AdoptPolicy) -> Self {
+        self.adopt = Some(policy);
+        self
     }
 
     /// This instance's labels (ElasticJob's `JobInstance.labels`), written in its
@@ -204,10 +230,19 @@ impl NodeBuilder {
         let n = NODE_COUNTER.fetch_add(1, Ordering::Relaxed);
         let (metrics_addr, admin_addr) = (self.metrics_addr, self.admin_addr);
         let mut jobs = BTreeMap::new();
-        for label in &self.labels {
+        let mut labels = self.labels;
+        if let Some(label) = self.adopt.as_ref().and_then(AdoptPolicy::label) {
+            if !labels.iter().any(|l| l == label) {
+                labels.push(label.to_owned());
+            }
+        }
+        for label in &labels {
             crate::sharding::check_label(label).map_err(EngineError::InvalidLabel)?;
         }
-        let labels: Arc<[String]> = self.labels.into();
+        let adoption = self
+            .adopt
+            .map(|policy| Mutex::new(Adoption::new(policy, labels.clone())));
+        let labels: Arc<[String]> = labels.into();
         let node = Arc::new(NodeContext {
             instance_id: instance_id.clone(),
             connector: self.connector.clone(),
@@ -220,6 +255,7 @@ impl NodeBuilder {
             name_prefix: format!("shardcron/{instance_id}/{n}"),
             events: self.events,
             clock_skew_ms: Default::default(),
+            adoption,
         });
         for mut spec in self.jobs {
             with_labels(&mut spec, &labels);

@@ -43,6 +43,8 @@ pub(crate) enum RegistryMsg {
     Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
+    /// An adopted job was drained and removed from this node (`actors/adopt.rs`).
+    Dropped(JobName),
     /// The mirror feed of session `generation` ended without a terminal session state (its
     /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
     /// registry, so the session is given up and a new one opened.
@@ -193,9 +195,13 @@ impl Actor for RegistryActor {
                     }
                     MirrorEvent::Resynced => {
                         let _ = active.session.send_message(SessionMsg::Resynced);
+                        super::adopt::resynced(&state.node, &myself);
                     }
                     other => {
                         if let Some(ev) = route(&other) {
+                            if state.node.adoption.is_some() && super::adopt::concerns(&ev) {
+                                super::adopt::heard(&state.node, &myself, &ev.job);
+                            }
                             let _ = active.session.send_message(SessionMsg::Job(ev));
                         }
                     }
@@ -220,6 +226,7 @@ impl Actor for RegistryActor {
                     None => drop(reply.send(Ok(()))),
                 }
             }
+            RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, &myself, &job),
             RegistryMsg::Trigger(job, reply) => match &state.active {
                 Some(a) => {
                     let _ = a.session.send_message(SessionMsg::Trigger(job, reply));

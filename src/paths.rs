@@ -141,6 +141,10 @@ pub enum JobNode {
     Backfill,
     /// `shardcron/backfill/{i}`: how far item `i` got through it.
     BackfillItem(ShardItem),
+    /// `adoptable`: shardcron's own record (Java never reads it) that the job was created at
+    /// runtime (`shardcronctl create`, the console, [`crate::ops::Ops::create`]) for nodes that
+    /// adopt such jobs; its data is `created`, or `removing` while a removal stops them.
+    Adoptable,
 }
 
 impl JobNode {
@@ -202,6 +206,7 @@ impl JobNode {
             TriggerParamsFor(id) => format!("/{job}/shardcron/trigger/{id}"),
             Backfill => format!("/{job}/shardcron/backfill"),
             BackfillItem(i) => format!("/{job}/shardcron/backfill/{i}"),
+            Adoptable => format!("/{job}/adoptable"),
         }
     }
 
@@ -317,6 +322,7 @@ fn parse_below_job(path: &str, below: &str) -> Result<JobNode, PathError> {
         ["shardcron", "trigger", id] => TriggerParamsFor(instance(id)?),
         ["shardcron", "backfill"] => Backfill,
         ["shardcron", "backfill", i] => BackfillItem(item(i)?),
+        ["adoptable"] => Adoptable,
         _ => return Err(unrecognised(path)),
     })
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use shardcron::decide::adopt::{AdoptPolicy, AdoptPolicyError};
 use shardcron::history::RetentionWindow;
 use shardcron::registry::zookeeper::{ZkAccessArgs, ZkConfig, ZkConfigError};
 use shardcron::InstanceId;
@@ -67,9 +68,18 @@ struct Cli {
     /// every node gets them).
     #[arg(long = "label", value_name = "LABELS", value_parser = labels)]
     labels: Option<Labels>,
+    /// Run the jobs created at runtime (`shardcronctl create`, the console's form) of these types:
+    /// script, http or script,http, optionally only those labelled LABEL (script,http:gpu; the
+    /// node then carries the label).
+    #[arg(long, value_name = "TYPES[:LABEL]", value_parser = adopt)]
+    adopt: Option<AdoptPolicy>,
     /// ZooKeeper credentials (SHARDCRON_ZK_AUTH or --zk-auth-file) and TLS files (with --zk).
     #[command(flatten)]
     access: ZkAccessArgs,
+}
+
+fn adopt(value: &str) -> Result<AdoptPolicy, String> {
+    value.parse().map_err(|e: AdoptPolicyError| e.to_string())
 }
 
 /// Where the nodes register and what they run.
@@ -97,6 +107,8 @@ pub(crate) struct Args {
     pub(crate) history_retention: Option<RetentionWindow>,
     /// This instance's labels (`--label`).
     pub(crate) labels: Vec<String>,
+    /// Which jobs created at runtime it runs (`--adopt`).
+    pub(crate) adopt: Option<AdoptPolicy>,
     /// ZooKeeper credentials and TLS files.
     pub(crate) access: ZkAccessArgs,
 }
@@ -130,6 +142,7 @@ pub(crate) fn parse() -> Result<Args, clap::Error> {
             .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok()),
         history_retention: cli.history_retention,
         labels: cli.labels.map(|l| l.0).unwrap_or_default(),
+        adopt: cli.adopt,
         access: cli.access,
     })
 }

@@ -142,6 +142,7 @@ struct Planned {
     metrics: Option<std::net::SocketAddr>,
     admin: Option<std::net::SocketAddr>,
     labels: Vec<String>,
+    adopt: Option<shardcron::decide::adopt::AdoptPolicy>,
 }
 
 /// The address for node `n`: the given port plus `n`, so several embedded nodes do not collide
@@ -175,6 +176,7 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
             metrics: args.metrics,
             admin: args.admin,
             labels: args.labels.clone(),
+            adopt: args.adopt.clone(),
         }]);
     }
     let server = EmbeddedServer::new();
@@ -198,6 +200,7 @@ fn plan(args: &Args) -> Result<Vec<Planned>, Box<dyn Error>> {
                 metrics: nth(args.metrics, n),
                 admin: nth(args.admin, n),
                 labels: args.labels.clone(),
+                adopt: args.adopt.clone(),
             })
         })
         .collect()
@@ -287,6 +290,7 @@ async fn start_node(
         metrics,
         admin,
         labels,
+        adopt,
     } = planned;
     // The handlers are built before the node, and the node's mirror exists only once it started.
     let mirror = Arc::new(OnceLock::new());
@@ -302,6 +306,9 @@ async fn start_node(
         });
     if let Some(id) = instance_id {
         builder = builder.instance_id(id);
+    }
+    if let Some(policy) = adopt {
+        builder = builder.adopt(policy);
     }
     if let Some(addr) = metrics {
         builder = builder.metrics(addr);

@@ -52,6 +52,7 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route("/session", get(super::guard::session))
         .route("/audit", get(super::audit::audit))
         .merge(super::stats::routes())
+        .merge(super::create::routes())
 }
 
 /// A JSON error answer.
@@ -92,7 +93,7 @@ impl From<OpsError> for ApiError {
             ErrorClass::Failed => (StatusCode::BAD_GATEWAY, "FAILED"),
         };
         let problems: Vec<Value> = match &e {
-            OpsError::InvalidConfig { source, .. } => source
+            OpsError::InvalidConfig { source, .. } | OpsError::BadNewJob { source, .. } => source
                 .0
                 .iter()
                 .map(|p| json!({ "field": p.field, "problem": p.problem }))

@@ -20,6 +20,7 @@
 //! | `auth.rs` | tokens and their [`Role`]s, login sessions, the delay after wrong tokens |
 //! | `api.rs` | the JSON endpoints |
 //! | `audit.rs` | the audit log's endpoint |
+//! | `create.rs` | the "new job" form's endpoint: a SCRIPT or HTTP job for adopting nodes |
 //! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
 //! | `shared.rs` | one snapshot per change shared by every open page's event stream |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
@@ -43,6 +44,7 @@ mod api;
 mod assets;
 mod audit;
 mod auth;
+mod create;
 mod guard;
 mod live;
 pub mod schedule;

@@ -23,7 +23,9 @@
 //! | [`backfill`] | a backfill's instants, in order, and each item's progress through them |
 //! | [`trigger_params`] | a trigger's one-off parameters, beside the plain trigger Java sees |
 //! | [`workflow`] | jobs that run after other jobs: the dependency graph, when an upstream run ended, whether a downstream starts |
+//! | [`adopt`] | which jobs created at runtime a node that opted in runs, and when it drops them |
 
+pub mod adopt;
 pub mod answer;
 pub mod backfill;
 pub mod catchup;

@@ -14,6 +14,7 @@ pub mod group;
 pub mod handlers;
 pub mod http;
 pub mod keeper;
+pub mod runtime;
 pub mod script;
 pub mod stop;
 

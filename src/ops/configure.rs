@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::audit::Entry;
 use super::{Ops, OpsError};
 use crate::config::{redact_config_yaml, ConfigErrors, JobConfig, JobKind, ValidationContext};
+use crate::decide::adopt::RuntimeType;
 use crate::paths::JobNode;
 use crate::registry::RegistryError;
 use crate::types::JobName;
@@ -163,20 +164,29 @@ impl Ops {
             .get(&JobNode::Root.to_path(job))
             .await
             .map_err(|source| unknown_or(job, source, read_error))?;
-        // The root holds the job's type as the first instance registered it: only SCRIPT changes
-        // what validation asks for (a command line).
-        let kind = if root.trim_ascii() == b"SCRIPT" {
-            JobKind::Script
-        } else {
-            JobKind::Simple
+        // The root holds the job's type as the first instance registered it: a SCRIPT or HTTP
+        // job is checked as `create` checks it (its command line, its request), another as a
+        // job whose handler is compiled in.
+        let runtime = std::str::from_utf8(&root)
+            .ok()
+            .and_then(RuntimeType::from_root_data);
+        let mut problems = match runtime {
+            Some(t) => match crate::job::runtime::check(t, &config) {
+                Ok(()) => Vec::new(),
+                Err(ConfigErrors(problems)) => problems,
+            },
+            None => {
+                let simple = ValidationContext::builtin(JobKind::Simple);
+                let mut problems = match config.validate(&simple) {
+                    Ok(_) => Vec::new(),
+                    Err(ConfigErrors(problems)) => problems,
+                };
+                if let Err(ConfigErrors(java)) = config.check_java_readable() {
+                    problems.extend(java);
+                }
+                problems
+            }
         };
-        let mut problems = match config.validate(&ValidationContext::builtin(kind)) {
-            Ok(_) => Vec::new(),
-            Err(ConfigErrors(problems)) => problems,
-        };
-        if let Err(ConfigErrors(java)) = config.check_java_readable() {
-            problems.extend(java);
-        }
         problems.extend(config.job_name_mismatch(job));
         if problems.is_empty() {
             Ok(config)

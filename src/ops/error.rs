@@ -208,6 +208,40 @@ pub enum OpsError {
         #[source]
         source: RegistryError,
     },
+    /// `create` names a job that exists (its root node is there).
+    #[error("job {job} exists already; remove it first or choose another name")]
+    JobExists {
+        /// The job.
+        job: JobName,
+    },
+    /// `create` got a `jobName` ZooKeeper or ElasticJob cannot use, or a form whose fields do
+    /// not make a job (an unknown type, a command for an HTTP job).
+    #[error("new job {name:?} refused: {source}")]
+    BadNewJob {
+        /// The name as given.
+        name: String,
+        /// Every problem, naming its field.
+        #[source]
+        source: ConfigErrors,
+    },
+    /// Writing a new job's root, config and `adoptable` record failed; nothing was written.
+    #[error("creating job {job}: {source}")]
+    CreateJob {
+        /// The job.
+        job: JobName,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// Reading or writing the `adoptable` record of a job created at runtime failed.
+    #[error("asking the nodes that adopted job {job} to stop it: {source}")]
+    MarkRemoval {
+        /// The job.
+        job: JobName,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
     /// Deleting the job's subtree failed.
     #[error("removing job {job}: {source}")]
     Remove {
@@ -239,11 +273,13 @@ impl OpsError {
             | Backfill { .. }
             | ConfigYaml { .. }
             | ConfigTooLarge { .. }
-            | InvalidConfig { .. } => ErrorClass::BadInput,
+            | InvalidConfig { .. }
+            | BadNewJob { .. } => ErrorClass::BadInput,
             ConfigChanged { .. }
             | StillRunning { .. }
             | NoLiveInstance { .. }
-            | BackfillUnderWay { .. } => ErrorClass::Refused,
+            | BackfillUnderWay { .. }
+            | JobExists { .. } => ErrorClass::Refused,
             ListJobs { .. }
             | ReadJob { .. }
             | WriteConfig { .. }
@@ -252,6 +288,8 @@ impl OpsError {
             | SetServer { .. }
             | SetItem { .. }
             | Shutdown { .. }
+            | CreateJob { .. }
+            | MarkRemoval { .. }
             | Remove { .. } => ErrorClass::Failed,
         }
     }

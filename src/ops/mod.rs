@@ -10,6 +10,8 @@
 //! | `trigger.rs` | [`Ops::trigger`], [`Ops::trigger_with`]: a run now, with a job parameter and items ([`TriggerParams`]) |
 //! | `backfill.rs` | [`Ops::backfill`], [`Ops::cancel_backfill`]: every cron instant of a past range, in order |
 //! | `operate.rs` | [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `runtime.rs` | [`Ops::create`]: jobs created at runtime for adopting nodes, and how their removal stops those nodes first |
 //! | `audit.rs` | [`Ops::audited`]: every state-changing call recorded in the audit log as done by an [`Actor`] |
 //! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
 //!
@@ -38,6 +40,7 @@ mod configure;
 mod error;
 mod operate;
 mod report;
+mod runtime;
 mod snapshot;
 mod trigger;
 
@@ -57,6 +60,7 @@ pub use report::{
     quote_name, ItemLine, ItemStatus, JobBrief, JobDetail, JobStatus, NotAJob, ServerBrief,
     ServerLine, ServerState,
 };
+pub use runtime::{JobForm, NewJob, ADOPTERS_STOP_WITHIN};
 use snapshot::JobSnapshot;
 
 /// The operations API over one registry session (rooted at the namespace).

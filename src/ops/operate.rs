@@ -7,7 +7,7 @@
 //! | [`Ops::disable`] a server | `servers/{ip}` = `DISABLED` | the leader reshards its items away |
 //! | [`Ops::disable`] an item | `sharding/{i}/disabled` | the owner skips the item |
 //! | [`Ops::shutdown`] | deletes `instances/{id}` | that instance stops the job; the rest reshard |
-//! | [`Ops::remove`] | deletes `/{job}` | every instance drops the job |
+//! | [`Ops::remove`] | deletes `/{job}` (a job created at runtime: `adoptable` = `removing` first, then waits for its adopters to leave) | every instance drops the job |
 
 use serde::Serialize;
 
@@ -246,7 +246,14 @@ impl Ops {
         mode: RemoveMode,
     ) -> Result<Vec<InstanceId>, OpsError> {
         let snap = self.listed_snapshot(job).await?;
-        let live: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
+        let mut live: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
+        // A job created at runtime: the nodes that adopted it stop it first, letting their
+        // running items end; what still runs it after them is refused below as for any job.
+        let force = mode == RemoveMode::Force;
+        let adopters = self.stop_adopters(job, &live, force).await?;
+        if let Some(left) = &adopters {
+            live.retain(|id| !left.contains(id));
+        }
         if !live.is_empty() && mode == RemoveMode::RefuseWhileRunning {
             return Err(OpsError::StillRunning {
                 job: job.clone(),
@@ -254,9 +261,12 @@ impl Ops {
             });
         }
         // Instances first: each then stops the job, so fewer writes race the deletion below.
-        let stopped = self
+        let mut stopped = self
             .stop_instances(job, ShutdownScope::AllInstances)
             .await?;
+        if let Some(left) = adopters {
+            stopped.extend(left);
+        }
         let root = JobNode::Root.to_path(job);
         let failed = |source| OpsError::Remove {
             job: job.clone(),

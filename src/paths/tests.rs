@@ -53,6 +53,7 @@ fn every_node() -> Vec<(JobNode, &'static str)> {
         ),
         (Backfill, "/orders/shardcron/backfill"),
         (BackfillItem(i), "/orders/shardcron/backfill/12"),
+        (Adoptable, "/orders/adoptable"),
     ]
 }
 
@@ -100,6 +101,7 @@ fn variant_index(node: &JobNode) -> usize {
         TriggerParamsFor(_) => 36,
         Backfill => 37,
         BackfillItem(_) => 38,
+        Adoptable => 39,
     }
 }
 
@@ -109,7 +111,7 @@ fn every_node_has_its_contract_path_and_parses_back_to_itself() {
     let nodes = every_node();
     let mut indices: Vec<usize> = nodes.iter().map(|(node, _)| variant_index(node)).collect();
     indices.sort_unstable();
-    assert_eq!(indices, (0..=38).collect::<Vec<_>>(), "each variant once");
+    assert_eq!(indices, (0..=39).collect::<Vec<_>>(), "each variant once");
     for (node, path) in nodes {
         assert_eq!(node.to_path(&job), path, "{node:?}");
         assert_eq!(JobNode::parse(path), Ok((job.clone(), node)), "{path}");

@@ -109,7 +109,10 @@ pub(crate) enum Command {
     Enable(SwitchArgs),
     /// Stop the job on every instance, or on one.
     Shutdown(ShutdownArgs),
-    /// Delete the job (refused while instances run it).
+    /// Create a SCRIPT or HTTP job for the nodes started with `--adopt` to run.
+    Create(CreateArgs),
+    /// Delete the job (refused while instances run it; a job created with `create` is first
+    /// stopped on the nodes that adopted it).
     Remove(RemoveArgs),
     /// Item executions recorded by nodes with a history (no registry needed).
     History(HistoryArgs),
@@ -242,6 +245,68 @@ pub(crate) struct ShutdownArgs {
     /// One instance only (ip@-@suffix).
     #[arg(long, value_name = "ID")]
     pub(crate) instance: Option<InstanceId>,
+}
+
+/// `create NAME --type SCRIPT|HTTP --cron EXPR --items N [--command CMD | --url URL] [...]`.
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// The job (refused if it exists).
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// SCRIPT (runs --command) or HTTP (requests --url).
+    #[arg(long = "type", value_name = "SCRIPT|HTTP")]
+    pub(crate) job_type: String,
+    /// The Quartz cron expression (quote it: "0 0 3 * * ?").
+    #[arg(long, value_name = "EXPR")]
+    pub(crate) cron: String,
+    /// How many sharding items (shardingTotalCount).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) items: i32,
+    /// A SCRIPT job's command line, run without a shell (props.script.command.line).
+    #[arg(long, value_name = "CMD", conflicts_with = "url")]
+    pub(crate) command: Option<String>,
+    /// An HTTP job's URI (props.http.uri). A token in its query is visible in `ps`: put such a
+    /// URI in the config with `config set` instead.
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
+    /// An HTTP job's method (default GET).
+    #[arg(long, value_name = "METHOD")]
+    pub(crate) method: Option<String>,
+    /// An HTTP job's body (the query string of a method without a body).
+    #[arg(long, value_name = "DATA")]
+    pub(crate) data: Option<String>,
+    /// An HTTP job's Content-Type.
+    #[arg(long, value_name = "TYPE")]
+    pub(crate) content_type: Option<String>,
+    /// The time zone (GMT, GMT+08:00; UTC is written GMT).
+    #[arg(long, value_name = "Z")]
+    pub(crate) time_zone: Option<String>,
+    /// shardingItemParameters, e.g. 0=Beijing,1=Shanghai.
+    #[arg(long, value_name = "PARAMS")]
+    pub(crate) item_parameters: Option<String>,
+    /// jobParameter.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) job_parameter: Option<String>,
+    /// Only instances carrying this label run it (and only nodes adopting it).
+    #[arg(long, value_name = "LABEL")]
+    pub(crate) label: Option<String>,
+    /// description.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) description: Option<String>,
+    /// Fail over the items of a crashed instance.
+    #[arg(long)]
+    pub(crate) failover: bool,
+    /// Another props entry (repeatable), e.g. --prop shardcron.timeout=30s.
+    #[arg(long = "prop", value_name = "KEY=VALUE", value_parser = prop)]
+    pub(crate) props: Vec<(String, String)>,
+}
+
+/// `--prop KEY=VALUE`.
+fn prop(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((key, v)) if !key.trim().is_empty() => Ok((key.trim().to_owned(), v.to_owned())),
+        _ => Err("expected KEY=VALUE".to_owned()),
+    }
 }
 
 /// `remove NAME [--force]`.

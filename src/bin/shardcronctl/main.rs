@@ -37,7 +37,9 @@ use shardcron::history::{
     render_audits, render_executions, render_stats, AuditQuery, Granularity, History, HistoryQuery,
     RetentionRecord, MAX_STATS_ROWS,
 };
-use shardcron::ops::{Actor, ErrorClass, Ops, OpsError, RemoveMode, ShutdownScope, Target};
+use shardcron::ops::{
+    Actor, ErrorClass, JobForm, Ops, OpsError, RemoveMode, ShutdownScope, Target,
+};
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
 use shardcron::registry::Connector;
 use shardcron::secret::Secret;
@@ -267,6 +269,7 @@ fn is_write(command: &Command) -> bool {
             | Command::Disable(_)
             | Command::Enable(_)
             | Command::Shutdown(_)
+            | Command::Create(_)
             | Command::Remove(_)
     )
 }
@@ -452,6 +455,37 @@ async fn execute(
             );
         }
         Command::Backfill(args) => backfill(ops, args, json).await?,
+        Command::Create(args) => {
+            let form = JobForm {
+                job_name: args.job.to_string(),
+                job_type: args.job_type,
+                cron: args.cron,
+                items: args.items,
+                command: args.command,
+                url: args.url,
+                method: args.method,
+                data: args.data,
+                content_type: args.content_type,
+                time_zone: args.time_zone,
+                item_parameters: args.item_parameters,
+                job_parameter: args.job_parameter,
+                label: args.label,
+                description: args.description,
+                failover: args.failover,
+                props: args.props.into_iter().collect(),
+            };
+            let new = form.to_new_job()?;
+            let job_type = new.job_type;
+            ops.create(new).await?;
+            report(
+                json,
+                json!({ "jobName": args.job, "type": job_type.root_data(), "created": true }),
+                format!(
+                    "job {} created ({job_type}); nodes started with --adopt run it from its next fire",
+                    args.job
+                ),
+            );
+        }
         Command::Remove(args) => {
             let mode = if args.force {
                 RemoveMode::Force

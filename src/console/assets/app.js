@@ -448,6 +448,41 @@ async function auditPage(params) {
     el("tbody", {}, rows)));
 }
 
+// ---- new job --------------------------------------------------------------------------------
+
+// A SCRIPT or HTTP job for the nodes started with --adopt; checked and written by the server
+// (POST /api/jobs, the same check as `shardcronctl create`), whose refusal names each field.
+function newJobPage() {
+  closeStream();
+  const field = (label, name, attrs) => el("label", {}, label, el("input", Object.assign({ name }, attrs || {})));
+  const form = el("form", { id: "new-job", class: "new-job", onsubmit: async (ev) => {
+    ev.preventDefault();
+    const data = new FormData(ev.target);
+    const text = (k) => { const v = (data.get(k) || "").trim(); return v === "" ? null : v; };
+    const type = data.get("type");
+    const body = {
+      jobName: text("jobName") || "", type, cron: text("cron") || "", items: Number(data.get("items")),
+      timeZone: text("timeZone"), label: text("label"), description: text("description"),
+    };
+    if (type === "SCRIPT") body.command = text("command");
+    else { body.url = text("url"); body.method = text("method"); }
+    if (await act("create " + body.jobName, "POST", "/jobs", body)) location.hash = "#/job/" + encodeURIComponent(body.jobName);
+  } },
+    field("Name", "jobName", { size: 24, required: true }),
+    el("label", {}, "Type", el("select", { name: "type" }, el("option", { value: "SCRIPT", text: "SCRIPT" }), el("option", { value: "HTTP", text: "HTTP" }))),
+    field("Cron", "cron", { size: 20, required: true, placeholder: "0 0/5 * * * ?" }),
+    field("Items", "items", { type: "number", min: 1, value: 1, size: 4 }),
+    field("Command (SCRIPT)", "command", { size: 40 }),
+    field("URL (HTTP)", "url", { size: 40 }),
+    field("Method (HTTP)", "method", { size: 8, placeholder: "GET" }),
+    field("Time zone", "timeZone", { size: 12, placeholder: "GMT+08:00" }),
+    field("Label", "label", { size: 12 }),
+    field("Description", "description", { size: 40 }),
+    el("div", { class: "actions" }, el("button", { type: "submit", "data-action": "create-job" }, "Create")));
+  show(el("h1", { text: "New job" }),
+    el("p", { class: "muted", text: "Nodes started with --adopt run it from its next fire." }), form);
+}
+
 // ---- routing --------------------------------------------------------------------------------
 
 function route() {
@@ -457,13 +492,14 @@ function route() {
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   for (const a of document.querySelectorAll("header nav a")) {
-    a.classList.toggle("active", a.dataset.nav === (["servers", "audit"].includes(parts[0]) ? parts[0] : "jobs"));
+    a.classList.toggle("active", a.dataset.nav === (["servers", "audit", "new"].includes(parts[0]) ? parts[0] : "jobs"));
   }
   const failed = (e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message }));
   if (parts[0] === "job" && parts[1]) jobPage(parts[1]);
   else if (parts[0] === "history" && parts[1]) historyPage(parts[1], query || "").catch(failed);
   else if (parts[0] === "servers") serversPage().catch(failed);
   else if (parts[0] === "audit") auditPage(query || "").catch(failed);
+  else if (parts[0] === "new") newJobPage();
   else jobsPage();
 }
 

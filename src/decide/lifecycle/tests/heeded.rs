@@ -48,6 +48,7 @@ fn every_node() -> Vec<JobNode> {
         | JobNode::TriggerParamsFor(_)
         | JobNode::Backfill
         | JobNode::BackfillItem(_) => true,
+        | JobNode::Adoptable => true,
     };
     let mut nodes = vec![
         JobNode::Root,
@@ -75,6 +76,7 @@ fn every_node() -> Vec<JobNode> {
         JobNode::Fired,
         JobNode::TriggerParams,
         JobNode::Backfill,
+        JobNode::Adoptable,
     ];
     for id in [me(), other()] {
         nodes.push(JobNode::Instance(id.clone()));
