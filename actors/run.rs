@@ -389,6 +389,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     task_id: req.task_id.clone(),
                     started_at,
                     scheduled_at: req.scheduled,
+                    attempt: req.attempt,
                 });
             }
             (
@@ -434,6 +435,8 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 finished_at,
                 failure: result.as_ref().err().map(|e| e.to_string()),
                 scheduled_at: req.scheduled,
+                attempt: req.attempt,
+                outcome: crate::job::ItemOutcome::of(result),
             });
         }
         let outcome = match result {

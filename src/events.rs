@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::job::ExecutionSource;
+use crate::job::{ExecutionSource, ItemOutcome};
 use crate::registry::SessionState;
 use crate::types::{InstanceId, JobName, ShardItem};
 
@@ -53,6 +53,8 @@ pub enum EngineEvent {
         /// The cron instant the run answers (`None` for a manual trigger): the trigger delay is
         /// `started_at` minus this.
         scheduled_at: Option<DateTime<Utc>>,
+        /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on.
+        attempt: u32,
     },
     /// One item ended.
     ItemFinished {
@@ -76,6 +78,10 @@ pub enum EngineEvent {
         failure: Option<String>,
         /// The cron instant the run answers (`None` for a manual trigger).
         scheduled_at: Option<DateTime<Utc>>,
+        /// 1 for a first run, 2 for its first retry, and so on.
+        attempt: u32,
+        /// How it ended: `success`, `failed`, `timeout` or `cancelled`.
+        outcome: ItemOutcome,
     },
     /// A run changed status.
     RunStatus {

@@ -148,6 +148,11 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
         Some("timed out after 2s"),
         "{record:#?}"
     );
+    assert_eq!(
+        (record.outcome.as_deref(), record.status(), record.attempt),
+        (Some("timeout"), "timeout", Some(1)),
+        "the row says timeout, not failed: {record:#?}"
+    );
     node.shutdown().await;
     recording.close().await;
     history.close().await;
@@ -208,6 +213,18 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
         [false, false, true],
         "{finished:#?}"
     );
+    let mut rows: Vec<&ExecutionRecord> = finished.iter().collect();
+    rows.sort_by_key(|r| r.start_time);
+    let attempts: Vec<(Option<u32>, &str)> = rows.iter().map(|r| (r.attempt, r.status())).collect();
+    assert_eq!(
+        attempts,
+        [
+            (Some(1), "failed"),
+            (Some(2), "failed"),
+            (Some(3), "success")
+        ],
+        "three history rows, attempts 1, 2, 3: {finished:#?}"
+    );
 
     tracing::info!("--- the script ran three times, 1 s then 2 s apart at least");
     let text = std::fs::read_to_string(&runs).expect("the script's record");
@@ -223,27 +240,23 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
     history.close().await;
 }
 
-/// The finished executions of a job whose item takes 2.5 s and fires every second, under
-/// `overlap`, over about 8 s: in start order.
-async fn slow_item_under(overlap: shardcron::config::Overlap) -> Vec<ExecutionRecord> {
+/// The first `count` finished executions of the script job `slow` firing every second under
+/// `config`'s overlap policy: in start order.
+async fn finished_runs(config: JobConfig, count: usize) -> Vec<ExecutionRecord> {
     let dir = tempfile::tempdir().unwrap();
-    let config = JobConfig::new("slow", 1)
-        .cron("* * * * * ?")
-        .time_zone("GMT")
-        .script_command_line("/bin/sh -c 'sleep 2.5'")
-        .overlap(overlap);
-    let ns = namespace(overlap.as_str());
-    let (node, history, recording) = start(&ns, config, dir.path()).await;
+    let config = config.cron("* * * * * ?").time_zone("GMT");
+    let overlap = config.props["shardcron.overlap"].clone();
+    let (node, history, recording) = start(&namespace(&overlap), config, dir.path()).await;
     let finished =
         |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
     let started = Instant::now();
     loop {
-        if finished(&records(&history, "slow").await) >= 3 {
+        if finished(&records(&history, "slow").await) >= count {
             break;
         }
         assert!(
             started.elapsed() < WITHIN,
-            "three runs did not end under {overlap:?}"
+            "{count} runs did not end under {overlap}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -256,12 +269,27 @@ async fn slow_item_under(overlap: shardcron::config::Overlap) -> Vec<ExecutionRe
         .collect();
     history.close().await;
     all.sort_by_key(|r| r.start_time);
-    for pair in all.windows(2) {
-        assert!(
-            pair[1].start_time >= pair[0].complete_time.unwrap(),
-            "{overlap:?}: a run started beside the previous one: {all:#?}"
-        );
-    }
+    all.truncate(count);
+    all
+}
+
+/// Whether some run started while the one before it still ran.
+fn overlapping(runs: &[ExecutionRecord]) -> bool {
+    runs.windows(2)
+        .any(|pair| pair[1].start_time < pair[0].complete_time.unwrap())
+}
+
+/// The finished executions of a job whose item takes 2.5 s and fires every second, under
+/// `overlap`, over about 8 s: in start order, none beside another.
+async fn slow_item_under(overlap: shardcron::config::Overlap) -> Vec<ExecutionRecord> {
+    let config = JobConfig::new("slow", 1)
+        .script_command_line("/bin/sh -c 'sleep 2.5'")
+        .overlap(overlap);
+    let all = finished_runs(config, 3).await;
+    assert!(
+        !overlapping(&all),
+        "{overlap:?}: a run started beside the previous one: {all:#?}"
+    );
     all
 }
 
@@ -295,4 +323,70 @@ async fn with_a_slow_item_skip_drops_fires_buffer_one_runs_one_after_and_cancel_
                 .is_some_and(|c| c.contains("cancel"))),
         "{cancel:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_slow_first_run_buffer_all_runs_each_fire_it_kept_one_after_another() {
+    use shardcron::config::Overlap;
+    require!(Peer::ZooKeeper);
+    init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    tracing::info!("--- the first run takes 4.3 s (four fires come meanwhile), the others no time");
+    let line = format!(
+        "/bin/sh -c 'if [ ! -e {m} ]; then touch {m}; sleep 4.3; fi'",
+        m = dir.path().join("ran").display()
+    );
+    let bound = std::num::NonZeroU32::new(2).unwrap();
+    let config = JobConfig::new("slow", 1)
+        .script_command_line(&line)
+        .overlap(Overlap::BufferAll(bound));
+    let runs = finished_runs(config, 5).await;
+    let sources: Vec<&str> = runs.iter().map(|r| r.execution_source.as_str()).collect();
+    tracing::info!("--- two of the fires are kept (the bound) and run right after, the rest missed");
+    assert_eq!(
+        sources,
+        [
+            "NORMAL_TRIGGER",
+            "MISFIRE",
+            "MISFIRE",
+            "NORMAL_TRIGGER",
+            "NORMAL_TRIGGER"
+        ],
+        "{runs:#?}"
+    );
+    assert!(!overlapping(&runs), "one at a time: {runs:#?}");
+    let caught_up = runs[2].complete_time.unwrap() - runs[0].complete_time.unwrap();
+    assert!(
+        caught_up < chrono::TimeDelta::milliseconds(900),
+        "the kept fires ran back to back, before the next fire: {runs:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_slow_item_allow_all_starts_each_fire_beside_the_runs_still_going() {
+    use shardcron::config::Overlap;
+    require!(Peer::ZooKeeper);
+    init_tracing();
+    let config = JobConfig::new("slow", 1)
+        .script_command_line("/bin/sh -c 'sleep 2.5'")
+        .monitor_execution(false)
+        .overlap(Overlap::AllowAll);
+    let runs = finished_runs(config, 3).await;
+    tracing::info!("--- every fire ran, each beside the one before, each its own history row");
+    assert!(overlapping(&runs), "{runs:#?}");
+    assert!(
+        runs.iter()
+            .all(|r| r.is_success && r.execution_source == "NORMAL_TRIGGER"),
+        "{runs:#?}"
+    );
+    let gaps: Vec<i64> = runs
+        .windows(2)
+        .map(|w| (w[1].start_time - w[0].start_time).num_milliseconds())
+        .collect();
+    assert!(
+        gaps.iter().all(|g| (500..1500).contains(g)),
+        "one run per fire, a second apart: {gaps:?}"
+    );
+    let ids: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "{runs:#?}");
 }

@@ -172,6 +172,10 @@ fn incoherent_combinations_are_refused_naming_the_key_that_makes_them_so() {
         RunPolicy::from_config(&allowed).map(|p| p.overlap),
         Ok(Overlap::AllowAll)
     );
+    let failing_over = allowed.failover(true);
+    let errors = RunPolicy::from_config(&failing_over).unwrap_err();
+    assert_eq!(errors[0].field, OVERLAP);
+    assert!(errors[0].problem.contains("failover"), "{errors:?}");
     let one_off = JobConfig::test("j").one_off().catchup_window(secs(60));
     let errors = RunPolicy::from_config(&one_off).unwrap_err();
     assert_eq!(errors[0].field, CATCHUP_WINDOW);

@@ -27,12 +27,13 @@
 mod fence;
 mod fire;
 pub mod heed;
+mod overlap;
 mod policy;
 mod registration;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,6 +154,9 @@ pub enum SkipReason {
     AlreadyHeld,
     /// A new plan was committed between the fire's planning and its start write.
     PlanChanged,
+    /// Items were still running and already had as many fires buffered as
+    /// `shardcron.overlap.buffer` keeps (`buffer_all`).
+    BufferFull,
 }
 
 impl SkipReason {
@@ -166,13 +170,14 @@ impl SkipReason {
             Self::StillRunning => "still_running",
             Self::AlreadyHeld => "already_held",
             Self::PlanChanged => "plan_changed",
+            Self::BufferFull => "buffer_full",
         }
     }
 }
 
 /// Why a fire was dropped: its work will not run (counted in `shardcron_fires_missed_total`).
-/// A skip whose items are flagged misfire (`buffer_one`, `cancel_other`) is not a miss: they run
-/// after the current run.
+/// A skip whose items are flagged misfire (`buffer_one`, `cancel_other`) or buffered
+/// (`buffer_all`) is not a miss: they run after the current run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissReason {
     /// `shardcron.overlap: skip` (or ElasticJob's `misfire: false`): items still ran at the fire.
@@ -182,6 +187,8 @@ pub enum MissReason {
     /// This instance could not start work at the fire (disconnected, session lost, stale node,
     /// plan changed).
     CannotStart,
+    /// `shardcron.overlap: buffer_all`: the item's buffer of fires was full.
+    OverlapBufferFull,
 }
 
 impl MissReason {
@@ -191,6 +198,7 @@ impl MissReason {
             Self::OverlapSkip => "overlap_skip",
             Self::Coalesced => "coalesced",
             Self::CannotStart => "cannot_start",
+            Self::OverlapBufferFull => "overlap_buffer_full",
         }
     }
 }
@@ -460,6 +468,9 @@ pub struct JobMachine {
     served_until: Option<DateTime<Utc>>,
     /// A skip streak is under way (logged once at WARN, not at every fire).
     behind: bool,
+    /// `shardcron.overlap: buffer_all`: the fires each item still owes, run one after another
+    /// once its current run ends (empty, and allocating nothing, under any other policy).
+    buffered: BTreeMap<ShardItem, u32>,
     /// The labels this instance carries, written in its `instances/{me}` node.
     labels: Vec<String>,
     /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
@@ -499,6 +510,7 @@ impl JobMachine {
             resharding: false,
             served_until: None,
             behind: false,
+            buffered: BTreeMap::new(),
             labels: Vec::new(),
             own_deletions: 0,
         }
@@ -552,6 +564,9 @@ impl JobMachine {
         if self.runs.is_empty() {
             self.runs = Vec::new();
         }
+        if self.buffered.is_empty() {
+            self.buffered = BTreeMap::new();
+        }
     }
 
     /// One input in, the commands it asks for out.
@@ -563,7 +578,7 @@ impl JobMachine {
                 self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
             }
             Input::Trigger => {
-                if self.runs.is_empty() {
+                if self.runs.is_empty() || self.settings().allow_overlap {
                     self.fire(ExecutionSource::Manual, None, facts, &mut out)
                 } else {
                     self.trigger_queued = true;
@@ -689,6 +704,7 @@ impl JobMachine {
             self.release_marks(out);
         }
         self.config = new.clone();
+        self.overlap_changed();
         out.push(Command::ConfigApplied(new));
         if reschedule && !self.draining && !self.leaving {
             out.push(Command::Schedule);

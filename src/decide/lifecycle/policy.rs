@@ -1,5 +1,5 @@
 //! The machine's run policies (`shardcron.` props, [`crate::config::RunPolicy`]): a run's timeout
-//! and the grace after it, and retries of failed items. Timers are commands
+//! and the grace after it, and retries of failed items (the overlap policies are in `overlap.rs`). Timers are commands
 //! ([`Command::StartTimer`]) and come back as inputs
 //! ([`Input::TimerFired`](super::Input::TimerFired)); a timer whose run has ended is ignored.
 //!
@@ -36,20 +36,6 @@ use crate::types::{JobName, ShardItem};
 use super::{Command, Facts, JobMachine, Run, Timer};
 
 impl JobMachine {
-    /// `shardcron.overlap: cancel_other`: a fire found `flagged` items still running; those
-    /// running here are cancelled, and run for the fire as soon as they end (flagged misfire, as
-    /// `buffer_one` runs them). Items running on another instance cannot be cancelled from here:
-    /// they wait as with `buffer_one`.
-    pub(super) fn cancel_other(&self, flagged: &[ShardItem], out: &mut Vec<Command>) {
-        let here: Vec<ShardItem> = (flagged.iter())
-            .filter(|i| self.local.running.contains(i))
-            .copied()
-            .collect();
-        if !here.is_empty() {
-            out.push(Command::Cancel(here));
-        }
-    }
-
     /// A run was launched: start its timeout, if the job has one (a job without costs one test).
     pub(super) fn arm_timeout(&self, run_id: u64, out: &mut Vec<Command>) {
         if let Some(timeout) = self.config.policy().timeout {

@@ -3,6 +3,7 @@
 
 mod heeded;
 mod missed;
+mod overlap;
 mod policies;
 mod transitions;
 

@@ -392,14 +392,8 @@ fn overlap_cancel_other_cancels_the_items_running_here_and_runs_them_once_they_e
 }
 
 #[test]
-fn overlap_policies_not_carried_out_yet_are_refused_naming_the_key() {
-    use crate::config::Overlap;
+fn policies_not_carried_out_yet_are_refused_naming_the_key() {
     let ctx = ValidationContext::builtin(JobKind::Simple);
-    let all = JobConfig::test("j").overlap(Overlap::BufferAll(std::num::NonZeroU32::MIN));
-    assert_eq!(
-        all.validate(&ctx).unwrap_err().fields(),
-        ["shardcron.overlap"]
-    );
     let window = JobConfig::test("j").catchup_window(Duration::from_secs(60));
     let errors = window.validate(&ctx).unwrap_err();
     assert_eq!(errors.fields(), ["shardcron.catchup.window"]);
