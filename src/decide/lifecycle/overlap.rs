@@ -93,7 +93,7 @@ impl JobMachine {
     pub(super) fn buffered_due(&mut self, facts: &dyn Facts, catch_up: &mut BTreeSet<ShardItem>) {
         self.buffered.retain(|item, _| facts.owns(*item));
         let running = &self.local.running;
-        catch_up.extend(self.buffered.keys().filter(|i| !running.contains(i)));
+        catch_up.extend(self.buffered.keys().filter(|i| !running.contains(*i)));
     }
 
     /// The job's config changed: fires owed are kept up to the new bound under `buffer_all`,
