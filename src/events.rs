@@ -271,6 +271,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_timed_out_item_says_timeout_and_its_attempt_in_the_event_stream() {
+        let at = DateTime::from_timestamp(1_770_000_000, 0).unwrap();
+        let event = EngineEvent::ItemFinished {
+            execution_id: "t@-@0".into(),
+            job: JobName::new("j").unwrap(),
+            item: ShardItem(0),
+            instance: InstanceId::parse("10.0.0.1@-@1").unwrap(),
+            source: ExecutionSource::Normal,
+            task_id: "t".into(),
+            started_at: at,
+            finished_at: at,
+            failure: Some("timed out after 2s".into()),
+            scheduled_at: None,
+            attempt: 2,
+            outcome: ItemOutcome::Timeout,
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["type"], "item_finished");
+        assert_eq!(json["outcome"], "timeout");
+        assert_eq!(json["attempt"], 2);
+    }
+
     #[tokio::test]
     async fn closed_subscribers_are_dropped() {
         let bus = EventBus::new();

@@ -342,7 +342,9 @@ async fn with_a_slow_first_run_buffer_all_runs_each_fire_it_kept_one_after_anoth
         .overlap(Overlap::BufferAll(bound));
     let runs = finished_runs(config, 5).await;
     let sources: Vec<&str> = runs.iter().map(|r| r.execution_source.as_str()).collect();
-    tracing::info!("--- two of the fires are kept (the bound) and run right after, the rest missed");
+    tracing::info!(
+        "--- two of the fires are kept (the bound) and run right after, the rest missed"
+    );
     assert_eq!(
         sources,
         [

@@ -352,7 +352,11 @@ mod tests {
         assert_eq!((row.status(), row.attempt), ("running", Some(3)));
         row.complete_time = Some(at(1));
         row.attempt = None;
-        assert_eq!(row.status(), "failed", "as ElasticJob wrote it: not a success");
+        assert_eq!(
+            row.status(),
+            "failed",
+            "as ElasticJob wrote it: not a success"
+        );
         row.is_success = true;
         assert_eq!(row.status(), "success");
         row.outcome = Some("cancelled".into());

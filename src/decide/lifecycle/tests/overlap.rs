@@ -66,9 +66,11 @@ fn buffer_all_owes_one_run_per_fire_up_to_its_bound_and_runs_them_one_after_anot
             vec![fire(1)],
             vec![still_running(2, true), start(flags(&[0, 1]))],
         ),
-        ("its flags written", vec![written(Purpose::Start)], vec![
-            Command::Misfired(vec![ShardItem(0), ShardItem(1)]),
-        ]),
+        (
+            "its flags written",
+            vec![written(Purpose::Start)],
+            vec![Command::Misfired(vec![ShardItem(0), ShardItem(1)])],
+        ),
         (
             "the second is owed too, with nothing more to write",
             vec![fire(2)],
@@ -89,23 +91,21 @@ fn buffer_all_owes_one_run_per_fire_up_to_its_bound_and_runs_them_one_after_anot
             vec![finished(1, &[]), ended(1)],
             vec![catch_up_start(&[0, 1], true)],
         ),
-        ("it runs", vec![written(Purpose::Start)], vec![launch(
-            2,
-            ExecutionSource::Misfire,
-            None,
-            &[0, 1],
-        )]),
+        (
+            "it runs",
+            vec![written(Purpose::Start)],
+            vec![launch(2, ExecutionSource::Misfire, None, &[0, 1])],
+        ),
         (
             "it ends: the second catch-up starts",
             vec![finished(2, &[]), ended(2)],
             vec![catch_up_start(&[0, 1], false)],
         ),
-        ("it runs", vec![written(Purpose::Start)], vec![launch(
-            3,
-            ExecutionSource::Misfire,
-            None,
-            &[0, 1],
-        )]),
+        (
+            "it runs",
+            vec![written(Purpose::Start)],
+            vec![launch(3, ExecutionSource::Misfire, None, &[0, 1])],
+        ),
         (
             "it ends: nothing is owed any more",
             vec![finished(3, &[]), ended(3)],
@@ -188,7 +188,11 @@ fn allow_all_starts_a_run_beside_the_previous_and_the_item_runs_until_its_last_r
             Input::Trigger,
             vec![launch(3, ExecutionSource::Manual, None, &[0, 1])],
         ),
-        ("the first run ends: nothing follows", finished(1, &[]), vec![]),
+        (
+            "the first run ends: nothing follows",
+            finished(1, &[]),
+            vec![],
+        ),
     ];
     for (what, input, want) in cases {
         if let Input::Fire { scheduled } = input {
