@@ -7,32 +7,19 @@
 mod support;
 
 use support::cluster::init_tracing;
-use support::{wait, zk, Peer};
+use support::policy_node::{namespace, records, start, start_with, WITHIN};
+use support::{wait, Peer};
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use shardcron::config::JobConfig;
-use shardcron::events::EventBus;
-use shardcron::history::{ExecutionRecord, History, HistoryHandle, HistoryQuery};
-use shardcron::job::script::ScriptJob;
-use shardcron::node::{NodeBuilder, NodeHandle};
-use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::{InstanceId, JobName, JobSpec, JobType};
-
-/// A bound on every wait that is not the one under test.
-const WITHIN: Duration = Duration::from_secs(30);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "policies-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use shardcron::config::{JobConfig, Notify};
+use shardcron::history::ExecutionRecord;
+use shardcron::job::handlers::{ErrorAction, ErrorHandler, HandlerRegistry};
+use shardcron::job::JobError;
+use shardcron::node::NodeHandle;
+use shardcron::{JobName, ShardItem};
 
 /// Polls `probe` until it answers, failing with `what` after `within`.
 async fn wait_until<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -52,35 +39,6 @@ fn alive(pid: u32) -> bool {
 
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-/// A node on ZooKeeper namespace `ns` running the script job `config`, its events recorded in a
-/// SQLite history.
-async fn start(ns: &str, config: JobConfig, dir: &Path) -> (NodeHandle, History, HistoryHandle) {
-    let connector = Arc::new(ZkConnector::new(zk::backend().config(ns)));
-    let line = config.props["script.command.line"].clone();
-    let bus = EventBus::new();
-    let history = History::sqlite(dir.join("history.db"))
-        .await
-        .expect("the SQLite history opens");
-    let recording = history.attach(&bus);
-    let node = NodeBuilder::new(connector)
-        .instance_id(InstanceId::parse("10.0.0.1@-@1").unwrap())
-        .event_bus(bus)
-        .job_spec(JobSpec {
-            config: Arc::new(config),
-            job_type: JobType::Script,
-            handler: Arc::new(ScriptJob::new(&line).expect("a command line")),
-        })
-        .start()
-        .await
-        .expect("the node starts");
-    (node, history, recording)
-}
-
-async fn records(history: &History, job: &str) -> Vec<ExecutionRecord> {
-    let query = HistoryQuery::job(JobName::new(job).unwrap());
-    history.query(&query).await.expect("the history answers")
 }
 
 /// A script job that sleeps, and whose grandchild sleeps too, under a timeout of 2 s with 1 s of
@@ -240,155 +198,72 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
     history.close().await;
 }
 
-/// The first `count` finished executions of the script job `slow` firing every second under
-/// `config`'s overlap policy: in start order.
-async fn finished_runs(config: JobConfig, count: usize) -> Vec<ExecutionRecord> {
+/// An error handler that records the failures it hears.
+#[derive(Debug, Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl ErrorHandler for Heard {
+    fn handle(&self, _job: &JobName, _item: Option<ShardItem>, error: &JobError) -> ErrorAction {
+        self.0.lock().unwrap().push(error.to_string());
+        ErrorAction::Continue
+    }
+}
+
+/// A script that always fails, retried twice under `notify`: the failures its error handler
+/// heard once the three attempts are in the history and it heard `want`.
+async fn failures_heard(notify: Notify, want: usize) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let config = config.cron("* * * * * ?").time_zone("GMT");
-    let overlap = config.props["shardcron.overlap"].clone();
-    let (node, history, recording) = start(&namespace(&overlap), config, dir.path()).await;
-    let finished =
-        |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
+    let config = JobConfig::new("failing", 1)
+        .one_off()
+        .script_command_line("/bin/sh -c 'exit 3'")
+        .retry(2)
+        .retry_backoff(Duration::from_millis(200), Duration::from_secs(10))
+        .retry_notify(notify)
+        .error_handler("HEARD");
+    let heard = Arc::new(Heard::default());
+    let mut handlers = HandlerRegistry::new();
+    handlers
+        .register_error_handler("HEARD", heard.clone())
+        .unwrap();
+    let ns = namespace("notify");
+    let (node, history, recording) = start_with(&ns, config, dir.path(), handlers).await;
+    node.trigger(&JobName::new("failing").unwrap())
+        .await
+        .expect("the trigger is taken");
     let started = Instant::now();
     loop {
-        if finished(&records(&history, "slow").await) >= count {
+        let found = records(&history, "failing").await;
+        let attempts: Vec<Option<u32>> = found
+            .iter()
+            .filter(|r| r.complete_time.is_some())
+            .map(|r| r.attempt)
+            .collect();
+        if attempts.contains(&Some(3)) {
             break;
         }
-        assert!(
-            started.elapsed() < WITHIN,
-            "{count} runs did not end under {overlap}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(started.elapsed() < WITHIN, "no third attempt: {found:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The handler is called after the history hears of the item's end.
+    wait_until("the failures heard", WITHIN, || {
+        (heard.0.lock().unwrap().len() >= want).then_some(())
+    })
+    .await;
     node.shutdown().await;
     recording.close().await;
-    let mut all: Vec<ExecutionRecord> = records(&history, "slow")
-        .await
-        .into_iter()
-        .filter(|r| r.complete_time.is_some())
-        .collect();
     history.close().await;
-    all.sort_by_key(|r| r.start_time);
-    all.truncate(count);
-    all
-}
-
-/// Whether some run started while the one before it still ran.
-fn overlapping(runs: &[ExecutionRecord]) -> bool {
-    runs.windows(2)
-        .any(|pair| pair[1].start_time < pair[0].complete_time.unwrap())
-}
-
-/// The finished executions of a job whose item takes 2.5 s and fires every second, under
-/// `overlap`, over about 8 s: in start order, none beside another.
-async fn slow_item_under(overlap: shardcron::config::Overlap) -> Vec<ExecutionRecord> {
-    let config = JobConfig::new("slow", 1)
-        .script_command_line("/bin/sh -c 'sleep 2.5'")
-        .overlap(overlap);
-    let all = finished_runs(config, 3).await;
-    assert!(
-        !overlapping(&all),
-        "{overlap:?}: a run started beside the previous one: {all:#?}"
-    );
-    all
+    let heard = heard.0.lock().unwrap().clone();
+    heard
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_a_slow_item_skip_drops_fires_buffer_one_runs_one_after_and_cancel_other_cancels() {
-    use shardcron::config::Overlap;
-    init_tracing();
-
-    tracing::info!("--- skip: fires that find the item running run nothing");
-    let skip = slow_item_under(Overlap::Skip).await;
-    assert!(
-        skip.iter()
-            .all(|r| r.is_success && r.execution_source == "NORMAL_TRIGGER"),
-        "{skip:#?}"
-    );
-
-    tracing::info!("--- buffer_one: the fire missed meanwhile runs once the run ends");
-    let one = slow_item_under(Overlap::BufferOne).await;
-    assert!(
-        one.iter().any(|r| r.execution_source == "MISFIRE"),
-        "{one:#?}"
-    );
-    assert!(one.iter().all(|r| r.is_success), "{one:#?}");
-
-    tracing::info!("--- cancel_other: the next fire cancels the running item, then runs it");
-    let cancel = slow_item_under(Overlap::CancelOther).await;
-    assert!(
-        cancel.iter().any(|r| !r.is_success
-            && r.failure_cause
-                .as_deref()
-                .is_some_and(|c| c.contains("cancel"))),
-        "{cancel:#?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_a_slow_first_run_buffer_all_runs_each_fire_it_kept_one_after_another() {
-    use shardcron::config::Overlap;
+async fn the_error_handler_hears_the_final_failure_only_or_every_attempts_when_asked() {
     require!(Peer::ZooKeeper);
     init_tracing();
-    let dir = tempfile::tempdir().unwrap();
-    tracing::info!("--- the first run takes 4.3 s (four fires come meanwhile), the others no time");
-    let line = format!(
-        "/bin/sh -c 'if [ ! -e {m} ]; then touch {m}; sleep 4.3; fi'",
-        m = dir.path().join("ran").display()
-    );
-    let bound = std::num::NonZeroU32::new(2).unwrap();
-    let config = JobConfig::new("slow", 1)
-        .script_command_line(&line)
-        .overlap(Overlap::BufferAll(bound));
-    let runs = finished_runs(config, 5).await;
-    let sources: Vec<&str> = runs.iter().map(|r| r.execution_source.as_str()).collect();
-    tracing::info!(
-        "--- two of the fires are kept (the bound) and run right after, the rest missed"
-    );
-    assert_eq!(
-        sources,
-        [
-            "NORMAL_TRIGGER",
-            "MISFIRE",
-            "MISFIRE",
-            "NORMAL_TRIGGER",
-            "NORMAL_TRIGGER"
-        ],
-        "{runs:#?}"
-    );
-    assert!(!overlapping(&runs), "one at a time: {runs:#?}");
-    let caught_up = runs[2].complete_time.unwrap() - runs[0].complete_time.unwrap();
-    assert!(
-        caught_up < chrono::TimeDelta::milliseconds(900),
-        "the kept fires ran back to back, before the next fire: {runs:#?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_a_slow_item_allow_all_starts_each_fire_beside_the_runs_still_going() {
-    use shardcron::config::Overlap;
-    require!(Peer::ZooKeeper);
-    init_tracing();
-    let config = JobConfig::new("slow", 1)
-        .script_command_line("/bin/sh -c 'sleep 2.5'")
-        .monitor_execution(false)
-        .overlap(Overlap::AllowAll);
-    let runs = finished_runs(config, 3).await;
-    tracing::info!("--- every fire ran, each beside the one before, each its own history row");
-    assert!(overlapping(&runs), "{runs:#?}");
-    assert!(
-        runs.iter()
-            .all(|r| r.is_success && r.execution_source == "NORMAL_TRIGGER"),
-        "{runs:#?}"
-    );
-    let gaps: Vec<i64> = runs
-        .windows(2)
-        .map(|w| (w[1].start_time - w[0].start_time).num_milliseconds())
-        .collect();
-    assert!(
-        gaps.iter().all(|g| (500..1500).contains(g)),
-        "one run per fire, a second apart: {gaps:?}"
-    );
-    let ids: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids.len(), 3, "{runs:#?}");
+    tracing::info!("--- notify final: one failure heard, the third attempt's");
+    let last = failures_heard(Notify::Final, 1).await;
+    assert_eq!(last.len(), 1, "{last:?}");
+    tracing::info!("--- notify every: each of the three attempts' failures");
+    let every = failures_heard(Notify::Every, 3).await;
+    assert_eq!(every.len(), 3, "{every:?}");
 }

@@ -385,6 +385,10 @@ pub enum Command {
         /// The run.
         run_id: u64,
     },
+    /// These failed items will not be retried after all (the job stops here, the items moved,
+    /// no work may start): their last failure, which the error handler did not hear
+    /// (`shardcron.retry.notify: final`), is final and is reported to it now.
+    FailureStands(Vec<ShardItem>),
 }
 
 /// How the machine sees its session's link to the registry.

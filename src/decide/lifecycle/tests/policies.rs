@@ -261,9 +261,9 @@ fn a_retry_that_cannot_run_ends_its_run_and_says_why() {
     m.step(finished(1, &[1]), &f);
     let drained = m.step(Input::Drain, &f);
     assert!(
-        matches!(&drained[..], [Command::Unschedule, Command::Warn(w), e]
-        if w.contains("stops here") && *e == end(2, &[1])),
-        "{drained:?}"
+        matches!(&drained[..], [Command::Unschedule, Command::Warn(w), Command::FailureStands(s), e]
+        if w.contains("stops here") && *s == [ShardItem(1)] && *e == end(2, &[1])),
+        "the error handler hears the failure that stands: {drained:?}"
     );
 
     tracing::info!("--- the item moved to another instance during the backoff");
@@ -276,8 +276,8 @@ fn a_retry_that_cannot_run_ends_its_run_and_says_why() {
     ));
     let due = m.step(retry_fired(2), &moved);
     assert!(
-        matches!(&due[..], [Command::Warn(w), e]
-        if w.contains("another instance") && *e == end(2, &[1])),
+        matches!(&due[..], [Command::Warn(w), Command::FailureStands(s), e]
+        if w.contains("another instance") && *s == [ShardItem(1)] && *e == end(2, &[1])),
         "{due:?}"
     );
 
@@ -287,6 +287,28 @@ fn a_retry_that_cannot_run_ends_its_run_and_says_why() {
     m.step(Input::Session(SessionState::Disconnected), &f);
     let due = m.step(retry_fired(2), &f);
     assert!(matches!(due.first(), Some(Command::Warn(_))), "{due:?}");
+}
+
+#[test]
+fn a_failure_whose_retry_cannot_even_start_stands_at_once_unless_every_failure_was_heard() {
+    use crate::config::Notify;
+    let f = fake();
+    let mut m = retrying(&f);
+    m.step(Input::Session(SessionState::Disconnected), &f);
+    assert_eq!(
+        m.step(finished(1, &[1]), &f),
+        vec![Command::FailureStands(vec![ShardItem(1)]), end(1, &[0, 1])]
+    );
+    let every = config(|c| {
+        c.retry(2)
+            .retry_backoff(SECOND, 10 * SECOND)
+            .retry_notify(Notify::Every)
+    });
+    let mut m = machine_with(Registration::Confirmed, every);
+    m.step(Input::Fire { scheduled: t(0) }, &f);
+    m.step(written(Purpose::Start), &f);
+    m.step(Input::Session(SessionState::Disconnected), &f);
+    assert_eq!(m.step(finished(1, &[1]), &f), vec![end(1, &[0, 1])]);
 }
 
 #[test]
