@@ -174,6 +174,7 @@ impl ExecutorState {
             })),
             Command::TimeOut { run_id, grace } => self.kit.time_out(run_id, grace),
             Command::Abandon { run_id } => self.kit.abandon(run_id),
+            Command::FailureStands(items) => self.kit.failure_stands(&job, &items),
             Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
             Command::Stop => myself.stop(Some(JOB_REMOVED.into())),
             c @ (Command::Misfired(_)

@@ -79,6 +79,8 @@ pub(crate) struct RunReport {
     pub(crate) outcome: RunOutcome,
     /// Whether an error handler asked to escalate (THROW).
     pub(crate) escalated: bool,
+    /// Whether the error handler heard the run's failures (`shardcron.retry.notify`).
+    pub(crate) notified: bool,
 }
 
 /// `{job}@-@{items}@-@{SOURCE}@-@{instance}@-@{run}` (ElasticJob's task id, with a run number).
@@ -113,6 +115,10 @@ pub(crate) struct RunKit {
     tokens: Vec<InFlight>,
     /// The deadlines of runs in flight of a job with a timeout.
     deadlines: Vec<(u64, Arc<RunDeadline>)>,
+    /// The last failure of each item the error handler has not heard (a retry was to follow,
+    /// `shardcron.retry.notify: final`), until it is retried or reported
+    /// ([`Command::FailureStands`]): at most one per item.
+    unheard: Vec<(ShardItem, JobError)>,
 }
 
 /// One run in flight: its items' cancellation tokens, the grace its processes share, and the
@@ -144,6 +150,7 @@ impl RunKit {
             failover_fences: Vec::new(),
             tokens: Vec::new(),
             deadlines: Vec::new(),
+            unheard: Vec::new(),
         })
     }
 
@@ -328,6 +335,29 @@ impl RunKit {
         if !self.deadlines.is_empty() {
             self.deadlines.retain(|(id, _)| *id != report.run_id);
         }
+        if !report.notified || !self.unheard.is_empty() {
+            let results = &report.outcome.results;
+            self.unheard
+                .retain(|(item, _)| !results.iter().any(|(i, _)| i == item));
+            if !report.notified {
+                let failures = report.outcome.failures();
+                self.unheard.extend(failures.map(|(i, e)| (i, e.clone())));
+            }
+        }
+    }
+
+    /// The retries of `items` will not run: the error handler hears their last failures now.
+    pub(crate) fn failure_stands(&mut self, job: &JobName, items: &[ShardItem]) {
+        for item in items {
+            let Some(at) = self.unheard.iter().position(|(i, _)| i == item) else {
+                continue;
+            };
+            let (item, error) = self.unheard.swap_remove(at);
+            if self.error_handler.handle(job, Some(item), &error) == ErrorAction::Escalate {
+                tracing::error!(%job, item = item.0,
+                    "failure whose retry did not run: its error handler escalates (THROW)");
+            }
+        }
     }
 }
 
@@ -408,6 +438,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     task_id: req.task_id.clone(),
                     started_at,
                     scheduled_at: req.scheduled,
+                    attempt: req.attempt,
                 });
             }
             (
@@ -453,6 +484,8 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 finished_at,
                 failure: result.as_ref().err().map(|e| e.to_string()),
                 scheduled_at: req.scheduled,
+                attempt: req.attempt,
+                outcome: crate::job::ItemOutcome::of(result),
             });
         }
         let outcome = match result {
@@ -495,6 +528,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
         run_id: req.run_id,
         outcome,
         escalated,
+        notified: req.notify,
     }
 }
 

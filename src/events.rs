@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::job::ExecutionSource;
+use crate::job::{ExecutionSource, ItemOutcome};
 use crate::registry::SessionState;
 use crate::types::{InstanceId, JobName, ShardItem};
 
@@ -53,6 +53,8 @@ pub enum EngineEvent {
         /// The cron instant the run answers (`None` for a manual trigger): the trigger delay is
         /// `started_at` minus this.
         scheduled_at: Option<DateTime<Utc>>,
+        /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on.
+        attempt: u32,
     },
     /// One item ended.
     ItemFinished {
@@ -76,6 +78,10 @@ pub enum EngineEvent {
         failure: Option<String>,
         /// The cron instant the run answers (`None` for a manual trigger).
         scheduled_at: Option<DateTime<Utc>>,
+        /// 1 for a first run, 2 for its first retry, and so on.
+        attempt: u32,
+        /// How it ended: `success`, `failed`, `timeout` or `cancelled`.
+        outcome: ItemOutcome,
     },
     /// A run changed status.
     RunStatus {
@@ -263,6 +269,29 @@ mod tests {
                 missed_before: 3
             }
         );
+    }
+
+    #[test]
+    fn a_timed_out_item_says_timeout_and_its_attempt_in_the_event_stream() {
+        let at = DateTime::from_timestamp(1_770_000_000, 0).unwrap();
+        let event = EngineEvent::ItemFinished {
+            execution_id: "t@-@0".into(),
+            job: JobName::new("j").unwrap(),
+            item: ShardItem(0),
+            instance: InstanceId::parse("10.0.0.1@-@1").unwrap(),
+            source: ExecutionSource::Normal,
+            task_id: "t".into(),
+            started_at: at,
+            finished_at: at,
+            failure: Some("timed out after 2s".into()),
+            scheduled_at: None,
+            attempt: 2,
+            outcome: ItemOutcome::Timeout,
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["type"], "item_finished");
+        assert_eq!(json["outcome"], "timeout");
+        assert_eq!(json["attempt"], 2);
     }
 
     #[tokio::test]

@@ -184,7 +184,7 @@ pub fn history_write_failed() {
 pub const DESCRIPTIONS: [(&str, &str); 14] = [
     (
         EXECUTIONS,
-        "Item executions that ended, by instance_id, job_name, item, outcome (success, failure) \
+        "Item executions that ended, by instance_id, job_name, item, outcome (success, failure, timeout) \
          and source (normal, misfire, failover, manual).",
     ),
     (
@@ -219,7 +219,7 @@ pub const DESCRIPTIONS: [(&str, &str); 14] = [
     (
         FIRES_MISSED,
         "Fires dropped whose work will not run, by instance_id, job_name and reason \
-         (overlap_skip, coalesced, cannot_start).",
+         (overlap_skip, overlap_buffer_full, coalesced, cannot_start).",
     ),
     (
         ERROR_NOTIFICATIONS,

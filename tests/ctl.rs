@@ -878,6 +878,8 @@ async fn stats_and_history_print_the_rows_numbers_and_the_window_they_were_kept_
             start_time: at,
             complete_time: Some(at + chrono::Duration::milliseconds(took)),
             scheduled_time: Some(at - chrono::Duration::milliseconds(5)),
+            attempt: None,
+            outcome: None,
         };
         history
             .write(&HistoryWrite::ExecutionFinished(record))

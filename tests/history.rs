@@ -25,7 +25,7 @@ use shardcron::events::{EngineEvent, EventBus, RunState};
 use shardcron::history::{
     ExecutionRecord, History, HistoryHandle, HistoryQuery, StatusQuery, StatusRecord,
 };
-use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext};
+use shardcron::job::{ExecutionSource, FnJob, ItemOutcome, JobError, ShardingContext};
 use shardcron::node::NodeBuilder;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::{InstanceId, JobName, ShardItem};
@@ -403,7 +403,13 @@ fn finished(job: &str, n: u32, failure: Option<String>) -> EngineEvent {
         task_id: format!("{job}@-@{n}@-@x"),
         started_at: at,
         finished_at: at,
+        outcome: if failure.is_some() {
+            ItemOutcome::Failed
+        } else {
+            ItemOutcome::Success
+        },
         failure,
         scheduled_at: None,
+        attempt: 1,
     }
 }

@@ -17,7 +17,7 @@ use shardcron::history::{
     bucket, Bucket, ExecutionRecord, Granularity, History, HistoryQuery, HistoryWrite, Retention,
     RetentionWindow, StatusQuery, StatusRecord,
 };
-use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext};
+use shardcron::job::{ExecutionSource, FnJob, ItemOutcome, JobError, ShardingContext};
 use shardcron::node::NodeBuilder;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::{InstanceId, JobName, ShardItem};
@@ -358,6 +358,8 @@ fn execution(job: &str, n: u32, at: DateTime<Utc>) -> ExecutionRecord {
         start_time: at,
         complete_time: Some(at),
         scheduled_time: None,
+        attempt: None,
+        outcome: None,
     }
 }
 
@@ -390,5 +392,7 @@ fn finished(job: &str, n: u32, at: DateTime<Utc>) -> EngineEvent {
         finished_at: at,
         failure: None,
         scheduled_at: None,
+        attempt: 1,
+        outcome: ItemOutcome::Success,
     }
 }

@@ -7,32 +7,19 @@
 mod support;
 
 use support::cluster::init_tracing;
-use support::{wait, zk, Peer};
+use support::policy_node::{namespace, records, start, start_with, WITHIN};
+use support::{wait, Peer};
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use shardcron::config::JobConfig;
-use shardcron::events::EventBus;
-use shardcron::history::{ExecutionRecord, History, HistoryHandle, HistoryQuery};
-use shardcron::job::script::ScriptJob;
-use shardcron::node::{NodeBuilder, NodeHandle};
-use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::{InstanceId, JobName, JobSpec, JobType};
-
-/// A bound on every wait that is not the one under test.
-const WITHIN: Duration = Duration::from_secs(30);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "policies-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use shardcron::config::{JobConfig, Notify};
+use shardcron::history::ExecutionRecord;
+use shardcron::job::handlers::{ErrorAction, ErrorHandler, HandlerRegistry};
+use shardcron::job::JobError;
+use shardcron::node::NodeHandle;
+use shardcron::{JobName, ShardItem};
 
 /// Polls `probe` until it answers, failing with `what` after `within`.
 async fn wait_until<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -52,35 +39,6 @@ fn alive(pid: u32) -> bool {
 
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-/// A node on ZooKeeper namespace `ns` running the script job `config`, its events recorded in a
-/// SQLite history.
-async fn start(ns: &str, config: JobConfig, dir: &Path) -> (NodeHandle, History, HistoryHandle) {
-    let connector = Arc::new(ZkConnector::new(zk::backend().config(ns)));
-    let line = config.props["script.command.line"].clone();
-    let bus = EventBus::new();
-    let history = History::sqlite(dir.join("history.db"))
-        .await
-        .expect("the SQLite history opens");
-    let recording = history.attach(&bus);
-    let node = NodeBuilder::new(connector)
-        .instance_id(InstanceId::parse("10.0.0.1@-@1").unwrap())
-        .event_bus(bus)
-        .job_spec(JobSpec {
-            config: Arc::new(config),
-            job_type: JobType::Script,
-            handler: Arc::new(ScriptJob::new(&line).expect("a command line")),
-        })
-        .start()
-        .await
-        .expect("the node starts");
-    (node, history, recording)
-}
-
-async fn records(history: &History, job: &str) -> Vec<ExecutionRecord> {
-    let query = HistoryQuery::job(JobName::new(job).unwrap());
-    history.query(&query).await.expect("the history answers")
 }
 
 /// A script job that sleeps, and whose grandchild sleeps too, under a timeout of 2 s with 1 s of
@@ -148,6 +106,11 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
         Some("timed out after 2s"),
         "{record:#?}"
     );
+    assert_eq!(
+        (record.outcome.as_deref(), record.status(), record.attempt),
+        (Some("timeout"), "timeout", Some(1)),
+        "the row says timeout, not failed: {record:#?}"
+    );
     node.shutdown().await;
     recording.close().await;
     history.close().await;
@@ -208,6 +171,18 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
         [false, false, true],
         "{finished:#?}"
     );
+    let mut rows: Vec<&ExecutionRecord> = finished.iter().collect();
+    rows.sort_by_key(|r| r.start_time);
+    let attempts: Vec<(Option<u32>, &str)> = rows.iter().map(|r| (r.attempt, r.status())).collect();
+    assert_eq!(
+        attempts,
+        [
+            (Some(1), "failed"),
+            (Some(2), "failed"),
+            (Some(3), "success")
+        ],
+        "three history rows, attempts 1, 2, 3: {finished:#?}"
+    );
 
     tracing::info!("--- the script ran three times, 1 s then 2 s apart at least");
     let text = std::fs::read_to_string(&runs).expect("the script's record");
@@ -223,76 +198,72 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
     history.close().await;
 }
 
-/// The finished executions of a job whose item takes 2.5 s and fires every second, under
-/// `overlap`, over about 8 s: in start order.
-async fn slow_item_under(overlap: shardcron::config::Overlap) -> Vec<ExecutionRecord> {
+/// An error handler that records the failures it hears.
+#[derive(Debug, Default)]
+struct Heard(Mutex<Vec<String>>);
+
+impl ErrorHandler for Heard {
+    fn handle(&self, _job: &JobName, _item: Option<ShardItem>, error: &JobError) -> ErrorAction {
+        self.0.lock().unwrap().push(error.to_string());
+        ErrorAction::Continue
+    }
+}
+
+/// A script that always fails, retried twice under `notify`: the failures its error handler
+/// heard once the three attempts are in the history and it heard `want`.
+async fn failures_heard(notify: Notify, want: usize) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let config = JobConfig::new("slow", 1)
-        .cron("* * * * * ?")
-        .time_zone("GMT")
-        .script_command_line("/bin/sh -c 'sleep 2.5'")
-        .overlap(overlap);
-    let ns = namespace(overlap.as_str());
-    let (node, history, recording) = start(&ns, config, dir.path()).await;
-    let finished =
-        |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
+    let config = JobConfig::new("failing", 1)
+        .one_off()
+        .script_command_line("/bin/sh -c 'exit 3'")
+        .retry(2)
+        .retry_backoff(Duration::from_millis(200), Duration::from_secs(10))
+        .retry_notify(notify)
+        .error_handler("HEARD");
+    let heard = Arc::new(Heard::default());
+    let mut handlers = HandlerRegistry::new();
+    handlers
+        .register_error_handler("HEARD", heard.clone())
+        .unwrap();
+    let ns = namespace("notify");
+    let (node, history, recording) = start_with(&ns, config, dir.path(), handlers).await;
+    node.trigger(&JobName::new("failing").unwrap())
+        .await
+        .expect("the trigger is taken");
     let started = Instant::now();
     loop {
-        if finished(&records(&history, "slow").await) >= 3 {
+        let found = records(&history, "failing").await;
+        let attempts: Vec<Option<u32>> = found
+            .iter()
+            .filter(|r| r.complete_time.is_some())
+            .map(|r| r.attempt)
+            .collect();
+        if attempts.contains(&Some(3)) {
             break;
         }
-        assert!(
-            started.elapsed() < WITHIN,
-            "three runs did not end under {overlap:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(started.elapsed() < WITHIN, "no third attempt: {found:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The handler is called after the history hears of the item's end.
+    wait_until("the failures heard", WITHIN, || {
+        (heard.0.lock().unwrap().len() >= want).then_some(())
+    })
+    .await;
     node.shutdown().await;
     recording.close().await;
-    let mut all: Vec<ExecutionRecord> = records(&history, "slow")
-        .await
-        .into_iter()
-        .filter(|r| r.complete_time.is_some())
-        .collect();
     history.close().await;
-    all.sort_by_key(|r| r.start_time);
-    for pair in all.windows(2) {
-        assert!(
-            pair[1].start_time >= pair[0].complete_time.unwrap(),
-            "{overlap:?}: a run started beside the previous one: {all:#?}"
-        );
-    }
-    all
+    let heard = heard.0.lock().unwrap().clone();
+    heard
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_a_slow_item_skip_drops_fires_buffer_one_runs_one_after_and_cancel_other_cancels() {
-    use shardcron::config::Overlap;
+async fn the_error_handler_hears_the_final_failure_only_or_every_attempts_when_asked() {
+    require!(Peer::ZooKeeper);
     init_tracing();
-
-    tracing::info!("--- skip: fires that find the item running run nothing");
-    let skip = slow_item_under(Overlap::Skip).await;
-    assert!(
-        skip.iter()
-            .all(|r| r.is_success && r.execution_source == "NORMAL_TRIGGER"),
-        "{skip:#?}"
-    );
-
-    tracing::info!("--- buffer_one: the fire missed meanwhile runs once the run ends");
-    let one = slow_item_under(Overlap::BufferOne).await;
-    assert!(
-        one.iter().any(|r| r.execution_source == "MISFIRE"),
-        "{one:#?}"
-    );
-    assert!(one.iter().all(|r| r.is_success), "{one:#?}");
-
-    tracing::info!("--- cancel_other: the next fire cancels the running item, then runs it");
-    let cancel = slow_item_under(Overlap::CancelOther).await;
-    assert!(
-        cancel.iter().any(|r| !r.is_success
-            && r.failure_cause
-                .as_deref()
-                .is_some_and(|c| c.contains("cancel"))),
-        "{cancel:#?}"
-    );
+    tracing::info!("--- notify final: one failure heard, the third attempt's");
+    let last = failures_heard(Notify::Final, 1).await;
+    assert_eq!(last.len(), 1, "{last:?}");
+    tracing::info!("--- notify every: each of the three attempts' failures");
+    let every = failures_heard(Notify::Every, 3).await;
+    assert_eq!(every.len(), 3, "{every:?}");
 }

@@ -28,6 +28,8 @@
 //! - `shardcron.overlap.buffer` with an overlap other than `buffer_all`.
 //! - `shardcron.overlap: allow_all` with `monitorExecution: true`: an item's `running` marker
 //!   records one run of it, which two runs at once cannot share.
+//! - `shardcron.overlap: allow_all` with `failover: true`: failover re-runs what a crashed
+//!   instance was running, which only `running` markers record.
 //! - `shardcron.catchup.window` on a job without a cron (nothing is ever missed).
 //! - an unknown key under `shardcron.timeout`, `shardcron.retry`, `shardcron.overlap` or
 //!   `shardcron.catchup` (a typo would otherwise be silently ignored).
@@ -265,22 +267,6 @@ impl RunPolicy {
         }
     }
 
-    /// The policies this version parses but does not carry out yet (`buffer_all`, `allow_all`):
-    /// refused rather than silently ignored.
-    pub fn unsupported(&self) -> Vec<ConfigError> {
-        let mut errors = Vec::new();
-        if matches!(self.overlap, Overlap::BufferAll(_) | Overlap::AllowAll) {
-            errors.push(ConfigError {
-                field: OVERLAP,
-                problem: format!(
-                    "{} is not supported by this version yet (skip, buffer_one and cancel_other are)",
-                    self.overlap.as_str()
-                ),
-            });
-        }
-        errors
-    }
-
     /// Whether the job sets no policy beyond what ElasticJob does: its fires take no extra step.
     pub fn is_default(&self) -> bool {
         self.timeout.is_none() && self.retry.is_none() && self.catchup_window.is_zero()
@@ -441,6 +427,14 @@ impl Reader<'_> {
             self.refuse(
                 OVERLAP,
                 "allow_all needs monitorExecution: false (an item's running marker records one run)"
+                    .into(),
+            );
+        }
+        if overlap == Overlap::AllowAll && self.config.failover {
+            self.refuse(
+                OVERLAP,
+                "allow_all needs failover: false (failover re-runs the items a crashed instance \
+                 was running, which only running markers record)"
                     .into(),
             );
         }

@@ -172,6 +172,10 @@ fn incoherent_combinations_are_refused_naming_the_key_that_makes_them_so() {
         RunPolicy::from_config(&allowed).map(|p| p.overlap),
         Ok(Overlap::AllowAll)
     );
+    let failing_over = allowed.failover(true);
+    let errors = RunPolicy::from_config(&failing_over).unwrap_err();
+    assert_eq!(errors[0].field, OVERLAP);
+    assert!(errors[0].problem.contains("failover"), "{errors:?}");
     let one_off = JobConfig::test("j").one_off().catchup_window(secs(60));
     let errors = RunPolicy::from_config(&one_off).unwrap_err();
     assert_eq!(errors[0].field, CATCHUP_WINDOW);
@@ -193,4 +197,43 @@ fn a_config_with_a_bad_policy_is_refused_by_validation_and_its_yaml_round_trips(
         config.check_java_readable().is_ok(),
         "policy keys are plain props to Java"
     );
+}
+
+#[test]
+fn the_error_handler_hears_the_last_attempts_failure_or_every_one_when_asked() {
+    let heard = |config: JobConfig| {
+        let policy = RunPolicy::from_config(&config).unwrap();
+        (1..=3).map(|n| policy.notifies(n)).collect::<Vec<_>>()
+    };
+    assert_eq!(heard(JobConfig::test("j")), [true, true, true], "no retry");
+    assert_eq!(
+        heard(JobConfig::test("j").retry(2)),
+        [false, false, true],
+        "final: attempt 3 of 1 + 2"
+    );
+    let every = JobConfig::test("j").retry(2).retry_notify(Notify::Every);
+    assert_eq!(heard(every), [true, true, true]);
+}
+
+#[test]
+fn buffer_all_keeps_its_bound_and_allow_all_is_refused_with_failover_naming_the_overlap() {
+    let all = RunPolicy::from_config(&with(&[(OVERLAP, "buffer_all")])).unwrap();
+    assert_eq!(
+        all.overlap,
+        Overlap::BufferAll(NonZeroU32::new(DEFAULT_BUFFER).unwrap())
+    );
+    let bounded = with(&[(OVERLAP, "buffer_all"), (OVERLAP_BUFFER, "7")]);
+    let overlap = RunPolicy::from_config(&bounded).unwrap().overlap;
+    assert_eq!(overlap, Overlap::BufferAll(NonZeroU32::new(7).unwrap()));
+    assert_eq!(
+        fields(&[(OVERLAP, "buffer_all"), (OVERLAP_BUFFER, "1001")]),
+        [OVERLAP_BUFFER]
+    );
+    let ctx = ValidationContext::builtin(JobKind::Simple);
+    for config in [
+        bounded,
+        with(&[(OVERLAP, "allow_all")]).monitor_execution(false),
+    ] {
+        assert!(config.validate(&ctx).is_ok(), "carried out: {config:?}");
+    }
 }

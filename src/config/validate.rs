@@ -344,9 +344,6 @@ impl JobConfig {
             }
             super::RunPolicy::from_misfire(self.misfire)
         });
-        for p in policy.unsupported() {
-            report(p.field, p.problem);
-        }
         let policy =
             (policy != super::RunPolicy::from_misfire(self.misfire)).then(|| Box::new(policy));
 

@@ -139,6 +139,8 @@ struct Outcome {
     at: chrono::DateTime<Utc>,
     item: u32,
     success: Option<bool>,
+    /// How it ended (`success`, `failed`, `timeout`, `cancelled`); `None` while it runs.
+    outcome: Option<String>,
     source: String,
     cause: Option<String>,
 }
@@ -149,6 +151,7 @@ impl From<&ExecutionRecord> for Outcome {
             at: r.start_time,
             item: r.sharding_item,
             success: r.complete_time.map(|_| r.is_success),
+            outcome: r.complete_time.map(|_| r.status().to_owned()),
             source: r.execution_source.clone(),
             cause: r.failure_cause.as_deref().map(crate::secret::redact_text),
         }

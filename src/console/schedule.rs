@@ -138,6 +138,8 @@ mod tests {
             start_time: start,
             complete_time: took_ms.map(|ms| start + Duration::milliseconds(ms)),
             scheduled_time: None,
+            attempt: None,
+            outcome: None,
         }
     }
 

@@ -21,6 +21,9 @@ pub struct FireSettings {
     pub failover: bool,
     /// `misfire`: flag skipped items and run them once after the current run.
     pub misfire: bool,
+    /// `shardcron.overlap: allow_all`: an item running here runs again beside itself (the job
+    /// writes no `running` markers: `monitorExecution` is off).
+    pub allow_overlap: bool,
 }
 
 /// What this instance knows of its own runs.
@@ -107,7 +110,8 @@ pub fn plan_run(
         }
         let running_elsewhere =
             v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(item);
-        if local.running.contains(item) || running_elsewhere {
+        let running_here = local.running.contains(item) && !settings.allow_overlap;
+        if running_here || running_elsewhere {
             plan.skipped.push(*item);
             let flagged = v.misfire || local.misfire_flagged.contains(item);
             if settings.misfire && !flagged {
@@ -184,6 +188,7 @@ mod tests {
         monitor_execution: true,
         failover: false,
         misfire: true,
+        allow_overlap: false,
     };
 
     #[test]
@@ -285,10 +290,37 @@ mod tests {
             monitor_execution: false,
             failover: false,
             misfire: true,
+            allow_overlap: false,
         };
         let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
         assert_eq!(plan.run, vec![ShardItem(0)]);
         assert!(plan.start_ops.is_empty() && plan.end_ops.is_empty());
+    }
+
+    #[test]
+    fn with_allow_overlap_an_item_running_here_runs_again_beside_itself() {
+        let a = inst("10.0.0.1@-@1");
+        let v = owned(view(&[&a], Some(&a)), &[(0, &a), (1, &a)]);
+        let local = LocalRuns {
+            running: [ShardItem(1)].into(),
+            ..Default::default()
+        };
+        let s = FireSettings {
+            monitor_execution: false,
+            failover: false,
+            misfire: true,
+            allow_overlap: true,
+        };
+        let plan = plan_run(&v, &job(), &a, s, &local, None);
+        assert_eq!(plan.run, vec![ShardItem(0), ShardItem(1)]);
+        assert!(plan.skipped.is_empty() && plan.start_ops.is_empty());
+        let elsewhere = with_item(v, 0, |i| i.running = Some("10.0.0.2@-@1".into()));
+        let plan = plan_run(&elsewhere, &job(), &a, s, &local, None);
+        assert_eq!(
+            (plan.run, plan.skipped),
+            (vec![ShardItem(1)], vec![ShardItem(0)]),
+            "a run on another instance is not this instance's to overlap"
+        );
     }
 
     #[test]
@@ -301,6 +333,7 @@ mod tests {
             monitor_execution: true,
             failover: true,
             misfire: false,
+            allow_overlap: false,
         };
         let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
         assert_eq!(

@@ -79,6 +79,7 @@ mod tests {
         monitor_execution: true,
         failover: true,
         misfire: true,
+        allow_overlap: false,
     };
 
     #[test]

@@ -174,37 +174,39 @@ pub fn parse_item(value: &str) -> Result<ShardItem, HistoryError> {
         })
 }
 
-/// The records as an aligned text table, newest first as given: start, duration, item, source,
-/// host, result and failure cause.
+/// The records as an aligned text table, newest first as given: start, duration, item, attempt
+/// (`-` for a row written without one), source, host, result (`OK`, `FAILED`, `TIMEOUT`,
+/// `CANCELLED` or `RUNNING`) and failure cause.
 pub fn render_executions(records: &[ExecutionRecord]) -> String {
     let header = [
         "START (UTC)",
         "TOOK",
         "ITEM",
+        "ATTEMPT",
         "SOURCE",
         "HOST",
         "RESULT",
         "CAUSE",
     ];
-    let rows: Vec<[String; 7]> = records
+    let rows: Vec<[String; 8]> = records
         .iter()
         .map(|r| {
             let took = match r.complete_time {
                 Some(end) => format!("{}ms", (end - r.start_time).num_milliseconds()),
                 None => "-".to_owned(),
             };
-            let result = match (r.complete_time, r.is_success) {
-                (None, _) => "RUNNING",
-                (Some(_), true) => "OK",
-                (Some(_), false) => "FAILED",
+            let result = match r.status() {
+                "success" => "OK".to_owned(),
+                other => other.to_uppercase(),
             };
             [
                 r.start_time.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
                 took,
                 r.sharding_item.to_string(),
+                r.attempt.map_or_else(|| "-".to_owned(), |a| a.to_string()),
                 r.execution_source.clone(),
                 format!("{} ({})", r.hostname, r.ip),
-                result.to_owned(),
+                result,
                 // One line per record: a multi-line cause would break the table.
                 r.failure_cause
                     .as_deref()
@@ -347,7 +349,7 @@ mod tests {
 
     #[test]
     fn the_table_shows_one_aligned_line_per_record() {
-        let record = |item, cause: Option<&str>| ExecutionRecord {
+        let record = |item, cause: Option<&str>, attempt| ExecutionRecord {
             id: format!("t@-@{item}"),
             job_name: "orders".into(),
             task_id: "t".into(),
@@ -360,12 +362,23 @@ mod tests {
             start_time: now(),
             complete_time: Some(now() + chrono::Duration::milliseconds(1500)),
             scheduled_time: None,
+            attempt,
+            outcome: None,
         };
-        let table = render_executions(&[record(1, Some("boom\nagain")), record(0, None)]);
+        let mut timed_out = record(2, Some("timed out after 1s"), Some(3));
+        timed_out.outcome = Some("timeout".into());
+        let table = render_executions(&[
+            timed_out,
+            record(1, Some("boom\nagain"), Some(1)),
+            record(0, None, None),
+        ]);
         let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), 3);
-        assert!(lines[1].contains("1500ms") && lines[1].ends_with("FAILED  boom again"));
-        assert!(lines[2].ends_with("OK"));
-        assert_eq!(lines[0].find("ITEM"), lines[1].find("1  "));
+        assert_eq!(lines.len(), 4);
+        assert!(lines[1].ends_with("TIMEOUT  timed out after 1s"), "{table}");
+        assert!(lines[2].contains("1500ms") && lines[2].ends_with("FAILED   boom again"));
+        assert!(lines[3].ends_with("OK"));
+        assert_eq!(lines[0].find("ITEM"), lines[2].find("1  "));
+        assert_eq!(lines[0].find("ATTEMPT"), lines[1].find("3  "), "{table}");
+        assert_eq!(lines[0].find("ATTEMPT"), lines[3].find("-  "), "{table}");
     }
 }

@@ -432,10 +432,12 @@ fn log_event(event: &EngineEvent) {
             item,
             source,
             failure: Some(cause),
+            attempt,
+            outcome,
             ..
         } => tracing::warn!(
-            target: "shardcron::history", %job, %item, source = source.as_str(),
-            cause = %crate::secret::redact_text(cause), "item failed"
+            target: "shardcron::history", %job, %item, source = source.as_str(), attempt,
+            outcome = outcome.as_str(), cause = %crate::secret::redact_text(cause), "item failed"
         ),
         EngineEvent::RunStatus {
             job,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::events::{EngineEvent, RunState};
-use crate::job::ExecutionSource;
+use crate::job::{ExecutionSource, ItemOutcome};
 use crate::types::{JobName, ShardItem};
 
 /// ElasticJob's `Source` of a status trace: every record this engine writes comes from a Lite
@@ -41,6 +41,28 @@ pub struct ExecutionRecord {
     /// before shardcron recorded it, or by ElasticJob): the trigger delay is `start_time` minus
     /// this. A column ElasticJob does not have (`scheduled_time`).
     pub scheduled_time: Option<DateTime<Utc>>,
+    /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on; `None` for
+    /// rows written before shardcron recorded it, or by ElasticJob. A column ElasticJob does not
+    /// have (`attempt`).
+    pub attempt: Option<u32>,
+    /// How it ended ([`ItemOutcome`]'s word: `success`, `failed`, `timeout`, `cancelled`);
+    /// `None` while it runs and for rows written without it (see [`ExecutionRecord::status`]).
+    /// A column ElasticJob does not have (`outcome`).
+    pub outcome: Option<String>,
+}
+
+impl ExecutionRecord {
+    /// What became of the execution: `running` while it runs, else its outcome; a row written
+    /// without one (by ElasticJob, or before shardcron recorded it) is `success` or `failed` as
+    /// `is_success` says.
+    pub fn status(&self) -> &str {
+        match (&self.outcome, self.complete_time) {
+            (_, None) => "running",
+            (Some(outcome), Some(_)) => outcome,
+            (None, Some(_)) if self.is_success => ItemOutcome::Success.as_str(),
+            (None, Some(_)) => ItemOutcome::Failed.as_str(),
+        }
+    }
 }
 
 /// One status change of a run (a row of `JOB_STATUS_TRACE_LOG`).
@@ -149,6 +171,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             task_id,
             started_at,
             scheduled_at,
+            attempt,
         } => Some(HistoryWrite::ExecutionStarted(ExecutionRecord {
             id: execution_id.clone(),
             job_name: job.to_string(),
@@ -162,6 +185,8 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             start_time: *started_at,
             complete_time: None,
             scheduled_time: *scheduled_at,
+            attempt: Some(*attempt),
+            outcome: None,
         })),
         EngineEvent::ItemFinished {
             execution_id,
@@ -174,6 +199,8 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             finished_at,
             failure,
             scheduled_at,
+            attempt,
+            outcome,
         } => Some(HistoryWrite::ExecutionFinished(ExecutionRecord {
             id: execution_id.clone(),
             job_name: job.to_string(),
@@ -188,6 +215,8 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             start_time: *started_at,
             complete_time: Some(*finished_at),
             scheduled_time: *scheduled_at,
+            attempt: Some(*attempt),
+            outcome: Some(outcome.as_str().to_owned()),
         })),
         EngineEvent::RunStatus {
             job,
@@ -255,6 +284,8 @@ mod tests {
             finished_at: at(2),
             failure: Some("GET https://h/x?access_token=t0k3n answered 500".into()),
             scheduled_at: None,
+            attempt: 1,
+            outcome: ItemOutcome::Failed,
         };
         let Some(HistoryWrite::ExecutionFinished(row)) = to_write(&event, "host-a") else {
             panic!("an execution row");
@@ -278,6 +309,8 @@ mod tests {
             finished_at: at(2),
             failure: Some("boom".into()),
             scheduled_at: Some(at(0)),
+            attempt: 2,
+            outcome: ItemOutcome::Failed,
         };
         assert_eq!(
             to_write(&event, "host-a"),
@@ -294,8 +327,42 @@ mod tests {
                 start_time: at(0),
                 complete_time: Some(at(2)),
                 scheduled_time: Some(at(0)),
+                attempt: Some(2),
+                outcome: Some("failed".into()),
             }))
         );
+    }
+
+    #[test]
+    fn a_row_without_an_outcome_reads_as_success_or_failed_and_an_open_one_as_running() {
+        let Some(HistoryWrite::ExecutionStarted(mut row)) = to_write(
+            &EngineEvent::ItemStarted {
+                execution_id: "t@-@1".into(),
+                job: job(),
+                item: ShardItem(1),
+                instance: instance(),
+                source: ExecutionSource::Normal,
+                task_id: "t".into(),
+                started_at: at(0),
+                scheduled_at: None,
+                attempt: 3,
+            },
+            "host-a",
+        ) else {
+            panic!("an execution row");
+        };
+        assert_eq!((row.status(), row.attempt), ("running", Some(3)));
+        row.complete_time = Some(at(1));
+        row.attempt = None;
+        assert_eq!(
+            row.status(),
+            "failed",
+            "as ElasticJob wrote it: not a success"
+        );
+        row.is_success = true;
+        assert_eq!(row.status(), "success");
+        row.outcome = Some("cancelled".into());
+        assert_eq!(row.status(), "cancelled");
     }
 
     #[test]

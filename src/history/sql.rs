@@ -86,20 +86,26 @@ const MIGRATION: [(&str, &str); 8] = [
 ];
 
 /// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added
-/// to a table created before them: (table, column, type).
-const ADDED_COLUMNS: [(&str, &str, &str); 1] =
-    [("JOB_EXECUTION_LOG", "scheduled_time", "TIMESTAMP NULL")];
+/// to a table created before them: (table, column, type). A row without them (ElasticJob's, or
+/// older) reads as `None`.
+const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+    ("JOB_EXECUTION_LOG", "scheduled_time", "TIMESTAMP NULL"),
+    ("JOB_EXECUTION_LOG", "attempt", "INT NULL"),
+    ("JOB_EXECUTION_LOG", "outcome", "VARCHAR(20) NULL"),
+];
 
 /// Serialises concurrent migrations of several nodes on one PostgreSQL database:
 /// `CREATE TABLE IF NOT EXISTS` races there (a unique violation on the catalog).
 const PG_MIGRATION_LOCK: i64 = 0x7368_6172_6463_726f; // "shardcro"
 
 const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
-     execution_source, failure_cause, is_success, start_time, complete_time, scheduled_time";
+     execution_source, failure_cause, is_success, start_time, complete_time, scheduled_time, \
+     attempt, outcome";
 
 const INSERT_EXECUTION: &str = "INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, \
      ip, sharding_item, execution_source, failure_cause, is_success, start_time, complete_time, \
-     scheduled_time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+     scheduled_time, attempt, outcome) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 
 const STATUS_COLUMNS: &str = "id, job_name, original_task_id, task_id, slave_id, source, \
      execution_type, sharding_item, state, message, creation_time";
@@ -114,6 +120,7 @@ pub(super) enum Param {
     Text(String),
     OptText(Option<String>),
     Int(i32),
+    OptInt(Option<i32>),
     BigInt(i64),
     Time(NaiveDateTime),
     OptTime(Option<NaiveDateTime>),
@@ -128,6 +135,7 @@ macro_rules! bind_all {
                 Param::Text(v) => query.bind(v),
                 Param::OptText(v) => query.bind(v),
                 Param::Int(v) => query.bind(v),
+                Param::OptInt(v) => query.bind(v),
                 Param::BigInt(v) => query.bind(v),
                 Param::Time(v) => query.bind(v),
                 Param::OptTime(v) => query.bind(v),
@@ -156,6 +164,9 @@ macro_rules! execution_from_row {
                 .unwrap_or_default(),
             complete_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("complete_time")?),
             scheduled_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("scheduled_time")?),
+            attempt: (row.try_get::<Option<i32>, _>("attempt")?)
+                .and_then(|a| u32::try_from(a).ok()),
+            outcome: row.try_get("outcome")?,
         })
     }};
 }
@@ -303,7 +314,7 @@ impl Store {
                 format!(
                     "{INSERT_EXECUTION} ON CONFLICT (id) DO UPDATE SET \
                      failure_cause = excluded.failure_cause, is_success = excluded.is_success, \
-                     complete_time = excluded.complete_time"
+                     complete_time = excluded.complete_time, outcome = excluded.outcome"
                 ),
                 execution_params(r),
             ),
@@ -449,6 +460,8 @@ fn execution_params(r: &ExecutionRecord) -> Vec<Param> {
         Param::Time(to_db(r.start_time)),
         Param::OptTime(r.complete_time.map(to_db)),
         Param::OptTime(r.scheduled_time.map(to_db)),
+        Param::OptInt(r.attempt.map(|a| i32::try_from(a).unwrap_or(i32::MAX))),
+        Param::OptText(r.outcome.clone()),
     ]
 }
 

@@ -141,10 +141,13 @@ pub fn bucket(records: &[ExecutionRecord], granularity: Granularity) -> Vec<Buck
                     .push((end - r.start_time).num_milliseconds().max(0));
                 if !r.is_success {
                     acc.bucket.failures += 1;
-                    if r.failure_cause
-                        .as_deref()
-                        .is_some_and(|c| c.starts_with(TIMEOUT_CAUSE))
-                    {
+                    // A row without an outcome (older) says so only in its cause.
+                    let timed_out = match r.outcome.as_deref() {
+                        Some(outcome) => outcome == crate::job::ItemOutcome::Timeout.as_str(),
+                        None => (r.failure_cause.as_deref())
+                            .is_some_and(|c| c.starts_with(TIMEOUT_CAUSE)),
+                    };
+                    if timed_out {
                         acc.bucket.timeouts += 1;
                     }
                 }
@@ -249,6 +252,8 @@ mod tests {
             start_time,
             complete_time: took_ms.map(|ms| start_time + TimeDelta::milliseconds(ms)),
             scheduled_time: delay_ms.map(|ms| start_time - TimeDelta::milliseconds(ms)),
+            attempt: None,
+            outcome: None,
         }
     }
 

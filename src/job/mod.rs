@@ -14,6 +14,7 @@ pub mod group;
 pub mod handlers;
 pub mod http;
 pub mod keeper;
+mod outcome;
 pub mod runtime;
 pub mod script;
 pub mod stop;
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 pub use fencing::FencingToken;
+pub use outcome::ItemOutcome;
 pub use stop::StopGrace;
 
 /// Why an item runs.

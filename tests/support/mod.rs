@@ -7,6 +7,7 @@
 //! | [`peer`] | `require!(Peer::X)`: a missing peer is `skipped: <why>` outside CI, a failure under `CI=true` |
 //! | [`cluster`] | in-process nodes whose handler records every item run ([`cluster::Recorder`]) |
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
+//! | [`policy_node`] | a node on ZooKeeper running one script job, with a SQLite history |
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
@@ -24,6 +25,7 @@ pub mod java;
 pub mod mixed;
 pub mod node_proc;
 pub mod peer;
+pub mod policy_node;
 pub mod postgres;
 pub mod prometheus;
 pub mod smtp;

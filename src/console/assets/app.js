@@ -43,6 +43,12 @@ function triggerBody() {
   return body;
 }
 
+// An execution's result: running, or its outcome (success, failed, timeout, cancelled); a row
+// written without one (by ElasticJob, or older) is success or failed.
+function executionStatus(r) {
+  if (!r.complete_time) return "running-now";
+  return r.outcome || (r.is_success ? "success" : "failed");
+}
 function badge(text, extra) { return el("span", { class: "badge " + text + (extra ? " " + extra : ""), text }); }
 function when(iso) { return iso ? new Date(iso).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "-"; }
 function show(...nodes) { document.getElementById("main").replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)); }
@@ -158,7 +164,7 @@ function drawJobs(o) {
     const last = j.lastOutcome;
     const outcome = !o.history ? el("span", { class: "muted", text: "no history" })
       : !last ? el("span", { class: "muted", text: "-" })
-      : el("span", {}, badge(last.success === null ? "running-now" : last.success ? "success" : "failure"),
+      : el("span", {}, badge(last.success === null ? "running-now" : last.outcome),
         " " + when(last.at) + " item " + last.item + (last.cause ? " (" + last.cause + ")" : ""));
     const name = j.jobName;
     return el("tr", { "data-job": name },
@@ -341,9 +347,10 @@ async function historyPage(name, params) {
     el("td", { text: when(r.start_time) }),
     el("td", { class: "num", text: r.complete_time ? (new Date(r.complete_time) - new Date(r.start_time)) + " ms" : "-" }),
     el("td", { class: "num", text: r.sharding_item }),
+    el("td", { class: "num", text: r.attempt == null ? "-" : r.attempt }),
     el("td", { text: r.execution_source }),
     el("td", { text: r.hostname + " (" + r.ip + ")" }),
-    el("td", {}, badge(!r.complete_time ? "running-now" : r.is_success ? "success" : "failure")),
+    el("td", {}, badge(executionStatus(r))),
     el("td", { text: r.failure_cause || "" })));
   show(heading, form,
     el("div", { class: "legend" }, el("span", {}, el("span", { class: "swatch delay" }), "trigger delay (ms)"),
@@ -351,8 +358,8 @@ async function historyPage(name, params) {
       el("span", { class: "muted", id: "retention", text: data.kept || "" })),
     chart(data.points),
     el("table", { id: "history" },
-      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Source", "Host", "Result", "Cause"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted", text: "no executions match" })))),
+      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Host", "Result", "Cause"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 8, class: "muted", text: "no executions match" })))),
     await statsSection(name, q.get("by") || "hour"));
 }
 

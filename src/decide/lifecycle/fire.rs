@@ -22,11 +22,13 @@ use super::{
 impl JobMachine {
     pub(super) fn settings(&self) -> FireSettings {
         let c = self.config.config();
+        let overlap = self.config.policy().overlap;
         FireSettings {
             monitor_execution: c.monitor_execution,
             failover: c.failover,
             // `misfire` unless the job names its overlap policy (`shardcron.overlap`).
-            misfire: self.config.policy().overlap != Overlap::Skip,
+            misfire: overlap != Overlap::Skip,
+            allow_overlap: overlap == Overlap::AllowAll,
         }
     }
 
@@ -74,6 +76,7 @@ impl JobMachine {
             | SkipReason::SessionLost
             | SkipReason::NotRegistered
             | SkipReason::PlanChanged => Some(MissReason::CannotStart),
+            SkipReason::BufferFull => Some(MissReason::OverlapBufferFull),
         };
         out.push(Command::Skipped {
             reason,
@@ -199,7 +202,7 @@ impl JobMachine {
             self.cancel_other(&plan.flagged, out);
         }
         if !plan.skipped.is_empty() {
-            self.skipped(SkipReason::StillRunning, plan.skipped.len(), out);
+            self.overlapped(&plan.skipped, source, out);
         } else if !plan.run.is_empty() && only.is_none() {
             self.behind = false;
         }
@@ -273,6 +276,9 @@ impl JobMachine {
             )),
             _ => None,
         };
+        if source == ExecutionSource::Misfire && !self.buffered.is_empty() {
+            self.unbuffer(&plan.run);
+        }
         self.launch(source, scheduled, plan.run, plan.end_ops, facts, out);
         if let Some((at, items)) = handled {
             self.record_fired(source, at, &items, facts, out);
@@ -369,7 +375,10 @@ impl JobMachine {
         };
         let (_, run) = self.runs.swap_remove(at);
         for i in &run.items {
-            self.local.running.remove(i);
+            // Under `allow_all` another run of the item may still go.
+            if self.runs.is_empty() || !self.runs.iter().any(|(_, r)| r.items.contains(i)) {
+                self.local.running.remove(i);
+            }
         }
         if run.source == ExecutionSource::Backfill {
             self.backfill_ran(&run, facts, out);
@@ -385,13 +394,16 @@ impl JobMachine {
                 }
             }
         }
-        let catch_up: BTreeSet<ShardItem> = self
+        let mut catch_up: BTreeSet<ShardItem> = self
             .local
             .misfire_flagged
             .iter()
             .filter(|i| !self.local.running.contains(i))
             .copied()
             .collect();
+        if !self.buffered.is_empty() {
+            self.buffered_due(facts, &mut catch_up);
+        }
         if !catch_up.is_empty() && self.settings().misfire {
             self.fire_only(ExecutionSource::Misfire, None, Some(catch_up), facts, out);
         }

@@ -30,12 +30,13 @@ mod fence;
 mod fire;
 pub mod heed;
 mod manual;
+mod overlap;
 mod policy;
 mod registration;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -179,6 +180,9 @@ pub enum SkipReason {
     AlreadyHeld,
     /// A new plan was committed between the fire's planning and its start write.
     PlanChanged,
+    /// Items were still running and already had as many fires buffered as
+    /// `shardcron.overlap.buffer` keeps (`buffer_all`).
+    BufferFull,
 }
 
 impl SkipReason {
@@ -192,13 +196,14 @@ impl SkipReason {
             Self::StillRunning => "still_running",
             Self::AlreadyHeld => "already_held",
             Self::PlanChanged => "plan_changed",
+            Self::BufferFull => "buffer_full",
         }
     }
 }
 
 /// Why a fire was dropped: its work will not run (counted in `shardcron_fires_missed_total`).
-/// A skip whose items are flagged misfire (`buffer_one`, `cancel_other`) is not a miss: they run
-/// after the current run.
+/// A skip whose items are flagged misfire (`buffer_one`, `cancel_other`) or buffered
+/// (`buffer_all`) is not a miss: they run after the current run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissReason {
     /// `shardcron.overlap: skip` (or ElasticJob's `misfire: false`): items still ran at the fire.
@@ -208,6 +213,8 @@ pub enum MissReason {
     /// This instance could not start work at the fire (disconnected, session lost, stale node,
     /// plan changed).
     CannotStart,
+    /// `shardcron.overlap: buffer_all`: the item's buffer of fires was full.
+    OverlapBufferFull,
 }
 
 impl MissReason {
@@ -217,6 +224,7 @@ impl MissReason {
             Self::OverlapSkip => "overlap_skip",
             Self::Coalesced => "coalesced",
             Self::CannotStart => "cannot_start",
+            Self::OverlapBufferFull => "overlap_buffer_full",
         }
     }
 }
@@ -406,6 +414,10 @@ pub enum Command {
         /// The run.
         run_id: u64,
     },
+    /// These failed items will not be retried after all (the job stops here, the items moved,
+    /// no work may start): their last failure, which the error handler did not hear
+    /// (`shardcron.retry.notify: final`), is final and is reported to it now.
+    FailureStands(Vec<ShardItem>),
 }
 
 /// How the machine sees its session's link to the registry.
@@ -498,6 +510,9 @@ pub struct JobMachine {
     served_until: Option<DateTime<Utc>>,
     /// A skip streak is under way (logged once at WARN, not at every fire).
     behind: bool,
+    /// `shardcron.overlap: buffer_all`: the fires each item still owes, run one after another
+    /// once its current run ends (empty, and allocating nothing, under any other policy).
+    buffered: BTreeMap<ShardItem, u32>,
     /// The labels this instance carries, written in its `instances/{me}` node.
     labels: Vec<String>,
     /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
@@ -547,6 +562,7 @@ impl JobMachine {
             resharding: false,
             served_until: None,
             behind: false,
+            buffered: BTreeMap::new(),
             labels: Vec::new(),
             own_deletions: 0,
         }
@@ -600,6 +616,9 @@ impl JobMachine {
         if self.runs.is_empty() {
             self.runs = Vec::new();
         }
+        if self.buffered.is_empty() {
+            self.buffered = BTreeMap::new();
+        }
     }
 
     /// One input in, the commands it asks for out.
@@ -613,7 +632,7 @@ impl JobMachine {
                 self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
             }
             Input::Trigger => {
-                if self.runs.is_empty() {
+                if self.runs.is_empty() || self.settings().allow_overlap {
                     self.fire_manual(facts, &mut out)
                 } else {
                     self.trigger_queued = true;
@@ -744,6 +763,7 @@ impl JobMachine {
         }
         self.config = new.clone();
         self.catchup_reconfigured();
+        self.overlap_changed();
         out.push(Command::ConfigApplied(new));
         if reschedule && !self.draining && !self.leaving {
             out.push(Command::Schedule);

@@ -1,5 +1,5 @@
 //! The machine's run policies (`shardcron.` props, [`crate::config::RunPolicy`]): a run's timeout
-//! and the grace after it, and retries of failed items. Timers are commands
+//! and the grace after it, and retries of failed items (the overlap policies are in `overlap.rs`). Timers are commands
 //! ([`Command::StartTimer`]) and come back as inputs
 //! ([`Input::TimerFired`](super::Input::TimerFired)); a timer whose run has ended is ignored.
 //!
@@ -15,8 +15,9 @@
 //!  RunFinished{failed} ─ attempts left, may start, items still ours ─▶ the failed items split off
 //!      into a new run, backing off: StartTimer(Retry, delay); the others end as usual
 //!  Retry fired ─ may start, items still ours ─▶ Launch(attempt + 1) (+ its timeout)
-//!              └ otherwise ───────────────────▶ Warn, the retry run ends (its markers go)
-//!  Drain ─▶ runs backing off end at once
+//!              └ otherwise ───────────────────▶ Warn, FailureStands (the error handler hears the
+//!                                               last failure), the retry run ends (markers go)
+//!  Drain ─▶ runs backing off end at once (Warn, FailureStands)
 //! ```
 //!
 //! The timeout counts from the run's launch: an item that waits its turn under the job's item
@@ -27,7 +28,7 @@
 //! skipped with `skip`), failover claims wait, a reshard waits, and if this instance dies the
 //! markers vanish with its session and the items fail over as a crashed run's do.
 
-use crate::config::Retry;
+use crate::config::{Notify, Retry};
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 use crate::registry::Op;
@@ -36,20 +37,6 @@ use crate::types::{JobName, ShardItem};
 use super::{Command, Facts, JobMachine, Run, Timer};
 
 impl JobMachine {
-    /// `shardcron.overlap: cancel_other`: a fire found `flagged` items still running; those
-    /// running here are cancelled, and run for the fire as soon as they end (flagged misfire, as
-    /// `buffer_one` runs them). Items running on another instance cannot be cancelled from here:
-    /// they wait as with `buffer_one`.
-    pub(super) fn cancel_other(&self, flagged: &[ShardItem], out: &mut Vec<Command>) {
-        let here: Vec<ShardItem> = (flagged.iter())
-            .filter(|i| self.local.running.contains(i))
-            .copied()
-            .collect();
-        if !here.is_empty() {
-            out.push(Command::Cancel(here));
-        }
-    }
-
     /// A run was launched: start its timeout, if the job has one (a job without costs one test).
     pub(super) fn arm_timeout(&self, run_id: u64, out: &mut Vec<Command>) {
         if let Some(timeout) = self.config.policy().timeout {
@@ -102,9 +89,7 @@ impl JobMachine {
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
-        if !self.may_start() {
-            return;
-        }
+        let may_start = self.may_start();
         let Some((_, run)) = self.runs.iter_mut().find(|(id, _)| *id == run_id) else {
             return;
         };
@@ -113,10 +98,13 @@ impl JobMachine {
         }
         // A failover run's items name their crashed owner: the claim makes them this instance's.
         let claimed = run.source == ExecutionSource::Failover;
-        let again: Vec<ShardItem> = (run.items.iter())
-            .filter(|i| failed.contains(i) && (claimed || facts.owns(**i)))
+        let (again, stands): (Vec<ShardItem>, Vec<ShardItem>) = (run.items.iter())
+            .filter(|i| failed.contains(i))
             .copied()
-            .collect();
+            .partition(|i| may_start && (claimed || facts.owns(*i)));
+        if !stands.is_empty() && retry.notify == Notify::Final {
+            out.push(Command::FailureStands(stands));
+        }
         let Some(first) = again.first().copied() else {
             return;
         };
@@ -185,6 +173,8 @@ impl JobMachine {
                 run.attempt - 1,
                 run.items
             )));
+            let items = run.items.clone();
+            self.failure_stands(items, out);
             self.run_finished(run_id, Vec::new(), facts, out);
         }
     }
@@ -202,8 +192,21 @@ impl JobMachine {
                     "retry of items {:?} not run (the job stops here): the last failure stands",
                     run.items
                 )));
+                let items = run.items.clone();
+                self.failure_stands(items, out);
             }
             self.run_finished(run_id, Vec::new(), facts, out);
+        }
+    }
+}
+
+impl JobMachine {
+    /// A retry of `items` will not run: under `shardcron.retry.notify: final` the error handler
+    /// has not heard their last failure yet.
+    fn failure_stands(&self, items: Vec<ShardItem>, out: &mut Vec<Command>) {
+        let unheard = (self.config.policy().retry).is_some_and(|r| r.notify == Notify::Final);
+        if unheard {
+            out.push(Command::FailureStands(items));
         }
     }
 }

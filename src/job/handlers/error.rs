@@ -73,13 +73,15 @@ impl ErrorHandler for ThrowErrorHandler {
 }
 
 fn log_failure(job: &JobName, item: Option<ShardItem>, error: &JobError, escalated: bool) {
+    // `timeout` or `cancelled` rather than `failed` when that is how the item ended.
+    let outcome = crate::job::ItemOutcome::of_error(error).as_str();
     // A failure may quote a URL with its token or password.
     let error = crate::secret::redact_text(&error.to_string());
     match item {
         Some(item) => {
-            tracing::error!(%job, %item, %error, escalated, "job item failed")
+            tracing::error!(%job, %item, outcome, %error, escalated, "job item did not succeed")
         }
-        None => tracing::error!(%job, %error, escalated, "job run failed"),
+        None => tracing::error!(%job, outcome, %error, escalated, "job run did not succeed"),
     }
 }
 

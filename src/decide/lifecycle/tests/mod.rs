@@ -6,6 +6,7 @@ mod catchup;
 mod heeded;
 mod manual;
 mod missed;
+mod overlap;
 mod policies;
 mod transitions;
 

@@ -262,9 +262,9 @@ fn a_retry_that_cannot_run_ends_its_run_and_says_why() {
     m.step(finished(1, &[1]), &f);
     let drained = m.step(Input::Drain, &f);
     assert!(
-        matches!(&drained[..], [Command::Unschedule, Command::Warn(w), e]
-        if w.contains("stops here") && *e == end(2, &[1])),
-        "{drained:?}"
+        matches!(&drained[..], [Command::Unschedule, Command::Warn(w), Command::FailureStands(s), e]
+        if w.contains("stops here") && *s == [ShardItem(1)] && *e == end(2, &[1])),
+        "the error handler hears the failure that stands: {drained:?}"
     );
 
     tracing::info!("--- the item moved to another instance during the backoff");
@@ -277,8 +277,8 @@ fn a_retry_that_cannot_run_ends_its_run_and_says_why() {
     ));
     let due = m.step(retry_fired(2), &moved);
     assert!(
-        matches!(&due[..], [Command::Warn(w), e]
-        if w.contains("another instance") && *e == end(2, &[1])),
+        matches!(&due[..], [Command::Warn(w), Command::FailureStands(s), e]
+        if w.contains("another instance") && *s == [ShardItem(1)] && *e == end(2, &[1])),
         "{due:?}"
     );
 
@@ -288,6 +288,28 @@ fn a_retry_that_cannot_run_ends_its_run_and_says_why() {
     m.step(Input::Session(SessionState::Disconnected), &f);
     let due = m.step(retry_fired(2), &f);
     assert!(matches!(due.first(), Some(Command::Warn(_))), "{due:?}");
+}
+
+#[test]
+fn a_failure_whose_retry_cannot_even_start_stands_at_once_unless_every_failure_was_heard() {
+    use crate::config::Notify;
+    let f = fake();
+    let mut m = retrying(&f);
+    m.step(Input::Session(SessionState::Disconnected), &f);
+    assert_eq!(
+        m.step(finished(1, &[1]), &f),
+        vec![Command::FailureStands(vec![ShardItem(1)]), end(1, &[0, 1])]
+    );
+    let every = config(|c| {
+        c.retry(2)
+            .retry_backoff(SECOND, 10 * SECOND)
+            .retry_notify(Notify::Every)
+    });
+    let mut m = machine_with(Registration::Confirmed, every);
+    m.step(Input::Fire { scheduled: t(0) }, &f);
+    m.step(written(Purpose::Start), &f);
+    m.step(Input::Session(SessionState::Disconnected), &f);
+    assert_eq!(m.step(finished(1, &[1]), &f), vec![end(1, &[0, 1])]);
 }
 
 #[test]
@@ -393,14 +415,8 @@ fn overlap_cancel_other_cancels_the_items_running_here_and_runs_them_once_they_e
 }
 
 #[test]
-fn overlap_policies_not_carried_out_yet_are_refused_naming_the_key() {
-    use crate::config::Overlap;
+fn policies_not_carried_out_yet_are_refused_naming_the_key() {
     let ctx = ValidationContext::builtin(JobKind::Simple);
-    let all = JobConfig::test("j").overlap(Overlap::BufferAll(std::num::NonZeroU32::MIN));
-    assert_eq!(
-        all.validate(&ctx).unwrap_err().fields(),
-        ["shardcron.overlap"]
-    );
     let window = JobConfig::test("j").catchup_window(Duration::from_secs(60));
     assert!(
         window.validate(&ctx).is_ok(),
