@@ -77,6 +77,27 @@ pub enum EngineEvent {
         /// The cron instant the run answers (`None` for a manual trigger).
         scheduled_at: Option<DateTime<Utc>>,
     },
+    /// A chunk of a running item's captured output (every second while it changes), or its
+    /// last one (`complete`) when the item has ended: only for a job that captures its output
+    /// (`shardcron.output`, see [`crate::job::output`]). Each chunk holds the whole ring.
+    ItemOutput {
+        /// The execution the output belongs to (its `ItemStarted`'s id).
+        execution_id: String,
+        /// The job.
+        job: JobName,
+        /// The item.
+        item: ShardItem,
+        /// The lines held, each `{stream} {text}\n`.
+        text: String,
+        /// Bytes written since the item started (held and evicted).
+        written: u64,
+        /// Bytes evicted from the ring, the oldest lines.
+        dropped: u64,
+        /// Whether the item has ended: no chunk follows.
+        complete: bool,
+        /// When the chunk was taken.
+        at: DateTime<Utc>,
+    },
     /// A run changed status.
     RunStatus {
         /// The job.

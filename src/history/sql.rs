@@ -74,7 +74,7 @@ const CREATE_RETENTION: &str = "CREATE TABLE IF NOT EXISTS SHARDCRON_HISTORY_RET
     purged_at TIMESTAMP NOT NULL,
     PRIMARY KEY (job_name))";
 
-const MIGRATION: [(&str, &str); 8] = [
+const MIGRATION: [(&str, &str); 10] = [
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_LOG),
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_INDEX),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_TRACE_LOG),
@@ -83,6 +83,8 @@ const MIGRATION: [(&str, &str); 8] = [
     ("SHARDCRON_HISTORY_RETENTION", CREATE_RETENTION),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_LOG),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_INDEX),
+    ("SHARDCRON_EXECUTION_OUTPUT", super::output::CREATE_OUTPUT),
+    ("SHARDCRON_EXECUTION_OUTPUT", super::output::CREATE_OUTPUT_INDEX),
 ];
 
 /// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added
@@ -94,7 +96,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 1] =
 /// `CREATE TABLE IF NOT EXISTS` races there (a unique violation on the catalog).
 const PG_MIGRATION_LOCK: i64 = 0x7368_6172_6463_726f; // "shardcro"
 
-const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
+pub(super) const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
      execution_source, failure_cause, is_success, start_time, complete_time, scheduled_time";
 
 const INSERT_EXECUTION: &str = "INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, \
@@ -159,6 +161,8 @@ macro_rules! execution_from_row {
         })
     }};
 }
+
+pub(super) use execution_from_row;
 
 /// Reads a [`StatusRecord`] from a row of either backend.
 macro_rules! status_from_row {
@@ -307,6 +311,7 @@ impl Store {
                 ),
                 execution_params(r),
             ),
+            HistoryWrite::Output(r) => return self.write_output(r).await,
             HistoryWrite::Status(r) => (
                 "JOB_STATUS_TRACE_LOG",
                 &r.id,
@@ -469,7 +474,7 @@ fn status_params(r: &StatusRecord) -> Vec<Param> {
 }
 
 /// Items are `0..shardingTotalCount` with a count that is an `i32` in the config.
-fn item_to_db(item: u32) -> i32 {
+pub(super) fn item_to_db(item: u32) -> i32 {
     i32::try_from(item).unwrap_or(i32::MAX)
 }
 
