@@ -52,6 +52,7 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route("/session", get(super::guard::session))
         .route("/audit", get(super::audit::audit))
         .merge(super::stats::routes())
+        .merge(super::logs::routes())
 }
 
 /// A JSON error answer.

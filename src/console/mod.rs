@@ -20,6 +20,7 @@
 //! | `auth.rs` | tokens and their [`Role`]s, login sessions, the delay after wrong tokens |
 //! | `api.rs` | the JSON endpoints |
 //! | `audit.rs` | the audit log's endpoint |
+//! | `logs.rs` | a run's captured output for the History tab's viewer, and its live tail |
 //! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
 //! | `shared.rs` | one snapshot per change shared by every open page's event stream |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
@@ -45,6 +46,7 @@ mod audit;
 mod auth;
 mod guard;
 mod live;
+mod logs;
 pub mod schedule;
 mod shared;
 mod stats;

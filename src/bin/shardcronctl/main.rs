@@ -118,8 +118,8 @@ impl CtlError {
             | Self::BadToken { .. }
             | Self::Access(_) => BAD_INPUT,
             Self::Connect { .. } | Self::History(_) | Self::NoHistory(_) => REFUSED,
-            Self::Logs(logs::LogsError::History(_) | logs::LogsError::NoHistory(_)) => REFUSED,
-            Self::Logs(_) => BAD_INPUT,
+            Self::Logs(logs::LogsError::NoExecution { .. }) => BAD_INPUT,
+            Self::Logs(_) => REFUSED,
             Self::CronNext(e) => e.exit_code(),
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
             Self::Console(_) => REFUSED,
