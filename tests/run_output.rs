@@ -18,7 +18,7 @@ use support::wait::wait_until;
 use support::{zk, Peer};
 
 use shardcron::console::{Console, ConsoleOptions};
-use shardcron::history::{ExecutionRecord, History, HistoryQuery};
+use shardcron::history::{ExecutionRecord, History, HistoryQuery, HistoryWrite, OutputRecord};
 use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
 use shardcron::JobName;
@@ -305,4 +305,52 @@ async fn ctl(args: &[&str]) -> CtlOutput {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+#[tokio::test]
+async fn an_output_row_only_moves_forward_and_stays_once_complete_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = History::sqlite(dir.path().join("h.db")).await.unwrap();
+    output_rows_move_forward(history).await;
+}
+
+#[tokio::test]
+async fn an_output_row_only_moves_forward_and_stays_once_complete_on_postgresql() {
+    let bin = require!(Peer::PostgreSql);
+    let server = PgServer::start(&bin);
+    let history = History::postgres(&server.url()).await.unwrap();
+    output_rows_move_forward(history).await;
+}
+
+/// Chunks of one execution written out of order, then after its last one.
+async fn output_rows_move_forward(history: History) {
+    let chunk = |text: &str, written: u64, complete: bool| {
+        HistoryWrite::Output(OutputRecord {
+            id: "ticks@-@0@-@NORMAL@-@10.0.0.1@-@1@-@1@-@0".into(),
+            job_name: "ticks".into(),
+            sharding_item: 0,
+            output: text.into(),
+            written_bytes: written,
+            dropped_bytes: written - text.len() as u64,
+            complete,
+            update_time: History::stored_instant(chrono::Utc::now()),
+        })
+    };
+    let id = "ticks@-@0@-@NORMAL@-@10.0.0.1@-@1@-@1@-@0";
+    tracing::info!("--- a chunk, then an older one arriving late: the newer stays");
+    history.write(&chunk("out a\nout b\n", 12, false)).await.unwrap();
+    history.write(&chunk("out a\n", 6, false)).await.unwrap();
+    let row = history.output(id).await.unwrap().unwrap();
+    assert_eq!((row.output.as_str(), row.complete), ("out a\nout b\n", false));
+
+    tracing::info!("--- the last chunk completes the row; nothing moves it after");
+    history.write(&chunk("out b\nerr c\n", 18, true)).await.unwrap();
+    history.write(&chunk("out b\nerr c\nout d\n", 24, false)).await.unwrap();
+    let row = history.output(id).await.unwrap().unwrap();
+    assert_eq!((row.written_bytes, row.dropped_bytes, row.complete), (18, 6, true));
+    let read = row.snapshot();
+    let new = read.since(6);
+    assert_eq!((new.lost, new.text), (0, "out b\nerr c\n"));
+    assert_eq!(history.output("no such execution").await.unwrap(), None);
+    history.close().await;
 }
