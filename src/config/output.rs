@@ -88,6 +88,21 @@ mod tests {
     }
 
     #[test]
+    fn validation_carries_the_bound_and_refuses_a_bad_one_naming_the_key() {
+        use crate::config::{JobKind, ValidationContext};
+        let ctx = ValidationContext::builtin(JobKind::Simple);
+        let plain = JobConfig::test("a").validate(&ctx).unwrap();
+        assert_eq!(plain.output_limit(), None, "no prop: no capture");
+        let asking = JobConfig::test("a").capture_output(2).validate(&ctx).unwrap();
+        assert_eq!(asking.output_limit(), OutputLimit::kib(2));
+        let err = JobConfig::test("a")
+            .prop(OUTPUT_PROP, "lots")
+            .validate(&ctx)
+            .unwrap_err();
+        assert_eq!(err.fields(), ["props.shardcron.output"]);
+    }
+
+    #[test]
     fn a_bad_bound_is_refused_naming_the_key() {
         for value in ["-1", "lots", "1.5", "", "16385"] {
             let err = OutputLimit::parse(value).unwrap_err();

@@ -197,22 +197,20 @@ impl Store {
             source,
         };
         let row = match self {
-            Self::Sqlite(pool) => match bind_all!(sqlx::query(sql), params)
+            Self::Sqlite(pool) => bind_all!(sqlx::query(sql), params)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            {
-                Some(row) => Some(execution_from_row!(&row).map_err(fail)?),
-                None => None,
-            },
-            Self::Postgres(pool) => match bind_all!(sqlx::query(sql), params)
+            .map(|row| execution_from_row!(&row))
+            .transpose()
+            .map_err(fail)?,
+            Self::Postgres(pool) => bind_all!(sqlx::query(sql), params)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            {
-                Some(row) => Some(execution_from_row!(&row).map_err(fail)?),
-                None => None,
-            },
+            .map(|row| execution_from_row!(&row))
+            .transpose()
+            .map_err(fail)?,
         };
         Ok(row)
     }
@@ -224,24 +222,22 @@ impl Store {
             source,
         };
         let row = match self {
-            Self::Sqlite(pool) => match sqlx::query(&sql)
+            Self::Sqlite(pool) => sqlx::query(&sql)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            {
-                Some(row) => Some(output_from_row!(&row).map_err(fail)?),
-                None => None,
-            },
-            Self::Postgres(pool) => match sqlx::query(&sql)
+            .map(|row| output_from_row!(&row))
+            .transpose()
+            .map_err(fail)?,
+            Self::Postgres(pool) => sqlx::query(&sql)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            {
-                Some(row) => Some(output_from_row!(&row).map_err(fail)?),
-                None => None,
-            },
+            .map(|row| output_from_row!(&row))
+            .transpose()
+            .map_err(fail)?,
         };
         Ok(row)
     }

@@ -195,10 +195,10 @@ impl OutputSnapshot {
         // A reader's offset always sits on a line boundary; a forged one is moved to the next.
         let skip = match self.text.get(skip..) {
             Some(_) if skip == 0 || self.text.as_bytes()[skip - 1] == b'\n' => skip,
-            _ => self.text[skip..]
-                .find('\n')
-                .map_or(self.text.len(), |at| skip + at + 1)
-                .min(self.text.len()),
+            _ => self.text.as_bytes()[skip..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(self.text.len(), |at| skip + at + 1),
         };
         Since {
             lost,
@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn the_oldest_lines_are_evicted_beyond_the_bound_and_counted() {
         let out = capture(1);
-        let line = "x".repeat(96); // 100 bytes with its tag and newline
+        let line = "x".repeat(95); // 100 bytes with its tag, space and newline
         for _ in 0..30 {
             out.line(Stream::Stdout, &line);
         }
