@@ -16,10 +16,10 @@ use crate::events::{EngineEvent, EventBus, RunState};
 use crate::job::concurrency::ItemGate;
 use crate::job::deadline::RunDeadline;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
-use crate::job::output::OutputCapture;
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
 };
+use crate::job::output::OutputCapture;
 use crate::job::{
     ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler, StopGrace,
 };

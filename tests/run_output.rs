@@ -93,15 +93,22 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
         "--history",
         db,
     ];
+    // Opened (its tables created) before the node opens it too: two first migrations of one
+    // SQLite file at once may both add the same column.
+    let history = History::open(db).await.expect("the history opens");
     let mut node = NodeProcess::spawn("node", &args, &[], &node_output);
 
     tracing::info!("--- run 1 ends; run 2 runs, waiting at the gate, its first lines recorded");
-    let history = History::open(db).await.expect("the history opens");
     let (first, second) = wait_until(
         async || {
             let runs = executions(&history, "ticks").await;
             let [.., second, first] = runs.as_slice() else {
-                return Err(format!("{} executions", runs.len()));
+                let stderr = node.stderr();
+                let tail = &stderr[stderr.len().saturating_sub(2000)..];
+                return Err(format!(
+                    "{} executions; the node's stderr ends:\n{tail}",
+                    runs.len()
+                ));
             };
             let out = history.output(&second.id).await.unwrap();
             let recorded = out.is_some_and(|o| o.output.contains("run 2 starts"));
@@ -120,7 +127,10 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stdout, "run 1 starts\n", "{out:#?}");
     assert!(out.stderr.contains("run 1 warns"), "{out:#?}");
-    assert!(out.stderr.contains("item 0") && out.stderr.contains("OK"), "{out:#?}");
+    assert!(
+        out.stderr.contains("item 0") && out.stderr.contains("OK"),
+        "{out:#?}"
+    );
     let run_number = first.task_id.rsplit("@-@").next().unwrap();
     let by_number = ctl(&["logs", "ticks", "--db", db, "--run", run_number]).await;
     assert_eq!(by_number.stdout, out.stdout, "{by_number:#?}");
@@ -146,13 +156,8 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     tracing::info!("--- shardcronctl logs --follow prints the running item's lines as they come");
     let follow_output = Output::new();
     let follow_args = ["logs", "ticks", "--db", db, "--run", &second.id, "--follow"];
-    let mut follow = NodeProcess::spawn_program(
-        &ctl_binary(),
-        "follow",
-        &follow_args,
-        &[],
-        &follow_output,
-    );
+    let mut follow =
+        NodeProcess::spawn_program(&ctl_binary(), "follow", &follow_args, &[], &follow_output);
     let mut follow_output = tokio::task::block_in_place(|| {
         let mut follow_output = follow_output;
         follow_output.wait_until("the follower printed run 2's start", &[&follow], |lines| {
@@ -175,13 +180,13 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
             lines.iter().any(|l| l.text == "run 2 passed the gate")
         })
     });
-    let printed: Vec<&str> = follow_output
-        .seen
-        .iter()
-        .map(|l| l.text.as_str())
-        .collect();
+    let printed: Vec<&str> = follow_output.seen.iter().map(|l| l.text.as_str()).collect();
     assert_eq!(printed, ["run 2 starts", "run 2 passed the gate"]);
-    assert!(follow.stderr().contains("run 2 warns"), "{}", follow.stderr());
+    assert!(
+        follow.stderr().contains("run 2 warns"),
+        "{}",
+        follow.stderr()
+    );
 
     if let Some((browser, console)) = browser {
         tracing::info!("--- the console's viewer tails the same lines until the item ends");
@@ -193,7 +198,11 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
         .await;
         assert_eq!(
             shown,
-            ["err run 2 warns", "out run 2 passed the gate", "out run 2 starts"]
+            [
+                "err run 2 warns",
+                "out run 2 passed the gate",
+                "out run 2 starts"
+            ]
         );
         browser.quit().await;
         console.stop().await;
@@ -338,16 +347,31 @@ async fn output_rows_move_forward(history: History) {
     };
     let id = "ticks@-@0@-@NORMAL@-@10.0.0.1@-@1@-@1@-@0";
     tracing::info!("--- a chunk, then an older one arriving late: the newer stays");
-    history.write(&chunk("out a\nout b\n", 12, false)).await.unwrap();
+    history
+        .write(&chunk("out a\nout b\n", 12, false))
+        .await
+        .unwrap();
     history.write(&chunk("out a\n", 6, false)).await.unwrap();
     let row = history.output(id).await.unwrap().unwrap();
-    assert_eq!((row.output.as_str(), row.complete), ("out a\nout b\n", false));
+    assert_eq!(
+        (row.output.as_str(), row.complete),
+        ("out a\nout b\n", false)
+    );
 
     tracing::info!("--- the last chunk completes the row; nothing moves it after");
-    history.write(&chunk("out b\nerr c\n", 18, true)).await.unwrap();
-    history.write(&chunk("out b\nerr c\nout d\n", 24, false)).await.unwrap();
+    history
+        .write(&chunk("out b\nerr c\n", 18, true))
+        .await
+        .unwrap();
+    history
+        .write(&chunk("out b\nerr c\nout d\n", 24, false))
+        .await
+        .unwrap();
     let row = history.output(id).await.unwrap().unwrap();
-    assert_eq!((row.written_bytes, row.dropped_bytes, row.complete), (18, 6, true));
+    assert_eq!(
+        (row.written_bytes, row.dropped_bytes, row.complete),
+        (18, 6, true)
+    );
     let read = row.snapshot();
     let new = read.since(6);
     assert_eq!((new.lost, new.text), (0, "out b\nerr c\n"));

@@ -40,9 +40,7 @@ impl OutputLimit {
     pub fn parse(value: &str) -> Result<Option<Self>, ConfigError> {
         let bad = || ConfigError {
             field: OUTPUT_FIELD,
-            problem: format!(
-                "{value:?} is not a number of KiB from 0 (off) to {MAX_OUTPUT_KIB}"
-            ),
+            problem: format!("{value:?} is not a number of KiB from 0 (off) to {MAX_OUTPUT_KIB}"),
         };
         let kib: u32 = value.trim().parse().map_err(|_| bad())?;
         match kib {
@@ -93,7 +91,10 @@ mod tests {
         let ctx = ValidationContext::builtin(JobKind::Simple);
         let plain = JobConfig::test("a").validate(&ctx).unwrap();
         assert_eq!(plain.output_limit(), None, "no prop: no capture");
-        let asking = JobConfig::test("a").capture_output(2).validate(&ctx).unwrap();
+        let asking = JobConfig::test("a")
+            .capture_output(2)
+            .validate(&ctx)
+            .unwrap();
         assert_eq!(asking.output_limit(), OutputLimit::kib(2));
         let err = JobConfig::test("a")
             .prop(OUTPUT_PROP, "lots")

@@ -14,8 +14,8 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::record::ExecutionRecord;
-use super::sql::{bind_all, execution_from_row, from_db, item_to_db, to_db, Param, Store};
 use super::sql::EXECUTION_COLUMNS;
+use super::sql::{bind_all, execution_from_row, from_db, item_to_db, to_db, Param, Store};
 use super::{History, HistoryError};
 use crate::job::output::OutputSnapshot;
 use crate::types::{JobName, ShardItem};
@@ -201,16 +201,16 @@ impl Store {
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            .map(|row| execution_from_row!(&row))
-            .transpose()
-            .map_err(fail)?,
+                .map(|row| execution_from_row!(&row))
+                .transpose()
+                .map_err(fail)?,
             Self::Postgres(pool) => bind_all!(sqlx::query(sql), params)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            .map(|row| execution_from_row!(&row))
-            .transpose()
-            .map_err(fail)?,
+                .map(|row| execution_from_row!(&row))
+                .transpose()
+                .map_err(fail)?,
         };
         Ok(row)
     }
@@ -227,17 +227,17 @@ impl Store {
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            .map(|row| output_from_row!(&row))
-            .transpose()
-            .map_err(fail)?,
+                .map(|row| output_from_row!(&row))
+                .transpose()
+                .map_err(fail)?,
             Self::Postgres(pool) => sqlx::query(&sql)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
-            .map(|row| output_from_row!(&row))
-            .transpose()
-            .map_err(fail)?,
+                .map(|row| output_from_row!(&row))
+                .transpose()
+                .map_err(fail)?,
         };
         Ok(row)
     }

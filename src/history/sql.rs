@@ -84,7 +84,10 @@ const MIGRATION: [(&str, &str); 10] = [
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_LOG),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_INDEX),
     ("SHARDCRON_EXECUTION_OUTPUT", super::output::CREATE_OUTPUT),
-    ("SHARDCRON_EXECUTION_OUTPUT", super::output::CREATE_OUTPUT_INDEX),
+    (
+        "SHARDCRON_EXECUTION_OUTPUT",
+        super::output::CREATE_OUTPUT_INDEX,
+    ),
 ];
 
 /// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added

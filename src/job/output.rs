@@ -332,7 +332,10 @@ mod tests {
             7
         };
         let mut chunks = Vec::new();
-        let result = chunked(item, &out, |snap, complete| chunks.push((snap.text, complete))).await;
+        let result = chunked(item, &out, |snap, complete| {
+            chunks.push((snap.text, complete))
+        })
+        .await;
         assert_eq!(result, 7);
         assert_eq!(
             chunks,
