@@ -123,14 +123,20 @@ impl ExecutorState {
                 scheduled,
                 items,
                 attempt,
+                parameter,
             } => {
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
                     .await;
                 let config = self.machine.config();
-                self.kit.launch(
-                    &self.ctx, config, myself, run_id, source, scheduled, &items, go, attempt,
-                );
+                let run = super::run::Launch {
+                    run_id,
+                    source,
+                    scheduled,
+                    attempt,
+                    parameter,
+                };
+                self.kit.launch(&self.ctx, config, myself, run, &items, go);
             }
             Command::Cancel(items) => self.kit.cancel(|i| items.contains(&i)),
             Command::CancelAll => self.kit.cancel(|_| true),

@@ -60,6 +60,19 @@ pub(crate) struct RunRequest {
     pub(crate) notify: bool,
 }
 
+/// One run as the machine launched it.
+#[derive(Debug)]
+pub(crate) struct Launch {
+    pub(crate) run_id: u64,
+    pub(crate) source: ExecutionSource,
+    /// The cron instant it answers.
+    pub(crate) scheduled: Option<DateTime<Utc>>,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    pub(crate) attempt: u32,
+    /// A trigger's job parameter, in place of the config's.
+    pub(crate) parameter: Option<Arc<str>>,
+}
+
 /// What a run reports back.
 #[derive(Debug)]
 pub(crate) struct RunReport {
@@ -171,20 +184,23 @@ impl RunKit {
         token
     }
 
-    /// Starts run `run_id` of `items` in its task, which reports to `executor`.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts `run` of `items` in its task, which reports to `executor`.
     pub(crate) fn launch(
         &mut self,
         ctx: &SessionCtx,
         config: &ValidatedConfig,
         executor: &ActorRef<ExecutorMsg>,
-        run_id: u64,
-        source: ExecutionSource,
-        scheduled: Option<DateTime<Utc>>,
+        run: Launch,
         items: &[ShardItem],
         go: Option<oneshot::Receiver<()>>,
-        attempt: u32,
     ) {
+        let Launch {
+            run_id,
+            source,
+            scheduled,
+            attempt,
+            parameter,
+        } = run;
         let me = ctx.me().clone();
         let job = config.job_name().clone();
         let task_id = task_id(&job, items, source, &me, run_id);
@@ -219,7 +235,10 @@ impl RunKit {
                     job_name: job.clone(),
                     task_id: task_id.clone(),
                     sharding_total_count: config.sharding_total_count(),
-                    job_parameter: c.job_parameter.clone().unwrap_or_default(),
+                    job_parameter: match &parameter {
+                        Some(p) => p.to_string(),
+                        None => c.job_parameter.clone().unwrap_or_default(),
+                    },
                     sharding_item: *item,
                     sharding_parameter: config.item_parameter(*item).unwrap_or_default().to_owned(),
                     scheduled_at: scheduled,

@@ -125,6 +125,22 @@ pub enum JobNode {
     SystemTime,
     /// `systemTime/current`: written to read the registry's clock.
     SystemTimeCurrent,
+    /// `shardcron`: shardcron's own records, where a Java ElasticJob instance never looks.
+    Extensions,
+    /// `shardcron/fired`.
+    Fired,
+    /// `shardcron/fired/{i}`: the last cron instant item `i` was fired for (RFC 3339), kept by
+    /// jobs with a catch-up window ([`crate::decide::catchup`]).
+    FiredItem(ShardItem),
+    /// `shardcron/trigger`.
+    TriggerParams,
+    /// `shardcron/trigger/{instanceId}`: the parameters of the trigger `trigger/{instanceId}`
+    /// asks for (JSON, [`crate::ops::TriggerParams`]); a Java instance sees the plain trigger.
+    TriggerParamsFor(InstanceId),
+    /// `shardcron/backfill`: a backfill's request (JSON, [`crate::decide::backfill::Request`]).
+    Backfill,
+    /// `shardcron/backfill/{i}`: how far item `i` got through it.
+    BackfillItem(ShardItem),
 }
 
 impl JobNode {
@@ -179,6 +195,13 @@ impl JobNode {
             GuaranteeCompletedItem(i) => format!("/{job}/guarantee/completed/{i}"),
             SystemTime => format!("/{job}/systemTime"),
             SystemTimeCurrent => format!("/{job}/systemTime/current"),
+            Extensions => format!("/{job}/shardcron"),
+            Fired => format!("/{job}/shardcron/fired"),
+            FiredItem(i) => format!("/{job}/shardcron/fired/{i}"),
+            TriggerParams => format!("/{job}/shardcron/trigger"),
+            TriggerParamsFor(id) => format!("/{job}/shardcron/trigger/{id}"),
+            Backfill => format!("/{job}/shardcron/backfill"),
+            BackfillItem(i) => format!("/{job}/shardcron/backfill/{i}"),
         }
     }
 
@@ -287,6 +310,13 @@ fn parse_below_job(path: &str, below: &str) -> Result<JobNode, PathError> {
         ["guarantee", "completed", i] => GuaranteeCompletedItem(item(i)?),
         ["systemTime"] => SystemTime,
         ["systemTime", "current"] => SystemTimeCurrent,
+        ["shardcron"] => Extensions,
+        ["shardcron", "fired"] => Fired,
+        ["shardcron", "fired", i] => FiredItem(item(i)?),
+        ["shardcron", "trigger"] => TriggerParams,
+        ["shardcron", "trigger", id] => TriggerParamsFor(instance(id)?),
+        ["shardcron", "backfill"] => Backfill,
+        ["shardcron", "backfill", i] => BackfillItem(item(i)?),
         _ => return Err(unrecognised(path)),
     })
 }

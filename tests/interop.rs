@@ -186,6 +186,7 @@ fn shardcron_first_with_run_policies(peer: &std::path::Path, connect: &str) -> m
         ("shardcron.retry.backoff.jitter", "0.1"),
         ("shardcron.retry.notify", "every"),
         ("shardcron.overlap", "skip"),
+        ("shardcron.catchup.window", "5m"),
     ];
     let mut m = Mixed::with_props(peer, connect, "rust-policies", "policies", &props);
     let a = m.start(Kind::Rust, "a");

@@ -69,7 +69,9 @@ pub const SCRIPT_COMMAND_LINE: &str = "script.command.line";
 /// Fields keep ElasticJob's names (camelCase in YAML) and defaults, and are not checked until
 /// [`JobConfig::validate`], so that a config written by another tool can be read, reported on and
 /// written back. Fields that the Java side writes as `null` are `Option`s here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` shows the config [`redacted`](JobConfig::redacted) (see `redact.rs`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobConfig {
     /// `jobName`: one registry path segment, fixed for the job's life.

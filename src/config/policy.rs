@@ -15,7 +15,7 @@
 //! | `shardcron.retry.notify` | `final` (the last failure only) or `every` attempt's | `final` |
 //! | `shardcron.overlap` | `skip`, `buffer_one`, `buffer_all`, `cancel_other`, `allow_all` | from `misfire` |
 //! | `shardcron.overlap.buffer` | with `buffer_all`: fires kept at most, 1-1000 | `100` |
-//! | `shardcron.catchup.window` | a duration: fires missed while no instance ran are caught up | `0s` |
+//! | `shardcron.catchup.window` | a duration: the latest instant missed while no instance ran an item, if not older, runs once when an owner returns ([`crate::decide::catchup`]) | `0s` |
 //!
 //! Durations are a whole number and a unit: `500ms`, `2s`, `5m`, `1h` (at most [`super::MAX_DURATION`], 720h).
 //! The overlap default follows ElasticJob's `misfire`: `true` is `buffer_one` (the missed fire
@@ -265,8 +265,8 @@ impl RunPolicy {
         }
     }
 
-    /// The policies this version parses but does not carry out yet (`buffer_all`, `allow_all`,
-    /// a catch-up window): refused rather than silently ignored.
+    /// The policies this version parses but does not carry out yet (`buffer_all`, `allow_all`):
+    /// refused rather than silently ignored.
     pub fn unsupported(&self) -> Vec<ConfigError> {
         let mut errors = Vec::new();
         if matches!(self.overlap, Overlap::BufferAll(_) | Overlap::AllowAll) {
@@ -276,12 +276,6 @@ impl RunPolicy {
                     "{} is not supported by this version yet (skip, buffer_one and cancel_other are)",
                     self.overlap.as_str()
                 ),
-            });
-        }
-        if !self.catchup_window.is_zero() {
-            errors.push(ConfigError {
-                field: CATCHUP_WINDOW,
-                problem: "a catch-up window is not supported by this version yet".into(),
             });
         }
         errors

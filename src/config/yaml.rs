@@ -4,9 +4,10 @@
 //! leaves out nulls; empty `props` and `jobListenerTypes` are left out too. [`JobConfig::to_yaml`]
 //! reproduces that layout, so a config written here reads as the Java side would have written it.
 //!
-//! Reading takes two passes: the typed pass gives errors that name the field and the line, and a
-//! second, untyped pass collects the fields this crate does not know, so that writing the config
-//! back keeps them.
+//! Reading parses the text once, with the typed reader (its errors name the field and the line).
+//! Only a text whose top-level keys include one this crate does not know (found by a look at its
+//! lines, `may_hold_unknown_fields`) is parsed a second time, untyped, to keep those fields so
+//! that writing the config back keeps them.
 
 use std::collections::BTreeMap;
 
@@ -96,10 +97,12 @@ impl JobConfig {
         check_yaml(text.as_bytes()).map_err(|source| ConfigYamlError::Refused { source })?;
         let mut config: JobConfig =
             serde_yaml_ng::from_str(text).map_err(|source| ConfigYamlError::Read { source })?;
-        let mut all: BTreeMap<String, Value> = serde_yaml_ng::from_str(text)
-            .map_err(|source| ConfigYamlError::ReadUnknownFields { source })?;
-        all.retain(|key, _| !KNOWN_FIELDS.contains(&key.as_str()));
-        config.unknown_fields = all;
+        if may_hold_unknown_fields(text) {
+            let mut all: BTreeMap<String, Value> = serde_yaml_ng::from_str(text)
+                .map_err(|source| ConfigYamlError::ReadUnknownFields { source })?;
+            all.retain(|key, _| !KNOWN_FIELDS.contains(&key.as_str()));
+            config.unknown_fields = all;
+        }
         Ok(config)
     }
 
@@ -157,5 +160,71 @@ fn scalar_text(value: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         Value::Null => Some(String::new()),
         Value::Sequence(_) | Value::Mapping(_) | Value::Tagged(_) => None,
+    }
+}
+
+/// Whether `text` may hold a top-level field this crate does not know, from a look at the lines
+/// that start a key of the top-level mapping (those at the first content line's indentation): a
+/// key not in [`KNOWN_FIELDS`] says yes, and so does anything that is not plainly a block mapping
+/// (flow style, a quoted or complex key, a tab, content after `---`). Only a yes costs the second,
+/// untyped parse; a config as ElasticJob or this crate writes it is parsed once.
+fn may_hold_unknown_fields(text: &str) -> bool {
+    let mut root = None;
+    for line in text.lines() {
+        let content = line.trim_start_matches(' ');
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - content.len();
+        if indent == 0 && (content.starts_with("---") || content.starts_with("...")) {
+            if matches!(content.trim_end(), "---" | "...") {
+                continue;
+            }
+            return true;
+        }
+        let root = *root.get_or_insert(indent);
+        if indent > root {
+            continue;
+        }
+        match content.split_once(':') {
+            Some((key, _)) if indent == root && KNOWN_FIELDS.contains(&key) => {}
+            _ => return true,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_of_known_fields_only_is_parsed_once_and_any_other_layout_keeps_its_unknown_fields()
+    {
+        let known = "cron: 0/5 * * * * ?\njobName: j\nprops:\n  extra: 1\n  nested.key: x\n\
+            description: |\n  one: two\n  three\nshardingTotalCount: 2\n";
+        assert!(!may_hold_unknown_fields(known));
+        assert!(JobConfig::from_yaml(known)
+            .unwrap()
+            .unknown_fields
+            .is_empty());
+        assert!(!may_hold_unknown_fields("---\n# a comment\njobName: j\n"));
+        let cases = [
+            "jobName: j\nretries: 3\n",
+            "  jobName: j\n  retries: 3\n",
+            "{jobName: j, retries: 3}\n",
+            "--- {jobName: j, retries: 3}\n",
+            "jobName: j\n\"retries\": 3\n",
+        ];
+        for text in cases {
+            assert!(may_hold_unknown_fields(text), "{text}");
+            let config = JobConfig::from_yaml(text).unwrap();
+            assert_eq!(config.job_name, "j", "{text}");
+            assert_eq!(
+                config.unknown_fields.get("retries"),
+                Some(&Value::Number(3.into())),
+                "{text}"
+            );
+        }
     }
 }

@@ -287,9 +287,14 @@ async fn config_set(
     Ok(Json(json!({ "jobName": job, "version": version })))
 }
 
-async fn trigger(Audited(ops): Audited, Path(name): Path<String>) -> ApiResult<Value> {
+/// `{}` for a plain trigger; `{"jobParameter": "...", "items": [0, 2]}` for one with parameters.
+async fn trigger(
+    Audited(ops): Audited,
+    Path(name): Path<String>,
+    Json(params): Json<crate::ops::TriggerParams>,
+) -> ApiResult<Value> {
     let job = job_name(&name)?;
-    let asked = ops.trigger(&job).await?;
+    let asked = ops.trigger_with(&job, &params).await?;
     Ok(Json(json!({ "jobName": job, "triggered": asked })))
 }
 

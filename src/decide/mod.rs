@@ -19,8 +19,14 @@
 //! | [`namespace`] | the plan of the jobs that balance over the namespace, and which drifted from it |
 //! | [`register`] | a job's registration on a session, with the take-over of an older session's node |
 //! | [`lifecycle`] | a job's whole life on one instance: state + input -> commands |
+//! | [`catchup`] | the catch-up window: the latest instant missed while no instance ran an item, and its record |
+//! | [`backfill`] | a backfill's instants, in order, and each item's progress through them |
+//! | [`trigger_params`] | a trigger's one-off parameters, beside the plain trigger Java sees |
+//! | [`workflow`] | jobs that run after other jobs: the dependency graph, when an upstream run ended, whether a downstream starts |
 
 pub mod answer;
+pub mod backfill;
+pub mod catchup;
 pub mod commit;
 pub mod drift;
 pub mod election;
@@ -35,6 +41,8 @@ pub mod prepare;
 pub mod reconcile;
 pub mod register;
 pub mod resharding;
+pub mod workflow;
+pub mod trigger_params;
 
 #[cfg(test)]
 pub(crate) mod fixtures;

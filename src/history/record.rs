@@ -123,6 +123,8 @@ pub fn source_name(source: ExecutionSource) -> &'static str {
         ExecutionSource::Misfire => "MISFIRE",
         ExecutionSource::Failover => "FAILOVER",
         ExecutionSource::Manual => "MANUAL",
+        ExecutionSource::CatchUp => "CATCH_UP",
+        ExecutionSource::Backfill => "BACKFILL",
     }
 }
 
@@ -354,10 +356,22 @@ mod tests {
             ExecutionSource::Misfire,
             ExecutionSource::Failover,
             ExecutionSource::Manual,
+            ExecutionSource::CatchUp,
+            ExecutionSource::Backfill,
         ]
         .into_iter()
         .map(source_name)
         .collect();
-        assert_eq!(names, ["NORMAL_TRIGGER", "MISFIRE", "FAILOVER", "MANUAL"]);
+        assert_eq!(
+            names,
+            [
+                "NORMAL_TRIGGER",
+                "MISFIRE",
+                "FAILOVER",
+                "MANUAL",
+                "CATCH_UP",
+                "BACKFILL"
+            ]
+        );
     }
 }

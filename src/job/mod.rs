@@ -46,6 +46,11 @@ pub enum ExecutionSource {
     Failover,
     /// Triggered by an operator through `trigger/{instanceId}` or the API.
     Manual,
+    /// A cron instant missed while no instance ran the item, run when an owner returned within
+    /// the job's `shardcron.catchup.window`.
+    CatchUp,
+    /// An instant of a backfill (`shardcronctl backfill`).
+    Backfill,
 }
 
 impl ExecutionSource {
@@ -56,6 +61,8 @@ impl ExecutionSource {
             Self::Misfire => "misfire",
             Self::Failover => "failover",
             Self::Manual => "manual",
+            Self::CatchUp => "catchup",
+            Self::Backfill => "backfill",
         }
     }
 }
@@ -95,8 +102,9 @@ pub struct ShardingContext {
     pub sharding_item: ShardItem,
     /// This item's parameter from `shardingItemParameters`, empty when none.
     pub sharding_parameter: String,
-    /// The cron instant this run answers (a normal fire, or a fire resumed after a reshard);
-    /// `None` for manual, misfire catch-up and failover runs. A shardcron addition.
+    /// The cron instant this run answers (a normal fire, a fire resumed after a reshard, or the
+    /// missed instant of a catch-up run); `None` for manual, misfire catch-up and failover runs.
+    /// A shardcron addition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduled_at: Option<DateTime<Utc>>,
     /// Grows whenever the item changes owner: make the job's writes conditional on it

@@ -41,6 +41,42 @@ pub enum OpsError {
         /// The instance asked for.
         instance: InstanceId,
     },
+    /// A backfill cannot be planned (no cron, a range in the future, too many instants).
+    #[error("backfill of job {job}: {problem}")]
+    Backfill {
+        /// The job.
+        job: JobName,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The job's current backfill has instants left.
+    #[error(
+        "job {job} has a backfill under way ({left} item runs left): wait for it, or cancel it \
+         with `shardcronctl backfill {job} --cancel`"
+    )]
+    BackfillUnderWay {
+        /// The job.
+        job: JobName,
+        /// Item runs left.
+        left: usize,
+    },
+    /// Reading or writing the backfill's records failed.
+    #[error("backfill records of job {job}: {source}")]
+    WriteBackfill {
+        /// The job.
+        job: JobName,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
+    /// A trigger's parameters are refused (too long, no item).
+    #[error("trigger parameters for job {job}: {problem}")]
+    TriggerParams {
+        /// The job.
+        job: JobName,
+        /// What is wrong.
+        problem: String,
+    },
     /// The item is past the job's `shardingTotalCount`.
     #[error("job {job} has no item {item} (shardingTotalCount is {total})")]
     UnknownItem {
@@ -199,16 +235,20 @@ impl OpsError {
             | UnknownServer { .. }
             | UnknownInstance { .. }
             | UnknownItem { .. }
+            | TriggerParams { .. }
+            | Backfill { .. }
             | ConfigYaml { .. }
             | ConfigTooLarge { .. }
             | InvalidConfig { .. } => ErrorClass::BadInput,
-            ConfigChanged { .. } | StillRunning { .. } | NoLiveInstance { .. } => {
-                ErrorClass::Refused
-            }
+            ConfigChanged { .. }
+            | StillRunning { .. }
+            | NoLiveInstance { .. }
+            | BackfillUnderWay { .. } => ErrorClass::Refused,
             ListJobs { .. }
             | ReadJob { .. }
             | WriteConfig { .. }
             | Trigger { .. }
+            | WriteBackfill { .. }
             | SetServer { .. }
             | SetItem { .. }
             | Shutdown { .. }

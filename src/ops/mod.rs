@@ -7,7 +7,9 @@
 //! | `report.rs` | the reports and the pure status rules ([`JobStatus`], [`ItemStatus`]) |
 //! | `snapshot.rs` | one job's subtree read in one listing |
 //! | `configure.rs` | [`Ops::config_get`], [`Ops::config_set`]: validated, version-checked writes |
-//! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
+//! | `trigger.rs` | [`Ops::trigger`], [`Ops::trigger_with`]: a run now, with a job parameter and items ([`TriggerParams`]) |
+//! | `backfill.rs` | [`Ops::backfill`], [`Ops::cancel_backfill`]: every cron instant of a past range, in order |
+//! | `operate.rs` | [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
 //! | `audit.rs` | [`Ops::audited`]: every state-changing call recorded in the audit log as done by an [`Actor`] |
 //! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
 //!
@@ -31,11 +33,13 @@
 //! ```
 
 mod audit;
+mod backfill;
 mod configure;
 mod error;
 mod operate;
 mod report;
 mod snapshot;
+mod trigger;
 
 use std::sync::Arc;
 
@@ -43,7 +47,9 @@ use crate::registry::mirror::Mirror;
 use crate::registry::Registry;
 use crate::types::JobName;
 
+pub use crate::decide::trigger_params::TriggerParams;
 pub use audit::Actor;
+pub use backfill::BackfillPlan;
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};
@@ -185,5 +191,7 @@ impl Ops {
     }
 }
 
+#[cfg(test)]
+mod run_ops_tests;
 #[cfg(test)]
 mod tests;

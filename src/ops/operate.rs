@@ -3,7 +3,7 @@
 //!
 //! | call | writes | the engine then |
 //! | --- | --- | --- |
-//! | [`Ops::trigger`] | `trigger/{instanceId}` per live instance | each instance runs its items once |
+//! | [`Ops::trigger`] | `trigger/{instanceId}` per live instance (`trigger.rs`) | each instance runs its items once |
 //! | [`Ops::disable`] a server | `servers/{ip}` = `DISABLED` | the leader reshards its items away |
 //! | [`Ops::disable`] an item | `sharding/{i}/disabled` | the owner skips the item |
 //! | [`Ops::shutdown`] | deletes `instances/{id}` | that instance stops the job; the rest reshard |
@@ -64,47 +64,6 @@ pub enum RemoveMode {
 const REMOVE_ROUNDS: usize = 10;
 
 impl Ops {
-    /// Asks every live instance to run its items once now. Returns the instances asked.
-    pub async fn trigger(&self, job: &JobName) -> Result<Vec<InstanceId>, OpsError> {
-        let result = self.ask_to_trigger(job).await;
-        self.record(Entry::new("trigger", job), &result).await;
-        result
-    }
-
-    async fn ask_to_trigger(&self, job: &JobName) -> Result<Vec<InstanceId>, OpsError> {
-        let snap = self.listed_snapshot(job).await?;
-        let instances: Vec<InstanceId> = snap.view.instances.iter().cloned().collect();
-        if instances.is_empty() {
-            return Err(OpsError::NoLiveInstance { job: job.clone() });
-        }
-        let failed = |instance: &InstanceId| {
-            let (job, instance) = (job.clone(), instance.clone());
-            move |source| OpsError::Trigger {
-                job,
-                instance,
-                source,
-            }
-        };
-        for id in &instances {
-            self.registry
-                .ensure_path(&JobNode::Trigger.to_path(job))
-                .await
-                .map_err(failed(id))?;
-            let path = JobNode::TriggerInstance(id.clone()).to_path(job);
-            match self
-                .registry
-                .create(&path, b"", CreateMode::Persistent)
-                .await
-            {
-                // A trigger not yet taken covers this one too.
-                Ok(_) => {}
-                Err(e) if e.is_node_exists() => {}
-                Err(e) => return Err(failed(id)(e)),
-            }
-        }
-        Ok(instances)
-    }
-
     /// Disables a server (or all) or an item. Returns what was disabled.
     pub async fn disable(&self, job: &JobName, target: Target) -> Result<Vec<Target>, OpsError> {
         let entry = Entry::new("disable", job).on(target.describe());

@@ -116,7 +116,7 @@ fn servers_gather_instances_and_jobs_per_ip_and_count_disabled_ones() {
     assert_eq!(briefs[1].disabled_jobs, 0);
 }
 
-async fn seeded(root: &[u8]) -> (Ops, Arc<dyn Registry>) {
+pub(super) async fn seeded(root: &[u8]) -> (Ops, Arc<dyn Registry>) {
     let session: Arc<dyn Registry> = Arc::new(EmbeddedServer::new().connector("ops").open());
     session
         .create("/orders", root, CreateMode::Persistent)

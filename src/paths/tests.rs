@@ -43,6 +43,16 @@ fn every_node() -> Vec<(JobNode, &'static str)> {
         (GuaranteeStartedItem(i), "/orders/guarantee/started/12"),
         (GuaranteeCompleted, "/orders/guarantee/completed"),
         (GuaranteeCompletedItem(i), "/orders/guarantee/completed/12"),
+        (Extensions, "/orders/shardcron"),
+        (Fired, "/orders/shardcron/fired"),
+        (FiredItem(i), "/orders/shardcron/fired/12"),
+        (TriggerParams, "/orders/shardcron/trigger"),
+        (
+            TriggerParamsFor(id()),
+            "/orders/shardcron/trigger/192.0.2.2@-@9526",
+        ),
+        (Backfill, "/orders/shardcron/backfill"),
+        (BackfillItem(i), "/orders/shardcron/backfill/12"),
     ]
 }
 
@@ -83,6 +93,13 @@ fn variant_index(node: &JobNode) -> usize {
         GuaranteeStartedItem(_) => 29,
         GuaranteeCompleted => 30,
         GuaranteeCompletedItem(_) => 31,
+        Extensions => 32,
+        Fired => 33,
+        FiredItem(_) => 34,
+        TriggerParams => 35,
+        TriggerParamsFor(_) => 36,
+        Backfill => 37,
+        BackfillItem(_) => 38,
     }
 }
 
@@ -92,7 +109,7 @@ fn every_node_has_its_contract_path_and_parses_back_to_itself() {
     let nodes = every_node();
     let mut indices: Vec<usize> = nodes.iter().map(|(node, _)| variant_index(node)).collect();
     indices.sort_unstable();
-    assert_eq!(indices, (0..=31).collect::<Vec<_>>(), "each variant once");
+    assert_eq!(indices, (0..=38).collect::<Vec<_>>(), "each variant once");
     for (node, path) in nodes {
         assert_eq!(node.to_path(&job), path, "{node:?}");
         assert_eq!(JobNode::parse(path), Ok((job.clone(), node)), "{path}");

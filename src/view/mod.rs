@@ -273,6 +273,52 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
     fn clock_skew(&self) -> Option<std::time::Duration> {
         self.skew
     }
+
+    fn fired(&self) -> crate::decide::catchup::FiredRecord {
+        let parent = JobNode::Fired.to_path(self.job);
+        let mut record = crate::decide::catchup::FiredRecord {
+            parent: self.mirror.exists(&parent),
+            ..Default::default()
+        };
+        if record.parent {
+            for name in self.mirror.children(&parent) {
+                let Ok(item) = name.parse::<ShardItem>() else {
+                    continue;
+                };
+                let data = self
+                    .mirror
+                    .data(&JobNode::FiredItem(item).to_path(self.job));
+                let at = data.and_then(|d| crate::decide::catchup::parse_fired(&d));
+                record.items.insert(item, at);
+            }
+        }
+        record
+    }
+
+    fn trigger_params(&self) -> Option<Vec<u8>> {
+        let path = JobNode::TriggerParamsFor(self.me.clone()).to_path(self.job);
+        self.mirror.data(&path).map(|d| d.to_vec())
+    }
+
+    fn backfill_request(&self) -> Option<Vec<u8>> {
+        let path = JobNode::Backfill.to_path(self.job);
+        self.mirror.data(&path).map(|d| d.to_vec())
+    }
+
+    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
+        let parent = JobNode::Backfill.to_path(self.job);
+        self.mirror
+            .children(&parent)
+            .into_iter()
+            .filter_map(|name| {
+                let item = name.parse::<ShardItem>().ok()?;
+                let data = self
+                    .mirror
+                    .data(&JobNode::BackfillItem(item).to_path(self.job))?;
+                Some((item, data.to_vec()))
+            })
+            .collect()
+    }
 }
 
 /// The owner of each item of `job` as the mirror has it, in item order (items without a readable

@@ -100,8 +100,10 @@ pub(crate) enum Command {
     /// A job's stored config: read it, or validate a file and write it.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Every live instance runs its items once now.
-    Trigger(JobArg),
+    /// Every live instance runs its items once now (with a job parameter, or some items only).
+    Trigger(TriggerArgs),
+    /// Run every cron instant of a past range, in order, once per item (or cancel the backfill).
+    Backfill(BackfillArgs),
     /// Disable every server of a job, one server, or one item.
     Disable(SwitchArgs),
     /// Undo `disable`.
@@ -184,6 +186,41 @@ pub(crate) struct ConfigSetArgs {
     /// Write only over this version of the config (as printed by `config get`).
     #[arg(long, value_name = "V", allow_negative_numbers = true, value_parser = config_version)]
     pub(crate) version: Option<i32>,
+}
+
+/// `trigger NAME [--param VALUE] [--items LIST]`.
+#[derive(Debug, Args)]
+pub(crate) struct TriggerArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// The run's job parameter, in place of the config's `jobParameter` (a script reads it as
+    /// `jobParameter` in its context JSON; a Java instance runs a plain trigger).
+    #[arg(long, value_name = "VALUE")]
+    pub(crate) param: Option<String>,
+    /// Only these items run, e.g. `0,2,5`.
+    #[arg(long, value_name = "LIST", value_parser = item_list)]
+    pub(crate) items: Option<std::collections::BTreeSet<u32>>,
+}
+
+/// `backfill NAME --from T1 --to T2 [--dry-run]`, `backfill NAME --cancel`.
+#[derive(Debug, Args)]
+pub(crate) struct BackfillArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// The first instant of the range (RFC 3339, included).
+    #[arg(long, value_name = "RFC3339", value_parser = instant, required_unless_present = "cancel")]
+    pub(crate) from: Option<DateTime<Utc>>,
+    /// The last instant of the range (RFC 3339, included; not after now).
+    #[arg(long, value_name = "RFC3339", value_parser = instant, required_unless_present = "cancel")]
+    pub(crate) to: Option<DateTime<Utc>>,
+    /// List the instants without running them.
+    #[arg(long, conflicts_with = "cancel")]
+    pub(crate) dry_run: bool,
+    /// Cancel the job's backfill: no further instant starts, the runs under way are cancelled.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub(crate) cancel: bool,
 }
 
 /// `disable` / `enable NAME [--server IP | --item N]`.
@@ -368,6 +405,25 @@ fn config_version(value: &str) -> Result<i32, String> {
 
 fn item(value: &str) -> Result<ShardItem, String> {
     shardcron::history::parse_item(value).map_err(|e| e.to_string())
+}
+
+/// `0,2,5`: at most [`shardcron::ops::TriggerParams`]'s bound of items.
+fn item_list(value: &str) -> Result<std::collections::BTreeSet<u32>, String> {
+    let max = shardcron::decide::trigger_params::MAX_ITEMS;
+    let mut items = std::collections::BTreeSet::new();
+    for part in value.split(',') {
+        if items.len() == max {
+            return Err(format!("more than {max} items"));
+        }
+        items.insert(item(part.trim())?.0);
+    }
+    Ok(items)
+}
+
+fn instant(value: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(value)
+        .map(|t| t.to_utc())
+        .map_err(|e| format!("{e}: expected an RFC 3339 instant such as 2026-11-25T00:00:00Z"))
 }
 
 fn since(value: &str) -> Result<DateTime<Utc>, String> {

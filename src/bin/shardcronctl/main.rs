@@ -273,6 +273,7 @@ fn is_write(command: &Command) -> bool {
         command,
         Command::Config(ConfigCommand::Set(_))
             | Command::Trigger(_)
+            | Command::Backfill(_)
             | Command::Disable(_)
             | Command::Enable(_)
             | Command::Shutdown(_)
@@ -415,9 +416,13 @@ async fn execute(
                 format!("config of job {job} written (version {written})"),
             );
         }
-        Command::Trigger(arg) => {
-            let job = arg.job;
-            let asked = ops.trigger(&job).await?;
+        Command::Trigger(args) => {
+            let job = args.job;
+            let params = shardcron::ops::TriggerParams {
+                job_parameter: args.param,
+                items: args.items,
+            };
+            let asked = ops.trigger_with(&job, &params).await?;
             let names: Vec<&str> = asked.iter().map(|i| i.as_str()).collect();
             report(
                 json,
@@ -456,6 +461,7 @@ async fn execute(
                 format!("job {} shut down on {}", args.job, or_none(&names)),
             );
         }
+        Command::Backfill(args) => backfill(ops, args, json).await?,
         Command::Remove(args) => {
             let mode = if args.force {
                 RemoveMode::Force
@@ -493,6 +499,44 @@ fn target(server: Option<String>, item: Option<shardcron::ShardItem>) -> Target 
         (None, Some(item)) => Target::Item(item),
         (None, None) => Target::AllServers,
     }
+}
+
+/// `backfill`: the instants listed (a dry run) or requested, or the backfill cancelled.
+async fn backfill(ops: &Ops, args: cli::BackfillArgs, json: bool) -> Result<(), OpsError> {
+    let job = args.job;
+    let (Some(from), Some(to)) = (args.from, args.to) else {
+        let cancelled = ops.cancel_backfill(&job).await?;
+        let text = if cancelled {
+            format!("backfill of job {job} cancelled")
+        } else {
+            format!("job {job} has no backfill")
+        };
+        report(
+            json,
+            json!({ "jobName": job, "cancelled": cancelled }),
+            text,
+        );
+        return Ok(());
+    };
+    let plan = ops.backfill(&job, from, to, args.dry_run).await?;
+    let instants: Vec<String> = plan.instants.iter().map(|t| t.to_rfc3339()).collect();
+    let text = if args.dry_run {
+        format!(
+            "job {job}: {} instants would run, in order:\n{}",
+            instants.len(),
+            instants.join("\n")
+        )
+    } else {
+        format!(
+            "job {job}: backfill of {} instants requested, from {} to {} (cancel with \
+             `shardcronctl backfill {job} --cancel`)",
+            instants.len(),
+            instants.first().map_or("", String::as_str),
+            instants.last().map_or("", String::as_str)
+        )
+    };
+    report(json, serde_json::to_value(&plan).unwrap_or_default(), text);
+    Ok(())
 }
 
 fn report(json: bool, value: serde_json::Value, text: String) {

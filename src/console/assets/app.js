@@ -33,6 +33,16 @@ function svg(tag, attrs, ...children) {
   return node;
 }
 
+// A trigger's body: the job parameter and items typed beside the button, when any.
+function triggerBody() {
+  const body = {};
+  const param = document.getElementById("trigger-param");
+  const items = document.getElementById("trigger-items");
+  if (param && param.value !== "") body.jobParameter = param.value;
+  if (items && items.value.trim() !== "") body.items = items.value.split(",").map((i) => Number(i.trim()));
+  return body;
+}
+
 function badge(text, extra) { return el("span", { class: "badge " + text + (extra ? " " + extra : ""), text }); }
 function when(iso) { return iso ? new Date(iso).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "-"; }
 function show(...nodes) { document.getElementById("main").replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)); }
@@ -242,7 +252,9 @@ function drawJob(name, d, box) {
   box.replaceChildren(...[
     el("h1", {}, "Job ", el("span", { id: "job-name", text: name })),
     el("div", { class: "actions" },
-      el("button", { "data-action": "trigger", onclick: () => act("trigger", "POST", path + "/trigger", {}) }, "Trigger now"),
+      el("button", { "data-action": "trigger", onclick: () => act("trigger", "POST", path + "/trigger", triggerBody()) }, "Trigger now"),
+      el("label", {}, "with job parameter ", el("input", { id: "trigger-param", size: 16, placeholder: "(the config's)" })),
+      el("label", {}, " items ", el("input", { id: "trigger-items", size: 8, placeholder: "all, or 0,2" })),
       el("button", { "data-action": "disable-job", onclick: () => act("disable every server", "POST", path + "/disable", {}) }, "Disable job"),
       el("button", { "data-action": "enable-job", onclick: () => act("enable every server", "POST", path + "/enable", {}) }, "Enable job"),
       el("button", { class: "danger", "data-action": "shutdown-job", onclick: () => {

@@ -107,10 +107,17 @@ impl JobMachine {
             return;
         }
         let now = facts.now();
-        if scheduled.is_some_and(|at| self.served_until.is_some_and(|s| at < s)) {
+        // (A catch-up's or a backfill's instant is older than the fires before it by design.)
+        let cron = source == ExecutionSource::Normal;
+        if cron && scheduled.is_some_and(|at| self.served_until.is_some_and(|s| at < s)) {
             // Due before the previous fire's handling ended: queued behind a stall (a registry
             // freeze held the handler). Collapsed into that fire, as the trigger collapses the
             // fires it missed: one catch-up, not one per queued fire.
+            self.skipped(SkipReason::Coalesced, 0, out);
+            return;
+        }
+        if self.catchup.is_some() && cron && scheduled.is_some_and(|at| self.caught_up(at)) {
+            // A catch-up ran this instant already (the trigger fired it as the look found it).
             self.skipped(SkipReason::Coalesced, 0, out);
             return;
         }
@@ -258,7 +265,18 @@ impl JobMachine {
         for i in &plan.run {
             self.local.misfire_flagged.remove(i);
         }
+        // A job with a catch-up window records the instant for every item the fire handled.
+        let handled = match (&self.catchup, scheduled) {
+            (Some(_), Some(at)) => Some((
+                at,
+                [&plan.run[..], &plan.flagged[..], &plan.skipped[..]].concat(),
+            )),
+            _ => None,
+        };
         self.launch(source, scheduled, plan.run, plan.end_ops, facts, out);
+        if let Some((at, items)) = handled {
+            self.record_fired(source, at, &items, facts, out);
+        }
     }
 
     /// Hands `items` to a run; `end_ops` are written when they are done. Shared by fires and
@@ -277,6 +295,10 @@ impl JobMachine {
         }
         self.next_run += 1;
         let run_id = self.next_run;
+        let parameter = match source {
+            ExecutionSource::Manual => self.manual.take().and_then(|m| m.parameter),
+            _ => None,
+        };
         self.local.running.extend(items.iter().copied());
         // Kept until the run ends: its exact size, not the planner's growth.
         end_ops.shrink_to_fit();
@@ -292,6 +314,7 @@ impl JobMachine {
                 source,
                 scheduled,
                 backing_off: false,
+                parameter: parameter.clone(),
             },
         ));
         out.push(Command::Launch {
@@ -300,6 +323,7 @@ impl JobMachine {
             scheduled,
             items,
             attempt: 1,
+            parameter,
         });
         self.arm_timeout(run_id, out);
     }
@@ -347,6 +371,9 @@ impl JobMachine {
         for i in &run.items {
             self.local.running.remove(i);
         }
+        if run.source == ExecutionSource::Backfill {
+            self.backfill_ran(&run, facts, out);
+        }
         if removed {
             // Until the mirror shows the deletions, those markers are this instance's, not a run
             // elsewhere. One the mirror already shows gone needs no note: its event came first.
@@ -370,7 +397,7 @@ impl JobMachine {
         }
         if self.trigger_queued && self.runs.is_empty() {
             self.trigger_queued = false;
-            self.fire(ExecutionSource::Manual, None, facts, out);
+            self.fire_manual(facts, out);
         }
         if self.runs.is_empty() {
             if self.draining {

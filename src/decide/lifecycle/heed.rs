@@ -29,6 +29,8 @@ pub fn heeded(node: &JobNode, kind: NodeEventKind, me: &InstanceId) -> bool {
         (JobNode::TriggerInstance(id), Created) => id == me,
         (JobNode::LeaderShardingNecessary | JobNode::ShardingRunning(_), Created | Deleted) => true,
         (JobNode::LeaderShardingProcessing | JobNode::Root, Deleted) => true,
+        // A backfill requested or cancelled.
+        (JobNode::Backfill, _) => true,
         _ => false,
     };
     machine || guarantee::moved_by(node)
@@ -72,6 +74,9 @@ mod tests {
             (JobNode::Servers, Created, false),
             (JobNode::Server("10.0.0.2".into()), Created, true),
             (JobNode::GuaranteeStartedItem(ShardItem(1)), Created, true),
+            (JobNode::Backfill, Created, true),
+            (JobNode::Backfill, Deleted, true),
+            (JobNode::BackfillItem(ShardItem(1)), DataChanged, false),
         ];
         for (node, kind, expected) in cases {
             assert_eq!(heeded(&node, kind, &me), expected, "{node:?} {kind:?}");

@@ -24,9 +24,12 @@
 //! bound to the plan it was fired under); otherwise planned by
 //! [`plan_run`](super::execution::plan_run).
 
+mod backfill;
+mod catchup;
 mod fence;
 mod fire;
 pub mod heed;
+mod manual;
 mod policy;
 mod registration;
 #[cfg(test)]
@@ -69,6 +72,25 @@ pub trait Facts {
     fn now(&self) -> DateTime<Utc>;
     /// The last measured difference between the local and the registry's clock.
     fn clock_skew(&self) -> Option<Duration>;
+    /// The catch-up record `shardcron/fired/{i}` as mirrored (read only by a job with a catch-up
+    /// window); none by default.
+    fn fired(&self) -> crate::decide::catchup::FiredRecord {
+        crate::decide::catchup::FiredRecord::default()
+    }
+    /// The data of `shardcron/trigger/{me}`, the parameters of this instance's pending trigger
+    /// ([`crate::decide::trigger_params`]); none by default.
+    fn trigger_params(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// The data of `shardcron/backfill`, a backfill's request ([`crate::decide::backfill`]);
+    /// none by default.
+    fn backfill_request(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// The data of each `shardcron/backfill/{i}`, the items' progress; none by default.
+    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
+        std::collections::BTreeMap::new()
+    }
 }
 
 /// What a write came to, as the machine branches on it.
@@ -123,6 +145,10 @@ pub enum Purpose {
     TakeOver,
     /// `trigger/{me}` taken.
     TakeTrigger,
+    /// `shardcron/fired/{i}` written after a fire (a job with a catch-up window).
+    RecordFired,
+    /// `shardcron/backfill/{i}` written after a backfill run.
+    BackfillProgress,
 }
 
 /// How a write is applied.
@@ -310,6 +336,9 @@ pub enum Command {
         items: Vec<ShardItem>,
         /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on.
         attempt: u32,
+        /// The job parameter of a manual run triggered with one (`shardcron/trigger/{me}`), in
+        /// place of the config's `jobParameter`; `None` for every other run.
+        parameter: Option<Arc<str>>,
     },
     /// Cancel these running items.
     Cancel(Vec<ShardItem>),
@@ -416,6 +445,15 @@ struct Run {
     /// A retry waiting for its backoff: its items hold their `running` markers (a crash of this
     /// instance fails them over) and count as running here.
     backing_off: bool,
+    /// The job parameter a trigger with parameters gave it.
+    parameter: Option<Arc<str>>,
+}
+
+/// A trigger's parameters, kept until its manual run launches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Manual {
+    parameter: Option<Arc<str>>,
+    items: Option<BTreeSet<ShardItem>>,
 }
 
 /// A planned run waiting for its start write.
@@ -466,6 +504,12 @@ pub struct JobMachine {
     /// come yet: a take-over judged on a mirror that lagged may delete this session's own node
     /// (and create it again in the same write), and that deletion is nobody's shutdown.
     own_deletions: u8,
+    /// The catch-up window's state; `None` for a job without one.
+    catchup: Option<Box<catchup::CatchUp>>,
+    /// What the pending manual run was asked to carry (a trigger with parameters).
+    manual: Option<Box<Manual>>,
+    /// The backfill this instance takes part in; `None` when there is none.
+    backfill: Option<Box<backfill::Backfilling>>,
 }
 
 impl JobMachine {
@@ -479,7 +523,11 @@ impl JobMachine {
         config: Arc<ValidatedConfig>,
         registration: Registration,
     ) -> Self {
+        let catchup = catchup::CatchUp::for_config(&config);
         Self {
+            catchup,
+            manual: None,
+            backfill: None,
             job,
             me,
             session,
@@ -557,6 +605,8 @@ impl JobMachine {
     /// One input in, the commands it asks for out.
     pub fn step(&mut self, input: Input, facts: &dyn Facts) -> Vec<Command> {
         let mut out = Vec::new();
+        let look_for_missed = self.catchup.is_some() && catchup::looks_after(&input);
+        let backfill = self.backfill_heard(&input);
         match input {
             Input::Prepare { scheduled } => self.prepare(scheduled, facts, &mut out),
             Input::Fire { scheduled } => {
@@ -564,7 +614,7 @@ impl JobMachine {
             }
             Input::Trigger => {
                 if self.runs.is_empty() {
-                    self.fire(ExecutionSource::Manual, None, facts, &mut out)
+                    self.fire_manual(facts, &mut out)
                 } else {
                     self.trigger_queued = true;
                 }
@@ -632,6 +682,10 @@ impl JobMachine {
             }
             Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, facts, &mut out),
         }
+        if look_for_missed {
+            self.catch_up(facts, &mut out);
+        }
+        self.backfill_after(backfill, facts, &mut out);
         out
     }
 
@@ -689,6 +743,7 @@ impl JobMachine {
             self.release_marks(out);
         }
         self.config = new.clone();
+        self.catchup_reconfigured();
         out.push(Command::ConfigApplied(new));
         if reschedule && !self.draining && !self.leaving {
             out.push(Command::Schedule);
@@ -728,12 +783,7 @@ impl JobMachine {
                 out.push(Command::Cancel(vec![item]));
             }
             (JobNode::TriggerInstance(id), Created) if id == self.me => {
-                let path = JobNode::TriggerInstance(id).to_path(&self.job);
-                out.push(Command::Write {
-                    ops: vec![Op::delete(path)],
-                    mode: WriteMode::Direct,
-                    then: Purpose::TakeTrigger,
-                });
+                self.take_trigger(facts, out);
                 let commands = self.step(Input::Trigger, facts);
                 out.extend(commands);
             }
@@ -853,6 +903,13 @@ impl JobMachine {
                 out.push(Command::Warn(format!("cannot take the trigger node: {e}")))
             }
             (Purpose::TakeTrigger, _) => {}
+            (Purpose::RecordFired | Purpose::BackfillProgress, Outcome::Done) => {}
+            (Purpose::BackfillProgress, outcome) => out.push(Command::Warn(format!(
+                "recording the backfill's progress failed: {outcome:?}"
+            ))),
+            (Purpose::RecordFired, outcome) => out.push(Command::Warn(format!(
+                "recording the fired instant for the catch-up window failed: {outcome:?}"
+            ))),
         }
     }
 

@@ -126,6 +126,7 @@ impl JobMachine {
         run.end_ops = rest;
         run.items.retain(|i| !again.contains(i));
         let (attempt, source, scheduled) = (run.attempt + 1, run.source, run.scheduled);
+        let parameter = run.parameter.clone();
         self.next_run += 1;
         let id = self.next_run;
         let after = retry.delay(attempt - 1, jitter_seed(&self.job, first, attempt));
@@ -140,6 +141,7 @@ impl JobMachine {
                 source,
                 scheduled,
                 backing_off: true,
+                parameter,
             },
         ));
         out.push(Command::StartTimer {
@@ -169,6 +171,7 @@ impl JobMachine {
                 scheduled: run.scheduled,
                 items: run.items.clone(),
                 attempt: run.attempt,
+                parameter: run.parameter.clone(),
             });
             self.arm_timeout(run_id, out);
         } else {

@@ -40,7 +40,14 @@ fn every_node() -> Vec<JobNode> {
         | JobNode::GuaranteeCompleted
         | JobNode::GuaranteeCompletedItem(_)
         | JobNode::SystemTime
-        | JobNode::SystemTimeCurrent => true,
+        | JobNode::SystemTimeCurrent
+        | JobNode::Extensions
+        | JobNode::Fired
+        | JobNode::FiredItem(_)
+        | JobNode::TriggerParams
+        | JobNode::TriggerParamsFor(_)
+        | JobNode::Backfill
+        | JobNode::BackfillItem(_) => true,
     };
     let mut nodes = vec![
         JobNode::Root,
@@ -64,9 +71,14 @@ fn every_node() -> Vec<JobNode> {
         JobNode::GuaranteeCompleted,
         JobNode::SystemTime,
         JobNode::SystemTimeCurrent,
+        JobNode::Extensions,
+        JobNode::Fired,
+        JobNode::TriggerParams,
+        JobNode::Backfill,
     ];
     for id in [me(), other()] {
         nodes.push(JobNode::Instance(id.clone()));
+        nodes.push(JobNode::TriggerParamsFor(id.clone()));
         nodes.push(JobNode::TriggerInstance(id));
     }
     for i in [ShardItem(0), ShardItem(1)] {
@@ -81,6 +93,8 @@ fn every_node() -> Vec<JobNode> {
             JobNode::LeaderFailoverItem(i),
             JobNode::GuaranteeStartedItem(i),
             JobNode::GuaranteeCompletedItem(i),
+            JobNode::FiredItem(i),
+            JobNode::BackfillItem(i),
         ]);
     }
     assert!(nodes.iter().all(listed));

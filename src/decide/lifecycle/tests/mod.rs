@@ -1,7 +1,10 @@
 //! Table tests of the job state machine: inputs in, the exact commands out. The fault cases of
 //! issue 17 are here; the ordinary transitions in `transitions.rs`.
 
+mod backfill;
+mod catchup;
 mod heeded;
+mod manual;
 mod missed;
 mod policies;
 mod transitions;
@@ -184,6 +187,7 @@ fn launch(
         scheduled: at,
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt: 1,
+        parameter: None,
     }
 }
 

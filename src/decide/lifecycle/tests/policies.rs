@@ -174,6 +174,7 @@ fn attempt(run_id: u64, items: &[u32], attempt: u32) -> Command {
         scheduled: Some(t(0)),
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt,
+        parameter: None,
     }
 }
 
@@ -401,6 +402,8 @@ fn overlap_policies_not_carried_out_yet_are_refused_naming_the_key() {
         ["shardcron.overlap"]
     );
     let window = JobConfig::test("j").catchup_window(Duration::from_secs(60));
-    let errors = window.validate(&ctx).unwrap_err();
-    assert_eq!(errors.fields(), ["shardcron.catchup.window"]);
+    assert!(
+        window.validate(&ctx).is_ok(),
+        "a catch-up window is carried out"
+    );
 }

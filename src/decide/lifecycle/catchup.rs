@@ -1,0 +1,241 @@
+//! The machine's catch-up window (`shardcron.catchup.window`, [`crate::decide::catchup`]): when
+//! to look for missed instants, what to record once a fire is handled, and the cron fire a
+//! catch-up already answered. A job without a window has no [`CatchUp`] and none of this runs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::ValidatedConfig;
+use crate::decide::catchup::{missed_before, plan, record_ops, ItemFloor};
+use crate::decide::execution::LocalRuns;
+use crate::job::ExecutionSource;
+use crate::paths::JobNode;
+use crate::registry::{NodeEventKind, SessionState};
+use crate::types::{InstanceId, ShardItem};
+use crate::view::{ItemView, ServerStatus};
+
+use super::{Command, Facts, Input, JobMachine, Purpose, WriteMode};
+
+/// What the machine keeps of a job's catch-up window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct CatchUp {
+    window: Duration,
+    /// Instants this instance handled per item, which the mirror may not show yet.
+    handled: BTreeMap<ShardItem, DateTime<Utc>>,
+    /// Per item, an instant missed before a later fire ran here, to be caught up.
+    owed: BTreeMap<ShardItem, DateTime<Utc>>,
+    /// The latest instant caught up here: the trigger's own fire for it (a race with the
+    /// catch-up) is coalesced into it.
+    caught_up: Option<DateTime<Utc>>,
+}
+
+impl CatchUp {
+    /// The state for `config`; `None` without a window.
+    pub(super) fn for_config(config: &ValidatedConfig) -> Option<Box<Self>> {
+        let window = config.policy().catchup_window;
+        (!window.is_zero()).then(|| {
+            Box::new(Self {
+                window,
+                handled: BTreeMap::new(),
+                owed: BTreeMap::new(),
+                caught_up: None,
+            })
+        })
+    }
+}
+
+/// The inputs after which an owner looks for missed instants: it may have come back (its
+/// registration, a reconnection, a re-list), taken items (a plan committed), or seen some freed
+/// (a run ended here or elsewhere). A cron fire is not one: it runs its own instant.
+pub(super) fn looks_after(input: &Input) -> bool {
+    use NodeEventKind::Deleted;
+    match input {
+        Input::Resynced
+        | Input::Session(SessionState::Connected)
+        | Input::RunFinished { .. }
+        | Input::RunEnded { .. }
+        | Input::Written {
+            purpose: Purpose::EndRetry(_),
+            ..
+        }
+        | Input::SessionChecked { alive: true } => true,
+        Input::Event { node, kind } => matches!(
+            (node, kind),
+            (JobNode::ShardingInstance(_) | JobNode::Instance(_), _)
+                | (
+                    JobNode::LeaderShardingNecessary
+                        | JobNode::LeaderShardingProcessing
+                        | JobNode::ShardingRunning(_),
+                    Deleted
+                )
+        ),
+        _ => false,
+    }
+}
+
+/// Whether an item runs, here or elsewhere, as a fire's plan sees it
+/// ([`plan_run`](crate::decide::execution::plan_run)): a marker this instance deleted at the end of
+/// its run and the mirror still shows is not a run.
+pub(super) fn busy(local: &LocalRuns, item: ShardItem, v: &ItemView, me: &InstanceId) -> bool {
+    let elsewhere =
+        v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(&item);
+    local.running.contains(&item) || elsewhere
+}
+
+impl JobMachine {
+    /// A new config: a window set, changed or removed.
+    pub(super) fn catchup_reconfigured(&mut self) {
+        let window = self.config.policy().catchup_window;
+        match (&mut self.catchup, window.is_zero()) {
+            (_, true) => self.catchup = None,
+            (Some(c), false) => c.window = window,
+            (None, false) => self.catchup = CatchUp::for_config(&self.config),
+        }
+    }
+
+    /// Whether the cron fire for `scheduled` was answered by a catch-up already.
+    pub(super) fn caught_up(&self, scheduled: DateTime<Utc>) -> bool {
+        self.catchup
+            .as_ref()
+            .is_some_and(|c| c.caught_up.is_some_and(|at| scheduled <= at))
+    }
+
+    /// Runs, for the owned items not running, the latest instant missed within the window, when
+    /// work may start, no fire is under way and the plan is settled. One instant per look: items
+    /// whose missed instants differ (rare: they had other owners) take theirs at the next look.
+    pub(super) fn catch_up(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        let Some(window) = self.catchup.as_ref().map(|c| c.window) else {
+            return;
+        };
+        if !self.may_start()
+            || self.starting.is_some()
+            || self.parked.is_some()
+            || self.held.is_some()
+        {
+            return;
+        }
+        let view = facts.view();
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        if view.sharding_necessary
+            || view.sharding_processing
+            || unsharded
+            || view.server_status(self.me.ip()) == ServerStatus::Disabled
+        {
+            return;
+        }
+        let owned: Vec<ShardItem> = view
+            .items
+            .iter()
+            .filter(|(i, v)| {
+                v.owner.as_ref() == Some(&self.me)
+                    && !v.disabled
+                    && !busy(&self.local, **i, v, &self.me)
+            })
+            .map(|(i, _)| *i)
+            .collect();
+        drop(view);
+        if owned.is_empty() {
+            return;
+        }
+        let record = facts.fired();
+        let Some(c) = self.catchup.as_mut() else {
+            return;
+        };
+        let floors: Vec<ItemFloor> = owned
+            .iter()
+            .map(|i| ItemFloor {
+                item: *i,
+                floor: record
+                    .items
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .max(c.handled.get(i).copied()),
+                owed: c.owed.get(i).copied(),
+            })
+            .collect();
+        let config = self.config.clone();
+        let next_after = |t| config.next_fire_after(t);
+        let Some((at, items)) = plan(&floors, &next_after, facts.now(), window)
+            .into_iter()
+            .next()
+        else {
+            return;
+        };
+        // A look before the run starts finds its start under way and waits; once it started,
+        // its items run and are recorded.
+        c.caught_up = c.caught_up.max(Some(at));
+        self.fire_only(
+            ExecutionSource::CatchUp,
+            Some(at),
+            Some(items.into_iter().collect()),
+            facts,
+            out,
+        );
+    }
+
+    /// A fire for `at` was handled for `items` (run, flagged misfire, or skipped as its overlap
+    /// policy says): recorded, so that no owner catches it up. A cron fire (`source` normal) that
+    /// finds an item's last instant older than the one before `at` owes the item that instant.
+    pub(super) fn record_fired(
+        &mut self,
+        source: ExecutionSource,
+        at: DateTime<Utc>,
+        items: &[ShardItem],
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        let config = self.config.clone();
+        let Some(c) = self.catchup.as_mut() else {
+            return;
+        };
+        if items.is_empty() {
+            return;
+        }
+        let record = facts.fired();
+        let now = facts.now();
+        let next_after = |t| config.next_fire_after(t);
+        let mut newer = Vec::with_capacity(items.len());
+        for i in items {
+            let floor = record.items.get(i).copied().flatten();
+            let floor = floor.max(c.handled.get(i).copied());
+            if floor.is_none_or(|f| f < at) {
+                newer.push(*i);
+            }
+            match (source, floor) {
+                (ExecutionSource::Normal, Some(floor)) => {
+                    if let Some(missed) = missed_before(&next_after, floor, at, now, c.window) {
+                        let owed = c.owed.entry(*i).or_insert(missed);
+                        *owed = (*owed).max(missed);
+                    }
+                }
+                (ExecutionSource::CatchUp, _) if c.owed.get(i).is_some_and(|o| *o <= at) => {
+                    c.owed.remove(i);
+                }
+                _ => {}
+            }
+            let t = c.handled.entry(*i).or_insert(at);
+            *t = (*t).max(at);
+        }
+        // What the mirror shows needs no local note any more.
+        c.handled
+            .retain(|i, t| record.items.get(i).copied().flatten() < Some(*t));
+        // An instant older than one this instance recorded is not written (the mirror may lag).
+        let (ops, creates) = record_ops(&self.job, &record, &newer, at);
+        if ops.is_empty() {
+            return;
+        }
+        let mode = if creates {
+            WriteMode::Tolerant
+        } else {
+            WriteMode::Batched
+        };
+        out.push(Command::Write {
+            ops,
+            mode,
+            then: Purpose::RecordFired,
+        });
+    }
+}

@@ -1,0 +1,193 @@
+//! Backfills in the machine: each instant in order, one run at a time, each item once, progress
+//! recorded, picked up where another owner left it, and cancelled with the request.
+
+use super::*;
+use crate::decide::backfill::{Progress, Request};
+
+/// The fake's facts with a backfill request and progress records.
+struct Backfilled {
+    inner: Fake,
+    request: Option<Vec<u8>>,
+    progress: std::collections::BTreeMap<ShardItem, Vec<u8>>,
+}
+
+impl Facts for Backfilled {
+    fn view(&self) -> std::rc::Rc<JobView> {
+        self.inner.view()
+    }
+    fn owns(&self, item: ShardItem) -> bool {
+        self.inner.owns(item)
+    }
+    fn marker_mirrored(&self, item: ShardItem) -> bool {
+        self.inner.marker_mirrored(item)
+    }
+    fn instance_owner(&self) -> Option<i64> {
+        self.inner.instance_owner()
+    }
+    fn removed_instance_owner(&self) -> Option<i64> {
+        self.inner.removed_instance_owner()
+    }
+    fn has_failover_marks(&self) -> bool {
+        self.inner.has_failover_marks()
+    }
+    fn now(&self) -> DateTime<Utc> {
+        self.inner.now
+    }
+    fn clock_skew(&self) -> Option<Duration> {
+        None
+    }
+    fn backfill_request(&self) -> Option<Vec<u8>> {
+        self.request.clone()
+    }
+    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
+        self.progress.clone()
+    }
+}
+
+fn request() -> Request {
+    Request {
+        id: "b1".into(),
+        instants: vec![t(-15), t(-10), t(-5)],
+    }
+}
+
+fn backfilled() -> Backfilled {
+    Backfilled {
+        inner: fake(),
+        request: Some(request().encode()),
+        progress: Default::default(),
+    }
+}
+
+fn requested() -> Input {
+    Input::Event {
+        node: JobNode::Backfill,
+        kind: NodeEventKind::Created,
+    }
+}
+
+fn progress(items: &[u32], done: usize, create: bool) -> Command {
+    let data = Progress {
+        id: "b1".into(),
+        done,
+    }
+    .encode();
+    let path = |i: &u32| format!("/orders/shardcron/backfill/{i}");
+    Command::Write {
+        ops: items
+            .iter()
+            .map(|i| match create {
+                true => Op::create(path(i), data.clone(), CreateMode::Persistent),
+                false => Op::Set {
+                    path: path(i),
+                    data: data.clone(),
+                    version: None,
+                },
+            })
+            .collect(),
+        mode: if create {
+            WriteMode::Tolerant
+        } else {
+            WriteMode::Batched
+        },
+        then: Purpose::BackfillProgress,
+    }
+}
+
+fn ends(run_id: u64) -> Input {
+    Input::RunEnded {
+        run_id,
+        outcome: Outcome::Done,
+    }
+}
+
+#[test]
+fn a_backfill_runs_each_instant_in_order_once_per_item_one_run_at_a_time() {
+    let f = backfilled();
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(m.step(requested(), &f), vec![start(begins(&[0, 1]))]);
+    for (run, at) in [(1, -15), (2, -10), (3, -5)] {
+        assert_eq!(
+            m.step(written(Purpose::Start), &f),
+            vec![launch(run, ExecutionSource::Backfill, Some(t(at)), &[0, 1])]
+        );
+        // One run at a time: another look while it runs starts nothing.
+        let look = Input::Event {
+            node: JobNode::ShardingInstance(ShardItem(0)),
+            kind: NodeEventKind::DataChanged,
+        };
+        assert_eq!(m.step(look, &f), vec![]);
+        m.step(finished(run, &[]), &f);
+        let mut expected = vec![progress(&[0, 1], run as usize, true)];
+        if run < 3 {
+            expected.push(start(begins(&[0, 1])));
+        }
+        assert_eq!(m.step(ends(run), &f), expected, "after instant {at}");
+    }
+}
+
+#[test]
+fn an_owner_goes_on_from_the_progress_recorded_and_the_item_behind_runs_first() {
+    let mut f = backfilled();
+    let done = |n| {
+        Progress {
+            id: "b1".into(),
+            done: n,
+        }
+        .encode()
+    };
+    f.progress.insert(ShardItem(0), done(1));
+    f.progress.insert(ShardItem(1), done(2));
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(m.step(requested(), &f), vec![start(begins(&[0]))]);
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![launch(1, ExecutionSource::Backfill, Some(t(-10)), &[0])]
+    );
+    m.step(finished(1, &[]), &f);
+    assert_eq!(
+        m.step(ends(1), &f),
+        vec![progress(&[0], 2, false), start(begins(&[0, 1]))],
+        "both items are at the last instant now"
+    );
+    // Another backfill's progress counts for nothing.
+    let mut f = backfilled();
+    let other = Progress {
+        id: "b0".into(),
+        done: 3,
+    };
+    f.progress.insert(ShardItem(0), other.encode());
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(m.step(requested(), &f), vec![start(begins(&[0, 1]))]);
+}
+
+#[test]
+fn a_cancelled_backfill_cancels_its_run_and_starts_no_further_instant() {
+    let mut f = backfilled();
+    let mut m = machine(Registration::Confirmed);
+    m.step(requested(), &f);
+    m.step(written(Purpose::Start), &f);
+    f.request = None;
+    let cancelled = Input::Event {
+        node: JobNode::Backfill,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(
+        m.step(cancelled, &f),
+        vec![Command::Cancel(vec![ShardItem(0), ShardItem(1)])]
+    );
+    m.step(finished(1, &[0, 1]), &f);
+    assert_eq!(m.step(ends(1), &f), vec![], "no progress, no next instant");
+}
+
+#[test]
+fn a_bad_request_is_reported_and_runs_nothing() {
+    let mut f = backfilled();
+    f.request = Some(b"{\"id\": 3}".to_vec());
+    let mut m = machine(Registration::Confirmed);
+    let out = m.step(requested(), &f);
+    assert!(
+        matches!(out.as_slice(), [Command::Warn(w)] if w.starts_with("/orders/shardcron/backfill: not a backfill")),
+        "{out:?}"
+    );
+}

@@ -1,0 +1,316 @@
+//! The catch-up window in the machine: when an owner looks for missed instants, the one run it
+//! starts, what it records, and the cron fire a catch-up answered. The config's cron fires every
+//! 5 s from `t(0)`.
+
+use super::*;
+use crate::decide::catchup::{fired_data, FiredRecord};
+
+/// The fake's facts with a catch-up record.
+struct Recorded {
+    inner: Fake,
+    fired: FiredRecord,
+}
+
+impl Facts for Recorded {
+    fn view(&self) -> std::rc::Rc<JobView> {
+        self.inner.view()
+    }
+    fn owns(&self, item: ShardItem) -> bool {
+        self.inner.owns(item)
+    }
+    fn marker_mirrored(&self, item: ShardItem) -> bool {
+        self.inner.marker_mirrored(item)
+    }
+    fn instance_owner(&self) -> Option<i64> {
+        self.inner.instance_owner()
+    }
+    fn removed_instance_owner(&self) -> Option<i64> {
+        self.inner.removed_instance_owner()
+    }
+    fn has_failover_marks(&self) -> bool {
+        self.inner.has_failover_marks()
+    }
+    fn now(&self) -> DateTime<Utc> {
+        self.inner.now
+    }
+    fn clock_skew(&self) -> Option<Duration> {
+        None
+    }
+    fn fired(&self) -> FiredRecord {
+        self.fired.clone()
+    }
+}
+
+/// Items 0 and 1 last fired at `at` (both records present), now `now`.
+fn recorded(at: Option<i64>, now: i64) -> Recorded {
+    let mut fired = FiredRecord {
+        parent: at.is_some(),
+        ..FiredRecord::default()
+    };
+    if let Some(at) = at {
+        fired.items.insert(ShardItem(0), Some(t(at)));
+        fired.items.insert(ShardItem(1), Some(t(at)));
+    }
+    let mut inner = fake();
+    inner.now = t(now);
+    Recorded { inner, fired }
+}
+
+fn windowed(secs: u64) -> JobMachine {
+    machine_with(
+        Registration::Confirmed,
+        config(|c| c.catchup_window(Duration::from_secs(secs))),
+    )
+}
+
+/// A plan committed: one event per item, the owner's look after it.
+fn plan_committed() -> Input {
+    Input::Event {
+        node: JobNode::ShardingInstance(ShardItem(0)),
+        kind: NodeEventKind::DataChanged,
+    }
+}
+
+fn record_set(items: &[u32], at: DateTime<Utc>) -> Command {
+    Command::Write {
+        ops: items
+            .iter()
+            .map(|i| Op::Set {
+                path: format!("/orders/shardcron/fired/{i}"),
+                data: fired_data(at),
+                version: None,
+            })
+            .collect(),
+        mode: WriteMode::Batched,
+        then: Purpose::RecordFired,
+    }
+}
+
+#[test]
+fn an_owner_back_within_the_window_runs_the_latest_missed_instant_once_per_item() {
+    // Last fired at 0; the instants 5, 10 and 15 passed with every instance down.
+    let f = recorded(Some(0), 17);
+    let mut m = windowed(60);
+    assert_eq!(m.step(plan_committed(), &f), vec![start(begins(&[0, 1]))]);
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![
+            launch(1, ExecutionSource::CatchUp, Some(t(15)), &[0, 1]),
+            record_set(&[0, 1], t(15)),
+        ],
+        "one run carrying the latest missed instant, recorded once it started"
+    );
+    // Another look (the plan's other item event, a run ending) starts nothing more.
+    assert_eq!(m.step(plan_committed(), &f), vec![]);
+    m.step(finished(1, &[]), &f);
+    let ended = Input::RunEnded {
+        run_id: 1,
+        outcome: Outcome::Done,
+    };
+    assert_eq!(m.step(ended, &f), vec![], "the instant is not run twice");
+}
+
+#[test]
+fn nothing_is_caught_up_beyond_the_window_without_a_record_or_without_a_window() {
+    // (case, machine, facts)
+    let cases: [(&str, JobMachine, Recorded); 4] = [
+        (
+            "instant 15 is 2 s old, the window 1 s",
+            windowed(1),
+            recorded(Some(0), 17),
+        ),
+        ("never fired: no record", windowed(60), recorded(None, 17)),
+        (
+            "nothing missed since the last fire",
+            windowed(60),
+            recorded(Some(15), 17),
+        ),
+        (
+            "a job without a window",
+            machine(Registration::Confirmed),
+            recorded(Some(0), 17),
+        ),
+    ];
+    for (case, mut m, f) in cases {
+        assert_eq!(m.step(plan_committed(), &f), vec![], "{case}");
+        assert_eq!(m.step(Input::Resynced, &f), vec![], "{case}");
+    }
+}
+
+#[test]
+fn no_look_while_a_reshard_is_pending_and_the_catch_up_follows_the_commit() {
+    let mut f = recorded(Some(0), 17);
+    f.inner.view.sharding_necessary = true;
+    let mut m = windowed(60);
+    assert_eq!(
+        m.step(plan_committed(), &f),
+        vec![],
+        "the plan is not settled"
+    );
+    f.inner.view.sharding_necessary = false;
+    let done = Input::Event {
+        node: JobNode::LeaderShardingNecessary,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(m.step(done, &f), vec![start(begins(&[0, 1]))]);
+}
+
+#[test]
+fn the_cron_fire_of_an_instant_already_caught_up_is_coalesced_and_later_ones_run() {
+    let mut f = recorded(Some(0), 15);
+    let mut m = windowed(60);
+    m.step(plan_committed(), &f);
+    m.step(written(Purpose::Start), &f);
+    m.step(finished(1, &[]), &f);
+    m.step(
+        Input::RunEnded {
+            run_id: 1,
+            outcome: Outcome::Done,
+        },
+        &f,
+    );
+    // The trigger's own fire of 15, racing the look that caught it up.
+    let again = m.step(Input::Fire { scheduled: t(15) }, &f);
+    assert!(
+        matches!(
+            again.as_slice(),
+            [Command::Skipped {
+                reason: SkipReason::Coalesced,
+                missed: Some(MissReason::Coalesced),
+                ..
+            }]
+        ),
+        "{again:?}"
+    );
+    f.inner.now = t(20);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(20) }, &f),
+        vec![start(begins(&[0, 1]))]
+    );
+}
+
+#[test]
+fn a_cron_fire_of_a_job_with_a_window_records_its_instant_creating_the_record_once() {
+    let f = recorded(None, 20);
+    let mut m = windowed(60);
+    m.step(Input::Fire { scheduled: t(20) }, &f);
+    let created = m.step(written(Purpose::Start), &f);
+    let create = |path: &str, data: Vec<u8>| Op::create(path, data, CreateMode::Persistent);
+    assert_eq!(
+        created,
+        vec![
+            launch(1, ExecutionSource::Normal, Some(t(20)), &[0, 1]),
+            Command::Write {
+                ops: vec![
+                    create("/orders/shardcron", Vec::new()),
+                    create("/orders/shardcron/fired", Vec::new()),
+                    create("/orders/shardcron/fired/0", fired_data(t(20))),
+                    create("/orders/shardcron/fired/1", fired_data(t(20))),
+                ],
+                mode: WriteMode::Tolerant,
+                then: Purpose::RecordFired,
+            },
+        ]
+    );
+    // Once the record stands it is set, in the fire's batch.
+    let f = recorded(Some(20), 25);
+    let mut m = windowed(60);
+    m.step(Input::Fire { scheduled: t(25) }, &f);
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![
+            launch(1, ExecutionSource::Normal, Some(t(25)), &[0, 1]),
+            record_set(&[0, 1], t(25)),
+        ]
+    );
+}
+
+#[test]
+fn items_skipped_by_their_overlap_policy_count_as_handled_and_are_not_caught_up() {
+    use crate::config::Overlap;
+    let f = recorded(Some(0), 5);
+    let mut m = machine_with(
+        Registration::Confirmed,
+        config(|c| {
+            c.catchup_window(Duration::from_secs(60))
+                .overlap(Overlap::Skip)
+        }),
+    );
+    m.step(Input::Fire { scheduled: t(5) }, &f);
+    m.step(written(Purpose::Start), &f);
+    // The run of 5 still runs at 10: the fire of 10 skips both items, and records them handled.
+    let f = recorded(Some(5), 10);
+    let mut skipped = m.step(Input::Fire { scheduled: t(10) }, &f);
+    if skipped.iter().any(|c| {
+        matches!(
+            c,
+            Command::Write {
+                then: Purpose::Start,
+                ..
+            }
+        )
+    }) {
+        skipped.extend(m.step(written(Purpose::Start), &f));
+    }
+    assert!(
+        skipped.iter().any(|c| matches!(
+            c,
+            Command::Skipped {
+                missed: Some(MissReason::OverlapSkip),
+                ..
+            }
+        )),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.contains(&record_set(&[0, 1], t(10))),
+        "the skipped instant is recorded: {skipped:?}"
+    );
+}
+
+#[test]
+fn a_config_that_sets_or_removes_the_window_starts_or_stops_the_looks() {
+    let f = recorded(Some(0), 17);
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(m.step(plan_committed(), &f), vec![]);
+    let with = config(|c| c.catchup_window(Duration::from_secs(60)));
+    m.step(Input::Config(with), &f);
+    assert_eq!(m.step(plan_committed(), &f), vec![start(begins(&[0, 1]))]);
+    let mut m = windowed(60);
+    m.step(Input::Config(config(|c| c)), &f);
+    assert_eq!(m.step(plan_committed(), &f), vec![]);
+}
+
+#[test]
+fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_caught_up() {
+    // Back at 15 with the record at 0: the fire of 15 runs first (its plan was settled before any
+    // look), and owes 10, which runs once the fire's run ended.
+    let mut f = recorded(Some(0), 15);
+    let mut m = windowed(60);
+    m.step(Input::Fire { scheduled: t(15) }, &f);
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![
+            launch(1, ExecutionSource::Normal, Some(t(15)), &[0, 1]),
+            record_set(&[0, 1], t(15)),
+        ]
+    );
+    f.inner.now = t(16);
+    m.step(finished(1, &[]), &f);
+    let ended = Input::RunEnded {
+        run_id: 1,
+        outcome: Outcome::Done,
+    };
+    assert_eq!(m.step(ended, &f), vec![start(begins(&[0, 1]))]);
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![launch(2, ExecutionSource::CatchUp, Some(t(10)), &[0, 1])],
+        "10 runs; the record keeps 15"
+    );
+    m.step(finished(2, &[]), &f);
+    let ended = Input::RunEnded {
+        run_id: 2,
+        outcome: Outcome::Done,
+    };
+    assert_eq!(m.step(ended, &f), vec![], "owed once");
+}

@@ -1,0 +1,12 @@
+//! Workflows: jobs that run after other jobs (`shardcron.after`), once per upstream run.
+//!
+//! | module | decides |
+//! | --- | --- |
+//! | [`graph`] | the namespace's dependency graph: declarations read from `props`, cycles and self-dependencies refused with their path, dependencies on missing jobs reported |
+//! | [`run`] | one workflow run: when an upstream run has ended (every item's last attempt), and whether a downstream starts, waits (fan-in) or is skipped (the dependency's policy) |
+
+pub mod graph;
+pub mod run;
+
+#[cfg(test)]
+mod tests;
