@@ -19,6 +19,7 @@ use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::job::handlers::{
     panic_message, ErrorAction, ErrorHandler, Listeners, RunInfo, RunOutcome,
 };
+use crate::job::output::OutputCapture;
 use crate::job::{
     ExecutionSource, JobError, ReshardingFlag, ShardingContext, SharedHandler, StopGrace,
 };
@@ -220,6 +221,8 @@ impl RunKit {
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
         let props = Arc::new(c.props.clone());
+        // `None` unless the job asks for its output: nothing is allocated per item then.
+        let output = config.output_limit();
         let budget =
             crate::decide::lifecycle::FenceBudget::for_session(ctx.registry.session_info().timeout);
         let lease = budget.frozen_node_lease();
@@ -254,6 +257,7 @@ impl RunKit {
                     props: props.clone(),
                     child_lease: Some(lease),
                     stop_grace: grace.clone(),
+                    output: output.map(|limit| Arc::new(OutputCapture::new(limit))),
                 }
             })
             .collect();
@@ -441,6 +445,15 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     attempt: req.attempt,
                 });
             }
+            // Only for a job that captures its output: its chunks go to the history.
+            let chunks = ctx.output.clone().map(|capture| OutputChunks {
+                capture,
+                execution_id: execution_id(item),
+                job: req.job.clone(),
+                item,
+                events: req.events.clone(),
+                clock: req.clock.clone(),
+            });
             (
                 item,
                 tokio::spawn(async move {
@@ -452,9 +465,15 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                             return Err(JobError::Cancelled("item lost while waiting its turn".into()))
                         }
                     };
-                    match deadline {
-                        Some(d) => d.guard(handler.run_item(ctx)).await,
-                        None => handler.run_item(ctx).await,
+                    let run = async move {
+                        match deadline {
+                            Some(d) => d.guard(handler.run_item(ctx)).await,
+                            None => handler.run_item(ctx).await,
+                        }
+                    };
+                    match chunks {
+                        Some(chunks) => chunks.follow(run).await,
+                        None => run.await,
                     }
                 }),
             )
@@ -529,6 +548,38 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
         outcome,
         escalated,
         notified: req.notify,
+    }
+}
+
+/// Where a capturing item's output chunks go: to the bus, as [`EngineEvent::ItemOutput`].
+struct OutputChunks {
+    capture: Arc<OutputCapture>,
+    execution_id: String,
+    job: JobName,
+    item: ShardItem,
+    events: EventBus,
+    clock: SharedClock,
+}
+
+impl OutputChunks {
+    /// Runs the item, emitting its output while it changes and once more at the end.
+    async fn follow<T>(self, run: impl std::future::Future<Output = T>) -> T {
+        let capture = Arc::clone(&self.capture);
+        crate::job::output::chunked(run, &capture, |snap, complete| {
+            if self.events.has_subscribers() {
+                self.events.emit(EngineEvent::ItemOutput {
+                    execution_id: self.execution_id.clone(),
+                    job: self.job.clone(),
+                    item: self.item,
+                    text: snap.text,
+                    written: snap.written,
+                    dropped: snap.dropped,
+                    complete,
+                    at: self.clock.now(),
+                });
+            }
+        })
+        .await
     }
 }
 

@@ -83,6 +83,27 @@ pub enum EngineEvent {
         /// How it ended: `success`, `failed`, `timeout` or `cancelled`.
         outcome: ItemOutcome,
     },
+    /// A chunk of a running item's captured output (every second while it changes), or its
+    /// last one (`complete`) when the item has ended: only for a job that captures its output
+    /// (`shardcron.output`, see [`crate::job::output`]). Each chunk holds the whole ring.
+    ItemOutput {
+        /// The execution the output belongs to (its `ItemStarted`'s id).
+        execution_id: String,
+        /// The job.
+        job: JobName,
+        /// The item.
+        item: ShardItem,
+        /// The lines held, each `{stream} {text}\n`.
+        text: String,
+        /// Bytes written since the item started (held and evicted).
+        written: u64,
+        /// Bytes evicted from the ring, the oldest lines.
+        dropped: u64,
+        /// Whether the item has ended: no chunk follows.
+        complete: bool,
+        /// When the chunk was taken.
+        at: DateTime<Utc>,
+    },
     /// A run changed status.
     RunStatus {
         /// The job.

@@ -49,6 +49,7 @@ fn context(item: u32) -> ShardingContext {
         props: Default::default(),
         child_lease: None,
         stop_grace: Default::default(),
+        output: None,
     }
 }
 

@@ -41,6 +41,7 @@ fn context() -> ShardingContext {
         props: Default::default(),
         child_lease: None,
         stop_grace: Default::default(),
+        output: None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! | `yaml.rs` | [`JobConfig::from_yaml`] / [`JobConfig::to_yaml`] in the Java side's layout |
 //! | `items.rs` | `shardingItemParameters` (`0=a,1=b`): [`parse_item_parameters`] |
 //! | `policy.rs` | [`RunPolicy`]: timeout, retry, overlap and catch-up from `shardcron.` props |
+//! | `output.rs` | [`OutputLimit`]: how much of an item run's output is captured (`shardcron.output`) |
 //! | `duration.rs` | [`parse_duration`]: `500ms`, `2s`, `5m`, `1h` |
 //! | `java.rs` | [`JobConfig::check_java_readable`]: what a Java ElasticJob 3.0.x instance loads |
 //! | `validate.rs` | [`JobConfig::validate`]: every problem at once, or a [`ValidatedConfig`] |
@@ -21,6 +22,7 @@ mod concurrency;
 mod duration;
 mod items;
 mod java;
+mod output;
 pub mod policy;
 mod redact;
 pub mod untrusted;
@@ -35,6 +37,7 @@ pub use concurrency::{ItemConcurrency, LEGACY_POOL_FIELD, POOL_SIZE_FIELD};
 pub use duration::{format_duration, parse_duration, MAX_DURATION};
 pub use items::{parse_item_parameters, ItemParameterError};
 pub use java::{java_accepts_time_zone, SHARDCRON_ONLY};
+pub use output::{OutputLimit, MAX_OUTPUT_KIB, OUTPUT_PROP};
 pub use policy::{Notify, Overlap, Retry, RunPolicy, Timeout, DEFAULT_GRACE, POLICY_KEYS};
 pub use redact::redact_config_yaml;
 pub use validate::{

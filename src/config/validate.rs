@@ -104,6 +104,8 @@ pub struct ValidatedConfig {
     concurrency: super::ItemConcurrency,
     /// `None` for a job whose policy is ElasticJob's (the usual case): nothing held per job.
     policy: Option<Box<super::RunPolicy>>,
+    /// `None` for a job that captures no output (the usual case).
+    output: Option<super::OutputLimit>,
 }
 
 impl ValidatedConfig {
@@ -182,6 +184,11 @@ impl ValidatedConfig {
             None if self.config.misfire => &super::RunPolicy::MISFIRE,
             None => &super::RunPolicy::NO_MISFIRE,
         }
+    }
+
+    /// How much of each item run's output is captured (`shardcron.output`); `None` when off.
+    pub fn output_limit(&self) -> Option<super::OutputLimit> {
+        self.output
     }
 
     /// The tolerated clock skew against the registry; `None` when the check is off.
@@ -334,6 +341,10 @@ impl JobConfig {
                 report("props.shardcron.history.retention", e.to_string());
             }
         }
+        let output = self
+            .output_limit()
+            .map_err(|e| report(e.field, e.problem))
+            .unwrap_or_default();
         let concurrency = self
             .item_concurrency()
             .map_err(|e| report(e.field, e.problem))
@@ -358,6 +369,7 @@ impl JobConfig {
                     item_parameters,
                     concurrency,
                     policy,
+                    output,
                 })
             }
             _ => Err(ConfigErrors(errors)),

@@ -53,6 +53,7 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route("/audit", get(super::audit::audit))
         .merge(super::stats::routes())
         .merge(super::create::routes())
+        .merge(super::logs::routes())
 }
 
 /// A JSON error answer.

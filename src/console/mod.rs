@@ -21,6 +21,7 @@
 //! | `api.rs` | the JSON endpoints |
 //! | `audit.rs` | the audit log's endpoint |
 //! | `create.rs` | the "new job" form's endpoint: a SCRIPT or HTTP job for adopting nodes |
+//! | `logs.rs` | a run's captured output for the History tab's viewer, and its live tail |
 //! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
 //! | `shared.rs` | one snapshot per change shared by every open page's event stream |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
@@ -47,6 +48,7 @@ mod auth;
 mod create;
 mod guard;
 mod live;
+mod logs;
 pub mod schedule;
 mod shared;
 mod stats;

@@ -17,6 +17,10 @@
 //! (`shardcron_history_write_errors_total`, [`HistoryProgress::write_errors`]) and the next event
 //! is written as usual.
 //!
+//! A job that captures its output (`shardcron.output`) has it written beside its executions, one
+//! row per execution in `SHARDCRON_EXECUTION_OUTPUT` ([`OutputRecord`], [`History::output`]),
+//! rewritten while the item runs so that a reader can follow it (`output.rs`).
+//!
 //! The same database holds the audit log of operations (`SHARDCRON_AUDIT_LOG`, see
 //! [`AuditRecord`]): [`History::audit`] writes a row, [`History::audits`] reads them.
 //!
@@ -46,6 +50,7 @@
 
 mod audit;
 mod cli;
+mod output;
 mod purge;
 mod record;
 mod retention;
@@ -72,6 +77,7 @@ pub use record::{
     LITE_EXECUTOR,
 };
 
+pub use output::{OutputQuery, OutputRecord};
 pub use purge::PurgeHandle;
 pub use retention::{
     windows_in, JobPurge, JobRetention, Retention, RetentionRecord, RetentionWindow,

@@ -28,8 +28,14 @@ impl History {
                 purged_before,
                 executions: 0,
                 statuses: 0,
+                outputs: 0,
             };
-            for table in [PurgedTable::Executions, PurgedTable::Statuses] {
+            let tables = [
+                PurgedTable::Executions,
+                PurgedTable::Statuses,
+                PurgedTable::Outputs,
+            ];
+            for table in tables {
                 loop {
                     let deleted = self
                         .store
@@ -38,6 +44,7 @@ impl History {
                     match table {
                         PurgedTable::Executions => purge.executions += deleted,
                         PurgedTable::Statuses => purge.statuses += deleted,
+                        PurgedTable::Outputs => purge.outputs += deleted,
                     }
                     if deleted < u64::from(retention.batch) {
                         break;
@@ -86,10 +93,14 @@ impl History {
 fn log_purge(outcome: Result<Vec<JobPurge>, HistoryError>) {
     match outcome {
         Ok(jobs) => {
-            for j in jobs.iter().filter(|j| j.executions + j.statuses > 0) {
+            for j in jobs
+                .iter()
+                .filter(|j| j.executions + j.statuses + j.outputs > 0)
+            {
                 tracing::info!(
                     target: "shardcron::history", job = %j.job_name, window = %j.window,
-                    executions = j.executions, statuses = j.statuses, "history purged"
+                    executions = j.executions, statuses = j.statuses, outputs = j.outputs,
+                    "history purged"
                 );
             }
         }
@@ -124,13 +135,15 @@ impl Drop for PurgeHandle {
     }
 }
 
-/// The two tables a purge deletes from.
+/// The tables a purge deletes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum PurgedTable {
     /// `JOB_EXECUTION_LOG`, by `start_time`.
     Executions,
     /// `JOB_STATUS_TRACE_LOG`, by `creation_time`.
     Statuses,
+    /// `SHARDCRON_EXECUTION_OUTPUT`, by `update_time`.
+    Outputs,
 }
 
 impl PurgedTable {
@@ -139,6 +152,7 @@ impl PurgedTable {
         match self {
             Self::Executions => ("JOB_EXECUTION_LOG", "start_time"),
             Self::Statuses => ("JOB_STATUS_TRACE_LOG", "creation_time"),
+            Self::Outputs => ("SHARDCRON_EXECUTION_OUTPUT", "update_time"),
         }
     }
 }

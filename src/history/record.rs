@@ -102,6 +102,8 @@ pub enum HistoryWrite {
     ExecutionFinished(ExecutionRecord),
     /// A run changed status: insert a trace row.
     Status(StatusRecord),
+    /// A chunk of an item's captured output: write (or move forward) its output row.
+    Output(super::output::OutputRecord),
 }
 
 /// What the history is asked for: one job's executions, newest first.
@@ -243,6 +245,25 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             state: state_name(*state).to_owned(),
             message: crate::secret::redact_text(message),
             creation_time: *at,
+        })),
+        EngineEvent::ItemOutput {
+            execution_id,
+            job,
+            item,
+            text,
+            written,
+            dropped,
+            complete,
+            at,
+        } => Some(HistoryWrite::Output(super::output::OutputRecord {
+            id: execution_id.clone(),
+            job_name: job.to_string(),
+            sharding_item: item.0,
+            output: text.clone(),
+            written_bytes: *written,
+            dropped_bytes: *dropped,
+            complete: *complete,
+            update_time: *at,
         })),
         _ => None,
     }

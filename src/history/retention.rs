@@ -164,6 +164,8 @@ pub struct JobPurge {
     pub executions: u64,
     /// Status rows deleted.
     pub statuses: u64,
+    /// Output rows deleted (`shardcron.output`).
+    pub outputs: u64,
 }
 
 /// The window the last purge applied to a job, as `SHARDCRON_HISTORY_RETENTION` records it.

@@ -74,7 +74,7 @@ const CREATE_RETENTION: &str = "CREATE TABLE IF NOT EXISTS SHARDCRON_HISTORY_RET
     purged_at TIMESTAMP NOT NULL,
     PRIMARY KEY (job_name))";
 
-const MIGRATION: [(&str, &str); 8] = [
+const MIGRATION: [(&str, &str); 10] = [
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_LOG),
     ("JOB_EXECUTION_LOG", CREATE_EXECUTION_INDEX),
     ("JOB_STATUS_TRACE_LOG", CREATE_STATUS_TRACE_LOG),
@@ -83,6 +83,11 @@ const MIGRATION: [(&str, &str); 8] = [
     ("SHARDCRON_HISTORY_RETENTION", CREATE_RETENTION),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_LOG),
     ("SHARDCRON_AUDIT_LOG", super::audit::CREATE_AUDIT_INDEX),
+    ("SHARDCRON_EXECUTION_OUTPUT", super::output::CREATE_OUTPUT),
+    (
+        "SHARDCRON_EXECUTION_OUTPUT",
+        super::output::CREATE_OUTPUT_INDEX,
+    ),
 ];
 
 /// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added
@@ -98,7 +103,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
 /// `CREATE TABLE IF NOT EXISTS` races there (a unique violation on the catalog).
 const PG_MIGRATION_LOCK: i64 = 0x7368_6172_6463_726f; // "shardcro"
 
-const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
+pub(super) const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
      execution_source, failure_cause, is_success, start_time, complete_time, scheduled_time, \
      attempt, outcome";
 
@@ -170,6 +175,8 @@ macro_rules! execution_from_row {
         })
     }};
 }
+
+pub(super) use execution_from_row;
 
 /// Reads a [`StatusRecord`] from a row of either backend.
 macro_rules! status_from_row {
@@ -318,6 +325,7 @@ impl Store {
                 ),
                 execution_params(r),
             ),
+            HistoryWrite::Output(r) => return self.write_output(r).await,
             HistoryWrite::Status(r) => (
                 "JOB_STATUS_TRACE_LOG",
                 &r.id,
@@ -482,7 +490,7 @@ fn status_params(r: &StatusRecord) -> Vec<Param> {
 }
 
 /// Items are `0..shardingTotalCount` with a count that is an `i32` in the config.
-fn item_to_db(item: u32) -> i32 {
+pub(super) fn item_to_db(item: u32) -> i32 {
     i32::try_from(item).unwrap_or(i32::MAX)
 }
 

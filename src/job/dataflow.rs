@@ -237,6 +237,7 @@ mod tests {
             props: Default::default(),
             child_lease: None,
             stop_grace: Default::default(),
+            output: None,
         }
     }
 

@@ -29,6 +29,8 @@
 //! the body trickles in. A connection that cannot be made, a timeout and a response that cannot
 //! be read fail the item. Failures and logs show the URI with its password and query values
 //! redacted ([`crate::secret::redact_url`]).
+//! A job that captures its output (`shardcron.output`, [`output`](super::output)) records the
+//! status line and the body as read (at most [`MAX_BODY_BYTES`], then the capture's own bound).
 //! When the item is cancelled the request is dropped, which closes its connection, and the item
 //! fails with [`JobError::Cancelled`]. `https` uses rustls with the Mozilla root certificates.
 
@@ -40,6 +42,7 @@ use async_trait::async_trait;
 use reqwest::header::{HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, Url};
 
+use super::output::Stream;
 use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key of the URI.
@@ -386,6 +389,11 @@ impl HttpJob {
         let body = read_capped(response, MAX_BODY_BYTES)
             .await
             .map_err(|e| self.request_failed("reading the response of", e))?;
+        if let Some(output) = &ctx.output {
+            let answered = format!("{} {} answered {status}", self.method, self.shown);
+            output.line(Stream::Http, &answered);
+            output.line(Stream::Http, &body);
+        }
         if status.as_u16() >= 400 {
             return Err(JobError::Failed(format!(
                 "{} {} answered {status}: {}",

@@ -15,6 +15,7 @@ pub mod handlers;
 pub mod http;
 pub mod keeper;
 mod outcome;
+pub mod output;
 pub mod runtime;
 pub mod script;
 pub mod stop;
@@ -140,6 +141,10 @@ pub struct ShardingContext {
     /// SIGKILL; shared by the items of one run, shortened by whoever cancels ([`stop`]).
     #[serde(skip)]
     pub stop_grace: StopGrace,
+    /// Where this run's output is captured (`shardcron.output`, see [`output`]); `None` for a
+    /// job that does not ask for it, which then costs nothing. A shardcron addition.
+    #[serde(skip)]
+    pub output: Option<Arc<output::OutputCapture>>,
 }
 
 impl ShardingContext {
@@ -157,6 +162,16 @@ impl ShardingContext {
     /// run's grace is shortened to it, see [`stop`]).
     pub fn cancel_within(&self, grace: std::time::Duration) {
         self.stop_grace.cancel_within(&self.cancellation, grace);
+    }
+
+    /// Prints a line (or several) of the item's output: logged at `info` with the job and item,
+    /// and captured with the run when the job asks for it (`shardcron.output`), so that
+    /// `shardcronctl logs` and the console show it.
+    pub fn print(&self, text: &str) {
+        tracing::info!(job = %self.job_name, item = %self.sharding_item, "{text}");
+        if let Some(output) = &self.output {
+            output.line(output::Stream::Log, text);
+        }
     }
 
     /// The context as ElasticJob's JSON, as script and HTTP jobs receive it.

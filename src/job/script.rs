@@ -11,7 +11,8 @@
 //!
 //! - A non-zero exit or a death by signal fails the item with [`JobError::Exit`]; a program that
 //!   cannot be started fails it with [`JobError::Spawn`].
-//! - stdout lines are logged at `info`, stderr lines at `warn`, with `job` and `item` fields. Both
+//! - stdout lines are logged at `info`, stderr lines at `warn`, with `job` and `item` fields, and
+//!   captured for the history when the job asks for its output ([`output`](super::output)). Both
 //!   pipes are drained concurrently with the wait, so a chatty script never blocks on a full pipe;
 //!   a line longer than [`MAX_LINE_BYTES`] is logged cut, with a [`TRUNCATED`] marker, and its
 //!   rest is skipped as it arrives (never held). The item ends when the script has exited *and*
@@ -47,6 +48,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::Semaphore;
 
 use super::group::ProcessGroup;
+use super::output::Stream;
 use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key holding the command line, as ElasticJob names it.
@@ -366,15 +368,35 @@ enum Pipe {
     Stderr,
 }
 
-/// Logs every line of `pipe` until it closes (see [`read_lines`]).
+impl Pipe {
+    fn stream(self) -> Stream {
+        match self {
+            Self::Stdout => Stream::Stdout,
+            Self::Stderr => Stream::Stderr,
+        }
+    }
+}
+
+/// Logs every line of `pipe` until it closes (see [`read_lines`]), and captures it when the job
+/// asks for its output ([`super::output`]).
 async fn log_lines(
     pipe: impl AsyncRead + Unpin,
     which: Pipe,
     ctx: &ShardingContext,
 ) -> std::io::Result<()> {
-    read_lines(pipe, MAX_LINE_BYTES, |text| match which {
-        Pipe::Stdout => tracing::info!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}"),
-        Pipe::Stderr => tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}"),
+    read_lines(pipe, MAX_LINE_BYTES, |text| {
+        match which {
+            Pipe::Stdout => {
+                tracing::info!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
+            }
+            Pipe::Stderr => {
+                tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
+            }
+        }
+        // Off (`None`) unless the job asks for capture: one branch per line.
+        if let Some(output) = &ctx.output {
+            output.line(which.stream(), text);
+        }
     })
     .await
 }

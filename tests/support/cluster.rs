@@ -297,6 +297,7 @@ pub fn item_context(job: &str, item: u32, total: u32) -> ShardingContext {
         props: Default::default(),
         child_lease: None,
         stop_grace: Default::default(),
+        output: None,
         scheduled_at: None,
         fencing_token: Default::default(),
     }

@@ -71,6 +71,7 @@ impl Cli {
         let mut flags = vec![("--audit-db", audit_db)];
         match &self.command {
             Command::History(args) => flags.push(("--db", args.db.as_deref())),
+            Command::Logs(args) => flags.push(("--db", args.db.as_deref())),
             Command::Audit(args) => flags.push(("--db", args.db.as_deref())),
             Command::Console(args) => flags.push(("--history", args.history.as_deref())),
             _ => {}
@@ -116,6 +117,9 @@ pub(crate) enum Command {
     Remove(RemoveArgs),
     /// Item executions recorded by nodes with a history (no registry needed).
     History(HistoryArgs),
+    /// The captured output of an item run (jobs with `shardcron.output`), from the history; with
+    /// --follow, a running item's output as it comes (no registry needed).
+    Logs(LogsArgs),
     /// Per-job statistics from the history: runs, failures, timeouts, p50/p99 duration and
     /// trigger delay per hour or day (no registry needed).
     Stats(StatsArgs),
@@ -339,6 +343,28 @@ pub(crate) struct HistoryArgs {
     /// Failures only.
     #[arg(long)]
     pub(crate) failed: bool,
+}
+
+/// `logs NAME [--db TARGET] [--item N] [--run ID] [--follow]`.
+#[derive(Debug, Args)]
+pub(crate) struct LogsArgs {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// A SQLite file (default shardcron-history.db) or postgres://... without a password (set
+    /// PGPASSWORD, or give the whole URL in SHARDCRON_HISTORY instead of this flag).
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) db: Option<String>,
+    /// One item only.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = item)]
+    pub(crate) item: Option<ShardItem>,
+    /// One run: an execution id, a task id, or the run number ending a task id [default: the
+    /// newest execution].
+    #[arg(long, value_name = "ID")]
+    pub(crate) run: Option<String>,
+    /// Keep printing a running item's output until the item ends.
+    #[arg(long)]
+    pub(crate) follow: bool,
 }
 
 /// `stats NAME [--db TARGET] [--since T] [--by hour|day]`.

@@ -18,6 +18,7 @@
 //! | --- | --- |
 //! | `main.rs` | parse, connect, run one command, map the outcome to an exit code |
 //! | `cli.rs` | the commands and flags (clap derive); a bad one exits with code 2 and names it |
+//! | `logs.rs` | `logs`: an item run's captured output, followed while it runs |
 //! | `print.rs` | tables and `--json` |
 //!
 //! Exit codes: 0 done; 1 refused by the cluster's state (instances still run the job, the config
@@ -25,6 +26,7 @@
 //! name, unknown server/instance/item, invalid config field).
 
 mod cli;
+mod logs;
 mod print;
 
 use std::process::ExitCode;
@@ -104,6 +106,9 @@ enum CtlError {
     /// The console could not start or stopped on an error.
     #[error("console: {0}")]
     Console(#[from] shardcron::console::ConsoleError),
+    /// `logs` found nothing to print.
+    #[error(transparent)]
+    Logs(#[from] logs::LogsError),
 }
 
 impl CtlError {
@@ -115,6 +120,8 @@ impl CtlError {
             | Self::BadToken { .. }
             | Self::Access(_) => BAD_INPUT,
             Self::Connect { .. } | Self::History(_) | Self::NoHistory(_) => REFUSED,
+            Self::Logs(logs::LogsError::NoExecution { .. }) => BAD_INPUT,
+            Self::Logs(_) => REFUSED,
             Self::CronNext(e) => e.exit_code(),
             Self::Console(e) if e.is_bad_input() => BAD_INPUT,
             Self::Console(_) => REFUSED,
@@ -191,6 +198,9 @@ async fn run(cli: Cli) -> Result<(), CtlError> {
         // The history lives in a database, not the registry: --zk and --namespace (often part of
         // an alias) are accepted and unused.
         return history(args, json).await;
+    }
+    if let Command::Logs(args) = command {
+        return Ok(logs::logs(args, json).await?);
     }
     if let Command::Stats(args) = command {
         return stats(args, json).await;
@@ -505,6 +515,7 @@ async fn execute(
             );
         }
         Command::History(_)
+        | Command::Logs(_)
         | Command::Stats(_)
         | Command::Audit(_)
         | Command::Cron(_)

@@ -351,16 +351,52 @@ async function historyPage(name, params) {
     el("td", { text: r.execution_source }),
     el("td", { text: r.hostname + " (" + r.ip + ")" }),
     el("td", {}, badge(executionStatus(r))),
-    el("td", { text: r.failure_cause || "" })));
+    el("td", { text: r.failure_cause || "" }),
+    el("td", {}, el("a", { class: "output-link", href: "#/output/" + encodeURIComponent(name) + "/" + encodeURIComponent(r.id), text: "output" }))));
   show(heading, form,
     el("div", { class: "legend" }, el("span", {}, el("span", { class: "swatch delay" }), "trigger delay (ms)"),
       el("span", {}, el("span", { class: "swatch duration" }), "duration (ms)"), el("span", { class: "muted", text: data.points.length + " executions" }),
       el("span", { class: "muted", id: "retention", text: data.kept || "" })),
     chart(data.points),
     el("table", { id: "history" },
-      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Host", "Result", "Cause"].map((h) => el("th", { text: h })))),
+      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Host", "Result", "Cause", "Output"].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 8, class: "muted", text: "no executions match" })))),
     await statsSection(name, q.get("by") || "hour"));
+}
+
+// One execution's captured output (props shardcron.output), stderr lines marked; a running item's
+// is tailed: asked for again every second from where the last answer ended, until it ends or the
+// page is left. Lines the node's ring evicted before they were read are counted, not shown.
+async function outputPage(name, id) {
+  closeStream();
+  const here = location.hash;
+  const status = el("div", { class: "muted", id: "output-status" });
+  const pre = el("pre", { id: "output" });
+  show(el("h1", {}, "Output of ", el("a", { href: "#/history/" + encodeURIComponent(name), text: name })), status, pre);
+  const path = "/jobs/" + encodeURIComponent(name) + "/output/" + encodeURIComponent(id) + "?from=";
+  let from = 0;
+  for (;;) {
+    let data;
+    try {
+      data = await api("GET", path + from);
+    } catch (e) {
+      status.replaceChildren(...errorText(e.body || { error: e.message }));
+      return;
+    }
+    if (location.hash !== here) return;
+    if (data.lost) pre.append(el("div", { class: "lost", text: "... " + data.lost + " bytes of output dropped" }));
+    for (const l of data.lines) pre.append(el("div", { class: "line " + l.stream, "data-stream": l.stream, text: l.text }));
+    from = data.next;
+    const e = data.execution;
+    const outcome = data.running ? "running (live)" : !e.complete_time ? "running" : e.is_success ? "succeeded" : "failed";
+    status.textContent = "execution " + e.id + ", item " + e.sharding_item + ", started " + when(e.start_time) + ": " + outcome +
+      (data.dropped ? "; the first " + data.dropped + " bytes were dropped" : "") +
+      (data.captured || data.running ? "" : "; no output captured (the job captures it with props shardcron.output)");
+    status.dataset.state = data.running ? "running" : "ended";
+    if (!data.running) return;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (location.hash !== here) return;
+  }
 }
 
 // Runs, failures, timeouts and p50/p99 duration and trigger delay per hour or day, from the history.
@@ -504,6 +540,7 @@ function route() {
   const failed = (e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message }));
   if (parts[0] === "job" && parts[1]) jobPage(parts[1]);
   else if (parts[0] === "history" && parts[1]) historyPage(parts[1], query || "").catch(failed);
+  else if (parts[0] === "output" && parts[1] && parts[2]) outputPage(parts[1], parts[2]).catch(failed);
   else if (parts[0] === "servers") serversPage().catch(failed);
   else if (parts[0] === "audit") auditPage(query || "").catch(failed);
   else if (parts[0] === "new") newJobPage();
