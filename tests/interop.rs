@@ -171,8 +171,8 @@ fn shardcron_first(peer: &std::path::Path, connect: &str) -> mixed::Outcome {
     m.outcome("shardcron-first", from)
 }
 
-/// shardcron writes a job that sets every run policy this version carries out (`shardcron.`
-/// props); a Java instance joins, loads it (plain properties to ElasticJob) and runs its share with
+/// shardcron writes a job that sets every run policy this version carries out, and output
+/// capture (`shardcron.` props); a Java instance joins, loads it (plain properties to ElasticJob) and runs its share with
 /// ElasticJob's semantics: nothing lost or run twice. The timeout is longer than a run and the
 /// script succeeds, so the policies change nothing a tally sees.
 fn shardcron_first_with_run_policies(peer: &std::path::Path, connect: &str) -> mixed::Outcome {
@@ -187,6 +187,7 @@ fn shardcron_first_with_run_policies(peer: &std::path::Path, connect: &str) -> m
         ("shardcron.retry.notify", "every"),
         ("shardcron.overlap", "skip"),
         ("shardcron.catchup.window", "5m"),
+        ("shardcron.output", "64"),
     ];
     let mut m = Mixed::with_props(peer, connect, "rust-policies", "policies", &props);
     let a = m.start(Kind::Rust, "a");

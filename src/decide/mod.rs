@@ -43,8 +43,8 @@ pub mod prepare;
 pub mod reconcile;
 pub mod register;
 pub mod resharding;
-pub mod workflow;
 pub mod trigger_params;
+pub mod workflow;
 
 #[cfg(test)]
 pub(crate) mod fixtures;

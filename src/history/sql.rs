@@ -262,19 +262,25 @@ impl Store {
                     sqlx::query(ddl).execute(pool).await.map_err(fail(table))?;
                 }
                 for (table, column, kind) in ADDED_COLUMNS {
-                    let present: i64 = sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2",
-                    )
-                    .bind(table)
-                    .bind(column)
-                    .fetch_one(pool)
-                    .await
-                    .map_err(fail(table))?;
-                    if present == 0 {
+                    if sqlite_has_column(pool, table, column)
+                        .await
+                        .map_err(fail(table))?
+                    {
+                        continue;
+                    }
+                    let added =
                         sqlx::query(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))
                             .execute(pool)
+                            .await;
+                    // Two processes opening one new file both find the column missing; the
+                    // second's ALTER fails, and the column is there all the same.
+                    if let Err(source) = added {
+                        if !sqlite_has_column(pool, table, column)
                             .await
-                            .map_err(fail(table))?;
+                            .map_err(fail(table))?
+                        {
+                            return Err(fail(table)(source));
+                        }
                     }
                 }
             }
@@ -525,6 +531,21 @@ pub(super) fn redact(url: &str) -> String {
         // Not a URL (a key=value string): say only what kind of target it was.
         Err(_) => "<postgres connection string>".to_owned(),
     }
+}
+
+/// Whether SQLite table `table` has the column `column`.
+async fn sqlite_has_column(
+    pool: &sqlx::SqlitePool,
+    table: &str,
+    column: &str,
+) -> Result<bool, sqlx::Error> {
+    let present: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2")
+            .bind(table)
+            .bind(column)
+            .fetch_one(pool)
+            .await?;
+    Ok(present > 0)
 }
 
 #[cfg(test)]

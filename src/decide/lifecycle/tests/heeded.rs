@@ -48,7 +48,7 @@ fn every_node() -> Vec<JobNode> {
         | JobNode::TriggerParamsFor(_)
         | JobNode::Backfill
         | JobNode::BackfillItem(_) => true,
-        | JobNode::Adoptable => true,
+        JobNode::Adoptable => true,
     };
     let mut nodes = vec![
         JobNode::Root,
