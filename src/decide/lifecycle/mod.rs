@@ -36,7 +36,7 @@ mod registration;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -512,7 +512,7 @@ pub struct JobMachine {
     behind: bool,
     /// `shardcron.overlap: buffer_all`: the fires each item still owes, run one after another
     /// once its current run ends (empty, and allocating nothing, under any other policy).
-    buffered: BTreeMap<ShardItem, u32>,
+    buffered: overlap::Owed,
     /// The labels this instance carries, written in its `instances/{me}` node.
     labels: Vec<String>,
     /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
@@ -562,7 +562,7 @@ impl JobMachine {
             resharding: false,
             served_until: None,
             behind: false,
-            buffered: BTreeMap::new(),
+            buffered: overlap::Owed::default(),
             labels: Vec::new(),
             own_deletions: 0,
         }
@@ -617,7 +617,7 @@ impl JobMachine {
             self.runs = Vec::new();
         }
         if self.buffered.is_empty() {
-            self.buffered = BTreeMap::new();
+            self.buffered.clear();
         }
     }
 
