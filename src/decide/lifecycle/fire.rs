@@ -348,9 +348,11 @@ impl JobMachine {
                 self.retry_failed(run_id, &failed, retry, facts, out);
             }
         }
-        let Some(run) = self.run(run_id) else {
+        let progress = self.backfill_ops(run_id, facts);
+        let Some((_, run)) = self.runs.iter_mut().find(|(i, _)| *i == run_id) else {
             return;
         };
+        run.end_ops.extend(progress);
         if run.end_ops.is_empty() {
             self.finish(run_id, true, facts, out);
         } else {
@@ -379,9 +381,6 @@ impl JobMachine {
             if self.runs.is_empty() || !self.runs.iter().any(|(_, r)| r.items.contains(i)) {
                 self.local.running.remove(i);
             }
-        }
-        if run.source == ExecutionSource::Backfill {
-            self.backfill_ran(&run, facts, out);
         }
         if removed {
             // Until the mirror shows the deletions, those markers are this instance's, not a run

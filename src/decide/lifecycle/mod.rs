@@ -148,8 +148,6 @@ pub enum Purpose {
     TakeTrigger,
     /// `shardcron/fired/{i}` written after a fire (a job with a catch-up window).
     RecordFired,
-    /// `shardcron/backfill/{i}` written after a backfill run.
-    BackfillProgress,
 }
 
 /// How a write is applied.
@@ -923,10 +921,7 @@ impl JobMachine {
                 out.push(Command::Warn(format!("cannot take the trigger node: {e}")))
             }
             (Purpose::TakeTrigger, _) => {}
-            (Purpose::RecordFired | Purpose::BackfillProgress, Outcome::Done) => {}
-            (Purpose::BackfillProgress, outcome) => out.push(Command::Warn(format!(
-                "recording the backfill's progress failed: {outcome:?}"
-            ))),
+            (Purpose::RecordFired, Outcome::Done) => {}
             (Purpose::RecordFired, outcome) => out.push(Command::Warn(format!(
                 "recording the fired instant for the catch-up window failed: {outcome:?}"
             ))),
