@@ -4,46 +4,6 @@
 use super::*;
 use crate::decide::backfill::{Progress, Request};
 
-/// The fake's facts with a backfill request and progress records.
-struct Backfilled {
-    inner: Fake,
-    request: Option<Vec<u8>>,
-    progress: std::collections::BTreeMap<ShardItem, Vec<u8>>,
-}
-
-impl Facts for Backfilled {
-    fn view(&self) -> std::rc::Rc<JobView> {
-        self.inner.view()
-    }
-    fn owns(&self, item: ShardItem) -> bool {
-        self.inner.owns(item)
-    }
-    fn marker_mirrored(&self, item: ShardItem) -> bool {
-        self.inner.marker_mirrored(item)
-    }
-    fn instance_owner(&self) -> Option<i64> {
-        self.inner.instance_owner()
-    }
-    fn removed_instance_owner(&self) -> Option<i64> {
-        self.inner.removed_instance_owner()
-    }
-    fn has_failover_marks(&self) -> bool {
-        self.inner.has_failover_marks()
-    }
-    fn now(&self) -> DateTime<Utc> {
-        self.inner.now
-    }
-    fn clock_skew(&self) -> Option<Duration> {
-        None
-    }
-    fn backfill_request(&self) -> Option<Vec<u8>> {
-        self.request.clone()
-    }
-    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
-        self.progress.clone()
-    }
-}
-
 fn request() -> Request {
     Request {
         id: "b1".into(),
@@ -51,11 +11,10 @@ fn request() -> Request {
     }
 }
 
-fn backfilled() -> Backfilled {
-    Backfilled {
-        inner: fake(),
+fn backfilled() -> Fake {
+    Fake {
         request: Some(request().encode()),
-        progress: Default::default(),
+        ..fake()
     }
 }
 

@@ -30,6 +30,14 @@ struct Fake {
     owner: Option<i64>,
     removed: Option<i64>,
     mirrored: BTreeSet<ShardItem>,
+    /// `shardcron/fired/{i}` (catch-up tests).
+    fired: crate::decide::catchup::FiredRecord,
+    /// `shardcron/trigger/{me}` (trigger-with-parameters tests).
+    params: Option<Vec<u8>>,
+    /// `shardcron/backfill` (backfill tests).
+    request: Option<Vec<u8>>,
+    /// `shardcron/backfill/{i}` (backfill tests).
+    progress: std::collections::BTreeMap<ShardItem, Vec<u8>>,
 }
 
 impl Facts for Fake {
@@ -56,6 +64,18 @@ impl Facts for Fake {
     }
     fn clock_skew(&self) -> Option<Duration> {
         None
+    }
+    fn fired(&self) -> crate::decide::catchup::FiredRecord {
+        self.fired.clone()
+    }
+    fn trigger_params(&self) -> Option<Vec<u8>> {
+        self.params.clone()
+    }
+    fn backfill_request(&self) -> Option<Vec<u8>> {
+        self.request.clone()
+    }
+    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
+        self.progress.clone()
     }
 }
 
@@ -111,6 +131,10 @@ fn fake() -> Fake {
         owner: Some(SESSION),
         removed: None,
         mirrored: BTreeSet::new(),
+        fired: Default::default(),
+        params: None,
+        request: None,
+        progress: Default::default(),
     }
 }
 
