@@ -300,6 +300,27 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
     node.shutdown().await;
 }
 
+/// Waits until the job's backfill has no item instant left, as `Ops::backfill_status` says.
+async fn finished(ops: &Ops, job: &JobName) -> shardcron::ops::BackfillStatus {
+    wait::wait_until(
+        async || {
+            let s = ops.backfill_status(job).await.ok()??;
+            (s.left == 0).then_some(s)
+        },
+        "every item's backfill progress at the last instant",
+        WITHIN,
+    )
+    .await
+}
+
+/// The instants item `item`'s backfill runs carried, in the order they ran.
+fn backfilled(runs: &[Run], item: u32) -> Vec<DateTime<Utc>> {
+    of(runs, "BACKFILL", item)
+        .iter()
+        .map(|r| r.scheduled_at.expect("a backfill run carries its instant"))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() {
     require!(Peer::ZooKeeper);
@@ -338,15 +359,7 @@ async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() 
         (0..3).all(|i| of(r, "BACKFILL", i).len() >= 5)
     })
     .await;
-    let status = wait::wait_until(
-        async || {
-            let s = ops.backfill_status(&job).await.ok()??;
-            (s.left == 0).then_some(s)
-        },
-        "every item's progress says five",
-        WITHIN,
-    )
-    .await;
+    let status = finished(&ops, &job).await;
     assert_eq!(
         (status.instants, status.first, status.last),
         (5, Some(from), Some(to))
@@ -358,11 +371,11 @@ async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() 
         n.shutdown().await;
     }
     for i in 0..3 {
-        let instants: Vec<DateTime<Utc>> = of(&all, "BACKFILL", i)
-            .iter()
-            .map(|r| r.scheduled_at.expect("a backfill run carries its instant"))
-            .collect();
-        assert_eq!(instants, expected, "item {i}: each instant once, in order");
+        assert_eq!(
+            backfilled(&all, i),
+            expected,
+            "item {i}: each instant once, in order"
+        );
     }
 }
 
@@ -404,23 +417,15 @@ async fn a_backfill_whose_items_move_to_another_instance_midway_runs_each_instan
     })
     .await;
     second.shutdown().await;
-    let status = wait::wait_until(
-        async || {
-            let s = ops.backfill_status(&job).await.ok()??;
-            (s.left == 0).then_some(s)
-        },
-        "every item's progress says ten",
-        WITHIN,
-    )
-    .await;
+    let status = finished(&ops, &job).await;
     first.shutdown().await;
     assert!(status.items.iter().all(|i| i.done == 10), "{status:?}");
     let all = runs(&out);
     for i in 0..ITEMS {
-        let instants: Vec<DateTime<Utc>> = of(&all, "BACKFILL", i)
-            .iter()
-            .map(|r| r.scheduled_at.expect("a backfill run carries its instant"))
-            .collect();
-        assert_eq!(instants, expected, "item {i}: each instant once, in order");
+        assert_eq!(
+            backfilled(&all, i),
+            expected,
+            "item {i}: each instant once, in order"
+        );
     }
 }
