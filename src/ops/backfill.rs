@@ -9,19 +9,26 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::audit::Entry;
-
-/// Progress records created with the request, in its write (a multi-op stays well under
-/// ZooKeeper's 1 MiB packet).
-const RECORDS_PER_WRITE: u32 = 1000;
-/// The most items given a record (the most a validated config has).
-const MAX_ITEMS: i32 = crate::config::MAX_SHARDING_TOTAL_COUNT as i32;
 use super::{Ops, OpsError};
 use crate::cron::CronSchedule;
 use crate::decide::backfill::{instants, Progress, Request};
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, Op};
 use crate::timezone::JobTimeZone;
-use crate::types::JobName;
+use crate::types::{JobName, ShardItem};
+
+/// Progress records created with the request, in its write (a multi-op stays well under
+/// ZooKeeper's 1 MiB packet).
+const RECORDS_PER_WRITE: u32 = 1000;
+/// The most items given a record (the most a validated config has).
+const MAX_ITEMS: i32 = crate::config::MAX_SHARDING_TOTAL_COUNT as i32;
+
+/// The items a job's backfill tracks: its config's count (none when unreadable), bounded.
+fn item_count(snap: &super::snapshot::JobSnapshot) -> u32 {
+    snap.config()
+        .and_then(Result::ok)
+        .map_or(0, |c| c.sharding_total_count.clamp(0, MAX_ITEMS) as u32)
+}
 
 /// A backfill as [`Ops::backfill`] planned (and, unless a dry run, requested) it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -174,33 +181,28 @@ impl Ops {
         // The request and the items' progress records (the first `RECORDS_PER_WRITE` in the
         // request's write): an owner records its progress in its run's end write, a set when
         // the record exists (see `decide::lifecycle::backfill`).
-        let total = snap
-            .config()
-            .and_then(Result::ok)
-            .map_or(0, |c| c.sharding_total_count.clamp(0, MAX_ITEMS) as u32);
+        let total = item_count(&snap);
         let start = Progress {
             id: id.clone(),
             done: 0,
         }
         .encode();
-        let record = |i| {
-            let item = JobNode::BackfillItem(crate::types::ShardItem(i)).to_path(job);
-            Op::create(item, start.clone(), CreateMode::Persistent)
-        };
+        let record = |i| JobNode::BackfillItem(ShardItem(i)).to_path(job);
         let mut ops = vec![Op::create(
             path.clone(),
             request.encode(),
             CreateMode::Persistent,
         )];
         let first = total.min(RECORDS_PER_WRITE);
-        ops.extend((0..first).map(record));
+        ops.extend(
+            (0..first).map(|i| Op::create(record(i), start.clone(), CreateMode::Persistent)),
+        );
         self.registry.multi(&ops).await.map_err(failed)?;
         // The rest one by one: an owner may have created its own meanwhile.
         for i in first..total {
-            let item = JobNode::BackfillItem(crate::types::ShardItem(i)).to_path(job);
             match self
                 .registry
-                .create(&item, &start, CreateMode::Persistent)
+                .create(&record(i), &start, CreateMode::Persistent)
                 .await
             {
                 Ok(_) => {}
@@ -247,13 +249,10 @@ impl Ops {
         let Ok(request) = Request::parse(&data) else {
             return Ok(None);
         };
-        let total = snap
-            .config()
-            .and_then(Result::ok)
-            .map_or(0, |c| c.sharding_total_count.clamp(0, MAX_ITEMS) as u32);
+        let total = item_count(snap);
         let mut items = Vec::with_capacity(total as usize);
         for item in 0..total {
-            let node = JobNode::BackfillItem(crate::types::ShardItem(item)).to_path(job);
+            let node = JobNode::BackfillItem(ShardItem(item)).to_path(job);
             let done = match self.registry.get(&node).await {
                 Ok((data, _)) => Progress::done_of(&data, &request),
                 Err(e) if e.is_no_node() => 0,
