@@ -13,6 +13,7 @@ use ractor::{
 
 use crate::decide::lifecycle::heed::heeded;
 use crate::decide::lifecycle::{FenceBudget, Input};
+use crate::paths::JobNode;
 use crate::registry::SessionState;
 use crate::types::JobName;
 
@@ -343,6 +344,22 @@ impl Actor for SessionActor {
                 if let (Some(r), false) = (&state.failover, fails_over == FailoverReaction::Nothing)
                 {
                     let _ = r.send_message(FailoverMsg::Job(ev.clone()));
+                }
+                if let JobNode::WorkflowRecord(_) = &ev.node {
+                    // The jobs that run after this one watch its workflow records.
+                    let under = JobNode::Downstream.to_path(&ev.job);
+                    for down in state.ctx.mirror().children(&under) {
+                        let Ok(down) = JobName::new(down.as_str()) else {
+                            continue;
+                        };
+                        if let Some(r) = state.executors.get(&down) {
+                            let _ = r.send_message(ExecutorMsg::Job(JobEvent {
+                                job: down,
+                                node: ev.node.clone(),
+                                kind: ev.kind,
+                            }));
+                        }
+                    }
                 }
                 let heeded = heeded(&ev.node, ev.kind, state.ctx.me());
                 if let (Some(r), true) = (state.executors.get(&ev.job), heeded) {

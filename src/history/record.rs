@@ -147,6 +147,7 @@ pub fn source_name(source: ExecutionSource) -> &'static str {
         ExecutionSource::Manual => "MANUAL",
         ExecutionSource::CatchUp => "CATCH_UP",
         ExecutionSource::Backfill => "BACKFILL",
+        ExecutionSource::Workflow => "WORKFLOW",
     }
 }
 
@@ -425,6 +426,7 @@ mod tests {
             ExecutionSource::Manual,
             ExecutionSource::CatchUp,
             ExecutionSource::Backfill,
+            ExecutionSource::Workflow,
         ]
         .into_iter()
         .map(source_name)
@@ -437,7 +439,8 @@ mod tests {
                 "FAILOVER",
                 "MANUAL",
                 "CATCH_UP",
-                "BACKFILL"
+                "BACKFILL",
+                "WORKFLOW"
             ]
         );
     }

@@ -54,6 +54,9 @@ pub enum ExecutionSource {
     CatchUp,
     /// An instant of a backfill (`shardcronctl backfill`).
     Backfill,
+    /// A step of a workflow run (`shardcron.after`): its upstreams ended the run; the scheduled
+    /// instant is the root fire's, which names the run.
+    Workflow,
 }
 
 impl ExecutionSource {
@@ -66,6 +69,7 @@ impl ExecutionSource {
             Self::Manual => "manual",
             Self::CatchUp => "catchup",
             Self::Backfill => "backfill",
+            Self::Workflow => "workflow",
         }
     }
 }

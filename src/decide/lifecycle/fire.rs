@@ -198,6 +198,9 @@ impl JobMachine {
             only.as_ref(),
         );
         drop(view);
+        if self.flow.is_some() {
+            self.workflow_start_ops(source, scheduled, &mut plan);
+        }
         if self.config.policy().overlap == Overlap::CancelOther {
             self.cancel_other(&plan.flagged, out);
         }
@@ -305,6 +308,7 @@ impl JobMachine {
             ExecutionSource::Manual => self.manual.take().and_then(|m| m.parameter),
             _ => None,
         };
+        let workflow = self.workflow_run(source, scheduled);
         self.local.running.extend(items.iter().copied());
         // Kept until the run ends: its exact size, not the planner's growth.
         end_ops.shrink_to_fit();
@@ -321,6 +325,7 @@ impl JobMachine {
                 scheduled,
                 backing_off: false,
                 parameter: parameter.clone(),
+                workflow,
             },
         ));
         out.push(Command::Launch {
@@ -348,9 +353,11 @@ impl JobMachine {
                 self.retry_failed(run_id, &failed, retry, facts, out);
             }
         }
-        let Some(run) = self.run(run_id) else {
+        let ends = self.workflow_end_ops(run_id, &failed);
+        let Some((_, run)) = self.runs.iter_mut().find(|(i, _)| *i == run_id) else {
             return;
         };
+        run.end_ops.extend(ends);
         if run.end_ops.is_empty() {
             self.finish(run_id, true, facts, out);
         } else {
