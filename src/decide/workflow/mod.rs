@@ -12,3 +12,5 @@ pub mod run;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod records_tests;

@@ -9,6 +9,7 @@ mod missed;
 mod overlap;
 mod policies;
 mod transitions;
+mod workflow;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
