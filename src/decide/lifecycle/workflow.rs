@@ -97,7 +97,7 @@ pub(super) struct Heard {
 pub(super) fn heard(input: &Input) -> bool {
     match input {
         Input::Event {
-            node: JobNode::WorkflowRecord(_) | JobNode::DownstreamJob(_),
+            node: JobNode::WorkflowRecord(_) | JobNode::DownstreamJob(_) | JobNode::Workflow,
             ..
         } => true,
         Input::Event {
@@ -200,6 +200,11 @@ impl JobMachine {
                 node: JobNode::Instance(id),
                 kind: NodeEventKind::Created,
             } => *id == self.me,
+            // An upstream's config appeared (the session tells the jobs that run after it).
+            Input::Event {
+                node: JobNode::Workflow,
+                kind: NodeEventKind::Created,
+            } => true,
             _ => relisted,
         };
         Heard {
