@@ -180,3 +180,90 @@ async fn a_downstream_without_a_cron_runs_once_per_upstream_fire_after_every_ups
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_write_that_closes_a_cycle_is_refused_with_its_path() {
+    use shardcron::decide::adopt::RuntimeType;
+    use shardcron::ops::{NewJob, Ops, OpsError};
+    use shardcron::registry::Connector;
+    require!(Peer::ZooKeeper);
+    init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let ns = namespace("cycle");
+    let connector = ZkConnector::new(zk::backend().config(&ns));
+    let ops = Ops::new(connector.connect().await.expect("an operator session"));
+    let job = |name: &str, after: &[&str]| {
+        let config = script(name, 1, &out, false);
+        NewJob {
+            job_type: RuntimeType::Script,
+            config: if after.is_empty() {
+                config
+            } else {
+                config.after(after)
+            },
+        }
+    };
+    ops.create(job("a", &[])).await.expect("a root");
+    ops.create(job("b", &["a"])).await.expect("b after a");
+    ops.create(job("c", &["b"])).await.expect("c after b");
+    let refused = ops.create(job("d", &["d"])).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("shardcron.after"),
+        "a job after itself: {refused}"
+    );
+    let yaml = script("a", 1, &out, false)
+        .after(&["c"])
+        .to_yaml()
+        .unwrap();
+    let a = shardcron::JobName::new("a").unwrap();
+    let refused = ops.config_set(&a, &yaml).await.unwrap_err();
+    assert!(
+        matches!(refused, OpsError::WorkflowCycle { .. }),
+        "{refused}"
+    );
+    assert_eq!(
+        refused.to_string(),
+        "new config for job a refused: shardcron.after makes a cycle: a -> b -> c -> a"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diamond_of_four_jobs_runs_each_step_once_per_root_run() {
+    require!(Peer::ZooKeeper);
+    init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name);
+    let ns = namespace("diamond");
+    let root = script("root", 2, &out("root"), true).cron("0/2 * * * * ?");
+    let left = script("left", 1, &out("left"), true).after(&["root"]);
+    let right = script("right", 2, &out("right"), true).after(&["root"]);
+    let join = script("join", 1, &out("join"), false).after(&["left", "right"]);
+    let jobs = [&root, &left, &right, &join];
+    let nodes = [node(&ns, 1, &jobs).await, node(&ns, 2, &jobs).await];
+    const ROOT_RUNS: usize = 4;
+    wait::wait_until(
+        async || (by_instant(&runs(&out("join"))).len() >= ROOT_RUNS).then_some(()),
+        "the join ran four workflow runs",
+        WITHIN,
+    )
+    .await;
+    for n in &nodes {
+        n.shutdown().await;
+    }
+    let join_runs = by_instant(&runs(&out("join")));
+    for (name, items) in [("left", 1), ("right", 2)] {
+        let step = by_instant(&runs(&out(name)));
+        for (at, ran) in &join_runs {
+            assert_eq!(ran.len(), 1, "the join ran once for {at}: {ran:?}");
+            let upstream = step.get(at).unwrap_or_else(|| panic!("{name} ran for {at}"));
+            assert_eq!(upstream.len(), items, "{name} ran each item once for {at}");
+            let last_end = upstream.iter().map(|r| r.at).max().unwrap();
+            assert!(ran[0].at > last_end, "the join of {at} started after {name} ended");
+        }
+        for (at, ran) in &step {
+            let items_seen: BTreeSet<u32> = ran.iter().map(|r| r.item).collect();
+            assert_eq!(items_seen.len(), ran.len(), "{name} ran each item once for {at}");
+        }
+    }
+}
