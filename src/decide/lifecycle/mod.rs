@@ -728,14 +728,20 @@ impl JobMachine {
                     )));
                 } else {
                     let end_ops = super::failover::finish_ops(&self.job, &items);
+                    // Items of a workflow run keep its instant and end its records.
+                    let taken = self.workflow_taken(&items, facts);
+                    let scheduled = taken.as_ref().and_then(|(_, at)| *at);
                     self.launch(
                         ExecutionSource::Failover,
-                        None,
+                        scheduled,
                         items,
                         end_ops,
                         facts,
                         &mut out,
                     );
+                    if let (Some((run, _)), Some((_, r))) = (taken, self.runs.last_mut()) {
+                        r.workflow = Some(run);
+                    }
                 }
             }
             Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, facts, &mut out),

@@ -184,6 +184,32 @@ impl JobMachine {
             .collect()
     }
 
+    /// The workflow run whose items a failover claim takes over, and its instant: the newest run
+    /// in which every claimed item's record names an instance that is gone (`running:{dead}`).
+    /// The claim is exclusive (one taker per item), so the taker's run ends the records.
+    pub(super) fn workflow_taken(
+        &self,
+        items: &[ShardItem],
+        facts: &dyn Facts,
+    ) -> Option<(RunId, Option<DateTime<Utc>>)> {
+        self.flow.as_ref()?;
+        let view = facts.view();
+        let own = records_of(facts, &self.job);
+        let dead = |record: &ItemRecord| match record {
+            ItemRecord::Running(who) => !view.instances.iter().any(|i| i.as_str() == who),
+            ItemRecord::Ended(_) => false,
+        };
+        let (run, _) = own.iter().rev().find(|(_, records)| {
+            items.iter().all(|i| {
+                records
+                    .items
+                    .get(i)
+                    .is_some_and(|(record, _)| dead(record))
+            })
+        })?;
+        Some((run.clone(), instant(run)))
+    }
+
     /// A `shardcron/downstream/{job}` record appeared: this job's runs are workflow runs now.
     pub(super) fn downstream_seen(&mut self) {
         self.flow.get_or_insert_with(Box::default).downstream = true;

@@ -430,3 +430,31 @@ fn a_downstream_registers_under_each_upstream_once_and_reports_a_missing_one() {
         then: Purpose::WorkflowEnsure,
     }));
 }
+
+#[test]
+fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_record() {
+    // The record names 10.0.0.9, which has no `instances/` node: it crashed mid-item.
+    let f = Flowing::new()
+        .under("up")
+        .record("orders", &format!("{RUN}@start"), "run")
+        .record("orders", &format!("{RUN}@0"), "success")
+        .record("orders", &format!("{RUN}@1"), "running:10.0.0.9@-@9");
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    assert_eq!(
+        m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &f),
+        vec![launch(1, ExecutionSource::Failover, Some(t(0)), &[1])]
+    );
+    let mut end = crate::decide::failover::finish_ops(&job(), &[ShardItem(1)]);
+    end.push(record_end(1, "success"));
+    assert_eq!(
+        m.step(finished(1, &[]), &f),
+        vec![Command::SubmitEnd { run_id: 1, ops: end }]
+    );
+    // A record naming a live instance is not taken over: the claim runs outside the workflow.
+    let live = Flowing::new().record("orders", &format!("{RUN}@1"), &format!("running:{}", other()));
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    assert_eq!(
+        m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &live),
+        vec![launch(1, ExecutionSource::Failover, None, &[1])]
+    );
+}
