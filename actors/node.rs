@@ -576,6 +576,27 @@ impl Actor for NodeActor {
     }
 }
 
+/// Refuses to start jobs whose `shardcron.after` make a cycle among themselves, naming it (a
+/// cycle through jobs of other nodes is refused when a config is written through the ops API).
+fn check_workflow(jobs: &[JobSpec]) -> Result<(), EngineError> {
+    use crate::decide::workflow::graph::{dependency_from_props, Graph, GraphError};
+    let declared = jobs.iter().filter_map(|spec| {
+        let name = crate::types::JobName::new(spec.config.job_name.as_str()).ok()?;
+        let dependency = dependency_from_props(&spec.config.props).unwrap_or_default();
+        Some((name, dependency))
+    });
+    Graph::new(declared).map(|_| ()).map_err(|e| {
+        let job = match &e {
+            GraphError::SelfDependency { job } => job.to_string(),
+            GraphError::Cycle { path } => path.first().map(|j| j.to_string()).unwrap_or_default(),
+        };
+        EngineError::InvalidConfig {
+            job,
+            reason: e.to_string(),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
@@ -640,25 +661,4 @@ mod tests {
         assert!(started.elapsed() <= START_CONNECT_WITHIN);
         assert!(started.elapsed() >= START_CONNECT_WITHIN - MAX_START_PAUSE);
     }
-}
-
-/// Refuses to start jobs whose `shardcron.after` make a cycle among themselves, naming it (a
-/// cycle through jobs of other nodes is refused when a config is written through the ops API).
-fn check_workflow(jobs: &[JobSpec]) -> Result<(), EngineError> {
-    use crate::decide::workflow::graph::{dependency_from_props, Graph, GraphError};
-    let declared = jobs.iter().filter_map(|spec| {
-        let name = crate::types::JobName::new(spec.config.job_name.as_str()).ok()?;
-        let dependency = dependency_from_props(&spec.config.props).unwrap_or_default();
-        Some((name, dependency))
-    });
-    Graph::new(declared).map(|_| ()).map_err(|e| {
-        let job = match &e {
-            GraphError::SelfDependency { job } => job.to_string(),
-            GraphError::Cycle { path } => path.first().map(|j| j.to_string()).unwrap_or_default(),
-        };
-        EngineError::InvalidConfig {
-            job,
-            reason: e.to_string(),
-        }
-    })
 }

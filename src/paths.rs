@@ -353,12 +353,10 @@ fn parse_below_job(path: &str, below: &str) -> Result<JobNode, PathError> {
         }
         ["shardcron", "downstream"] => Downstream,
         ["shardcron", "downstream", down] => {
-            DownstreamJob(
-                JobName::new(*down).map_err(|source| PathError::BadJobName {
-                    path: path.to_owned(),
-                    source,
-                })?,
-            )
+            DownstreamJob(JobName::new(*down).map_err(|source| PathError::BadJobName {
+                path: path.to_owned(),
+                source,
+            })?)
         }
         ["adoptable"] => Adoptable,
         _ => return Err(unrecognised(path)),

@@ -109,8 +109,7 @@ fn by_instant(runs: &[Run]) -> BTreeMap<String, Vec<Run>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_downstream_without_a_cron_runs_once_per_upstream_fire_after_every_upstream_item_ended()
-{
+async fn a_downstream_without_a_cron_runs_once_per_upstream_fire_after_every_upstream_item_ended() {
     require!(Peer::ZooKeeper);
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
@@ -154,7 +153,9 @@ async fn a_downstream_without_a_cron_runs_once_per_upstream_fire_after_every_ups
             "each downstream item runs once per workflow run ({at}): {steps:?}"
         );
         assert!(steps.iter().all(|r| r.source == "WORKFLOW"), "{steps:?}");
-        let ups = up.get(at).unwrap_or_else(|| panic!("no upstream run at {at}"));
+        let ups = up
+            .get(at)
+            .unwrap_or_else(|| panic!("no upstream run at {at}"));
         let up_items: BTreeSet<u32> = ups.iter().map(|r| r.item).collect();
         assert_eq!(
             up_items,
@@ -212,10 +213,7 @@ async fn a_config_write_that_closes_a_cycle_is_refused_with_its_path() {
         refused.to_string().contains("shardcron.after"),
         "a job after itself: {refused}"
     );
-    let yaml = script("a", 1, &out, false)
-        .after(&["c"])
-        .to_yaml()
-        .unwrap();
+    let yaml = script("a", 1, &out, false).after(&["c"]).to_yaml().unwrap();
     let a = shardcron::JobName::new("a").unwrap();
     let refused = ops.config_set(&a, &yaml).await.unwrap_err();
     assert!(
@@ -256,14 +254,23 @@ async fn a_diamond_of_four_jobs_runs_each_step_once_per_root_run() {
         let step = by_instant(&runs(&out(name)));
         for (at, ran) in &join_runs {
             assert_eq!(ran.len(), 1, "the join ran once for {at}: {ran:?}");
-            let upstream = step.get(at).unwrap_or_else(|| panic!("{name} ran for {at}"));
+            let upstream = step
+                .get(at)
+                .unwrap_or_else(|| panic!("{name} ran for {at}"));
             assert_eq!(upstream.len(), items, "{name} ran each item once for {at}");
             let last_end = upstream.iter().map(|r| r.at).max().unwrap();
-            assert!(ran[0].at > last_end, "the join of {at} started after {name} ended");
+            assert!(
+                ran[0].at > last_end,
+                "the join of {at} started after {name} ended"
+            );
         }
         for (at, ran) in &step {
             let items_seen: BTreeSet<u32> = ran.iter().map(|r| r.item).collect();
-            assert_eq!(items_seen.len(), ran.len(), "{name} ran each item once for {at}");
+            assert_eq!(
+                items_seen.len(),
+                ran.len(),
+                "{name} ran each item once for {at}"
+            );
         }
     }
 }

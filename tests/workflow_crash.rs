@@ -124,7 +124,7 @@ fn an_upstream_owner_killed_mid_item_still_gives_one_downstream_run_per_upstream
 
     // --- a runs an upstream item after the downstream ran once: kill -9 it mid-item
     let wait = |what: &str, check: &dyn Fn() -> bool| {
-        poll_blocking(|| check(), within, POLL)
+        poll_blocking(check, within, POLL)
             .unwrap_or_else(|_| panic!("{what}; a:\n{}\nb:\n{}", a.stderr(), b.stderr()))
     };
     wait("the downstream ran once", &|| {
@@ -146,18 +146,25 @@ fn an_upstream_owner_killed_mid_item_still_gives_one_downstream_run_per_upstream
     a.signal(libc::SIGKILL);
 
     // --- the survivor ends the killed run, and the downstream runs for it and three runs more
-    wait("the downstream ran for the killed run and three later ones", &|| {
-        let down = by_run(&lines(&down_log), "end");
-        let instants: BTreeSet<&String> = down.keys().map(|(at, _)| at).collect();
-        let later = instants.iter().filter(|at| ***at > killed_in).count();
-        (0..2).all(|i| down.contains_key(&(killed_in.clone(), i))) && later >= 3
-    });
+    wait(
+        "the downstream ran for the killed run and three later ones",
+        &|| {
+            let down = by_run(&lines(&down_log), "end");
+            let instants: BTreeSet<&String> = down.keys().map(|(at, _)| at).collect();
+            let later = instants.iter().filter(|at| ***at > killed_in).count();
+            (0..2).all(|i| down.contains_key(&(killed_in.clone(), i))) && later >= 3
+        },
+    );
     b.terminate();
 
     let (up, down) = (lines(&up_log), lines(&down_log));
     let (up_ends, down_ends) = (by_run(&up, "end"), by_run(&down, "end"));
     for ((at, item), ends) in &down_ends {
-        assert_eq!(ends.len(), 1, "downstream item {item} of {at} ended once: {ends:?}");
+        assert_eq!(
+            ends.len(),
+            1,
+            "downstream item {item} of {at} ended once: {ends:?}"
+        );
         let ups: Vec<&Line> = (0..4)
             .map(|i| {
                 let ended = up_ends.get(&(at.clone(), i));

@@ -41,10 +41,10 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use super::duration::parse_duration;
+use super::{ConfigError, JobConfig};
 use crate::decide::workflow::graph::{
     dependency_from_props, Dependency, DependencyError, AFTER_KEY, AFTER_ON_KEY,
 };
-use super::{ConfigError, JobConfig};
 
 /// `shardcron.timeout`.
 pub const TIMEOUT: &str = "shardcron.timeout";
@@ -346,9 +346,7 @@ impl Reader<'_> {
             Ok(d) => d,
             Err(e) => {
                 let key = match e {
-                    DependencyError::BadOn { .. } | DependencyError::OnWithoutAfter => {
-                        AFTER_ON_KEY
-                    }
+                    DependencyError::BadOn { .. } | DependencyError::OnWithoutAfter => AFTER_ON_KEY,
                     _ => AFTER_KEY,
                 };
                 let text = e.to_string();

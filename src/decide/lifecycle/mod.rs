@@ -33,9 +33,9 @@ mod manual;
 mod overlap;
 mod policy;
 mod registration;
-mod workflow;
 #[cfg(test)]
 mod tests;
+mod workflow;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

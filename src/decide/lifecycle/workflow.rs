@@ -141,7 +141,8 @@ impl JobMachine {
         let Some(run) = self.workflow_run(source, scheduled) else {
             return;
         };
-        let record = |i: &ShardItem| JobNode::WorkflowRecord(format!("{run}@{i}")).to_path(&self.job);
+        let record =
+            |i: &ShardItem| JobNode::WorkflowRecord(format!("{run}@{i}")).to_path(&self.job);
         let running = ItemRecord::running(self.me.as_str());
         for i in &plan.run {
             let op = Op::create(record(i), running.as_bytes(), CreateMode::Persistent);
@@ -200,12 +201,9 @@ impl JobMachine {
             ItemRecord::Ended(_) => false,
         };
         let (run, _) = own.iter().rev().find(|(_, records)| {
-            items.iter().all(|i| {
-                records
-                    .items
-                    .get(i)
-                    .is_some_and(|(record, _)| dead(record))
-            })
+            items
+                .iter()
+                .all(|i| records.items.get(i).is_some_and(|(record, _)| dead(record)))
         })?;
         Some((run.clone(), instant(run)))
     }
@@ -248,7 +246,12 @@ impl JobMachine {
     }
 
     /// Acts on what the workflow steps heard.
-    pub(super) fn workflow_after(&mut self, heard: Heard, facts: &dyn Facts, out: &mut Vec<Command>) {
+    pub(super) fn workflow_after(
+        &mut self,
+        heard: Heard,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
         if heard.relisted {
             if facts.has_downstream() {
                 self.downstream_seen();

@@ -11,6 +11,6 @@ pub mod records;
 pub mod run;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod records_tests;
+#[cfg(test)]
+mod tests;

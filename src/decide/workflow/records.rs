@@ -121,7 +121,10 @@ pub fn parse_records<'a>(
             runs.entry(run).or_default().start = Some(Decision::parse(data));
         } else if let Ok(item) = what.parse::<ShardItem>() {
             let record = ItemRecord::parse(data);
-            runs.entry(run).or_default().items.insert(item, (record, czxid));
+            runs.entry(run)
+                .or_default()
+                .items
+                .insert(item, (record, czxid));
         }
     }
     runs
@@ -177,7 +180,9 @@ pub fn starts_due(
         match start(dependency, &ends) {
             Start::Wait { .. } => {}
             Start::Run => due.push((run.clone(), Decision::Run)),
-            Start::Skip { upstream, end } => due.push((run.clone(), Decision::Skip { upstream, end })),
+            Start::Skip { upstream, end } => {
+                due.push((run.clone(), Decision::Skip { upstream, end }))
+            }
         }
     }
     due

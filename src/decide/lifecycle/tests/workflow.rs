@@ -168,7 +168,10 @@ fn a_root_with_a_downstream_records_each_item_running_at_its_start_and_its_end_a
     end.extend([record_end(0, "success"), record_end(1, "failed")]);
     assert_eq!(
         m.step(finished(1, &[1]), &f),
-        vec![Command::SubmitEnd { run_id: 1, ops: end }]
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: end
+        }]
     );
 }
 
@@ -190,6 +193,15 @@ fn a_job_outside_any_workflow_writes_no_workflow_record() {
     );
 }
 
+/// A table row: name, upstreams, policy, facts, the commands expected.
+type Case = (
+    &'static str,
+    &'static [&'static str],
+    RunWhen,
+    Flowing,
+    Vec<Command>,
+);
+
 #[test]
 fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy_reads() {
     let ended = |f: Flowing, job: &str, a: &str, b: &str| {
@@ -198,7 +210,8 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
     };
     let success = RunWhen::Success;
     let completed = RunWhen::Completed;
-    let cases: Vec<(&str, &[&str], RunWhen, Flowing, Vec<Command>)> = vec![
+    let cases: Vec<Case> =
+        vec![
         (
             "every upstream item succeeded: run",
             &["up"],
@@ -314,7 +327,10 @@ fn a_started_run_runs_this_instances_items_once_each_as_a_workflow_step_at_the_r
     end.extend([record_end(0, "success"), record_end(1, "success")]);
     assert_eq!(
         m.step(finished(1, &[]), &f),
-        vec![Command::SubmitEnd { run_id: 1, ops: end }]
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: end
+        }]
     );
     // Ended: the items are launched for this run already (the mirror catches up later).
     let ended = Input::RunEnded {
@@ -448,10 +464,17 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
     end.push(record_end(1, "success"));
     assert_eq!(
         m.step(finished(1, &[]), &f),
-        vec![Command::SubmitEnd { run_id: 1, ops: end }]
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: end
+        }]
     );
     // A record naming a live instance is not taken over: the claim runs outside the workflow.
-    let live = Flowing::new().record("orders", &format!("{RUN}@1"), &format!("running:{}", other()));
+    let live = Flowing::new().record(
+        "orders",
+        &format!("{RUN}@1"),
+        &format!("running:{}", other()),
+    );
     let mut m = downstream_of(&["up"], RunWhen::Success);
     assert_eq!(
         m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &live),
