@@ -71,6 +71,8 @@ pub(crate) struct Launch {
     pub(crate) attempt: u32,
     /// A trigger's job parameter, in place of the config's.
     pub(crate) parameter: Option<Arc<str>>,
+    /// The workflow run it is a step of.
+    pub(crate) workflow: Option<crate::decide::workflow::run::RunId>,
 }
 
 /// What a run reports back.
@@ -207,6 +209,7 @@ impl RunKit {
             scheduled,
             attempt,
             parameter,
+            workflow,
         } = run;
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -249,6 +252,7 @@ impl RunKit {
                     sharding_item: *item,
                     sharding_parameter: config.item_parameter(*item).unwrap_or_default().to_owned(),
                     scheduled_at: scheduled,
+                    workflow_run: workflow.as_ref().map(|w| w.to_string()),
                     fencing_token,
                     source,
                     instance_id: me.clone(),

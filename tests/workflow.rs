@@ -42,6 +42,8 @@ struct Run {
     source: String,
     /// The root fire's instant (`scheduledAt`).
     scheduled_at: String,
+    /// The workflow run (`workflowRun`), when the run is a step of one.
+    workflow_run: Option<String>,
 }
 
 /// A script job `name` appending `{now in ns} {context JSON}` to `out`, after `sleep` when
@@ -72,6 +74,7 @@ fn runs(out: &Path) -> Vec<Run> {
                 item: ctx["shardingItem"].as_u64()? as u32,
                 source: ctx["taskId"].as_str()?.split("@-@").nth(2)?.to_owned(),
                 scheduled_at: ctx["scheduledAt"].as_str()?.to_owned(),
+                workflow_run: ctx["workflowRun"].as_str().map(str::to_owned),
             })
         })
         .collect()
@@ -153,6 +156,15 @@ async fn a_downstream_without_a_cron_runs_once_per_upstream_fire_after_every_ups
             "each downstream item runs once per workflow run ({at}): {steps:?}"
         );
         assert!(steps.iter().all(|r| r.source == "WORKFLOW"), "{steps:?}");
+        let run = chrono::DateTime::parse_from_rfc3339(at)
+            .unwrap()
+            .timestamp_millis();
+        assert!(
+            steps
+                .iter()
+                .all(|r| r.workflow_run == Some(run.to_string())),
+            "each step carries its workflow run, the root instant in ms: {steps:?}"
+        );
         let ups = up
             .get(at)
             .unwrap_or_else(|| panic!("no upstream run at {at}"));

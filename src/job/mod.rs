@@ -114,6 +114,10 @@ pub struct ShardingContext {
     /// A shardcron addition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduled_at: Option<DateTime<Utc>>,
+    /// The workflow run this run is a step of (`shardcron.after`): the root fire's scheduled
+    /// instant in epoch milliseconds; `None` outside workflows. A shardcron addition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_run: Option<String>,
     /// Grows whenever the item changes owner: make the job's writes conditional on it
     /// (`... WHERE fence <= $token`) so that an old owner's late writes are refused. See
     /// [`fencing`]. A shardcron addition.

@@ -282,20 +282,28 @@ impl JobMachine {
         if source == ExecutionSource::Misfire && !self.buffered.is_empty() {
             self.unbuffer(&plan.run);
         }
-        self.launch(source, scheduled, plan.run, plan.end_ops, facts, out);
+        let workflow = self.workflow_run(source, scheduled);
+        self.launch(
+            source,
+            scheduled,
+            plan.run,
+            (plan.end_ops, workflow),
+            facts,
+            out,
+        );
         if let Some((at, items)) = handled {
             self.record_fired(source, at, &items, facts, out);
         }
     }
 
-    /// Hands `items` to a run; `end_ops` are written when they are done. Shared by fires and
-    /// failover runs.
+    /// Hands `items` to a run; `end_ops` are written when they are done; `workflow` is the
+    /// workflow run it is a step of. Shared by fires and failover runs.
     pub(super) fn launch(
         &mut self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         items: Vec<ShardItem>,
-        mut end_ops: Vec<Op>,
+        (mut end_ops, workflow): (Vec<Op>, Option<crate::decide::workflow::run::RunId>),
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
@@ -308,7 +316,6 @@ impl JobMachine {
             ExecutionSource::Manual => self.manual.take().and_then(|m| m.parameter),
             _ => None,
         };
-        let workflow = self.workflow_run(source, scheduled);
         self.local.running.extend(items.iter().copied());
         // Kept until the run ends: its exact size, not the planner's growth.
         end_ops.shrink_to_fit();
@@ -325,7 +332,7 @@ impl JobMachine {
                 scheduled,
                 backing_off: false,
                 parameter: parameter.clone(),
-                workflow,
+                workflow: workflow.clone(),
             },
         ));
         out.push(Command::Launch {
@@ -335,6 +342,7 @@ impl JobMachine {
             items,
             attempt: 1,
             parameter,
+            workflow,
         });
         self.arm_timeout(run_id, out);
     }
@@ -353,7 +361,10 @@ impl JobMachine {
                 self.retry_failed(run_id, &failed, retry, facts, out);
             }
         }
-        let ends = self.workflow_end_ops(run_id, &failed);
+        let ends = match self.flow {
+            Some(_) => self.workflow_end_ops(run_id, &failed),
+            None => Vec::new(),
+        };
         let Some((_, run)) = self.runs.iter_mut().find(|(i, _)| *i == run_id) else {
             return;
         };

@@ -379,6 +379,8 @@ pub enum Command {
         /// The job parameter of a manual run triggered with one (`shardcron/trigger/{me}`), in
         /// place of the config's `jobParameter`; `None` for every other run.
         parameter: Option<Arc<str>>,
+        /// The workflow run it is a step of (`shardcron.after`); `None` outside workflows.
+        workflow: Option<crate::decide::workflow::run::RunId>,
     },
     /// Cancel these running items.
     Cancel(Vec<ShardItem>),
@@ -735,13 +737,10 @@ impl JobMachine {
                         ExecutionSource::Failover,
                         scheduled,
                         items,
-                        end_ops,
+                        (end_ops, taken.map(|(run, _)| run)),
                         facts,
                         &mut out,
                     );
-                    if let (Some((run, _)), Some((_, r))) = (taken, self.runs.last_mut()) {
-                        r.workflow = Some(run);
-                    }
                 }
             }
             Input::TimerFired { run_id, timer } => self.timer_fired(run_id, timer, facts, &mut out),

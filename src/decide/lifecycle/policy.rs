@@ -162,6 +162,7 @@ impl JobMachine {
                 items: run.items.clone(),
                 attempt: run.attempt,
                 parameter: run.parameter.clone(),
+                workflow: run.workflow.clone(),
             });
             self.arm_timeout(run_id, out);
         } else {

@@ -190,6 +190,7 @@ fn launch(
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt: 1,
         parameter: None,
+        workflow: None,
     }
 }
 

@@ -84,6 +84,35 @@ impl Facts for Flowing {
 /// The workflow run of the root fire at `t(0)`.
 const RUN: &str = "1767225600000";
 
+/// A launch of a step of workflow run [`RUN`].
+fn launch_in(
+    run_id: u64,
+    source: ExecutionSource,
+    at: Option<DateTime<Utc>>,
+    items: &[u32],
+) -> Command {
+    match launch(run_id, source, at, items) {
+        Command::Launch {
+            run_id,
+            source,
+            scheduled,
+            items,
+            attempt,
+            parameter,
+            ..
+        } => Command::Launch {
+            run_id,
+            source,
+            scheduled,
+            items,
+            attempt,
+            parameter,
+            workflow: crate::decide::workflow::run::RunId::parse(RUN),
+        },
+        other => other,
+    }
+}
+
 fn record_create(item: u32, data: &str) -> Op {
     Op::create(
         format!("/orders/shardcron/workflow/{RUN}@{item}"),
@@ -162,7 +191,7 @@ fn a_root_with_a_downstream_records_each_item_running_at_its_start_and_its_end_a
     );
     assert_eq!(
         m.step(written(Purpose::Start), &f),
-        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+        vec![launch_in(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
     );
     let mut end = unmark(&[0, 1]);
     end.extend([record_end(0, "success"), record_end(1, "failed")]);
@@ -319,7 +348,7 @@ fn a_started_run_runs_this_instances_items_once_each_as_a_workflow_step_at_the_r
     assert_eq!(m.step(record_event(), &f), vec![start(ops)]);
     assert_eq!(
         m.step(written(Purpose::Start), &f),
-        vec![launch(1, ExecutionSource::Workflow, Some(t(0)), &[0, 1])]
+        vec![launch_in(1, ExecutionSource::Workflow, Some(t(0)), &[0, 1])]
     );
     // While it runs, another look launches nothing.
     assert_eq!(m.step(record_event(), &f), vec![]);
@@ -458,7 +487,7 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
     let mut m = downstream_of(&["up"], RunWhen::Success);
     assert_eq!(
         m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &f),
-        vec![launch(1, ExecutionSource::Failover, Some(t(0)), &[1])]
+        vec![launch_in(1, ExecutionSource::Failover, Some(t(0)), &[1])]
     );
     let mut end = crate::decide::failover::finish_ops(&job(), &[ShardItem(1)]);
     end.push(record_end(1, "success"));
