@@ -750,3 +750,100 @@ async fn shardcronctl_console_serves_the_namespace_and_stops_on_sigterm() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Sets the New job form's fields (by `name`) and submits it.
+const FILL_NEW_JOB: &str = r#"
+  const [fields] = arguments;
+  const form = document.getElementById('new-job');
+  for (const [name, value] of Object.entries(fields)) form.elements[name].value = value;
+  form.querySelector('button[data-action=create-job]').click();
+  return true;"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_new_job_form_creates_a_job_an_adopting_node_runs_and_names_a_bad_field() {
+    require!(Peer::Chromium);
+    cluster::init_tracing();
+    let server = EmbeddedServer::new();
+    let me = InstanceId::parse("127.0.0.1@-@adopter").unwrap();
+    let node = NodeBuilder::new(Arc::new(server.connector("form")))
+        .instance_id(me.clone())
+        .adopt("script".parse().unwrap())
+        .start()
+        .await
+        .expect("an adopting node starts with no job");
+    let console = Console::start(
+        Arc::new(server.connector("form")),
+        ConsoleOptions::loopback("form"),
+    )
+    .await
+    .expect("console starts");
+    let base = format!("http://{}", console.local_addr());
+    let browser = Browser::start().await;
+
+    tracing::info!("--- a bad cron is refused, the field named, nothing written");
+    browser.goto(&format!("{base}/#/new")).await;
+    browser
+        .wait_for("the New job form", "document.getElementById('new-job')")
+        .await;
+    let bad = json!({"jobName": "nightly", "cron": "0 0 25 * * ?", "items": "2",
+                     "command": "/bin/true"});
+    browser.eval(FILL_NEW_JOB, json!([bad])).await;
+    let refusal = browser
+        .wait_for(
+            "the refusal shown",
+            "(() => { const f = document.getElementById('flash'); \
+             return f && !f.hidden && f.className === 'error' ? f.innerText : null; })()",
+        )
+        .await;
+    let refusal = refusal.as_str().unwrap_or_default().to_owned();
+    assert!(
+        refusal.contains("cron"),
+        "the refusal names the field: {refusal}"
+    );
+    assert!(node.mirror().get("/nightly").is_none(), "nothing written");
+
+    tracing::info!("--- a good form: the page goes to the job, the adopting node runs it");
+    let good = json!({"jobName": "nightly", "cron": "* * * * * ?", "items": "2",
+                      "command": "/bin/true", "timeZone": "UTC", "description": "from the form"});
+    browser.eval(FILL_NEW_JOB, json!([good])).await;
+    browser
+        .wait_for(
+            "the job's page with both items owned by the adopting node",
+            "location.hash === '#/job/nightly' && (() => { \
+               const rows = [...document.querySelectorAll('#sharding-map tbody tr')]; \
+               return rows.length === 2 && rows.every((r) => r.dataset.owner); })()",
+        )
+        .await;
+    let config = node
+        .mirror()
+        .get("/nightly/config")
+        .expect("the config is written");
+    let config = String::from_utf8_lossy(&config.data).into_owned();
+    let config = JobConfig::from_yaml(&config).expect("a config this crate reads");
+    assert_eq!(
+        (config.time_zone.as_deref(), config.description.as_deref()),
+        (Some("GMT"), Some("from the form")),
+        "UTC stored in Java's spelling"
+    );
+    support::wait::wait_until(
+        async || {
+            node.mirror()
+                .get(&format!("/nightly/instances/{me}"))
+                .is_some()
+        },
+        "the adopting node to register the job",
+        WITHIN,
+    )
+    .await;
+    screenshot(&browser, "new-job.png").await;
+    // The refused form is the one expected error (its 400).
+    assert_no_console_errors(
+        &browser,
+        "the New job form",
+        &["/api/jobs - Failed to load resource: the server responded with a status of 400"],
+    )
+    .await;
+    browser.quit().await;
+    console.stop().await;
+    node.shutdown().await;
+}

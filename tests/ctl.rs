@@ -938,3 +938,85 @@ async fn stats_and_history_print_the_rows_numbers_and_the_window_they_were_kept_
     assert_eq!(out.code, 2, "{out:#?}");
     assert!(out.stderr.contains("--by"), "{out:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfill_lists_requests_shows_progress_and_cancels_from_the_cli() {
+    require!(Peer::ZooKeeper);
+    let mut c = Cluster::new("backfill").await;
+    // Hourly: no cron fire during the test; each run takes a moment, so a cancel finds work left.
+    let hourly = JobConfig::new("orders", 2)
+        .cron("0 0 * * * ?")
+        .time_zone("GMT");
+    c.start(1, std::slice::from_ref(&hourly), Duration::from_millis(300))
+        .await;
+    c.watch
+        .until("the instance registered and sharded", |m| {
+            m.get("/orders/sharding/1/instance").is_some()
+        })
+        .await;
+    let hour = chrono::TimeDelta::hours(1);
+    let last = chrono::DurationRound::duration_trunc(chrono::Utc::now(), hour).unwrap() - hour;
+    let (from, to) = ((last - hour * 2).to_rfc3339(), last.to_rfc3339());
+
+    tracing::info!("--- no backfill yet; a dry run lists three instants");
+    let none = c.ctl(&["backfill", "orders", "--status"]).await.expect(0);
+    assert_eq!(none.stdout.trim(), "job orders has no backfill");
+    let dry = c
+        .ctl(&[
+            "--json",
+            "backfill",
+            "orders",
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--dry-run",
+        ])
+        .await
+        .expect(0);
+    assert_eq!(dry.json()["instants"].as_array().unwrap().len(), 3);
+
+    tracing::info!("--- requested: --status follows it to the end");
+    c.ctl(&["backfill", "orders", "--from", &from, "--to", &to])
+        .await
+        .expect(0);
+    let status = support::wait::wait_until(
+        async || {
+            let out = c.ctl(&["--json", "backfill", "orders", "--status"]).await;
+            let json = out.json();
+            (json["left"] == 0).then_some(json)
+        },
+        "the backfill finished, as --status says",
+        WITHIN,
+    )
+    .await;
+    assert_eq!(status["instants"], 3);
+    assert_eq!(
+        status["items"],
+        serde_json::json!([{"item": 0, "done": 3}, {"item": 1, "done": 3}])
+    );
+    let text = c.ctl(&["backfill", "orders", "--status"]).await.expect(0);
+    assert!(
+        text.stdout.contains("of 3 instants") && text.stdout.contains("finished"),
+        "{text:#?}"
+    );
+    let backfill_runs = c
+        .rec
+        .all()
+        .iter()
+        .filter(|e| e.source == ExecutionSource::Backfill)
+        .count();
+    assert_eq!(backfill_runs, 6, "three instants, two items");
+
+    tracing::info!("--- --cancel deletes it; --status and flags refused together");
+    let cancel = c.ctl(&["backfill", "orders", "--cancel"]).await.expect(0);
+    assert!(cancel.stdout.contains("cancelled"), "{cancel:#?}");
+    let none = c.ctl(&["backfill", "orders", "--status"]).await.expect(0);
+    assert_eq!(none.stdout.trim(), "job orders has no backfill");
+    let both = c
+        .ctl(&["backfill", "orders", "--status", "--cancel"])
+        .await
+        .expect(2);
+    assert!(both.stderr.contains("--cancel"), "{both:#?}");
+    c.stop().await;
+}

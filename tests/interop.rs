@@ -563,3 +563,68 @@ fn a_java_instance_claims_and_runs_an_item_a_shardcron_survivor_marked() {
         );
     }
 }
+
+/// A job created at runtime (`Ops::create`, as `shardcronctl create` and the console's form) is a
+/// config Java reads: a Java instance started with another cron and `overwrite=false` takes the
+/// registry's config and runs the job on its schedule, with its own semantics.
+#[test]
+fn a_java_instance_runs_a_job_created_at_runtime_on_the_created_schedule() {
+    use shardcron::ops::{JobForm, Ops};
+    use shardcron::registry::zookeeper::ZkConnector;
+    use shardcron::registry::Connector;
+
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
+    let ns = format!("created-{}", std::process::id());
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    rt.block_on(async {
+        let connector = ZkConnector::new(zk::backend().config(&ns));
+        let ops = Ops::new(connector.connect().await.expect("an operator session"));
+        let form = JobForm {
+            job_name: "created".into(),
+            job_type: "SCRIPT".into(),
+            cron: "0/2 * * * * ?".into(),
+            items: 2,
+            command: Some("/bin/true".into()),
+            time_zone: Some("UTC".into()),
+            ..JobForm::default()
+        };
+        ops.create(form.to_new_job().expect("a valid form"))
+            .await
+            .expect("the job is created");
+    });
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("java.log");
+    let args: Vec<String> = [
+        format!("zk={}", zk::server().connect_string()),
+        format!("ns={ns}"),
+        "job=created".to_owned(),
+        "items=5".to_owned(),
+        // Never, unless the registry's config wins.
+        "cron=0 0 0 1 1 ? 2099".to_owned(),
+        format!("log={}", log.display()),
+        "overwrite=false".to_owned(),
+    ]
+    .into();
+    let mut java = java::JavaProc::spawn(
+        &peer,
+        dir.path(),
+        "created",
+        &args,
+        "-Dinterop.rootName=SCRIPT",
+    );
+    let runs = support::wait::wait_until_blocking(
+        || {
+            let runs = java::read_java_runs(&log);
+            let items: std::collections::BTreeSet<u32> = runs.iter().map(|r| r.item).collect();
+            (items.len() == 2).then_some(runs)
+        },
+        "the Java instance to run both items on the created schedule",
+        Duration::from_secs(30),
+    );
+    java.terminate();
+    assert!(
+        runs.iter().all(|r| r.item < 2),
+        "two items, as created, not the 5 of the Java side: {runs:?}"
+    );
+}

@@ -154,6 +154,22 @@ pub(crate) fn delay_handler(log: Arc<DelayLog>, period: i64, offset: i64) -> Sha
     }))
 }
 
+/// [`delay_handler`] for a job that captures its output: each item also prints one line
+/// through its context ([`ShardingContext::print`]).
+pub(crate) fn printing_handler(log: Arc<DelayLog>) -> SharedHandler {
+    Arc::new(FnJob(move |ctx: ShardingContext| {
+        let log = log.clone();
+        async move {
+            let now = Utc::now();
+            if ctx.source == ExecutionSource::Normal {
+                log.record(now, 1, 0);
+            }
+            ctx.print("item ran");
+            Ok::<(), JobError>(())
+        }
+    }))
+}
+
 /// Sleeps until `at` plus `after` on the system clock.
 pub(crate) async fn sleep_until_wall(at: DateTime<Utc>, after: Duration) {
     let target = at + chrono::Duration::from_std(after).unwrap_or_default();

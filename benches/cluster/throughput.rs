@@ -17,19 +17,36 @@ struct Window {
     delays: Stats,
 }
 
+/// Whether the jobs capture their output (`shardcron.output`) and print a line per item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Capture {
+    Off,
+    On,
+}
+
 /// Starts one node with `jobs` jobs of `items` items every second, lets it settle for two fires
 /// after registration, and measures `seconds` fires.
-async fn measure(backend: Backend, jobs: usize, items: i32, monitor: bool, seconds: u64) -> Window {
+async fn measure(
+    backend: Backend,
+    (jobs, items): (usize, i32),
+    monitor: bool,
+    capture: Capture,
+    seconds: u64,
+) -> Window {
     let log = Arc::new(DelayLog::default());
     let c = backend.connector(&fleet::namespace("throughput"), Duration::from_secs(10));
     let names: Vec<String> = (0..jobs).map(|i| format!("tp-{i}")).collect();
     let configs = names
         .iter()
         .map(|n| {
-            (
-                fleet::job(n, items, "* * * * * ?", monitor),
-                probe::delay_handler(log.clone(), 1, 0),
-            )
+            let job = fleet::job(n, items, "* * * * * ?", monitor);
+            match capture {
+                Capture::Off => (job, probe::delay_handler(log.clone(), 1, 0)),
+                Capture::On => (
+                    job.prop("shardcron.output", "4"),
+                    probe::printing_handler(log.clone()),
+                ),
+            }
         })
         .collect();
     let node = fleet::start_node(c.connector, fleet::instance(1), configs).await;
@@ -59,7 +76,7 @@ pub(crate) async fn run(
     seconds: u64,
     table: &mut Table,
 ) {
-    let w = measure(Backend::Zk(zk), zk_jobs, 1, true, seconds).await;
+    let w = measure(Backend::Zk(zk), (zk_jobs, 1), true, Capture::Off, seconds).await;
     let s = format!("5 throughput, ZooKeeper, {zk_jobs} jobs / s, monitorExecution on");
     let full = w
         .per_second
@@ -85,9 +102,9 @@ pub(crate) async fn run(
 
     let w = measure(
         Backend::Embedded(Default::default()),
-        jobs,
-        items,
+        (jobs, items),
         false,
+        Capture::Off,
         seconds,
     )
     .await;
@@ -101,6 +118,31 @@ pub(crate) async fn run(
         format!("{rate:.0}"),
         "> 50000",
         rate > 50_000.0,
+    );
+    table.info(
+        &s,
+        "trigger delay p50 / p99",
+        format!("{} / {}", dur(w.delays.p50), dur(w.delays.p99)),
+    );
+
+    // The same with every job capturing its output and each item printing one line: what the
+    // capture costs a job that asks for it (a job that does not pays nothing: the row above).
+    let w = measure(
+        Backend::Embedded(Default::default()),
+        (jobs, items),
+        false,
+        Capture::On,
+        seconds,
+    )
+    .await;
+    let s = format!(
+        "5 throughput, embedded, {jobs} jobs x {items} items / s, output captured (shardcron.output)"
+    );
+    let total: u64 = w.per_second.iter().map(|(_, n)| n).sum();
+    table.info(
+        &s,
+        "item executions / s on one node, one line printed each",
+        format!("{:.0}", total as f64 / seconds as f64),
     );
     table.info(
         &s,

@@ -9,11 +9,17 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::audit::Entry;
+
+/// Progress records created with the request, in its write (a multi-op stays well under
+/// ZooKeeper's 1 MiB packet).
+const RECORDS_PER_WRITE: u32 = 1000;
+/// The most items given a record (the most a validated config has).
+const MAX_ITEMS: i32 = crate::config::MAX_SHARDING_TOTAL_COUNT as i32;
 use super::{Ops, OpsError};
 use crate::cron::CronSchedule;
 use crate::decide::backfill::{instants, Progress, Request};
 use crate::paths::JobNode;
-use crate::registry::CreateMode;
+use crate::registry::{CreateMode, Op};
 use crate::timezone::JobTimeZone;
 use crate::types::JobName;
 
@@ -27,6 +33,35 @@ pub struct BackfillPlan {
     pub instants: Vec<DateTime<Utc>>,
     /// The request's id; `None` for a dry run.
     pub id: Option<String>,
+}
+
+/// A backfill under way or finished, as `shardcronctl backfill NAME --status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackfillStatus {
+    /// The job.
+    pub job_name: JobName,
+    /// The request's id.
+    pub id: String,
+    /// How many instants it runs.
+    pub instants: usize,
+    /// Its first instant.
+    pub first: Option<DateTime<Utc>>,
+    /// Its last instant.
+    pub last: Option<DateTime<Utc>>,
+    /// Each item's progress.
+    pub items: Vec<ItemProgress>,
+    /// Item instants not run yet, over all items (0: finished).
+    pub left: usize,
+}
+
+/// How many of a backfill's instants one item has run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ItemProgress {
+    /// The item.
+    pub item: u32,
+    /// Instants run (done or failed), in order from the first.
+    pub done: usize,
 }
 
 impl Ops {
@@ -136,10 +171,43 @@ impl Ops {
             id: id.clone(),
             instants: planned.instants.clone(),
         };
-        self.registry
-            .create(&path, &request.encode(), CreateMode::Persistent)
-            .await
-            .map_err(failed)?;
+        // The request and the items' progress records (the first `RECORDS_PER_WRITE` in the
+        // request's write): an owner records its progress in its run's end write, a set when
+        // the record exists (see `decide::lifecycle::backfill`).
+        let total = snap
+            .config()
+            .and_then(Result::ok)
+            .map_or(0, |c| c.sharding_total_count.clamp(0, MAX_ITEMS) as u32);
+        let start = Progress {
+            id: id.clone(),
+            done: 0,
+        }
+        .encode();
+        let record = |i| {
+            let item = JobNode::BackfillItem(crate::types::ShardItem(i)).to_path(job);
+            Op::create(item, start.clone(), CreateMode::Persistent)
+        };
+        let mut ops = vec![Op::create(
+            path.clone(),
+            request.encode(),
+            CreateMode::Persistent,
+        )];
+        let first = total.min(RECORDS_PER_WRITE);
+        ops.extend((0..first).map(record));
+        self.registry.multi(&ops).await.map_err(failed)?;
+        // The rest one by one: an owner may have created its own meanwhile.
+        for i in first..total {
+            let item = JobNode::BackfillItem(crate::types::ShardItem(i)).to_path(job);
+            match self
+                .registry
+                .create(&item, &start, CreateMode::Persistent)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
         planned.id = Some(id);
         Ok(planned)
     }
@@ -150,6 +218,21 @@ impl Ops {
         job: &JobName,
         snap: &super::snapshot::JobSnapshot,
     ) -> Result<Option<usize>, OpsError> {
+        let status = self.backfill_progress(job, snap).await?;
+        Ok(status.map(|s| s.left).filter(|left| *left > 0))
+    }
+
+    /// The job's backfill and each item's progress (`None`: there is none).
+    pub async fn backfill_status(&self, job: &JobName) -> Result<Option<BackfillStatus>, OpsError> {
+        let snap = self.listed_snapshot(job).await?;
+        self.backfill_progress(job, &snap).await
+    }
+
+    async fn backfill_progress(
+        &self,
+        job: &JobName,
+        snap: &super::snapshot::JobSnapshot,
+    ) -> Result<Option<BackfillStatus>, OpsError> {
         let failed = |source| OpsError::WriteBackfill {
             job: job.clone(),
             source,
@@ -167,8 +250,8 @@ impl Ops {
         let total = snap
             .config()
             .and_then(Result::ok)
-            .map_or(0, |c| c.sharding_total_count.max(0) as u32);
-        let mut left = 0;
+            .map_or(0, |c| c.sharding_total_count.clamp(0, MAX_ITEMS) as u32);
+        let mut items = Vec::with_capacity(total as usize);
         for item in 0..total {
             let node = JobNode::BackfillItem(crate::types::ShardItem(item)).to_path(job);
             let done = match self.registry.get(&node).await {
@@ -176,9 +259,18 @@ impl Ops {
                 Err(e) if e.is_no_node() => 0,
                 Err(e) => return Err(failed(e)),
             };
-            left += request.instants.len() - done;
+            items.push(ItemProgress { item, done });
         }
-        Ok((left > 0).then_some(left))
+        let n = request.instants.len();
+        Ok(Some(BackfillStatus {
+            job_name: job.clone(),
+            left: items.iter().map(|i| n - i.done).sum(),
+            id: request.id,
+            first: request.instants.first().copied(),
+            last: request.instants.last().copied(),
+            instants: n,
+            items,
+        }))
     }
 
     async fn delete_backfill(&self, job: &JobName) -> Result<bool, OpsError> {

@@ -53,7 +53,7 @@ use crate::types::JobName;
 
 pub use crate::decide::trigger_params::TriggerParams;
 pub use audit::Actor;
-pub use backfill::BackfillPlan;
+pub use backfill::{BackfillPlan, BackfillStatus, ItemProgress};
 pub use configure::{parse_config_version, StoredConfig, MAX_CONFIG_BYTES};
 pub use error::{ErrorClass, OpsError};
 pub use operate::{RemoveMode, ShutdownScope, Target};

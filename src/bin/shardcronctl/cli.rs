@@ -206,17 +206,18 @@ pub(crate) struct TriggerArgs {
     pub(crate) items: Option<std::collections::BTreeSet<u32>>,
 }
 
-/// `backfill NAME --from T1 --to T2 [--dry-run]`, `backfill NAME --cancel`.
+/// `backfill NAME --from T1 --to T2 [--dry-run]`, `backfill NAME --status`,
+/// `backfill NAME --cancel`.
 #[derive(Debug, Args)]
 pub(crate) struct BackfillArgs {
     /// The job.
     #[arg(value_name = "NAME")]
     pub(crate) job: JobName,
     /// The first instant of the range (RFC 3339, included).
-    #[arg(long, value_name = "RFC3339", value_parser = instant, required_unless_present = "cancel")]
+    #[arg(long, value_name = "RFC3339", value_parser = instant, required_unless_present_any = ["cancel", "status"])]
     pub(crate) from: Option<DateTime<Utc>>,
     /// The last instant of the range (RFC 3339, included; not after now).
-    #[arg(long, value_name = "RFC3339", value_parser = instant, required_unless_present = "cancel")]
+    #[arg(long, value_name = "RFC3339", value_parser = instant, required_unless_present_any = ["cancel", "status"])]
     pub(crate) to: Option<DateTime<Utc>>,
     /// List the instants without running them.
     #[arg(long, conflicts_with = "cancel")]
@@ -224,6 +225,9 @@ pub(crate) struct BackfillArgs {
     /// Cancel the job's backfill: no further instant starts, the runs under way are cancelled.
     #[arg(long, conflicts_with_all = ["from", "to"])]
     pub(crate) cancel: bool,
+    /// Show the job's backfill: its instants and how far each item has come.
+    #[arg(long, conflicts_with_all = ["from", "to", "cancel", "dry_run"])]
+    pub(crate) status: bool,
 }
 
 /// `disable` / `enable NAME [--server IP | --item N]`.

@@ -538,6 +538,9 @@ fn target(server: Option<String>, item: Option<shardcron::ShardItem>) -> Target 
 /// `backfill`: the instants listed (a dry run) or requested, or the backfill cancelled.
 async fn backfill(ops: &Ops, args: cli::BackfillArgs, json: bool) -> Result<(), OpsError> {
     let job = args.job;
+    if args.status {
+        return backfill_status(ops, &job, json).await;
+    }
     let (Some(from), Some(to)) = (args.from, args.to) else {
         let cancelled = ops.cancel_backfill(&job).await?;
         let text = if cancelled {
@@ -570,6 +573,47 @@ async fn backfill(ops: &Ops, args: cli::BackfillArgs, json: bool) -> Result<(), 
         )
     };
     report(json, serde_json::to_value(&plan).unwrap_or_default(), text);
+    Ok(())
+}
+
+/// `backfill NAME --status`: the request and each item's progress.
+async fn backfill_status(
+    ops: &Ops,
+    job: &shardcron::types::JobName,
+    json: bool,
+) -> Result<(), OpsError> {
+    let Some(status) = ops.backfill_status(job).await? else {
+        report(
+            json,
+            serde_json::Value::Null,
+            format!("job {job} has no backfill"),
+        );
+        return Ok(());
+    };
+    let at =
+        |t: Option<chrono::DateTime<chrono::Utc>>| t.map_or_else(String::new, |t| t.to_rfc3339());
+    let mut text = format!(
+        "job {job}: backfill {} of {} instants, from {} to {}: {}\n",
+        status.id,
+        status.instants,
+        at(status.first),
+        at(status.last),
+        match status.left {
+            0 => "finished".to_owned(),
+            n => format!("{n} item instants left"),
+        }
+    );
+    for i in &status.items {
+        text.push_str(&format!(
+            "  item {}: {}/{}\n",
+            i.item, i.done, status.instants
+        ));
+    }
+    report(
+        json,
+        serde_json::to_value(&status).unwrap_or_default(),
+        text.trim_end().to_owned(),
+    );
     Ok(())
 }
 

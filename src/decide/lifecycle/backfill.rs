@@ -1,6 +1,6 @@
 //! The machine's backfills ([`crate::decide::backfill`]): the request read when it appears (or
 //! when the machine starts or re-lists), one backfill run of the owned items at a time, each
-//! item's progress recorded when its run ends, and the runs cancelled with the request.
+//! item's progress recorded in its run's end write, and the runs cancelled with the request.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use crate::registry::{CreateMode, NodeEventKind, Op};
 use crate::types::ShardItem;
 use crate::view::ServerStatus;
 
-use super::{Command, Facts, Input, JobMachine, Purpose, Run, WriteMode};
+use super::{Command, Facts, Input, JobMachine};
 
 /// A backfill this instance takes part in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,14 +153,23 @@ impl JobMachine {
         );
     }
 
-    /// A backfill run ended: its items' progress is recorded (a failed item counts as run, as a
-    /// failed cron fire does).
-    pub(super) fn backfill_ran(&mut self, run: &Run, facts: &dyn Facts, out: &mut Vec<Command>) {
+    /// The writes recording a backfill run's progress, for its end write (a failed item counts
+    /// as run, as a failed cron fire does). They go in the same multi-op as the deletion of the
+    /// run's `running` markers: an owner that sees the markers gone sees the progress too, so an
+    /// item moved to it meanwhile does not run the instant again. The request's writer created
+    /// every item's record ([`crate::ops::Ops::backfill`]); an item added since is created here.
+    pub(super) fn backfill_ops(&mut self, run_id: u64, facts: &dyn Facts) -> Vec<Op> {
+        let Some((_, run)) = self.runs.iter().find(|(i, _)| *i == run_id) else {
+            return Vec::new();
+        };
+        if run.source != ExecutionSource::Backfill {
+            return Vec::new();
+        }
         let (Some(b), Some(at)) = (self.backfill.as_deref_mut(), run.scheduled) else {
-            return;
+            return Vec::new();
         };
         let Ok(index) = b.request.instants.binary_search(&at) else {
-            return;
+            return Vec::new();
         };
         let progress = facts.backfill_progress();
         let data = Progress {
@@ -168,7 +177,6 @@ impl JobMachine {
             done: index + 1,
         }
         .encode();
-        let mut creates = false;
         let mut ops = Vec::with_capacity(run.items.len());
         for item in &run.items {
             let done = b.done.entry(*item).or_default();
@@ -181,18 +189,9 @@ impl JobMachine {
                     version: None,
                 });
             } else {
-                creates = true;
                 ops.push(Op::create(path, data.clone(), CreateMode::Persistent));
             }
         }
-        out.push(Command::Write {
-            ops,
-            mode: if creates {
-                WriteMode::Tolerant
-            } else {
-                WriteMode::Batched
-            },
-            then: Purpose::BackfillProgress,
-        });
+        ops
     }
 }

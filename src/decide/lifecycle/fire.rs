@@ -361,10 +361,10 @@ impl JobMachine {
                 self.retry_failed(run_id, &failed, retry, facts, out);
             }
         }
-        let ends = match self.flow {
-            Some(_) => self.workflow_end_ops(run_id, &failed),
-            None => Vec::new(),
-        };
+        let mut ends = self.backfill_ops(run_id, facts);
+        if self.flow.is_some() {
+            ends.extend(self.workflow_end_ops(run_id, &failed));
+        }
         let Some((_, run)) = self.runs.iter_mut().find(|(i, _)| *i == run_id) else {
             return;
         };
@@ -397,9 +397,6 @@ impl JobMachine {
             if self.runs.is_empty() || !self.runs.iter().any(|(_, r)| r.items.contains(i)) {
                 self.local.running.remove(i);
             }
-        }
-        if run.source == ExecutionSource::Backfill {
-            self.backfill_ran(&run, facts, out);
         }
         if removed {
             // Until the mirror shows the deletions, those markers are this instance's, not a run

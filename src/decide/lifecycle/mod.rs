@@ -172,8 +172,6 @@ pub enum Purpose {
     TakeTrigger,
     /// `shardcron/fired/{i}` written after a fire (a job with a catch-up window).
     RecordFired,
-    /// `shardcron/backfill/{i}` written after a backfill run.
-    BackfillProgress,
     /// A downstream job's registration under its upstreams (`shardcron/downstream/{job}`).
     WorkflowEnsure,
     /// A workflow run's `{run}@start` created (or found created by another instance).
@@ -970,7 +968,7 @@ impl JobMachine {
                 out.push(Command::Warn(format!("cannot take the trigger node: {e}")))
             }
             (Purpose::TakeTrigger, _) => {}
-            (Purpose::RecordFired | Purpose::BackfillProgress, Outcome::Done) => {}
+            (Purpose::RecordFired, Outcome::Done) => {}
             (
                 Purpose::WorkflowEnsure
                 | Purpose::WorkflowStart
@@ -986,9 +984,6 @@ impl JobMachine {
                 outcome,
             ) => out.push(Command::Warn(format!(
                 "writing workflow records ({p:?}) failed: {outcome:?}"
-            ))),
-            (Purpose::BackfillProgress, outcome) => out.push(Command::Warn(format!(
-                "recording the backfill's progress failed: {outcome:?}"
             ))),
             (Purpose::RecordFired, outcome) => out.push(Command::Warn(format!(
                 "recording the fired instant for the catch-up window failed: {outcome:?}"

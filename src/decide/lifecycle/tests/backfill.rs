@@ -1,48 +1,8 @@
 //! Backfills in the machine: each instant in order, one run at a time, each item once, progress
-//! recorded, picked up where another owner left it, and cancelled with the request.
+//! recorded in each run's end write, picked up where another owner left it, and cancelled with the request.
 
 use super::*;
 use crate::decide::backfill::{Progress, Request};
-
-/// The fake's facts with a backfill request and progress records.
-struct Backfilled {
-    inner: Fake,
-    request: Option<Vec<u8>>,
-    progress: std::collections::BTreeMap<ShardItem, Vec<u8>>,
-}
-
-impl Facts for Backfilled {
-    fn view(&self) -> std::rc::Rc<JobView> {
-        self.inner.view()
-    }
-    fn owns(&self, item: ShardItem) -> bool {
-        self.inner.owns(item)
-    }
-    fn marker_mirrored(&self, item: ShardItem) -> bool {
-        self.inner.marker_mirrored(item)
-    }
-    fn instance_owner(&self) -> Option<i64> {
-        self.inner.instance_owner()
-    }
-    fn removed_instance_owner(&self) -> Option<i64> {
-        self.inner.removed_instance_owner()
-    }
-    fn has_failover_marks(&self) -> bool {
-        self.inner.has_failover_marks()
-    }
-    fn now(&self) -> DateTime<Utc> {
-        self.inner.now
-    }
-    fn clock_skew(&self) -> Option<Duration> {
-        None
-    }
-    fn backfill_request(&self) -> Option<Vec<u8>> {
-        self.request.clone()
-    }
-    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
-        self.progress.clone()
-    }
-}
 
 fn request() -> Request {
     Request {
@@ -51,11 +11,10 @@ fn request() -> Request {
     }
 }
 
-fn backfilled() -> Backfilled {
-    Backfilled {
-        inner: fake(),
+fn backfilled() -> Fake {
+    Fake {
         request: Some(request().encode()),
-        progress: Default::default(),
+        ..fake()
     }
 }
 
@@ -66,31 +25,29 @@ fn requested() -> Input {
     }
 }
 
-fn progress(items: &[u32], done: usize, create: bool) -> Command {
+/// Run `run_id`'s end write: its `running` markers deleted and its items' progress recorded in
+/// one multi-op (a set of the request writer's records, a create of a missing one).
+fn end_write(run_id: u64, items: &[u32], done: usize, create: bool) -> Command {
     let data = Progress {
         id: "b1".into(),
         done,
     }
     .encode();
     let path = |i: &u32| format!("/orders/shardcron/backfill/{i}");
-    Command::Write {
-        ops: items
-            .iter()
-            .map(|i| match create {
-                true => Op::create(path(i), data.clone(), CreateMode::Persistent),
-                false => Op::Set {
-                    path: path(i),
-                    data: data.clone(),
-                    version: None,
-                },
-            })
-            .collect(),
-        mode: if create {
-            WriteMode::Tolerant
-        } else {
-            WriteMode::Batched
+    let deletes = items
+        .iter()
+        .map(|i| Op::delete(format!("/orders/sharding/{i}/running")));
+    let records = items.iter().map(|i| match create {
+        true => Op::create(path(i), data.clone(), CreateMode::Persistent),
+        false => Op::Set {
+            path: path(i),
+            data: data.clone(),
+            version: None,
         },
-        then: Purpose::BackfillProgress,
+    });
+    Command::SubmitEnd {
+        run_id,
+        ops: deletes.chain(records).collect(),
     }
 }
 
@@ -117,12 +74,16 @@ fn a_backfill_runs_each_instant_in_order_once_per_item_one_run_at_a_time() {
             kind: NodeEventKind::DataChanged,
         };
         assert_eq!(m.step(look, &f), vec![]);
-        m.step(finished(run, &[]), &f);
-        let mut expected = vec![progress(&[0, 1], run as usize, true)];
-        if run < 3 {
-            expected.push(start(begins(&[0, 1])));
-        }
-        assert_eq!(m.step(ends(run), &f), expected, "after instant {at}");
+        assert_eq!(
+            m.step(finished(run, &[]), &f),
+            vec![end_write(run, &[0, 1], run as usize, true)],
+            "the progress of instant {at} is in the run's end write"
+        );
+        let next = match run < 3 {
+            true => vec![start(begins(&[0, 1]))],
+            false => vec![],
+        };
+        assert_eq!(m.step(ends(run), &f), next, "after instant {at}");
     }
 }
 
@@ -144,10 +105,13 @@ fn an_owner_goes_on_from_the_progress_recorded_and_the_item_behind_runs_first() 
         m.step(written(Purpose::Start), &f),
         vec![launch(1, ExecutionSource::Backfill, Some(t(-10)), &[0])]
     );
-    m.step(finished(1, &[]), &f);
+    assert_eq!(
+        m.step(finished(1, &[]), &f),
+        vec![end_write(1, &[0], 2, false)]
+    );
     assert_eq!(
         m.step(ends(1), &f),
-        vec![progress(&[0], 2, false), start(begins(&[0, 1]))],
+        vec![start(begins(&[0, 1]))],
         "both items are at the last instant now"
     );
     // Another backfill's progress counts for nothing.
@@ -176,8 +140,19 @@ fn a_cancelled_backfill_cancels_its_run_and_starts_no_further_instant() {
         m.step(cancelled, &f),
         vec![Command::Cancel(vec![ShardItem(0), ShardItem(1)])]
     );
-    m.step(finished(1, &[0, 1]), &f);
-    assert_eq!(m.step(ends(1), &f), vec![], "no progress, no next instant");
+    let end = m.step(finished(1, &[0, 1]), &f);
+    assert_eq!(
+        end,
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: vec![
+                Op::delete("/orders/sharding/0/running"),
+                Op::delete("/orders/sharding/1/running"),
+            ]
+        }],
+        "no progress for a cancelled backfill"
+    );
+    assert_eq!(m.step(ends(1), &f), vec![], "no next instant");
 }
 
 #[test]

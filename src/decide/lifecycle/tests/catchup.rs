@@ -5,44 +5,8 @@
 use super::*;
 use crate::decide::catchup::{fired_data, FiredRecord};
 
-/// The fake's facts with a catch-up record.
-struct Recorded {
-    inner: Fake,
-    fired: FiredRecord,
-}
-
-impl Facts for Recorded {
-    fn view(&self) -> std::rc::Rc<JobView> {
-        self.inner.view()
-    }
-    fn owns(&self, item: ShardItem) -> bool {
-        self.inner.owns(item)
-    }
-    fn marker_mirrored(&self, item: ShardItem) -> bool {
-        self.inner.marker_mirrored(item)
-    }
-    fn instance_owner(&self) -> Option<i64> {
-        self.inner.instance_owner()
-    }
-    fn removed_instance_owner(&self) -> Option<i64> {
-        self.inner.removed_instance_owner()
-    }
-    fn has_failover_marks(&self) -> bool {
-        self.inner.has_failover_marks()
-    }
-    fn now(&self) -> DateTime<Utc> {
-        self.inner.now
-    }
-    fn clock_skew(&self) -> Option<Duration> {
-        None
-    }
-    fn fired(&self) -> FiredRecord {
-        self.fired.clone()
-    }
-}
-
 /// Items 0 and 1 last fired at `at` (both records present), now `now`.
-fn recorded(at: Option<i64>, now: i64) -> Recorded {
+fn recorded(at: Option<i64>, now: i64) -> Fake {
     let mut fired = FiredRecord {
         parent: at.is_some(),
         ..FiredRecord::default()
@@ -51,9 +15,11 @@ fn recorded(at: Option<i64>, now: i64) -> Recorded {
         fired.items.insert(ShardItem(0), Some(t(at)));
         fired.items.insert(ShardItem(1), Some(t(at)));
     }
-    let mut inner = fake();
-    inner.now = t(now);
-    Recorded { inner, fired }
+    Fake {
+        now: t(now),
+        fired,
+        ..fake()
+    }
 }
 
 fn windowed(secs: u64) -> JobMachine {
@@ -113,7 +79,7 @@ fn an_owner_back_within_the_window_runs_the_latest_missed_instant_once_per_item(
 #[test]
 fn nothing_is_caught_up_beyond_the_window_without_a_record_or_without_a_window() {
     // (case, machine, facts)
-    let cases: [(&str, JobMachine, Recorded); 4] = [
+    let cases: [(&str, JobMachine, Fake); 4] = [
         (
             "instant 15 is 2 s old, the window 1 s",
             windowed(1),
@@ -140,14 +106,14 @@ fn nothing_is_caught_up_beyond_the_window_without_a_record_or_without_a_window()
 #[test]
 fn no_look_while_a_reshard_is_pending_and_the_catch_up_follows_the_commit() {
     let mut f = recorded(Some(0), 17);
-    f.inner.view.sharding_necessary = true;
+    f.view.sharding_necessary = true;
     let mut m = windowed(60);
     assert_eq!(
         m.step(plan_committed(), &f),
         vec![],
         "the plan is not settled"
     );
-    f.inner.view.sharding_necessary = false;
+    f.view.sharding_necessary = false;
     let done = Input::Event {
         node: JobNode::LeaderShardingNecessary,
         kind: NodeEventKind::Deleted,
@@ -182,7 +148,7 @@ fn the_cron_fire_of_an_instant_already_caught_up_is_coalesced_and_later_ones_run
         ),
         "{again:?}"
     );
-    f.inner.now = t(20);
+    f.now = t(20);
     assert_eq!(
         m.step(Input::Fire { scheduled: t(20) }, &f),
         vec![start(begins(&[0, 1]))]
@@ -295,7 +261,7 @@ fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_ca
             record_set(&[0, 1], t(15)),
         ]
     );
-    f.inner.now = t(16);
+    f.now = t(16);
     m.step(finished(1, &[]), &f);
     let ended = Input::RunEnded {
         run_id: 1,

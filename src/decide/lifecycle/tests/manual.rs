@@ -4,46 +4,10 @@
 use super::*;
 use crate::decide::trigger_params::TriggerParams;
 
-/// The fake's facts with `shardcron/trigger/{me}` holding `params`.
-struct Triggered {
-    inner: Fake,
-    params: Option<Vec<u8>>,
-}
-
-impl Facts for Triggered {
-    fn view(&self) -> std::rc::Rc<JobView> {
-        self.inner.view()
-    }
-    fn owns(&self, item: ShardItem) -> bool {
-        self.inner.owns(item)
-    }
-    fn marker_mirrored(&self, item: ShardItem) -> bool {
-        self.inner.marker_mirrored(item)
-    }
-    fn instance_owner(&self) -> Option<i64> {
-        self.inner.instance_owner()
-    }
-    fn removed_instance_owner(&self) -> Option<i64> {
-        self.inner.removed_instance_owner()
-    }
-    fn has_failover_marks(&self) -> bool {
-        self.inner.has_failover_marks()
-    }
-    fn now(&self) -> DateTime<Utc> {
-        self.inner.now
-    }
-    fn clock_skew(&self) -> Option<Duration> {
-        None
-    }
-    fn trigger_params(&self) -> Option<Vec<u8>> {
-        self.params.clone()
-    }
-}
-
-fn triggered(params: Option<&[u8]>) -> Triggered {
-    Triggered {
-        inner: fake(),
+fn triggered(params: Option<&[u8]>) -> Fake {
+    Fake {
         params: params.map(<[u8]>::to_vec),
+        ..fake()
     }
 }
 

@@ -31,6 +31,20 @@ struct Fake {
     owner: Option<i64>,
     removed: Option<i64>,
     mirrored: BTreeSet<ShardItem>,
+    /// `shardcron/fired/{i}` (catch-up tests).
+    fired: crate::decide::catchup::FiredRecord,
+    /// `shardcron/trigger/{me}` (trigger-with-parameters tests).
+    params: Option<Vec<u8>>,
+    /// `shardcron/backfill` (backfill tests).
+    request: Option<Vec<u8>>,
+    /// `shardcron/backfill/{i}` (backfill tests).
+    progress: std::collections::BTreeMap<ShardItem, Vec<u8>>,
+    /// `/{job}/shardcron/workflow/*` per job as (name, data, czxid) (workflow tests).
+    workflow: std::collections::BTreeMap<String, Vec<(String, Vec<u8>, i64)>>,
+    /// The upstream jobs `downstream/orders` is registered under, at czxid 10 (workflow tests).
+    registered_under: Vec<String>,
+    /// Jobs that do not exist (workflow tests).
+    gone: Vec<String>,
 }
 
 impl Facts for Fake {
@@ -57,6 +71,31 @@ impl Facts for Fake {
     }
     fn clock_skew(&self) -> Option<Duration> {
         None
+    }
+    fn fired(&self) -> crate::decide::catchup::FiredRecord {
+        self.fired.clone()
+    }
+    fn trigger_params(&self) -> Option<Vec<u8>> {
+        self.params.clone()
+    }
+    fn backfill_request(&self) -> Option<Vec<u8>> {
+        self.request.clone()
+    }
+    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
+        self.progress.clone()
+    }
+    fn workflow_records(&self, job: &JobName) -> Vec<(String, Vec<u8>, i64)> {
+        self.workflow.get(job.as_str()).cloned().unwrap_or_default()
+    }
+    fn item_total(&self, _job: &JobName) -> u32 {
+        2
+    }
+    fn job_exists(&self, job: &JobName) -> bool {
+        !self.gone.iter().any(|g| g == job.as_str())
+    }
+    fn downstream_since(&self, upstream: &JobName, _downstream: &JobName) -> Option<i64> {
+        let under = self.registered_under.iter().any(|j| j == upstream.as_str());
+        under.then_some(10)
     }
 }
 
@@ -112,6 +151,13 @@ fn fake() -> Fake {
         owner: Some(SESSION),
         removed: None,
         mirrored: BTreeSet::new(),
+        fired: Default::default(),
+        params: None,
+        request: None,
+        progress: Default::default(),
+        workflow: Default::default(),
+        registered_under: Vec::new(),
+        gone: Vec::new(),
     }
 }
 

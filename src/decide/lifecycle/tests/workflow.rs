@@ -2,82 +2,19 @@
 //! `{run}@start` created once when its upstreams ended the run (fan-in, failure policy), its own
 //! items run once per run, and a job outside any workflow unchanged.
 
-use std::collections::BTreeMap;
-
 use super::*;
 use crate::decide::workflow::graph::RunWhen;
 
-/// The fake's facts with workflow records.
-#[derive(Default)]
-struct Flowing {
-    inner: Option<Fake>,
-    /// Records per job: (name, data, czxid).
-    records: BTreeMap<String, Vec<(String, Vec<u8>, i64)>>,
-    /// Jobs whose `downstream/orders` record exists (created at czxid 10).
-    registered_under: Vec<String>,
-    downstream: bool,
-}
-
-impl Flowing {
-    fn new() -> Self {
-        Self {
-            inner: Some(fake()),
-            ..Self::default()
-        }
-    }
-    fn f(&self) -> &Fake {
-        self.inner.as_ref().unwrap()
-    }
+/// The fake's workflow records, built up.
+impl Fake {
     fn record(mut self, job: &str, name: &str, data: &str) -> Self {
-        let list = self.records.entry(job.into()).or_default();
+        let list = self.workflow.entry(job.into()).or_default();
         list.push((name.into(), data.as_bytes().to_vec(), 20));
         self
     }
     fn under(mut self, job: &str) -> Self {
         self.registered_under.push(job.into());
         self
-    }
-}
-
-impl Facts for Flowing {
-    fn view(&self) -> std::rc::Rc<JobView> {
-        self.f().view()
-    }
-    fn owns(&self, item: ShardItem) -> bool {
-        self.f().owns(item)
-    }
-    fn marker_mirrored(&self, item: ShardItem) -> bool {
-        self.f().marker_mirrored(item)
-    }
-    fn instance_owner(&self) -> Option<i64> {
-        self.f().instance_owner()
-    }
-    fn removed_instance_owner(&self) -> Option<i64> {
-        self.f().removed_instance_owner()
-    }
-    fn has_failover_marks(&self) -> bool {
-        self.f().has_failover_marks()
-    }
-    fn now(&self) -> DateTime<Utc> {
-        self.f().now
-    }
-    fn clock_skew(&self) -> Option<Duration> {
-        None
-    }
-    fn workflow_records(&self, job: &JobName) -> Vec<(String, Vec<u8>, i64)> {
-        self.records.get(job.as_str()).cloned().unwrap_or_default()
-    }
-    fn item_total(&self, _job: &JobName) -> u32 {
-        2
-    }
-    fn downstream_since(&self, upstream: &JobName, _downstream: &JobName) -> Option<i64> {
-        self.registered_under
-            .iter()
-            .any(|j| j == upstream.as_str())
-            .then_some(10)
-    }
-    fn has_downstream(&self) -> bool {
-        self.downstream
     }
 }
 
@@ -176,7 +113,7 @@ fn downstream_of(upstreams: &[&str], on: RunWhen) -> JobMachine {
 
 #[test]
 fn a_root_with_a_downstream_records_each_item_running_at_its_start_and_its_end_at_its_end() {
-    let f = Flowing::new();
+    let f = fake();
     let mut m = machine(Registration::Confirmed);
     let seen = Input::Event {
         node: JobNode::DownstreamJob(JobName::new("report").unwrap()),
@@ -206,7 +143,7 @@ fn a_root_with_a_downstream_records_each_item_running_at_its_start_and_its_end_a
 
 #[test]
 fn a_job_outside_any_workflow_writes_no_workflow_record() {
-    let f = Flowing::new();
+    let f = fake();
     let mut m = machine(Registration::Confirmed);
     assert_eq!(
         m.step(Input::Fire { scheduled: t(0) }, &f),
@@ -227,13 +164,13 @@ type Case = (
     &'static str,
     &'static [&'static str],
     RunWhen,
-    Flowing,
+    Fake,
     Vec<Command>,
 );
 
 #[test]
 fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy_reads() {
-    let ended = |f: Flowing, job: &str, a: &str, b: &str| {
+    let ended = |f: Fake, job: &str, a: &str, b: &str| {
         f.record(job, &format!("{RUN}@0"), a)
             .record(job, &format!("{RUN}@1"), b)
     };
@@ -245,35 +182,35 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
             "every upstream item succeeded: run",
             &["up"],
             success,
-            ended(Flowing::new().under("up"), "up", "success", "success"),
+            ended(fake().under("up"), "up", "success", "success"),
             vec![create_start("run")],
         ),
         (
             "an item failed and the dependency asks for success: skip, naming it",
             &["up"],
             success,
-            ended(Flowing::new().under("up"), "up", "success", "failed"),
+            ended(fake().under("up"), "up", "success", "failed"),
             vec![create_start("skip:up:failed")],
         ),
         (
             "an item timed out and the dependency asks for completion: run",
             &["up"],
             completed,
-            ended(Flowing::new().under("up"), "up", "timeout", "success"),
+            ended(fake().under("up"), "up", "timeout", "success"),
             vec![create_start("run")],
         ),
         (
             "an item still runs: wait",
             &["up"],
             success,
-            ended(Flowing::new().under("up"), "up", "success", "running:x@-@1"),
+            ended(fake().under("up"), "up", "success", "running:x@-@1"),
             vec![],
         ),
         (
             "fan-in: one upstream ended, the other has not: wait",
             &["a", "b"],
             success,
-            ended(Flowing::new().under("a").under("b"), "a", "success", "success")
+            ended(fake().under("a").under("b"), "a", "success", "success")
                 .record("b", &format!("{RUN}@0"), "success"),
             vec![],
         ),
@@ -282,7 +219,7 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
             &["a", "b"],
             success,
             ended(
-                ended(Flowing::new().under("a").under("b"), "a", "success", "success"),
+                ended(fake().under("a").under("b"), "a", "success", "success"),
                 "b",
                 "success",
                 "success",
@@ -293,7 +230,7 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
             "the start exists (another instance decided): not created again, its decision holds",
             &["up"],
             success,
-            ended(Flowing::new().under("up"), "up", "success", "success").record(
+            ended(fake().under("up"), "up", "success", "success").record(
                 "orders",
                 &format!("{RUN}@start"),
                 "skip:up:failed",
@@ -304,8 +241,8 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
             "runs the upstream recorded before this job registered under it are not its own",
             &["up"],
             success,
-            Flowing {
-                records: [(
+            Fake {
+                workflow: [(
                     "up".to_string(),
                     vec![
                         (format!("{RUN}@0"), b"success".to_vec(), 5),
@@ -313,7 +250,7 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
                     ],
                 )]
                 .into(),
-                ..Flowing::new().under("up")
+                ..fake().under("up")
             },
             vec![],
         ),
@@ -328,7 +265,7 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
 
 #[test]
 fn a_start_another_instance_created_first_is_no_error() {
-    let f = Flowing::new();
+    let f = fake();
     let mut m = downstream_of(&["up"], RunWhen::Success);
     let lost = Input::Written {
         purpose: Purpose::WorkflowStart,
@@ -339,7 +276,7 @@ fn a_start_another_instance_created_first_is_no_error() {
 
 #[test]
 fn a_started_run_runs_this_instances_items_once_each_as_a_workflow_step_at_the_roots_instant() {
-    let f = Flowing::new()
+    let f = fake()
         .under("up")
         .record("orders", &format!("{RUN}@start"), "run");
     let mut m = downstream_of(&["up"], RunWhen::Success);
@@ -371,7 +308,7 @@ fn a_started_run_runs_this_instances_items_once_each_as_a_workflow_step_at_the_r
 
 #[test]
 fn an_item_with_a_record_of_the_run_ran_elsewhere_and_does_not_run_again() {
-    let f = Flowing::new()
+    let f = fake()
         .under("up")
         .record("orders", &format!("{RUN}@start"), "run")
         .record("orders", &format!("{RUN}@0"), "success");
@@ -383,7 +320,7 @@ fn an_item_with_a_record_of_the_run_ran_elsewhere_and_does_not_run_again() {
 
 #[test]
 fn a_record_created_first_by_another_instance_fails_the_start_and_nothing_runs() {
-    let f = Flowing::new()
+    let f = fake()
         .under("up")
         .record("orders", &format!("{RUN}@start"), "run");
     let mut m = downstream_of(&["up"], RunWhen::Success);
@@ -413,7 +350,7 @@ fn a_record_created_first_by_another_instance_fails_the_start_and_nothing_runs()
 
 #[test]
 fn a_skipped_run_records_this_instances_items_skipped_so_the_skip_travels_down() {
-    let f = Flowing::new()
+    let f = fake()
         .under("up")
         .record("orders", &format!("{RUN}@start"), "skip:up:failed");
     let mut m = downstream_of(&["up"], RunWhen::Success);
@@ -422,41 +359,11 @@ fn a_skipped_run_records_this_instances_items_skipped_so_the_skip_travels_down()
 
 #[test]
 fn a_downstream_registers_under_each_upstream_once_and_reports_a_missing_one() {
-    struct Missing(Flowing);
-    impl Facts for Missing {
-        fn view(&self) -> std::rc::Rc<JobView> {
-            self.0.view()
-        }
-        fn owns(&self, item: ShardItem) -> bool {
-            self.0.owns(item)
-        }
-        fn marker_mirrored(&self, item: ShardItem) -> bool {
-            self.0.marker_mirrored(item)
-        }
-        fn instance_owner(&self) -> Option<i64> {
-            self.0.instance_owner()
-        }
-        fn removed_instance_owner(&self) -> Option<i64> {
-            self.0.removed_instance_owner()
-        }
-        fn has_failover_marks(&self) -> bool {
-            false
-        }
-        fn now(&self) -> DateTime<Utc> {
-            self.0.now()
-        }
-        fn clock_skew(&self) -> Option<Duration> {
-            None
-        }
-        fn job_exists(&self, job: &JobName) -> bool {
-            job.as_str() != "gone"
-        }
-        fn downstream_since(&self, up: &JobName, down: &JobName) -> Option<i64> {
-            self.0.downstream_since(up, down)
-        }
-    }
     let mut m = downstream_of(&["up", "gone", "done"], RunWhen::Success);
-    let f = Missing(Flowing::new().under("done"));
+    let f = Fake {
+        gone: vec!["gone".into()],
+        ..fake().under("done")
+    };
     let out = m.step(Input::Resynced, &f);
     let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
     assert!(out.contains(&Command::Warn(
@@ -479,7 +386,7 @@ fn a_downstream_registers_under_each_upstream_once_and_reports_a_missing_one() {
 #[test]
 fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_record() {
     // The record names 10.0.0.9, which has no `instances/` node: it crashed mid-item.
-    let f = Flowing::new()
+    let f = fake()
         .under("up")
         .record("orders", &format!("{RUN}@start"), "run")
         .record("orders", &format!("{RUN}@0"), "success")
@@ -499,7 +406,7 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
         }]
     );
     // A record naming a live instance is not taken over: the claim runs outside the workflow.
-    let live = Flowing::new().record(
+    let live = fake().record(
         "orders",
         &format!("{RUN}@1"),
         &format!("running:{}", other()),
