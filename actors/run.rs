@@ -56,6 +56,8 @@ pub(crate) struct RunRequest {
     pub(crate) deadline: Option<Arc<RunDeadline>>,
     /// 1 for a first run, 2 for its first retry, and so on.
     pub(crate) attempt: u32,
+    /// The workflow run it is a step of (`shardcron.after`), for its events and history rows.
+    pub(crate) workflow_run: Option<String>,
     /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
     pub(crate) notify: bool,
 }
@@ -293,6 +295,7 @@ impl RunKit {
             scheduled,
             deadline,
             attempt,
+            workflow_run: workflow.map(|w| w.to_string()),
             notify: config.policy().notifies(attempt),
         };
         spawn_run(req, executor.clone());
@@ -447,6 +450,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     started_at,
                     scheduled_at: req.scheduled,
                     attempt: req.attempt,
+                    workflow_run: req.workflow_run.clone(),
                 });
             }
             // Only for a job that captures its output: its chunks go to the history.
@@ -508,6 +512,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
                 scheduled_at: req.scheduled,
                 attempt: req.attempt,
+                workflow_run: req.workflow_run.clone(),
                 outcome: crate::job::ItemOutcome::of(result),
             });
         }
