@@ -216,7 +216,9 @@ impl JobMachine {
     /// What `input` means to the workflow steps (nothing, for a job outside any workflow).
     pub(super) fn workflow_heard(&self, input: &Input) -> Heard {
         let relisted = matches!(input, Input::Resynced);
-        if self.flow.is_none() && !relisted {
+        // A config read may set `shardcron.after`: register under the upstreams it names.
+        let config = matches!(input, Input::Config(_));
+        if self.flow.is_none() && !relisted && !config {
             return Heard::default();
         }
         let registered = match input {
@@ -229,10 +231,10 @@ impl JobMachine {
                 node: JobNode::Workflow,
                 kind: NodeEventKind::Created,
             } => true,
-            _ => relisted,
+            _ => relisted || config,
         };
         Heard {
-            look: heard(input),
+            look: config || heard(input),
             relisted,
             registered,
             pruned: matches!(

@@ -417,3 +417,26 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
         vec![launch(1, ExecutionSource::Failover, None, &[1])]
     );
 }
+
+#[test]
+fn a_config_that_comes_to_name_an_upstream_registers_under_it() {
+    let f = fake();
+    let mut m = machine(Registration::Confirmed);
+    let out = m.step(Input::Config(config(|c| c.after(&["up"]))), &f);
+    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
+    assert!(
+        out.contains(&Command::Write {
+            ops: vec![
+                create("/up/shardcron"),
+                create("/up/shardcron/workflow"),
+                create("/up/shardcron/downstream"),
+                create("/up/shardcron/downstream/orders"),
+                create("/orders/shardcron"),
+                create("/orders/shardcron/workflow"),
+            ],
+            mode: WriteMode::Tolerant,
+            then: Purpose::WorkflowEnsure,
+        }),
+        "{out:?}"
+    );
+}
