@@ -440,3 +440,27 @@ fn a_config_that_comes_to_name_an_upstream_registers_under_it() {
         "{out:?}"
     );
 }
+
+#[test]
+fn the_leader_deletes_the_records_of_all_but_the_newest_fifty_runs_once() {
+    let mut f = fake().under("up");
+    for n in 0..51 {
+        f = f.record("orders", &format!("{}@0", 1_000 + n), "success");
+    }
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    let prune = Command::Write {
+        ops: vec![Op::delete("/orders/shardcron/workflow/1000@0")],
+        mode: WriteMode::Tolerant,
+        then: Purpose::WorkflowPrune,
+    };
+    assert_eq!(m.step(record_event(), &f), vec![prune.clone()]);
+    // Under way: not asked again until it ends.
+    assert_eq!(m.step(record_event(), &f), vec![]);
+    assert_eq!(m.step(written(Purpose::WorkflowPrune), &f), vec![prune]);
+    // Not the leader: nothing.
+    let mut led = fake().under("up");
+    led.view.leader = Some(other());
+    led.workflow = f.workflow.clone();
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    assert_eq!(m.step(record_event(), &led), vec![]);
+}
