@@ -124,6 +124,7 @@ impl ExecutorState {
                 items,
                 attempt,
                 parameter,
+                workflow,
             } => {
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
@@ -135,6 +136,7 @@ impl ExecutorState {
                     scheduled,
                     attempt,
                     parameter,
+                    workflow,
                 };
                 self.kit.launch(&self.ctx, config, myself, run, &items, go);
             }

@@ -239,6 +239,7 @@ impl NodeBuilder {
         for label in &labels {
             crate::sharding::check_label(label).map_err(EngineError::InvalidLabel)?;
         }
+        check_workflow(&self.jobs)?;
         let adoption = self
             .adopt
             .map(|policy| Mutex::new(Adoption::new(policy, labels.clone())));
@@ -573,6 +574,27 @@ impl Actor for NodeActor {
         }
         Ok(())
     }
+}
+
+/// Refuses to start jobs whose `shardcron.after` make a cycle among themselves, naming it (a
+/// cycle through jobs of other nodes is refused when a config is written through the ops API).
+fn check_workflow(jobs: &[JobSpec]) -> Result<(), EngineError> {
+    use crate::decide::workflow::graph::{dependency_from_props, Graph, GraphError};
+    let declared = jobs.iter().filter_map(|spec| {
+        let name = crate::types::JobName::new(spec.config.job_name.as_str()).ok()?;
+        let dependency = dependency_from_props(&spec.config.props).unwrap_or_default();
+        Some((name, dependency))
+    });
+    Graph::new(declared).map(|_| ()).map_err(|e| {
+        let job = match &e {
+            GraphError::SelfDependency { job } => job.to_string(),
+            GraphError::Cycle { path } => path.first().map(|j| j.to_string()).unwrap_or_default(),
+        };
+        EngineError::InvalidConfig {
+            job,
+            reason: e.to_string(),
+        }
+    })
 }
 
 #[cfg(test)]

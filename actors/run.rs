@@ -56,6 +56,8 @@ pub(crate) struct RunRequest {
     pub(crate) deadline: Option<Arc<RunDeadline>>,
     /// 1 for a first run, 2 for its first retry, and so on.
     pub(crate) attempt: u32,
+    /// The workflow run it is a step of (`shardcron.after`), for its events and history rows.
+    pub(crate) workflow_run: Option<String>,
     /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
     pub(crate) notify: bool,
 }
@@ -71,6 +73,8 @@ pub(crate) struct Launch {
     pub(crate) attempt: u32,
     /// A trigger's job parameter, in place of the config's.
     pub(crate) parameter: Option<Arc<str>>,
+    /// The workflow run it is a step of.
+    pub(crate) workflow: Option<crate::decide::workflow::run::RunId>,
 }
 
 /// What a run reports back.
@@ -207,6 +211,7 @@ impl RunKit {
             scheduled,
             attempt,
             parameter,
+            workflow,
         } = run;
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -249,6 +254,7 @@ impl RunKit {
                     sharding_item: *item,
                     sharding_parameter: config.item_parameter(*item).unwrap_or_default().to_owned(),
                     scheduled_at: scheduled,
+                    workflow_run: workflow.as_ref().map(|w| w.to_string()),
                     fencing_token,
                     source,
                     instance_id: me.clone(),
@@ -289,6 +295,7 @@ impl RunKit {
             scheduled,
             deadline,
             attempt,
+            workflow_run: workflow.map(|w| w.to_string()),
             notify: config.policy().notifies(attempt),
         };
         spawn_run(req, executor.clone());
@@ -443,6 +450,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                     started_at,
                     scheduled_at: req.scheduled,
                     attempt: req.attempt,
+                    workflow_run: req.workflow_run.clone(),
                 });
             }
             // Only for a job that captures its output: its chunks go to the history.
@@ -504,6 +512,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 failure: result.as_ref().err().map(|e| e.to_string()),
                 scheduled_at: req.scheduled,
                 attempt: req.attempt,
+                workflow_run: req.workflow_run.clone(),
                 outcome: crate::job::ItemOutcome::of(result),
             });
         }

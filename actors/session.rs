@@ -13,7 +13,8 @@ use ractor::{
 
 use crate::decide::lifecycle::heed::heeded;
 use crate::decide::lifecycle::{FenceBudget, Input};
-use crate::registry::SessionState;
+use crate::paths::JobNode;
+use crate::registry::{NodeEventKind, SessionState};
 use crate::types::JobName;
 
 use super::context::{JobEvent, JobSpec, SessionCtx};
@@ -129,6 +130,9 @@ pub(crate) struct SessionActorState {
     /// The handles executors get; `None` until the four actors above run.
     peers: Option<Arc<Peers>>,
     executors: HashMap<JobName, ActorRef<ExecutorMsg>>,
+    /// The jobs here that run after each upstream job (`shardcron.after`, as their specs name
+    /// it): told when the upstream's config appears, to register under it.
+    downstream: HashMap<JobName, Vec<JobName>>,
     /// The session's fencing budget.
     fence: FenceBudget,
     /// The watchdog's period and its last tick.
@@ -136,6 +140,23 @@ pub(crate) struct SessionActorState {
 }
 
 impl SessionActorState {
+    /// Notes the upstream jobs `job` runs after, from its spec (nothing for most jobs).
+    fn note_upstreams(&mut self, job: &JobName) {
+        let key = crate::decide::workflow::graph::AFTER_KEY;
+        let after = lock_jobs(&self.ctx.node)
+            .get(job)
+            .and_then(|spec| spec.config.props.get(key).cloned());
+        let Some(after) = after else {
+            return;
+        };
+        for up in after.split(',').filter_map(|n| JobName::new(n.trim()).ok()) {
+            let downs = self.downstream.entry(up).or_default();
+            if !downs.contains(job) {
+                downs.push(job.clone());
+            }
+        }
+    }
+
     async fn spawn(&mut self, myself: &ActorCell, child: Child) -> Result<(), ActorProcessingErr> {
         let ctx = self.ctx.clone();
         let name = |what: &str| Some(ctx.node.actor_name(what));
@@ -193,6 +214,7 @@ impl SessionActorState {
                 };
                 let r = spawn_executor(&ctx, myself, job, peers).await?;
                 self.executors.insert(job.clone(), r.clone());
+                self.note_upstreams(job);
                 r.get_cell()
             }
         };
@@ -275,6 +297,7 @@ impl Actor for SessionActor {
             failover: None,
             peers: None,
             executors: HashMap::new(),
+            downstream: HashMap::new(),
             fence,
             watchdog: (period, tokio::time::Instant::now()),
         };
@@ -311,6 +334,7 @@ impl Actor for SessionActor {
                     state
                         .children
                         .insert(exec.get_id(), Child::Executor(job.clone()));
+                    state.note_upstreams(&job);
                     state.executors.insert(job, exec);
                 }
                 // One job that cannot register (bad config, a conflicting job root) must not keep
@@ -343,6 +367,34 @@ impl Actor for SessionActor {
                 if let (Some(r), false) = (&state.failover, fails_over == FailoverReaction::Nothing)
                 {
                     let _ = r.send_message(FailoverMsg::Job(ev.clone()));
+                }
+                if let (JobNode::Config, NodeEventKind::Created) = (&ev.node, ev.kind) {
+                    // An upstream job appeared: the jobs here that run after it register under it.
+                    for down in state.downstream.get(&ev.job).cloned().unwrap_or_default() {
+                        if let Some(r) = state.executors.get(&down) {
+                            let _ = r.send_message(ExecutorMsg::Job(JobEvent {
+                                job: down,
+                                node: JobNode::Workflow,
+                                kind: NodeEventKind::Created,
+                            }));
+                        }
+                    }
+                }
+                if let JobNode::WorkflowRecord(_) = &ev.node {
+                    // The jobs that run after this one watch its workflow records.
+                    let under = JobNode::Downstream.to_path(&ev.job);
+                    for down in state.ctx.mirror().children(&under) {
+                        let Ok(down) = JobName::new(down.as_str()) else {
+                            continue;
+                        };
+                        if let Some(r) = state.executors.get(&down) {
+                            let _ = r.send_message(ExecutorMsg::Job(JobEvent {
+                                job: down,
+                                node: ev.node.clone(),
+                                kind: ev.kind,
+                            }));
+                        }
+                    }
                 }
                 let heeded = heeded(&ev.node, ev.kind, state.ctx.me());
                 if let (Some(r), true) = (state.executors.get(&ev.job), heeded) {

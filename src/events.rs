@@ -55,6 +55,9 @@ pub enum EngineEvent {
         scheduled_at: Option<DateTime<Utc>>,
         /// 1 for a first run, 2 for its first retry (`shardcron.retry.max`), and so on.
         attempt: u32,
+        /// The workflow run the run is a step of (`shardcron.after`); `None` outside workflows.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        workflow_run: Option<String>,
     },
     /// One item ended.
     ItemFinished {
@@ -80,6 +83,9 @@ pub enum EngineEvent {
         scheduled_at: Option<DateTime<Utc>>,
         /// 1 for a first run, 2 for its first retry, and so on.
         attempt: u32,
+        /// The workflow run the run is a step of (`shardcron.after`); `None` outside workflows.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        workflow_run: Option<String>,
         /// How it ended: `success`, `failed`, `timeout` or `cancelled`.
         outcome: ItemOutcome,
     },
@@ -307,6 +313,7 @@ mod tests {
             failure: Some("timed out after 2s".into()),
             scheduled_at: None,
             attempt: 2,
+            workflow_run: None,
             outcome: ItemOutcome::Timeout,
         };
         let json = serde_json::to_value(&event).unwrap();

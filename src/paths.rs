@@ -141,6 +141,16 @@ pub enum JobNode {
     Backfill,
     /// `shardcron/backfill/{i}`: how far item `i` got through it.
     BackfillItem(ShardItem),
+    /// `shardcron/workflow`: the job's workflow records ([`crate::decide::workflow`]).
+    Workflow,
+    /// `shardcron/workflow/{run}@{i}` (item `i`'s state in workflow run `run`: `running:{instance}`,
+    /// then its end) or `shardcron/workflow/{run}@start` (the job's start decision for the run).
+    /// The name is checked by [`JobNode::workflow_record`].
+    WorkflowRecord(String),
+    /// `shardcron/downstream`: the jobs that run after this one.
+    Downstream,
+    /// `shardcron/downstream/{job}`: `job` runs after this one (written by its instances).
+    DownstreamJob(JobName),
     /// `adoptable`: shardcron's own record (Java never reads it) that the job was created at
     /// runtime (`shardcronctl create`, the console, [`crate::ops::Ops::create`]) for nodes that
     /// adopt such jobs; its data is `created`, or `removing` while a removal stops them.
@@ -155,6 +165,17 @@ impl JobNode {
             return Err(PathError::BadServerIp { ip });
         }
         Ok(Self::Server(ip))
+    }
+
+    /// `shardcron/workflow/{name}`, refusing a name that is not `{run}@{item}` or `{run}@start`
+    /// (a run id is digits, or `m` and digits, at most 20 characters).
+    pub fn workflow_record(name: &str) -> Option<Self> {
+        let (run, what) = name.split_once('@')?;
+        let digits = run.strip_prefix('m').unwrap_or(run);
+        let run_ok =
+            !digits.is_empty() && run.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit());
+        let what_ok = what == "start" || what.parse::<ShardItem>().is_ok();
+        (run_ok && what_ok).then(|| Self::WorkflowRecord(name.to_owned()))
     }
 
     /// The node's path within the namespace.
@@ -206,6 +227,10 @@ impl JobNode {
             TriggerParamsFor(id) => format!("/{job}/shardcron/trigger/{id}"),
             Backfill => format!("/{job}/shardcron/backfill"),
             BackfillItem(i) => format!("/{job}/shardcron/backfill/{i}"),
+            Workflow => format!("/{job}/shardcron/workflow"),
+            WorkflowRecord(name) => format!("/{job}/shardcron/workflow/{name}"),
+            Downstream => format!("/{job}/shardcron/downstream"),
+            DownstreamJob(down) => format!("/{job}/shardcron/downstream/{down}"),
             Adoptable => format!("/{job}/adoptable"),
         }
     }
@@ -322,6 +347,17 @@ fn parse_below_job(path: &str, below: &str) -> Result<JobNode, PathError> {
         ["shardcron", "trigger", id] => TriggerParamsFor(instance(id)?),
         ["shardcron", "backfill"] => Backfill,
         ["shardcron", "backfill", i] => BackfillItem(item(i)?),
+        ["shardcron", "workflow"] => Workflow,
+        ["shardcron", "workflow", name] => {
+            JobNode::workflow_record(name).ok_or_else(|| unrecognised(path))?
+        }
+        ["shardcron", "downstream"] => Downstream,
+        ["shardcron", "downstream", down] => {
+            DownstreamJob(JobName::new(*down).map_err(|source| PathError::BadJobName {
+                path: path.to_owned(),
+                source,
+            })?)
+        }
         ["adoptable"] => Adoptable,
         _ => return Err(unrecognised(path)),
     })

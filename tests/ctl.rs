@@ -879,6 +879,7 @@ async fn stats_and_history_print_the_rows_numbers_and_the_window_they_were_kept_
             complete_time: Some(at + chrono::Duration::milliseconds(took)),
             scheduled_time: Some(at - chrono::Duration::milliseconds(5)),
             attempt: None,
+            workflow_run: None,
             outcome: None,
         };
         history

@@ -411,5 +411,6 @@ fn finished(job: &str, n: u32, failure: Option<String>) -> EngineEvent {
         failure,
         scheduled_at: None,
         attempt: 1,
+        workflow_run: None,
     }
 }

@@ -111,6 +111,7 @@ fn execution(s: i64, attempt: u32, outcome: ItemOutcome) -> [EngineEvent; 2] {
             started_at: at(s),
             scheduled_at: Some(at(s)),
             attempt,
+            workflow_run: None,
         },
         EngineEvent::ItemFinished {
             execution_id,
@@ -124,6 +125,7 @@ fn execution(s: i64, attempt: u32, outcome: ItemOutcome) -> [EngineEvent; 2] {
             failure,
             scheduled_at: Some(at(s)),
             attempt,
+            workflow_run: None,
             outcome,
         },
     ]

@@ -359,6 +359,7 @@ fn execution(job: &str, n: u32, at: DateTime<Utc>) -> ExecutionRecord {
         complete_time: Some(at),
         scheduled_time: None,
         attempt: None,
+        workflow_run: None,
         outcome: None,
     }
 }
@@ -393,6 +394,7 @@ fn finished(job: &str, n: u32, at: DateTime<Utc>) -> EngineEvent {
         failure: None,
         scheduled_at: None,
         attempt: 1,
+        workflow_run: None,
         outcome: ItemOutcome::Success,
     }
 }

@@ -41,6 +41,7 @@ fn context(item: u32) -> ShardingContext {
         sharding_item: ShardItem(item),
         sharding_parameter: "Beijing".into(),
         scheduled_at: None,
+        workflow_run: None,
         fencing_token: Default::default(),
         source: ExecutionSource::Normal,
         instance_id: InstanceId::parse("10.0.0.1@-@1").unwrap(),

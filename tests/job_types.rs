@@ -33,6 +33,7 @@ fn context() -> ShardingContext {
         sharding_item: ShardItem(1),
         sharding_parameter: "Shanghai".into(),
         scheduled_at: None,
+        workflow_run: None,
         fencing_token: Default::default(),
         source: ExecutionSource::Normal,
         instance_id: InstanceId::parse("192.0.2.1@-@42").unwrap(),

@@ -213,4 +213,17 @@ impl JobConfig {
     pub fn catchup_window(self, window: Duration) -> Self {
         self.prop(CATCHUP_WINDOW, format_duration(window))
     }
+
+    /// Sets `shardcron.after`: the job runs once per workflow run after every job in `upstreams`
+    /// ([`crate::decide::workflow`]).
+    pub fn after<S: AsRef<str>>(self, upstreams: &[S]) -> Self {
+        let list: Vec<&str> = upstreams.iter().map(AsRef::as_ref).collect();
+        self.prop(crate::decide::workflow::graph::AFTER_KEY, list.join(","))
+    }
+
+    /// Sets `shardcron.after.on`: whether the job runs after its upstreams' runs that all
+    /// succeeded (the default) or after every ended run.
+    pub fn after_on(self, on: crate::decide::workflow::graph::RunWhen) -> Self {
+        self.prop(crate::decide::workflow::graph::AFTER_ON_KEY, on.as_str())
+    }
 }

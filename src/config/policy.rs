@@ -16,6 +16,8 @@
 //! | `shardcron.overlap` | `skip`, `buffer_one`, `buffer_all`, `cancel_other`, `allow_all` | from `misfire` |
 //! | `shardcron.overlap.buffer` | with `buffer_all`: fires kept at most, 1-1000 | `100` |
 //! | `shardcron.catchup.window` | a duration: the latest instant missed while no instance ran an item, if not older, runs once when an owner returns ([`crate::decide::catchup`]) | `0s` |
+//! | `shardcron.after` | the upstream job, or a comma-separated list: the job runs once per workflow run after them ([`crate::decide::workflow`]) | none |
+//! | `shardcron.after.on` | `success` (every upstream item succeeded, else the run is skipped) or `completed` (every item ended, whatever its outcome) | `success` |
 //!
 //! Durations are a whole number and a unit: `500ms`, `2s`, `5m`, `1h` (at most [`super::MAX_DURATION`], 720h).
 //! The overlap default follows ElasticJob's `misfire`: `true` is `buffer_one` (the missed fire
@@ -31,14 +33,18 @@
 //! - `shardcron.overlap: allow_all` with `failover: true`: failover re-runs what a crashed
 //!   instance was running, which only `running` markers record.
 //! - `shardcron.catchup.window` on a job without a cron (nothing is ever missed).
-//! - an unknown key under `shardcron.timeout`, `shardcron.retry`, `shardcron.overlap` or
-//!   `shardcron.catchup` (a typo would otherwise be silently ignored).
+//! - `shardcron.after.on` without `shardcron.after`; a job in its own `shardcron.after`.
+//! - an unknown key under `shardcron.timeout`, `shardcron.retry`, `shardcron.overlap`,
+//!   `shardcron.catchup` or `shardcron.after` (a typo would otherwise be silently ignored).
 
 use std::num::NonZeroU32;
 use std::time::Duration;
 
 use super::duration::parse_duration;
 use super::{ConfigError, JobConfig};
+use crate::decide::workflow::graph::{
+    dependency_from_props, Dependency, DependencyError, AFTER_KEY, AFTER_ON_KEY,
+};
 
 /// `shardcron.timeout`.
 pub const TIMEOUT: &str = "shardcron.timeout";
@@ -64,7 +70,9 @@ pub const OVERLAP_BUFFER: &str = "shardcron.overlap.buffer";
 pub const CATCHUP_WINDOW: &str = "shardcron.catchup.window";
 
 /// Every policy key.
-pub const POLICY_KEYS: [&str; 11] = [
+pub const POLICY_KEYS: [&str; 13] = [
+    crate::decide::workflow::graph::AFTER_KEY,
+    crate::decide::workflow::graph::AFTER_ON_KEY,
     TIMEOUT,
     TIMEOUT_GRACE,
     RETRY_MAX,
@@ -79,7 +87,8 @@ pub const POLICY_KEYS: [&str; 11] = [
 ];
 
 /// The prefixes a policy key starts with: an unknown key under one is a typo.
-const POLICY_PREFIXES: [&str; 4] = [
+const POLICY_PREFIXES: [&str; 5] = [
+    "shardcron.after",
     "shardcron.timeout",
     "shardcron.retry",
     "shardcron.overlap",
@@ -106,6 +115,8 @@ pub struct RunPolicy {
     pub overlap: Overlap,
     /// `shardcron.catchup.window`; zero when off.
     pub catchup_window: Duration,
+    /// `shardcron.after` and `shardcron.after.on`; `None` for a job that runs after no job.
+    pub after: Option<std::sync::Arc<Dependency>>,
 }
 
 /// An item run's time limit.
@@ -207,6 +218,7 @@ impl RunPolicy {
                 Overlap::Skip
             },
             catchup_window: Duration::ZERO,
+            after: None,
         }
     }
 
@@ -260,6 +272,7 @@ impl RunPolicy {
             }
             policy.catchup_window = window;
         }
+        policy.after = reader.after();
         if errors.is_empty() {
             Ok(policy)
         } else {
@@ -269,7 +282,10 @@ impl RunPolicy {
 
     /// Whether the job sets no policy beyond what ElasticJob does: its fires take no extra step.
     pub fn is_default(&self) -> bool {
-        self.timeout.is_none() && self.retry.is_none() && self.catchup_window.is_zero()
+        self.timeout.is_none()
+            && self.retry.is_none()
+            && self.catchup_window.is_zero()
+            && self.after.is_none()
     }
 
     /// Whether the error handler hears the failure of attempt `attempt` (1 for the first run):
@@ -322,6 +338,39 @@ impl Reader<'_> {
                 ),
             );
         }
+    }
+
+    /// `shardcron.after` and `shardcron.after.on`, refusing a job that names itself.
+    fn after(&mut self) -> Option<std::sync::Arc<Dependency>> {
+        let dependency = match dependency_from_props(&self.config.props) {
+            Ok(d) => d,
+            Err(e) => {
+                let key = match e {
+                    DependencyError::BadOn { .. } | DependencyError::OnWithoutAfter => AFTER_ON_KEY,
+                    _ => AFTER_KEY,
+                };
+                let text = e.to_string();
+                let problem = match text.split_once(": ") {
+                    Some((field, problem)) if field.starts_with("props.") => problem.to_owned(),
+                    _ => text,
+                };
+                self.refuse(key, problem);
+                return None;
+            }
+        };
+        if dependency.after.is_empty() {
+            return None;
+        }
+        if dependency
+            .after
+            .iter()
+            .any(|up| up.as_str() == self.config.job_name)
+        {
+            let problem = format!("job {} lists itself", self.config.job_name);
+            self.refuse(AFTER_KEY, problem);
+            return None;
+        }
+        Some(std::sync::Arc::new(dependency))
     }
 
     fn duration(&mut self, key: &'static str) -> Option<Duration> {

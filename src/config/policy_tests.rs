@@ -73,6 +73,7 @@ fn every_key_reads_into_the_typed_policy() {
             }),
             overlap: Overlap::BufferAll(NonZeroU32::new(7).unwrap()),
             catchup_window: secs(600),
+            after: None,
         }
     );
     assert!(!policy.is_default());

@@ -91,6 +91,11 @@ impl fmt::Display for ConfigErrors {
     }
 }
 
+/// The policies of jobs that set none (statics: a policy holds an `Arc`, which a constant
+/// cannot lend for `'static`).
+static MISFIRE_POLICY: super::RunPolicy = super::RunPolicy::MISFIRE;
+static NO_MISFIRE_POLICY: super::RunPolicy = super::RunPolicy::NO_MISFIRE;
+
 /// A config that passed validation, with the pieces the engine needs already parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidatedConfig {
@@ -181,8 +186,8 @@ impl ValidatedConfig {
     pub fn policy(&self) -> &super::RunPolicy {
         match &self.policy {
             Some(policy) => policy,
-            None if self.config.misfire => &super::RunPolicy::MISFIRE,
-            None => &super::RunPolicy::NO_MISFIRE,
+            None if self.config.misfire => &MISFIRE_POLICY,
+            None => &NO_MISFIRE_POLICY,
         }
     }
 

@@ -139,6 +139,7 @@ mod tests {
             complete_time: took_ms.map(|ms| start + Duration::milliseconds(ms)),
             scheduled_time: None,
             attempt: None,
+            workflow_run: None,
             outcome: None,
         }
     }

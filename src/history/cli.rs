@@ -363,6 +363,7 @@ mod tests {
             complete_time: Some(now() + chrono::Duration::milliseconds(1500)),
             scheduled_time: None,
             attempt,
+            workflow_run: None,
             outcome: None,
         };
         let mut timed_out = record(2, Some("timed out after 1s"), Some(3));

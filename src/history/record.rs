@@ -49,6 +49,9 @@ pub struct ExecutionRecord {
     /// `None` while it runs and for rows written without it (see [`ExecutionRecord::status`]).
     /// A column ElasticJob does not have (`outcome`).
     pub outcome: Option<String>,
+    /// The workflow run the execution was a step of (`shardcron.after`: the root fire's instant
+    /// in epoch ms); `None` outside workflows. A column ElasticJob does not have (`workflow_run`).
+    pub workflow_run: Option<String>,
 }
 
 impl ExecutionRecord {
@@ -147,6 +150,7 @@ pub fn source_name(source: ExecutionSource) -> &'static str {
         ExecutionSource::Manual => "MANUAL",
         ExecutionSource::CatchUp => "CATCH_UP",
         ExecutionSource::Backfill => "BACKFILL",
+        ExecutionSource::Workflow => "WORKFLOW",
     }
 }
 
@@ -174,6 +178,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             started_at,
             scheduled_at,
             attempt,
+            workflow_run,
         } => Some(HistoryWrite::ExecutionStarted(ExecutionRecord {
             id: execution_id.clone(),
             job_name: job.to_string(),
@@ -188,6 +193,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             complete_time: None,
             scheduled_time: *scheduled_at,
             attempt: Some(*attempt),
+            workflow_run: workflow_run.clone(),
             outcome: None,
         })),
         EngineEvent::ItemFinished {
@@ -202,6 +208,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             failure,
             scheduled_at,
             attempt,
+            workflow_run,
             outcome,
         } => Some(HistoryWrite::ExecutionFinished(ExecutionRecord {
             id: execution_id.clone(),
@@ -218,6 +225,7 @@ pub fn to_write(event: &EngineEvent, hostname: &str) -> Option<HistoryWrite> {
             complete_time: Some(*finished_at),
             scheduled_time: *scheduled_at,
             attempt: Some(*attempt),
+            workflow_run: workflow_run.clone(),
             outcome: Some(outcome.as_str().to_owned()),
         })),
         EngineEvent::RunStatus {
@@ -293,6 +301,29 @@ mod tests {
     }
 
     #[test]
+    fn a_workflow_steps_rows_name_its_workflow_run() {
+        let event = EngineEvent::ItemStarted {
+            execution_id: "t@-@0".into(),
+            job: job(),
+            item: ShardItem(0),
+            instance: instance(),
+            source: ExecutionSource::Workflow,
+            task_id: "t".into(),
+            started_at: at(1),
+            scheduled_at: Some(at(0)),
+            attempt: 1,
+            workflow_run: Some("1770000000000".into()),
+        };
+        let Some(HistoryWrite::ExecutionStarted(row)) = to_write(&event, "host-a") else {
+            panic!("an execution row");
+        };
+        assert_eq!(row.workflow_run.as_deref(), Some("1770000000000"));
+        assert_eq!(row.execution_source, "WORKFLOW");
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["workflow_run"], "1770000000000");
+    }
+
+    #[test]
     fn a_failure_cause_is_stored_with_its_urls_redacted() {
         let event = EngineEvent::ItemFinished {
             execution_id: "t@-@1".into(),
@@ -306,6 +337,7 @@ mod tests {
             failure: Some("GET https://h/x?access_token=t0k3n answered 500".into()),
             scheduled_at: None,
             attempt: 1,
+            workflow_run: None,
             outcome: ItemOutcome::Failed,
         };
         let Some(HistoryWrite::ExecutionFinished(row)) = to_write(&event, "host-a") else {
@@ -331,6 +363,7 @@ mod tests {
             failure: Some("boom".into()),
             scheduled_at: Some(at(0)),
             attempt: 2,
+            workflow_run: None,
             outcome: ItemOutcome::Failed,
         };
         assert_eq!(
@@ -349,6 +382,7 @@ mod tests {
                 complete_time: Some(at(2)),
                 scheduled_time: Some(at(0)),
                 attempt: Some(2),
+                workflow_run: None,
                 outcome: Some("failed".into()),
             }))
         );
@@ -367,6 +401,7 @@ mod tests {
                 started_at: at(0),
                 scheduled_at: None,
                 attempt: 3,
+                workflow_run: None,
             },
             "host-a",
         ) else {
@@ -425,6 +460,7 @@ mod tests {
             ExecutionSource::Manual,
             ExecutionSource::CatchUp,
             ExecutionSource::Backfill,
+            ExecutionSource::Workflow,
         ]
         .into_iter()
         .map(source_name)
@@ -437,7 +473,8 @@ mod tests {
                 "FAILOVER",
                 "MANUAL",
                 "CATCH_UP",
-                "BACKFILL"
+                "BACKFILL",
+                "WORKFLOW"
             ]
         );
     }

@@ -93,10 +93,11 @@ const MIGRATION: [(&str, &str); 10] = [
 /// Columns shardcron adds to ElasticJob's tables (nullable, so Java's inserts still work), added
 /// to a table created before them: (table, column, type). A row without them (ElasticJob's, or
 /// older) reads as `None`.
-const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 4] = [
     ("JOB_EXECUTION_LOG", "scheduled_time", "TIMESTAMP NULL"),
     ("JOB_EXECUTION_LOG", "attempt", "INT NULL"),
     ("JOB_EXECUTION_LOG", "outcome", "VARCHAR(20) NULL"),
+    ("JOB_EXECUTION_LOG", "workflow_run", "VARCHAR(40) NULL"),
 ];
 
 /// Serialises concurrent migrations of several nodes on one PostgreSQL database:
@@ -105,12 +106,12 @@ const PG_MIGRATION_LOCK: i64 = 0x7368_6172_6463_726f; // "shardcro"
 
 pub(super) const EXECUTION_COLUMNS: &str = "id, job_name, task_id, hostname, ip, sharding_item, \
      execution_source, failure_cause, is_success, start_time, complete_time, scheduled_time, \
-     attempt, outcome";
+     attempt, outcome, workflow_run";
 
 const INSERT_EXECUTION: &str = "INSERT INTO JOB_EXECUTION_LOG (id, job_name, task_id, hostname, \
      ip, sharding_item, execution_source, failure_cause, is_success, start_time, complete_time, \
-     scheduled_time, attempt, outcome) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+     scheduled_time, attempt, outcome, workflow_run) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 
 const STATUS_COLUMNS: &str = "id, job_name, original_task_id, task_id, slave_id, source, \
      execution_type, sharding_item, state, message, creation_time";
@@ -172,6 +173,7 @@ macro_rules! execution_from_row {
             attempt: (row.try_get::<Option<i32>, _>("attempt")?)
                 .and_then(|a| u32::try_from(a).ok()),
             outcome: row.try_get("outcome")?,
+            workflow_run: row.try_get("workflow_run")?,
         })
     }};
 }
@@ -476,6 +478,7 @@ fn execution_params(r: &ExecutionRecord) -> Vec<Param> {
         Param::OptTime(r.scheduled_time.map(to_db)),
         Param::OptInt(r.attempt.map(|a| i32::try_from(a).unwrap_or(i32::MAX))),
         Param::OptText(r.outcome.clone()),
+        Param::OptText(r.workflow_run.clone()),
     ]
 }
 

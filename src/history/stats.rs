@@ -253,6 +253,7 @@ mod tests {
             complete_time: took_ms.map(|ms| start_time + TimeDelta::milliseconds(ms)),
             scheduled_time: delay_ms.map(|ms| start_time - TimeDelta::milliseconds(ms)),
             attempt: None,
+            workflow_run: None,
             outcome: None,
         }
     }

@@ -229,6 +229,7 @@ mod tests {
             sharding_item: ShardItem(0),
             sharding_parameter: String::new(),
             scheduled_at: None,
+            workflow_run: None,
             fencing_token: Default::default(),
             source: ExecutionSource::Normal,
             instance_id: InstanceId::parse("192.0.2.1@-@1").unwrap(),

@@ -54,6 +54,9 @@ pub enum ExecutionSource {
     CatchUp,
     /// An instant of a backfill (`shardcronctl backfill`).
     Backfill,
+    /// A step of a workflow run (`shardcron.after`): its upstreams ended the run; the scheduled
+    /// instant is the root fire's, which names the run.
+    Workflow,
 }
 
 impl ExecutionSource {
@@ -66,6 +69,7 @@ impl ExecutionSource {
             Self::Manual => "manual",
             Self::CatchUp => "catchup",
             Self::Backfill => "backfill",
+            Self::Workflow => "workflow",
         }
     }
 }
@@ -110,6 +114,10 @@ pub struct ShardingContext {
     /// A shardcron addition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduled_at: Option<DateTime<Utc>>,
+    /// The workflow run this run is a step of (`shardcron.after`): the root fire's scheduled
+    /// instant in epoch milliseconds; `None` outside workflows. A shardcron addition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_run: Option<String>,
     /// Grows whenever the item changes owner: make the job's writes conditional on it
     /// (`... WHERE fence <= $token`) so that an old owner's late writes are refused. See
     /// [`fencing`]. A shardcron addition.

@@ -189,6 +189,7 @@ impl Ops {
         };
         problems.extend(config.job_name_mismatch(job));
         if problems.is_empty() {
+            self.check_workflow(job, &config).await?;
             Ok(config)
         } else {
             Err(OpsError::InvalidConfig {

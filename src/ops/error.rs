@@ -117,6 +117,15 @@ pub enum OpsError {
         #[source]
         source: ConfigErrors,
     },
+    /// The new config's `shardcron.after` would close a cycle of workflow dependencies.
+    #[error("new config for job {job} refused: {source}")]
+    WorkflowCycle {
+        /// The job.
+        job: JobName,
+        /// The cycle, named.
+        #[source]
+        source: crate::decide::workflow::graph::GraphError,
+    },
     /// The config changed between the read of `version` and the write.
     #[error("config of job {job} changed meanwhile (it is no longer at version {version}); read it again")]
     ConfigChanged {
@@ -274,6 +283,7 @@ impl OpsError {
             | ConfigYaml { .. }
             | ConfigTooLarge { .. }
             | InvalidConfig { .. }
+            | WorkflowCycle { .. }
             | BadNewJob { .. } => ErrorClass::BadInput,
             ConfigChanged { .. }
             | StillRunning { .. }

@@ -43,6 +43,7 @@ mod report;
 mod runtime;
 mod snapshot;
 mod trigger;
+mod workflow;
 
 use std::sync::Arc;
 

@@ -226,6 +226,7 @@ impl Ops {
                 source,
             }
         })?;
+        self.check_workflow(job, &config).await?;
         let yaml = config.to_yaml().map_err(|source| OpsError::ConfigYaml {
             job: job.clone(),
             source,

@@ -54,6 +54,16 @@ fn every_node() -> Vec<(JobNode, &'static str)> {
         (Backfill, "/orders/shardcron/backfill"),
         (BackfillItem(i), "/orders/shardcron/backfill/12"),
         (Adoptable, "/orders/adoptable"),
+        (Workflow, "/orders/shardcron/workflow"),
+        (
+            WorkflowRecord("1767225600000@12".into()),
+            "/orders/shardcron/workflow/1767225600000@12",
+        ),
+        (Downstream, "/orders/shardcron/downstream"),
+        (
+            DownstreamJob(JobName::new("report").unwrap()),
+            "/orders/shardcron/downstream/report",
+        ),
     ]
 }
 
@@ -102,6 +112,10 @@ fn variant_index(node: &JobNode) -> usize {
         Backfill => 37,
         BackfillItem(_) => 38,
         Adoptable => 39,
+        Workflow => 40,
+        WorkflowRecord(_) => 41,
+        Downstream => 42,
+        DownstreamJob(_) => 43,
     }
 }
 
@@ -111,7 +125,7 @@ fn every_node_has_its_contract_path_and_parses_back_to_itself() {
     let nodes = every_node();
     let mut indices: Vec<usize> = nodes.iter().map(|(node, _)| variant_index(node)).collect();
     indices.sort_unstable();
-    assert_eq!(indices, (0..=39).collect::<Vec<_>>(), "each variant once");
+    assert_eq!(indices, (0..=43).collect::<Vec<_>>(), "each variant once");
     for (node, path) in nodes {
         assert_eq!(node.to_path(&job), path, "{node:?}");
         assert_eq!(JobNode::parse(path), Ok((job.clone(), node)), "{path}");
@@ -128,6 +142,9 @@ fn paths_outside_the_layout_are_refused_with_the_step_that_failed() {
         ("/orders//config", "unrecognised"),
         ("/orders/config/", "unrecognised"),
         ("/orders/Config", "unrecognised"),
+        ("/orders/shardcron/workflow/12", "unrecognised"),
+        ("/orders/shardcron/workflow/12@x", "unrecognised"),
+        ("/orders/shardcron/workflow/x1@start", "unrecognised"),
         ("/orders/leader/election/latch", "unrecognised"),
         (
             "/orders/leader/election/latch/_c_1f-latch-0000000001",

@@ -319,6 +319,41 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
             })
             .collect()
     }
+
+    fn workflow_records(&self, job: &JobName) -> Vec<(String, Vec<u8>, i64)> {
+        let parent = JobNode::Workflow.to_path(job);
+        self.mirror
+            .children(&parent)
+            .into_iter()
+            .filter_map(|name| {
+                let node = self.mirror.get(&format!("{parent}/{name}"))?;
+                Some((name.to_string(), node.data.to_vec(), node.stat.czxid))
+            })
+            .collect()
+    }
+
+    fn item_total(&self, job: &JobName) -> u32 {
+        let sharding = JobNode::Sharding.to_path(job);
+        let items = self.mirror.children(&sharding).into_iter();
+        let count = items.filter(|n| n.parse::<ShardItem>().is_ok()).count();
+        u32::try_from(count).unwrap_or(u32::MAX)
+    }
+
+    fn job_exists(&self, job: &JobName) -> bool {
+        self.mirror.exists(&JobNode::Root.to_path(job))
+    }
+
+    fn downstream_since(&self, upstream: &JobName, downstream: &JobName) -> Option<i64> {
+        let path = JobNode::DownstreamJob(downstream.clone()).to_path(upstream);
+        self.mirror.get(&path).map(|n| n.stat.czxid)
+    }
+
+    fn has_downstream(&self) -> bool {
+        !self
+            .mirror
+            .children(&JobNode::Downstream.to_path(self.job))
+            .is_empty()
+    }
 }
 
 /// The owner of each item of `job` as the mirror has it, in item order (items without a readable

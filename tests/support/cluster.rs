@@ -299,6 +299,7 @@ pub fn item_context(job: &str, item: u32, total: u32) -> ShardingContext {
         stop_grace: Default::default(),
         output: None,
         scheduled_at: None,
+        workflow_run: None,
         fencing_token: Default::default(),
     }
 }

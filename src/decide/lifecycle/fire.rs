@@ -198,6 +198,9 @@ impl JobMachine {
             only.as_ref(),
         );
         drop(view);
+        if self.flow.is_some() {
+            self.workflow_start_ops(source, scheduled, &mut plan);
+        }
         if self.config.policy().overlap == Overlap::CancelOther {
             self.cancel_other(&plan.flagged, out);
         }
@@ -279,20 +282,28 @@ impl JobMachine {
         if source == ExecutionSource::Misfire && !self.buffered.is_empty() {
             self.unbuffer(&plan.run);
         }
-        self.launch(source, scheduled, plan.run, plan.end_ops, facts, out);
+        let workflow = self.workflow_run(source, scheduled);
+        self.launch(
+            source,
+            scheduled,
+            plan.run,
+            (plan.end_ops, workflow),
+            facts,
+            out,
+        );
         if let Some((at, items)) = handled {
             self.record_fired(source, at, &items, facts, out);
         }
     }
 
-    /// Hands `items` to a run; `end_ops` are written when they are done. Shared by fires and
-    /// failover runs.
+    /// Hands `items` to a run; `end_ops` are written when they are done; `workflow` is the
+    /// workflow run it is a step of. Shared by fires and failover runs.
     pub(super) fn launch(
         &mut self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         items: Vec<ShardItem>,
-        mut end_ops: Vec<Op>,
+        (mut end_ops, workflow): (Vec<Op>, Option<crate::decide::workflow::run::RunId>),
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
@@ -321,6 +332,7 @@ impl JobMachine {
                 scheduled,
                 backing_off: false,
                 parameter: parameter.clone(),
+                workflow: workflow.clone(),
             },
         ));
         out.push(Command::Launch {
@@ -330,6 +342,7 @@ impl JobMachine {
             items,
             attempt: 1,
             parameter,
+            workflow,
         });
         self.arm_timeout(run_id, out);
     }
@@ -348,11 +361,14 @@ impl JobMachine {
                 self.retry_failed(run_id, &failed, retry, facts, out);
             }
         }
-        let progress = self.backfill_ops(run_id, facts);
+        let mut ends = self.backfill_ops(run_id, facts);
+        if self.flow.is_some() {
+            ends.extend(self.workflow_end_ops(run_id, &failed));
+        }
         let Some((_, run)) = self.runs.iter_mut().find(|(i, _)| *i == run_id) else {
             return;
         };
-        run.end_ops.extend(progress);
+        run.end_ops.extend(ends);
         if run.end_ops.is_empty() {
             self.finish(run_id, true, facts, out);
         } else {

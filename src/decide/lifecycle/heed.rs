@@ -31,6 +31,8 @@ pub fn heeded(node: &JobNode, kind: NodeEventKind, me: &InstanceId) -> bool {
         (JobNode::LeaderShardingProcessing | JobNode::Root, Deleted) => true,
         // A backfill requested or cancelled.
         (JobNode::Backfill, _) => true,
+        // A workflow run's records, and a job that runs after this one.
+        (JobNode::WorkflowRecord(_), _) | (JobNode::DownstreamJob(_), Created) => true,
         _ => false,
     };
     machine || guarantee::moved_by(node)

@@ -35,6 +35,7 @@ mod policy;
 mod registration;
 #[cfg(test)]
 mod tests;
+mod workflow;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -92,6 +93,29 @@ pub trait Facts {
     fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
         std::collections::BTreeMap::new()
     }
+    /// The workflow records of `job` (this job or an upstream): each child of
+    /// `/{job}/shardcron/workflow` as (name, data, creation transaction id); none by default.
+    fn workflow_records(&self, _job: &JobName) -> Vec<(String, Vec<u8>, i64)> {
+        Vec::new()
+    }
+    /// How many items `job` has (its `sharding/{i}` nodes); 0 by default.
+    fn item_total(&self, _job: &JobName) -> u32 {
+        0
+    }
+    /// Whether `/{job}` exists; true by default.
+    fn job_exists(&self, _job: &JobName) -> bool {
+        true
+    }
+    /// The creation transaction id of `/{upstream}/shardcron/downstream/{downstream}`; `None`
+    /// when absent (the default).
+    fn downstream_since(&self, _upstream: &JobName, _downstream: &JobName) -> Option<i64> {
+        None
+    }
+    /// Whether some job runs after this one (`shardcron/downstream` has children); false by
+    /// default.
+    fn has_downstream(&self) -> bool {
+        false
+    }
 }
 
 /// What a write came to, as the machine branches on it.
@@ -148,6 +172,14 @@ pub enum Purpose {
     TakeTrigger,
     /// `shardcron/fired/{i}` written after a fire (a job with a catch-up window).
     RecordFired,
+    /// A downstream job's registration under its upstreams (`shardcron/downstream/{job}`).
+    WorkflowEnsure,
+    /// A workflow run's `{run}@start` created (or found created by another instance).
+    WorkflowStart,
+    /// Items of a skipped workflow run recorded skipped.
+    WorkflowSkip,
+    /// Old workflow runs' records deleted.
+    WorkflowPrune,
 }
 
 /// How a write is applied.
@@ -345,6 +377,8 @@ pub enum Command {
         /// The job parameter of a manual run triggered with one (`shardcron/trigger/{me}`), in
         /// place of the config's `jobParameter`; `None` for every other run.
         parameter: Option<Arc<str>>,
+        /// The workflow run it is a step of (`shardcron.after`); `None` outside workflows.
+        workflow: Option<crate::decide::workflow::run::RunId>,
     },
     /// Cancel these running items.
     Cancel(Vec<ShardItem>),
@@ -457,6 +491,8 @@ struct Run {
     backing_off: bool,
     /// The job parameter a trigger with parameters gave it.
     parameter: Option<Arc<str>>,
+    /// The workflow run it is a step of (its items' records are ended by its end write).
+    workflow: Option<crate::decide::workflow::run::RunId>,
 }
 
 /// A trigger's parameters, kept until its manual run launches.
@@ -523,6 +559,8 @@ pub struct JobMachine {
     manual: Option<Box<Manual>>,
     /// The backfill this instance takes part in; `None` when there is none.
     backfill: Option<Box<backfill::Backfilling>>,
+    /// The job's part in workflows; `None` for a job outside any.
+    flow: Option<Box<workflow::Flow>>,
 }
 
 impl JobMachine {
@@ -537,8 +575,10 @@ impl JobMachine {
         registration: Registration,
     ) -> Self {
         let catchup = catchup::CatchUp::for_config(&config);
+        let flow = workflow::Flow::for_config(&config);
         Self {
             catchup,
+            flow,
             manual: None,
             backfill: None,
             job,
@@ -624,6 +664,7 @@ impl JobMachine {
         let mut out = Vec::new();
         let look_for_missed = self.catchup.is_some() && catchup::looks_after(&input);
         let backfill = self.backfill_heard(&input);
+        let flow = self.workflow_heard(&input);
         match input {
             Input::Prepare { scheduled } => self.prepare(scheduled, facts, &mut out),
             Input::Fire { scheduled } => {
@@ -687,11 +728,14 @@ impl JobMachine {
                     )));
                 } else {
                     let end_ops = super::failover::finish_ops(&self.job, &items);
+                    // Items of a workflow run keep its instant and end its records.
+                    let taken = self.workflow_taken(&items, facts);
+                    let scheduled = taken.as_ref().and_then(|(_, at)| *at);
                     self.launch(
                         ExecutionSource::Failover,
-                        None,
+                        scheduled,
                         items,
-                        end_ops,
+                        (end_ops, taken.map(|(run, _)| run)),
                         facts,
                         &mut out,
                     );
@@ -703,6 +747,7 @@ impl JobMachine {
             self.catch_up(facts, &mut out);
         }
         self.backfill_after(backfill, facts, &mut out);
+        self.workflow_after(flow, facts, &mut out);
         out
     }
 
@@ -762,6 +807,7 @@ impl JobMachine {
         self.config = new.clone();
         self.catchup_reconfigured();
         self.overlap_changed();
+        self.workflow_reconfigured();
         out.push(Command::ConfigApplied(new));
         if reschedule && !self.draining && !self.leaving {
             out.push(Command::Schedule);
@@ -788,6 +834,7 @@ impl JobMachine {
             (JobNode::ShardingRunning(item), Deleted) => {
                 self.local.ended.remove(&item);
             }
+            (JobNode::DownstreamJob(_), Created) => self.downstream_seen(),
             (JobNode::ShardingRunning(item), Created) => {
                 let ours = self.local.running.contains(&item) || self.local.marked.contains(&item);
                 if let (Some(p), false) = (self.parked.as_mut(), ours) {
@@ -922,6 +969,22 @@ impl JobMachine {
             }
             (Purpose::TakeTrigger, _) => {}
             (Purpose::RecordFired, Outcome::Done) => {}
+            (
+                Purpose::WorkflowEnsure
+                | Purpose::WorkflowStart
+                | Purpose::WorkflowSkip
+                | Purpose::WorkflowPrune,
+                Outcome::Done | Outcome::Conflict,
+            ) => {}
+            (
+                p @ (Purpose::WorkflowEnsure
+                | Purpose::WorkflowStart
+                | Purpose::WorkflowSkip
+                | Purpose::WorkflowPrune),
+                outcome,
+            ) => out.push(Command::Warn(format!(
+                "writing workflow records ({p:?}) failed: {outcome:?}"
+            ))),
             (Purpose::RecordFired, outcome) => out.push(Command::Warn(format!(
                 "recording the fired instant for the catch-up window failed: {outcome:?}"
             ))),
@@ -961,7 +1024,10 @@ fn split_start(ops: &[Op]) -> (Vec<Op>, Vec<Op>) {
     ops.iter().cloned().partition(|op| match op {
         Op::Check { .. } => true,
         Op::Create { path, .. } => {
-            matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
+            matches!(
+                JobNode::parse(path),
+                Ok((_, JobNode::ShardingRunning(_) | JobNode::WorkflowRecord(_)))
+            )
         }
         _ => false,
     })

@@ -115,6 +115,7 @@ impl JobMachine {
         run.items.retain(|i| !again.contains(i));
         let (attempt, source, scheduled) = (run.attempt + 1, run.source, run.scheduled);
         let parameter = run.parameter.clone();
+        let workflow = run.workflow.clone();
         self.next_run += 1;
         let id = self.next_run;
         let after = retry.delay(attempt - 1, jitter_seed(&self.job, first, attempt));
@@ -130,6 +131,7 @@ impl JobMachine {
                 scheduled,
                 backing_off: true,
                 parameter,
+                workflow,
             },
         ));
         out.push(Command::StartTimer {
@@ -160,6 +162,7 @@ impl JobMachine {
                 items: run.items.clone(),
                 attempt: run.attempt,
                 parameter: run.parameter.clone(),
+                workflow: run.workflow.clone(),
             });
             self.arm_timeout(run_id, out);
         } else {

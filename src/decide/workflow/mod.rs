@@ -3,10 +3,14 @@
 //! | module | decides |
 //! | --- | --- |
 //! | [`graph`] | the namespace's dependency graph: declarations read from `props`, cycles and self-dependencies refused with their path, dependencies on missing jobs reported |
+//! | [`records`] | a job's records of its workflow runs (`shardcron/workflow/{run}@{i}`, `{run}@start`), the runs a downstream starts or skips now, the old runs to delete |
 //! | [`run`] | one workflow run: when an upstream run has ended (every item's last attempt), and whether a downstream starts, waits (fan-in) or is skipped (the dependency's policy) |
 
 pub mod graph;
+pub mod records;
 pub mod run;
 
+#[cfg(test)]
+mod records_tests;
 #[cfg(test)]
 mod tests;

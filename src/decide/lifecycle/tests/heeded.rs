@@ -48,7 +48,11 @@ fn every_node() -> Vec<JobNode> {
         | JobNode::TriggerParamsFor(_)
         | JobNode::Backfill
         | JobNode::BackfillItem(_) => true,
-        JobNode::Adoptable => true,
+        JobNode::Adoptable
+        | JobNode::Workflow
+        | JobNode::WorkflowRecord(_)
+        | JobNode::Downstream
+        | JobNode::DownstreamJob(_) => true,
     };
     let mut nodes = vec![
         JobNode::Root,
@@ -77,6 +81,10 @@ fn every_node() -> Vec<JobNode> {
         JobNode::TriggerParams,
         JobNode::Backfill,
         JobNode::Adoptable,
+        JobNode::Workflow,
+        JobNode::WorkflowRecord("100@0".into()),
+        JobNode::Downstream,
+        JobNode::DownstreamJob(JobName::new("report").unwrap()),
     ];
     for id in [me(), other()] {
         nodes.push(JobNode::Instance(id.clone()));

@@ -42,6 +42,7 @@ fn manual(run_id: u64, items: &[u32], parameter: Option<&str>) -> Command {
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt: 1,
         parameter: parameter.map(Arc::from),
+        workflow: None,
     }
 }
 

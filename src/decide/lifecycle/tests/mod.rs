@@ -9,6 +9,7 @@ mod missed;
 mod overlap;
 mod policies;
 mod transitions;
+mod workflow;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -38,6 +39,12 @@ struct Fake {
     request: Option<Vec<u8>>,
     /// `shardcron/backfill/{i}` (backfill tests).
     progress: std::collections::BTreeMap<ShardItem, Vec<u8>>,
+    /// `/{job}/shardcron/workflow/*` per job as (name, data, czxid) (workflow tests).
+    workflow: std::collections::BTreeMap<String, Vec<(String, Vec<u8>, i64)>>,
+    /// The upstream jobs `downstream/orders` is registered under, at czxid 10 (workflow tests).
+    registered_under: Vec<String>,
+    /// Jobs that do not exist (workflow tests).
+    gone: Vec<String>,
 }
 
 impl Facts for Fake {
@@ -76,6 +83,19 @@ impl Facts for Fake {
     }
     fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
         self.progress.clone()
+    }
+    fn workflow_records(&self, job: &JobName) -> Vec<(String, Vec<u8>, i64)> {
+        self.workflow.get(job.as_str()).cloned().unwrap_or_default()
+    }
+    fn item_total(&self, _job: &JobName) -> u32 {
+        2
+    }
+    fn job_exists(&self, job: &JobName) -> bool {
+        !self.gone.iter().any(|g| g == job.as_str())
+    }
+    fn downstream_since(&self, upstream: &JobName, _downstream: &JobName) -> Option<i64> {
+        let under = self.registered_under.iter().any(|j| j == upstream.as_str());
+        under.then_some(10)
     }
 }
 
@@ -135,6 +155,9 @@ fn fake() -> Fake {
         params: None,
         request: None,
         progress: Default::default(),
+        workflow: Default::default(),
+        registered_under: Vec::new(),
+        gone: Vec::new(),
     }
 }
 
@@ -213,6 +236,7 @@ fn launch(
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt: 1,
         parameter: None,
+        workflow: None,
     }
 }
 

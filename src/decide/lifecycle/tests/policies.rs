@@ -175,6 +175,7 @@ fn attempt(run_id: u64, items: &[u32], attempt: u32) -> Command {
         items: items.iter().map(|i| ShardItem(*i)).collect(),
         attempt,
         parameter: None,
+        workflow: None,
     }
 }
 

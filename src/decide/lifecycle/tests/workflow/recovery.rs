@@ -1,0 +1,86 @@
+//! Workflows in the machine when things go wrong or change: a failover claim of a crashed
+//! instance's workflow item, a config that comes to name an upstream, old runs' records pruned.
+
+use super::*;
+
+#[test]
+fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_record() {
+    // The record names 10.0.0.9, which has no `instances/` node: it crashed mid-item.
+    let f = fake()
+        .under("up")
+        .record("orders", &format!("{RUN}@start"), "run")
+        .record("orders", &format!("{RUN}@0"), "success")
+        .record("orders", &format!("{RUN}@1"), "running:10.0.0.9@-@9");
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    assert_eq!(
+        m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &f),
+        vec![launch_in(1, ExecutionSource::Failover, Some(t(0)), &[1])]
+    );
+    let mut end = crate::decide::failover::finish_ops(&job(), &[ShardItem(1)]);
+    end.push(record_end(1, "success"));
+    assert_eq!(
+        m.step(finished(1, &[]), &f),
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: end
+        }]
+    );
+    // A record naming a live instance is not taken over: the claim runs outside the workflow.
+    let live = fake().record(
+        "orders",
+        &format!("{RUN}@1"),
+        &format!("running:{}", other()),
+    );
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    assert_eq!(
+        m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &live),
+        vec![launch(1, ExecutionSource::Failover, None, &[1])]
+    );
+}
+
+#[test]
+fn a_config_that_comes_to_name_an_upstream_registers_under_it() {
+    let f = fake();
+    let mut m = machine(Registration::Confirmed);
+    let out = m.step(Input::Config(config(|c| c.after(&["up"]))), &f);
+    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
+    assert!(
+        out.contains(&Command::Write {
+            ops: vec![
+                create("/up/shardcron"),
+                create("/up/shardcron/workflow"),
+                create("/up/shardcron/downstream"),
+                create("/up/shardcron/downstream/orders"),
+                create("/orders/shardcron"),
+                create("/orders/shardcron/workflow"),
+            ],
+            mode: WriteMode::Tolerant,
+            then: Purpose::WorkflowEnsure,
+        }),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn the_leader_deletes_the_records_of_all_but_the_newest_fifty_runs_once() {
+    let mut f = fake().under("up");
+    for n in 0..51 {
+        f = f.record("orders", &format!("{}@0", 1_000 + n), "success");
+    }
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    let prune = Command::Write {
+        ops: vec![Op::delete("/orders/shardcron/workflow/1000@0")],
+        mode: WriteMode::Tolerant,
+        then: Purpose::WorkflowPrune,
+    };
+    assert_eq!(m.step(record_event(), &f), vec![prune.clone()]);
+    // Under way: not asked again until it ends.
+    assert_eq!(m.step(record_event(), &f), vec![]);
+    assert_eq!(m.step(written(Purpose::WorkflowPrune), &f), vec![prune]);
+    // Not the leader: nothing.
+    let mut led = fake().under("up");
+    led.view.leader = Some(other());
+    led.workflow = f.workflow.clone();
+    let mut m = downstream_of(&["up"], RunWhen::Success);
+    assert_eq!(m.step(record_event(), &led), vec![]);
+}

@@ -1,0 +1,206 @@
+//! The workflow steps of a job on this instance that run on a look: a downstream's registration
+//! under its upstreams, the starts due (`{run}@start`, created once), this instance's items of
+//! the runs started (run, or recorded skipped), and the leader's deletion of old runs' records.
+
+use std::collections::BTreeMap;
+
+use crate::decide::workflow::records::{
+    prune, starts_due, Decision, RunRecords, Upstream, KEEP_RUNS,
+};
+use crate::decide::workflow::run::{ItemEnd, RunId};
+use crate::job::ExecutionSource;
+use crate::paths::JobNode;
+use crate::registry::{CreateMode, Op};
+use crate::types::{JobName, ShardItem};
+use crate::view::ServerStatus;
+
+use super::super::{Command, Facts, JobMachine, Purpose, WriteMode};
+use super::{instant, records_of, Flow, REMEMBERED};
+
+impl JobMachine {
+    /// The records a downstream job needs: its own `shardcron/workflow` and, under each
+    /// upstream, `shardcron/workflow` and `shardcron/downstream/{job}`. A missing upstream is
+    /// reported.
+    pub(super) fn workflow_ensure(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        let Some(after) = self.flow.as_deref().and_then(|f| f.after.clone()) else {
+            return;
+        };
+        let create = |node: JobNode, job: &JobName| {
+            Op::create(node.to_path(job), Vec::new(), CreateMode::Persistent)
+        };
+        let mut ops = Vec::new();
+        for up in &after.after {
+            if !facts.job_exists(up) {
+                out.push(Command::Warn(format!(
+                    "shardcron.after names job {up}, which does not exist: this job waits for it"
+                )));
+                continue;
+            }
+            if facts.downstream_since(up, &self.job).is_none() {
+                ops.push(create(JobNode::Extensions, up));
+                ops.push(create(JobNode::Workflow, up));
+                ops.push(create(JobNode::Downstream, up));
+                ops.push(create(JobNode::DownstreamJob(self.job.clone()), up));
+            }
+        }
+        if !ops.is_empty() {
+            ops.push(create(JobNode::Extensions, &self.job));
+            ops.push(create(JobNode::Workflow, &self.job));
+            out.push(Command::Write {
+                ops,
+                mode: WriteMode::Tolerant,
+                then: Purpose::WorkflowEnsure,
+            });
+        }
+    }
+
+    /// Starts or skips the workflow runs due, runs this instance's items of the runs started,
+    /// and (the leader) deletes old runs' records.
+    pub(super) fn workflow_look(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        if !self.may_start() {
+            return;
+        }
+        let own = records_of(facts, &self.job);
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return;
+        };
+        if let Some(dependency) = flow.after.clone() {
+            let upstreams: BTreeMap<JobName, Upstream> = dependency
+                .after
+                .iter()
+                .map(|up| {
+                    let upstream = Upstream {
+                        total: facts.item_total(up),
+                        since: facts.downstream_since(up, &self.job),
+                        runs: records_of(facts, up),
+                    };
+                    (up.clone(), upstream)
+                })
+                .collect();
+            for (run, decision) in starts_due(&dependency, &upstreams, &own) {
+                if flow.requested.contains(&run) {
+                    continue;
+                }
+                if flow.requested.len() == REMEMBERED {
+                    flow.requested.pop_front();
+                }
+                flow.requested.push_back(run.clone());
+                let path = JobNode::WorkflowRecord(format!("{run}@start")).to_path(&self.job);
+                out.push(Command::Write {
+                    ops: vec![Op::create(path, decision.encode(), CreateMode::Persistent)],
+                    mode: WriteMode::Direct,
+                    then: Purpose::WorkflowStart,
+                });
+            }
+            self.workflow_launch(&own, facts, out);
+        }
+        self.workflow_prune(&own, facts, out);
+    }
+
+    /// Runs (or records skipped) this instance's items of the first started run that has some
+    /// without a record: one workflow run at a time here, as a backfill's.
+    fn workflow_launch(
+        &mut self,
+        own: &BTreeMap<RunId, RunRecords>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        let busy = (self.runs.iter()).any(|(_, r)| r.source == ExecutionSource::Workflow);
+        if busy || self.starting.is_some() || self.parked.is_some() || self.held.is_some() {
+            return;
+        }
+        let view = facts.view();
+        if view.server_status(self.me.ip()) == ServerStatus::Disabled {
+            return;
+        }
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        let settled = !(view.sharding_necessary || view.sharding_processing || unsharded);
+        let Some(flow) = self.flow.as_deref() else {
+            return;
+        };
+        for (run, records) in own {
+            let Some(Some(decision)) = &records.start else {
+                continue;
+            };
+            if !settled {
+                // Not sharded yet (a job without a cron is sharded at its first fire): the fire
+                // parks until the plan is committed, then runs the items this instance owns.
+                if flow.launched.iter().any(|(r, _)| r == run) {
+                    return;
+                }
+                drop(view);
+                self.flow_mut().remember_launch(run.clone(), Vec::new());
+                self.fire_only(ExecutionSource::Workflow, instant(run), None, facts, out);
+                return;
+            }
+            let mine: Vec<ShardItem> = view
+                .items
+                .iter()
+                .filter(|(i, v)| {
+                    v.owner.as_ref() == Some(&self.me)
+                        && !v.disabled
+                        && !records.items.contains_key(i)
+                        && !flow.launched(run, **i)
+                        && !super::super::catchup::busy(&self.local, **i, v, &self.me)
+                })
+                .map(|(i, _)| *i)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            drop(view);
+            self.flow_mut().remember_launch(run.clone(), mine.clone());
+            match decision {
+                Decision::Run => {
+                    let only = Some(mine.into_iter().collect());
+                    self.fire_only(ExecutionSource::Workflow, instant(run), only, facts, out);
+                }
+                Decision::Skip { .. } => {
+                    let ops = mine
+                        .iter()
+                        .map(|i| {
+                            let path = JobNode::WorkflowRecord(format!("{run}@{i}"));
+                            let skipped = ItemEnd::Skipped.as_str();
+                            Op::create(path.to_path(&self.job), skipped, CreateMode::Persistent)
+                        })
+                        .collect();
+                    out.push(Command::Write {
+                        ops,
+                        mode: WriteMode::Tolerant,
+                        then: Purpose::WorkflowSkip,
+                    });
+                }
+            }
+            return;
+        }
+    }
+
+    /// The leader deletes the records of the runs older than the newest [`KEEP_RUNS`].
+    fn workflow_prune(
+        &mut self,
+        own: &BTreeMap<RunId, RunRecords>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if own.len() <= KEEP_RUNS || self.flow.as_deref().is_none_or(|f| f.pruning) {
+            return;
+        }
+        if facts.view().leader.as_ref() != Some(&self.me) {
+            return;
+        }
+        let ops: Vec<Op> = prune(own, KEEP_RUNS)
+            .into_iter()
+            .map(|name| Op::delete(JobNode::WorkflowRecord(name).to_path(&self.job)))
+            .collect();
+        self.flow_mut().pruning = true;
+        out.push(Command::Write {
+            ops,
+            mode: WriteMode::Tolerant,
+            then: Purpose::WorkflowPrune,
+        });
+    }
+
+    pub(super) fn flow_mut(&mut self) -> &mut Flow {
+        self.flow.get_or_insert_with(Box::default)
+    }
+}
