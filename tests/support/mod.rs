@@ -9,6 +9,7 @@
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
 //! | [`policy_node`] | a node on ZooKeeper running one script job, with a SQLite history |
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
+//! | [`step_log`] | workflow steps' scripts for node processes: start and end lines by workflow run, hold files |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
 #![allow(dead_code, unreachable_pub)]
@@ -29,6 +30,7 @@ pub mod policy_node;
 pub mod postgres;
 pub mod prometheus;
 pub mod smtp;
+pub mod step_log;
 pub mod wait;
 pub mod zk;
 
