@@ -675,6 +675,7 @@ mod tracking_verdict {
             job: "j".into(),
             item,
             source: source.into(),
+            run: None,
             start,
             last,
             ended,

@@ -16,6 +16,7 @@
 //! | `periodic.rs` | [`periodic::tally`]: counts for a slower job run by both languages |
 //! | `registry.rs` | reading owners and leader through ZooKeeper; waiting for convergence |
 //! | `spans.rs` | the tracking script (start, ticks, end of every run) and its verdict: overlaps, duplicates, losses |
+//! | `workflow.rs` | the soak's workflow (a root and a step after it) and its verdict: one step run per completed root run |
 //!
 //! The nodes are outside the test, so the only way to know their state is to look: waits poll
 //! the log file or the registry with a deadline that names what was expected.
@@ -26,6 +27,7 @@ pub mod process;
 pub mod registry;
 pub mod soak;
 pub mod spans;
+pub mod workflow;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::spans::{self, JobCheck, Verdict, Window};
+use super::workflow::{self, FlowVerdict};
 use super::{now, Cluster, SESSION_TIMEOUT};
 use crate::support::wait::{poll_blocking, wait_until_blocking_every};
 use crate::support::zk::server::ZkEnsemble;
@@ -41,7 +42,8 @@ const STALL_AFTER: Duration = Duration::from_secs(8);
 pub const LABELS: [&str; 4] = ["a", "b", "c", "d"];
 
 /// The jobs: `chaos` (4 short items every second) and `slow` (2 items of 6 s every 10 s, so that
-/// faults land in the middle of runs), both with failover, misfire off.
+/// faults land in the middle of runs), both with failover, misfire off; the workflow of
+/// [`workflow::JOBS`] follows them.
 pub const JOBS: &str = "  - type: SCRIPT
     jobName: chaos
     cron: '* * * * * ?'
@@ -76,6 +78,11 @@ pub fn checks() -> Vec<JobCheck> {
             job: "slow".into(),
             items: 2,
             period: 10,
+        },
+        JobCheck {
+            job: workflow::FLOW.root.into(),
+            items: workflow::FLOW.root_items,
+            period: workflow::FLOW.period,
         },
     ]
 }
@@ -244,7 +251,8 @@ impl Soak {
     /// jobs run.
     pub fn start(seed: u64, scenario: &str) -> Soak {
         let ensemble = ZkEnsemble::start();
-        let cluster = Cluster::with_jobs(&ensemble.connect_string(), scenario, JOBS);
+        let jobs = format!("{JOBS}{}", workflow::JOBS);
+        let cluster = Cluster::with_jobs(&ensemble.connect_string(), scenario, &jobs);
         let mut proxies = BTreeMap::new();
         for label in LABELS {
             let mine: Vec<TcpProxy> = (0..ZkEnsemble::SIZE)
@@ -286,8 +294,9 @@ impl Soak {
         );
     }
 
-    /// Waits until every node is an instance of both jobs and each has a live leader; the plan
-    /// may still be an older one (a job firing every 10 s may reshard only at its next fire).
+    /// Waits until every node is an instance of both jobs and each has a live leader, and the
+    /// workflow's step is registered under its root; the plan may still be an older one (a job
+    /// firing every 10 s may reshard only at its next fire).
     pub fn registered(&self) {
         self.cluster.converge(&LABELS);
         let ids = self.ids();
@@ -306,6 +315,7 @@ impl Soak {
         };
         let what = format!("every node {ids:?} an instance of slow under a live leader");
         wait_until_blocking_every(check, &what, super::WITHIN, Duration::from_millis(200));
+        workflow::wait_registered(&self.cluster.connect, &self.cluster.namespace);
     }
 
     fn ids(&self) -> Vec<String> {
@@ -557,10 +567,10 @@ impl Soak {
         ))
     }
 
-    /// Waits until the last window closed, checks the log, prints the table (and writes it to
-    /// `SHARDCRON_SOAK_TABLE` when set), then checks that every node is up and both jobs converged
-    /// on all of them. Returns the verdict and the table.
-    pub fn finish(&mut self, settings: &Settings) -> (Verdict, String) {
+    /// Waits until the last window closed, checks the log (the jobs, and the workflow), prints
+    /// the table (and writes it to `SHARDCRON_SOAK_TABLE` when set), then checks that every node
+    /// is up and both jobs converged on all of them. Returns the verdicts and the table.
+    pub fn finish(&mut self, settings: &Settings) -> (Verdict, FlowVerdict, String) {
         self.bury_the_dead();
         let last = self.windows.iter().map(|w| w.until).fold(now(), f64::max);
         // Two more seconds of fires, and a fire's run logged.
@@ -568,7 +578,8 @@ impl Soak {
         super::sleep_until(to + 1.5);
         let spans = self.cluster.spans();
         let verdict = spans::check(&spans, &checks(), self.from, to, &self.windows);
-        let table = self.table(settings, &verdict, to - self.from);
+        let flow = workflow::check(&spans, &workflow::FLOW, self.from, to, &self.windows);
+        let table = self.table(settings, &verdict, &flow, to - self.from);
         // Before any assertion below: a long run's table is what it is run for.
         eprintln!("[soak] fault table\n{table}");
         if let Ok(path) = std::env::var("SHARDCRON_SOAK_TABLE") {
@@ -582,11 +593,17 @@ impl Soak {
             self.deaths.join("\n")
         );
         self.converge();
-        (verdict, table)
+        (verdict, flow, table)
     }
 
-    /// The fault table: faults by kind, item runs, duplicates, overlaps, losses.
-    pub fn table(&self, settings: &Settings, verdict: &Verdict, checked: f64) -> String {
+    /// The fault table: faults by kind, item runs, duplicates, overlaps, losses; the workflow's.
+    pub fn table(
+        &self,
+        settings: &Settings,
+        verdict: &Verdict,
+        flow: &FlowVerdict,
+        checked: f64,
+    ) -> String {
         let mut t = String::new();
         let _ = writeln!(
             t,
@@ -629,6 +646,7 @@ impl Soak {
             verdict.lost.len(),
             verdict.lost_in_window
         );
+        let _ = writeln!(t, "{}", flow.summary());
         let _ = writeln!(
             t,
             "track log lines torn by a kill mid-write (skipped): {}",

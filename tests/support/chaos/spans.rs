@@ -12,10 +12,13 @@
 //! 10,000 items), taking the job, the item and the source out of the context:
 //!
 //! ```text
-//! {unix seconds} {instance} S {pid} {job} {item} {source}   the run started
-//! {unix seconds} {instance} T {pid}                         it still runs (every SECONDS)
-//! {unix seconds} {instance} E {pid}                         it ended on its own (after TICKS ticks)
+//! {unix seconds} {instance} S {pid} {job} {item} {source} {run}   the run started
+//! {unix seconds} {instance} T {pid}                               it still runs (every SECONDS)
+//! {unix seconds} {instance} E {pid}                               it ended on its own (after TICKS ticks)
 //! ```
+//!
+//! `{run}` is the context's `workflowRun` (a workflow step's run, see [`super::workflow`]), `-`
+//! outside workflows.
 //!
 //! A run killed (its item cancelled, its node gone: the script stops at the next tick when its
 //! parent is gone) has no `E` line; it ran until its last tick. A process that is stopped writes no
@@ -37,7 +40,8 @@ parent=$PPID
 [[ $3 =~ \"jobName\":\"([^\"]*)\" ]] && job=${{BASH_REMATCH[1]}}
 [[ $3 =~ \"shardingItem\":([0-9]+) ]] && item=${{BASH_REMATCH[1]}}
 [[ $3 =~ \"taskId\":\"[^@\"]*@-@[^@\"]*@-@([A-Z_]+)@-@ ]] && source=${{BASH_REMATCH[1]}}
-echo "$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE S $$ ${{job:-?}} ${{item:-?}} ${{source:-?}}" >> "$log"
+[[ $3 =~ \"workflowRun\":\"([0-9]+)\" ]] && run=${{BASH_REMATCH[1]}}
+echo "$EPOCHREALTIME $SHARDCRON_TEST_INSTANCE S $$ ${{job:-?}} ${{item:-?}} ${{source:-?}} ${{run:--}}" >> "$log"
 for ((i = 0; i < $1; i++)); do
   sleep "$2"
   kill -0 "$parent" 2>/dev/null || exit 0
@@ -58,8 +62,10 @@ pub struct Span {
     pub job: String,
     /// The item.
     pub item: u32,
-    /// `NORMAL`, `FAILOVER`, `MISFIRE`, from the task id.
+    /// `NORMAL`, `FAILOVER`, `MISFIRE`, `WORKFLOW`, from the task id.
     pub source: String,
+    /// The workflow run it is a step of (`workflowRun`: the root fire's instant in epoch ms).
+    pub run: Option<String>,
     /// When it started, in unix seconds.
     pub start: f64,
     /// When it was last seen running: its end, or its last tick.
@@ -109,8 +115,8 @@ pub fn read(log: &Path) -> Vec<Span> {
         match kind {
             "S" => {
                 let rest: Vec<&str> = parts.next().unwrap_or_default().split(' ').collect();
-                let [job, item, source] = rest[..] else {
-                    panic!("a start line names a job, an item and a source: {line:?}")
+                let [job, item, source, run] = rest[..] else {
+                    panic!("a start line names a job, an item, a source and a run: {line:?}")
                 };
                 open.insert(key, spans.len());
                 spans.push(Span {
@@ -120,6 +126,7 @@ pub fn read(log: &Path) -> Vec<Span> {
                         .parse()
                         .unwrap_or_else(|e| panic!("the item is a number ({e}): {line:?}")),
                     source: source.to_owned(),
+                    run: (run != "-").then(|| run.to_owned()),
                     start: at,
                     last: at,
                     ended: false,
@@ -144,7 +151,9 @@ fn is_whole(line: &str) -> bool {
     let parts: Vec<&str> = line.split(' ').collect();
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.');
     match parts[..] {
-        [time, _, "S", pid, _, item, _] => number(time) && number(pid) && number(item),
+        [time, _, "S", pid, _, item, _, run] => {
+            number(time) && number(pid) && number(item) && (run == "-" || number(run))
+        }
         [time, _, "T" | "E", pid] => number(time) && number(pid),
         _ => false,
     }
@@ -224,7 +233,7 @@ pub fn check(spans: &[Span], jobs: &[JobCheck], from: f64, to: f64, windows: &[W
 }
 
 /// Runs of one item whose spans intersect (in start order, each against the longest before it).
-fn overlaps(spans: &[&Span], verdict: &mut Verdict) {
+pub fn overlaps(spans: &[&Span], verdict: &mut Verdict) {
     let mut by_item: BTreeMap<u32, Vec<&Span>> = BTreeMap::new();
     for span in spans {
         by_item.entry(span.item).or_default().push(span);
