@@ -133,44 +133,35 @@ fn an_upstream_owner_killed_mid_item_still_gives_one_downstream_run_per_upstream
     require!(Peer::ZooKeeper);
     let server = support::zk::server();
     let world = World::new(server.connect_string(), "workflow-crash", 1.0);
-    let a = world.start("a");
-    let mut b = world.start("b");
-    let within = Duration::from_secs(90);
+    let mut nodes = [Some(world.start("a")), Some(world.start("b"))];
 
     // --- a runs an upstream item after the downstream ran once: kill -9 it mid-item
-    let wait = |what: &str, check: &dyn Fn() -> bool| {
-        poll_blocking(check, within, POLL)
-            .unwrap_or_else(|_| panic!("{what}; a:\n{}\nb:\n{}", a.stderr(), b.stderr()))
-    };
-    wait("the downstream ran once", &|| {
-        !by_run(&lines(&world.down_log), "end").is_empty()
+    wait("the downstream ran once", &nodes, POLL, || {
+        (!by_run(&lines(&world.down_log), "end").is_empty()).then_some(())
     });
-    let killed_in = poll_blocking(
-        || {
-            let all = lines(&world.up_log);
-            let ended = by_run(&all, "end");
-            all.iter()
-                .filter(|l| l.phase == "start" && l.instance == "a")
-                .find(|l| !ended.contains_key(&(l.run.clone(), l.item)))
-                .map(|l| l.run.clone())
-        },
-        within,
-        Duration::from_millis(20),
-    )
-    .expect("a runs an upstream item");
-    a.signal(libc::SIGKILL);
+    let every = Duration::from_millis(20);
+    let killed_in = wait("a running an upstream item", &nodes, every, || {
+        let all = lines(&world.up_log);
+        let ended = by_run(&all, "end");
+        all.iter()
+            .filter(|l| l.phase == "start" && l.instance == "a")
+            .find(|l| !ended.contains_key(&(l.run.clone(), l.item)))
+            .map(|l| l.run.clone())
+    });
+    nodes[0].take().expect("a runs").signal(libc::SIGKILL);
 
     // --- the survivor ends the killed run, and the downstream runs for it and three runs more
-    wait(
-        "the downstream ran for the killed run and three later ones",
-        &|| {
-            let down = by_run(&lines(&world.down_log), "end");
-            let runs: BTreeSet<&String> = down.keys().map(|(run, _)| run).collect();
-            let later = runs.iter().filter(|run| ***run > killed_in).count();
-            (0..2).all(|i| down.contains_key(&(killed_in.clone(), i))) && later >= 3
-        },
-    );
-    b.terminate();
+    let what = "the downstream ran for the killed run and three later ones";
+    wait(what, &nodes, POLL, || {
+        let down = by_run(&lines(&world.down_log), "end");
+        let runs: BTreeSet<&String> = down.keys().map(|(run, _)| run).collect();
+        let later = runs.iter().filter(|run| ***run > killed_in).count();
+        let killed = (0..2).all(|i| down.contains_key(&(killed_in.clone(), i)));
+        (killed && later >= 3).then_some(())
+    });
+    for node in nodes.iter_mut().flatten() {
+        node.terminate();
+    }
 
     let (up, down) = (lines(&world.up_log), lines(&world.down_log));
     let runs: BTreeSet<String> = by_run(&down, "end").into_keys().map(|(r, _)| r).collect();
@@ -196,14 +187,14 @@ enum Moment {
     AtStartDecision,
 }
 
-/// The data of `path`, or `None` while it is not there (or the read failed).
+/// The data of `path`, or `None` while it is not there.
 fn record(world: &World, path: &str) -> Option<String> {
     registry::exists(&world.connect, &world.namespace, path)
         .then(|| registry::get_data(&world.connect, &world.namespace, path))
 }
 
-/// The workflow run whose downstream ended both items, newest first, whose root fired after
-/// `after` (ns since the epoch): the wait for a run after a restart.
+/// The newest workflow run whose root fired after `after` (ns since the epoch) and whose
+/// downstream ended both items.
 fn downstream_ran_after(world: &World, after: u128) -> Option<String> {
     let up = lines(&world.up_log);
     let down = by_run(&lines(&world.down_log), "end");
@@ -233,157 +224,148 @@ fn between_fires() -> bool {
     (1000..2500).contains(&(now_ns() / 1_000_000 % 3000))
 }
 
+/// A bound on every wait: a session's expiry, a reshard and a few upstream fires.
+const WITHIN: Duration = Duration::from_secs(60);
+
+/// Waits until `check` holds (polling every `every`); fails naming `what`, with the nodes' stderr.
+fn wait<T>(
+    what: &str,
+    nodes: &[Option<NodeProcess>],
+    every: Duration,
+    check: impl FnMut() -> Option<T>,
+) -> T {
+    poll_blocking(check, WITHIN, every).unwrap_or_else(|_| {
+        let stderr: Vec<String> = (nodes.iter().flatten())
+            .map(|n| format!("--- {}:\n{}", n.label, n.stderr()))
+            .collect();
+        panic!("timed out after {WITHIN:?}: {what}\n{}", stderr.join("\n"))
+    })
+}
+
+/// Holds `survivor`'s items of the next upstream fire while `victim`'s end; returns its run.
+fn hold_next_run(world: &World, nodes: &[Option<NodeProcess>], survivor: &str) -> String {
+    wait(
+        "a moment between two fires",
+        nodes,
+        Duration::from_millis(10),
+        || between_fires().then_some(()),
+    );
+    step_log::hold(world.dir.path(), survivor);
+    let from = now_ns();
+    let held = |l: &Line| l.phase == "held" && l.instance == survivor && l.at > from;
+    let run = wait("the survivor's items held", nodes, POLL, || {
+        lines(&world.up_log).into_iter().find(held).map(|l| l.run)
+    });
+    let what = format!("run {run}: 2 items held on {survivor}, the other 2 ended and recorded");
+    wait(&what, nodes, POLL, || {
+        let all = lines(&world.up_log);
+        let held_here = all.iter().filter(|l| held(l) && l.run == run).count();
+        let ended = (by_run(&all, "end").keys())
+            .filter(|(r, _)| *r == run)
+            .count();
+        let recorded = (0..4).filter(|i| {
+            record(world, &format!("/import/shardcron/workflow/{run}@{i}"))
+                .is_some_and(|d| !d.starts_with("running:"))
+        });
+        (held_here == 2 && ended == 2 && recorded.count() == 2).then_some(())
+    });
+    run
+}
+
+/// Lets `survivor`'s held items of `run` end, and kills (SIGKILL) `victim` at `moment`.
+fn kill_at(
+    moment: Moment,
+    world: &World,
+    nodes: &mut [Option<NodeProcess>; 2],
+    victim: usize,
+    run: &str,
+) {
+    let survivor = ["a", "b"][1 - victim];
+    let start_path = format!("/report/shardcron/workflow/{run}@start");
+    if !matches!(moment, Moment::BeforeCompletion) {
+        step_log::release(world.dir.path(), survivor);
+    }
+    let fast = Duration::from_millis(2);
+    match moment {
+        Moment::BeforeCompletion => {}
+        Moment::AtLastItemEnd => wait("every upstream item ended", nodes, fast, || {
+            let ends = by_run(&lines(&world.up_log), "end");
+            (0..4)
+                .all(|i| ends.contains_key(&(run.to_owned(), i)))
+                .then_some(())
+        }),
+        Moment::AtStartDecision => wait("the downstream's decision", nodes, fast, || {
+            record(world, &start_path).map(|_| ())
+        }),
+    }
+    let node = nodes[victim].take().expect("the victim runs");
+    node.signal(libc::SIGKILL);
+    if matches!(moment, Moment::BeforeCompletion) {
+        step_log::release(world.dir.path(), survivor);
+    }
+    let started: Vec<u64> = (lines(&world.down_log).iter())
+        .filter(|l| l.phase == "start" && l.run == run && l.instance == node.label)
+        .map(|l| l.item)
+        .collect();
+    let decided = record(world, &start_path).is_some();
+    eprintln!(
+        "[workflow] {moment:?}: leader {} killed for run {run}; decided: {decided}; it had \
+         started downstream items {started:?}",
+        node.label
+    );
+}
+
 #[test]
 fn the_downstream_leader_killed_at_the_moment_of_completion_still_gives_one_downstream_run_per_upstream_run(
 ) {
     require!(Peer::ZooKeeper);
     let server = support::zk::server();
     let world = World::new(server.connect_string(), "workflow-leader", 0.2);
-    let began = std::time::Instant::now();
     let mut nodes = [Some(world.start("a")), Some(world.start("b"))];
-    let within = Duration::from_secs(30);
-    let fail = |what: &str, nodes: &[Option<NodeProcess>; 2]| -> ! {
-        let stderr: Vec<String> = nodes
-            .iter()
-            .flatten()
-            .map(|n| format!("--- {}:\n{}", n.label, n.stderr()))
-            .collect();
-        panic!("timed out after {within:?}: {what}\n{}", stderr.join("\n"))
-    };
     let ids = [id("a"), id("b")];
     let live: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let mut since = 0u128;
-    let mut first = None;
+    let (ns, connect) = (world.namespace.as_str(), world.connect.as_str());
+    let (mut since, mut first) = (0, None);
     for moment in [
         Moment::BeforeCompletion,
         Moment::AtLastItemEnd,
         Moment::AtStartDecision,
     ] {
-        // --- both nodes share both jobs, and a workflow run went through on them
-        let Ok(ran) = poll_blocking(|| downstream_ran_after(&world, since), within, POLL) else {
-            fail("a workflow run through both jobs", &nodes)
-        };
+        // --- a workflow run went through, and both nodes share both jobs
+        let ran = wait("a workflow run through both jobs", &nodes, POLL, || {
+            downstream_ran_after(&world, since)
+        });
         first.get_or_insert(ran);
-        eprintln!(
-            "[workflow] {:.1} s: a workflow run went through",
-            began.elapsed().as_secs_f64()
-        );
-        let (ns, connect) = (world.namespace.as_str(), world.connect.as_str());
-        registry::wait_converged(connect, ns, "import", &live, 4, within);
-        registry::wait_converged(connect, ns, "report", &live, 2, within);
-        eprintln!(
-            "[workflow] {:.1} s: converged",
-            began.elapsed().as_secs_f64()
-        );
-        let leader = registry::snapshot(connect, ns, "report")
-            .expect("reading the downstream's leader")
-            .leader
-            .expect("a converged job has a leader");
-        let victim = usize::from(leader == ids[1]);
-        let (victim_label, survivor) = (["a", "b"][victim], ["a", "b"][1 - victim]);
+        registry::wait_converged(connect, ns, "import", &live, 4, WITHIN);
+        registry::wait_converged(connect, ns, "report", &live, 2, WITHIN);
+        let snapshot = registry::snapshot(connect, ns, "report").expect("reading the leader");
+        let victim = usize::from(snapshot.leader.as_deref() == Some(ids[1].as_str()));
 
-        // --- the survivor's items of the next upstream run are held; the leader's end
-        if poll_blocking(between_fires, within, Duration::from_millis(10)).is_err() {
-            fail("a moment between two upstream fires", &nodes);
-        }
-        step_log::hold(world.dir.path(), survivor);
-        let from = now_ns();
-        let held = |l: &Line| l.phase == "held" && l.instance == survivor && l.at > from;
-        let Ok(run) = poll_blocking(
-            || lines(&world.up_log).into_iter().find(held).map(|l| l.run),
-            within,
-            POLL,
-        ) else {
-            fail("the survivor's upstream items held", &nodes)
-        };
-        let ended_or_held = || {
-            let all = lines(&world.up_log);
-            let held_here = all.iter().filter(|l| held(l) && l.run == run).count();
-            let ended = by_run(&all, "end")
-                .keys()
-                .filter(|(r, _)| *r == run)
-                .count();
-            let ends_written = (0..4).filter(|i| {
-                record(&world, &format!("/import/shardcron/workflow/{run}@{i}"))
-                    .is_some_and(|d| !d.starts_with("running:"))
-            });
-            held_here == 2 && ended == 2 && ends_written.count() == 2
-        };
-        if poll_blocking(ended_or_held, within, POLL).is_err() {
-            fail(
-                &format!("run {run}: 2 items held on {survivor}, 2 ended on {victim_label}"),
-                &nodes,
-            );
-        }
-
-        // --- the downstream leader is killed at the moment of completion
-        let kill = |nodes: &mut [Option<NodeProcess>; 2]| {
-            let node = nodes[victim].take().expect("the victim runs");
-            node.signal(libc::SIGKILL);
-        };
-        let start_path = format!("/report/shardcron/workflow/{run}@start");
-        match moment {
-            Moment::BeforeCompletion => {
-                kill(&mut nodes);
-                step_log::release(world.dir.path(), survivor);
-            }
-            Moment::AtLastItemEnd => {
-                step_log::release(world.dir.path(), survivor);
-                let all_ended = || {
-                    let ends = by_run(&lines(&world.up_log), "end");
-                    (0..4).all(|i| ends.contains_key(&(run.clone(), i)))
-                };
-                if poll_blocking(all_ended, within, Duration::from_millis(2)).is_err() {
-                    fail(&format!("every upstream item of {run} ended"), &nodes);
-                }
-                kill(&mut nodes);
-            }
-            Moment::AtStartDecision => {
-                step_log::release(world.dir.path(), survivor);
-                let decided = || record(&world, &start_path).is_some();
-                if poll_blocking(decided, within, Duration::from_millis(2)).is_err() {
-                    fail(&format!("the downstream's decision for {run}"), &nodes);
-                }
-                kill(&mut nodes);
-            }
-        }
-        let victim_started: Vec<u64> = lines(&world.down_log)
-            .iter()
-            .filter(|l| l.phase == "start" && l.run == run && l.instance == victim_label)
-            .map(|l| l.item)
-            .collect();
-        eprintln!(
-            "[workflow] {:.1} s {moment:?}: leader {victim_label} killed for run {run}; {} it had \
-             started downstream items {victim_started:?}",
-            began.elapsed().as_secs_f64(),
-            if record(&world, &start_path).is_some() {
-                "decided;"
-            } else {
-                "undecided;"
-            },
-        );
+        // --- the other's items of a run are held; the leader is killed around their end
+        let run = hold_next_run(&world, &nodes, ["a", "b"][1 - victim]);
+        kill_at(moment, &world, &mut nodes, victim, &run);
 
         // --- the survivor runs the whole downstream run; the victim comes back
-        let ran_both = || {
-            let ends = by_run(&lines(&world.down_log), "end");
-            (0..2).all(|i| ends.contains_key(&(run.clone(), i)))
-        };
-        if poll_blocking(ran_both, within, POLL).is_err() {
-            fail(&format!("both downstream items of {run} ran"), &nodes);
-        }
-        eprintln!(
-            "[workflow] {:.1} s: the downstream ran run {run} on the survivor",
-            began.elapsed().as_secs_f64()
+        wait(
+            &format!("both downstream items of {run} ran"),
+            &nodes,
+            POLL,
+            || {
+                let ends = by_run(&lines(&world.down_log), "end");
+                (0..2)
+                    .all(|i| ends.contains_key(&(run.clone(), i)))
+                    .then_some(())
+            },
         );
-        nodes[victim] = Some(world.start(victim_label));
+        nodes[victim] = Some(world.start(["a", "b"][victim]));
         since = now_ns();
     }
-    let Ok(last) = poll_blocking(|| downstream_ran_after(&world, since), within, POLL) else {
-        fail(
-            "a workflow run through both jobs after the last restart",
-            &nodes,
-        )
-    };
+    let last = wait(
+        "a workflow run after the last restart",
+        &nodes,
+        POLL,
+        || downstream_ran_after(&world, since),
+    );
     for node in nodes.iter_mut().flatten() {
         node.terminate();
     }
@@ -394,19 +376,17 @@ fn the_downstream_leader_killed_at_the_moment_of_completion_still_gives_one_down
     let (up, down) = (lines(&world.up_log), lines(&world.down_log));
     let first = first.expect("a first workflow run");
     let up_ends = by_run(&up, "end");
-    let span: BTreeSet<String> = up
-        .iter()
-        .map(|l| l.run.clone())
+    let runs: BTreeSet<String> = (up.iter().map(|l| l.run.clone()))
         .filter(|r| *r >= first && *r <= last)
         .collect();
-    let (complete, partial): (BTreeSet<String>, BTreeSet<String>) = span
+    let (complete, partial): (BTreeSet<String>, BTreeSet<String>) = runs
         .into_iter()
         .partition(|r| (0..4).all(|i| up_ends.contains_key(&(r.clone(), i))));
     exactly_once_after_upstream(&up, &down, &complete);
     let stray: Vec<&Line> = down.iter().filter(|l| partial.contains(&l.run)).collect();
     assert!(
         stray.is_empty(),
-        "no downstream run for an upstream run that did not complete: {stray:?}"
+        "a downstream run of an incomplete upstream run: {stray:?}"
     );
     eprintln!(
         "[workflow] runs {first}..={last}: {} complete, each with one downstream run; {} not \

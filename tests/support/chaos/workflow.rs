@@ -21,13 +21,14 @@ use std::time::Duration;
 use super::spans::{self, Span, Window};
 use crate::support::wait::wait_until_blocking_every;
 
-/// The workflow's jobs, as YAML list entries for [`super::Cluster::with_jobs`]: `flow` (2 items of
-/// 1 s every 5 s) and `flow_report` (2 items of 0.3 s after it), both with failover.
+/// The workflow's jobs, as YAML list entries for [`super::Cluster::with_jobs`]: `flow` (4 items of
+/// 1 s every 5 s) and `flow_report` (4 items of 0.3 s after it), both with failover: an item on
+/// each of the soak's four nodes, so that every node fault lands on both.
 pub const JOBS: &str = "  - type: SCRIPT
     jobName: flow
     cron: '0/5 * * * * ?'
     timeZone: GMT
-    shardingTotalCount: 2
+    shardingTotalCount: 4
     failover: true
     misfire: false
     overwrite: true
@@ -36,7 +37,7 @@ pub const JOBS: &str = "  - type: SCRIPT
   - type: SCRIPT
     jobName: flow_report
     timeZone: GMT
-    shardingTotalCount: 2
+    shardingTotalCount: 4
     failover: true
     misfire: false
     overwrite: true
@@ -48,10 +49,10 @@ pub const JOBS: &str = "  - type: SCRIPT
 /// The root, its item count and cron period, and the step and its item count, of [`JOBS`].
 pub const FLOW: FlowCheck = FlowCheck {
     root: "flow",
-    root_items: 2,
+    root_items: 4,
     period: 5,
     step: "flow_report",
-    step_items: 2,
+    step_items: 4,
 };
 
 /// A two-step workflow the verdict checks.
@@ -78,6 +79,9 @@ pub struct FlowVerdict {
     pub completed: usize,
     /// Of those, the runs whose step ran every item.
     pub stepped: usize,
+    /// Checked runs the root left incomplete with an item that started and never ended (its run
+    /// interrupted and not taken over): allowed (a fault caused it), listed for the table.
+    pub stuck: Vec<String>,
     /// Step item runs, by source.
     pub step_runs: BTreeMap<String, usize>,
     /// Second `WORKFLOW` runs of one (workflow run, step item).
@@ -112,11 +116,13 @@ impl FlowVerdict {
             .map(|(source, n)| format!("{source} {n}"))
             .collect();
         format!(
-            "workflow runs checked: {} | root completed: {} | step ran once for: {} | step item \
-             runs: {} ({}) | duplicates: {} | lost outside fault windows: {} | lost inside: {} | \
-             early: {} | for an incomplete root run: {} | overlaps: {}",
+            "workflow runs checked: {} | root completed: {} (incomplete with an interrupted item: \
+             {}) | step ran for: {} | step item runs: {} ({}) | duplicates: {} | lost outside \
+             fault windows: {} | lost inside: {} | early: {} | for an incomplete root run: {} | \
+             overlaps: {}",
             self.runs,
             self.completed,
+            self.stuck.len(),
             self.stepped,
             self.step_runs.values().sum::<usize>(),
             runs.join(", "),
@@ -219,10 +225,20 @@ pub fn check(
     while (fire as f64) + 1.5 <= to {
         verdict.runs += 1;
         let run = run_of(fire);
-        let completed = ends
-            .get(run.as_str())
+        let ended = ends.get(run.as_str());
+        let completed = ended
             .filter(|e| e.len() == flow.root_items as usize)
             .map(|e| e.values().fold(0.0_f64, |a, b| a.max(*b)));
+        let unended: Vec<&&Span> = (root.iter())
+            .filter(|s| s.run.as_deref() == Some(run.as_str()))
+            .filter(|s| ended.is_none_or(|e| !e.contains_key(&s.item)))
+            .collect();
+        if completed.is_none() && !unended.is_empty() {
+            let spans: Vec<String> = unended.iter().map(|s| s.to_string()).collect();
+            verdict
+                .stuck
+                .push(format!("workflow run {run}: {}", spans.join("; ")));
+        }
         if let Some(completed) = completed {
             verdict.completed += 1;
             // The step is missed by a fault from before the root completed (and its step
