@@ -856,6 +856,11 @@ impl JobMachine {
             {
                 out.push(Command::Cancel(vec![item]));
             }
+            // A fire parked before the job's first plan resumes once an owner appears (the
+            // flags' deletion may have been heard before any owner was).
+            (JobNode::ShardingInstance(_), _) if self.parked.is_some() => {
+                self.resume_parked(facts, out)
+            }
             (JobNode::TriggerInstance(id), Created) if id == self.me => {
                 self.take_trigger(facts, out);
                 let commands = self.step(Input::Trigger, facts);
