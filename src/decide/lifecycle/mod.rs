@@ -504,6 +504,8 @@ struct Run {
 struct Manual {
     parameter: Option<Arc<str>>,
     items: Option<BTreeSet<ShardItem>>,
+    /// The workflow run the trigger starts (a root job's, `shardcron/trigger/{me}` naming one).
+    workflow: Option<crate::decide::workflow::run::RunId>,
 }
 
 /// A planned run waiting for its start write.

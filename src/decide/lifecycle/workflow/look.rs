@@ -130,6 +130,7 @@ impl JobMachine {
                 }
                 drop(view);
                 self.flow_mut().remember_launch(run.clone(), Vec::new());
+                self.flow_mut().current = Some(run.clone());
                 self.fire_only(ExecutionSource::Workflow, instant(run), None, facts, out);
                 return;
             }
@@ -152,6 +153,7 @@ impl JobMachine {
             self.flow_mut().remember_launch(run.clone(), mine.clone());
             match decision {
                 Decision::Run => {
+                    self.flow_mut().current = Some(run.clone());
                     let only = Some(mine.into_iter().collect());
                     self.fire_only(ExecutionSource::Workflow, instant(run), only, facts, out);
                 }
