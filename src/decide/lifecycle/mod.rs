@@ -184,6 +184,8 @@ pub enum Purpose {
     WorkflowSkip,
     /// Old workflow runs' records deleted.
     WorkflowPrune,
+    /// Records of items whose instance died mid-item (a job without failover) ended `failed`.
+    WorkflowEnd,
 }
 
 /// How a write is applied.
@@ -989,14 +991,16 @@ impl JobMachine {
                 Purpose::WorkflowEnsure
                 | Purpose::WorkflowStart
                 | Purpose::WorkflowSkip
-                | Purpose::WorkflowPrune,
+                | Purpose::WorkflowPrune
+                | Purpose::WorkflowEnd,
                 Outcome::Done | Outcome::Conflict,
             ) => {}
             (
                 p @ (Purpose::WorkflowEnsure
                 | Purpose::WorkflowStart
                 | Purpose::WorkflowSkip
-                | Purpose::WorkflowPrune),
+                | Purpose::WorkflowPrune
+                | Purpose::WorkflowEnd),
                 outcome,
             ) => out.push(Command::Warn(format!(
                 "writing workflow records ({p:?}) failed: {outcome:?}"

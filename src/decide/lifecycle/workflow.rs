@@ -45,6 +45,8 @@ pub(super) struct Flow {
     launched: VecDeque<(RunId, Vec<ShardItem>)>,
     /// Old records' deletion is under way.
     pruning: bool,
+    /// Records of dead instances' items ended here, which the mirror may not show yet.
+    ended_dead: VecDeque<String>,
 }
 
 impl Flow {
@@ -106,7 +108,7 @@ pub(super) fn heard(input: &Input) -> bool {
             kind: NodeEventKind::Created,
         } => true,
         Input::Written {
-            purpose: Purpose::WorkflowStart | Purpose::WorkflowPrune,
+            purpose: Purpose::WorkflowStart | Purpose::WorkflowPrune | Purpose::WorkflowEnd,
             ..
         } => true,
         other => super::catchup::looks_after(other),
@@ -269,6 +271,7 @@ impl JobMachine {
                 // The mirror is whole again: what it shows is what was done.
                 flow.requested.clear();
                 flow.launched.clear();
+                flow.ended_dead.clear();
                 flow.pruning = false;
             }
         }
