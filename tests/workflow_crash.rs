@@ -52,7 +52,12 @@ struct World {
 
 impl World {
     fn new(connect: String, test: &str, up_work: f64) -> World {
-        let dir = tempfile::tempdir().expect("a temp dir");
+        // `SHARDCRON_CHAOS_KEEP=1` keeps the directory (the scripts' logs), as the chaos tests do.
+        let keep = std::env::var_os("SHARDCRON_CHAOS_KEEP").is_some();
+        let dir = (tempfile::Builder::new().prefix("shardcron-workflow-"))
+            .disable_cleanup(keep)
+            .tempdir()
+            .expect("a temp dir");
         let (up_log, down_log) = (dir.path().join("up.log"), dir.path().join("down.log"));
         let up = step_log::script(dir.path(), "up", &up_log, up_work);
         let down = step_log::script(dir.path(), "down", &down_log, 0.5);
