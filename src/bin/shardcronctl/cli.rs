@@ -380,6 +380,9 @@ pub(crate) struct HistoryArgs {
     /// Failures only.
     #[arg(long)]
     pub(crate) failed: bool,
+    /// The steps of this workflow run only (its id: the root fire's instant in epoch ms).
+    #[arg(long, value_name = "RUN", value_parser = workflow_run)]
+    pub(crate) workflow_run: Option<String>,
 }
 
 /// `logs NAME [--db TARGET] [--item N] [--run ID] [--follow]`.
@@ -503,6 +506,12 @@ fn server_ip(value: &str) -> Result<String, String> {
 
 fn config_version(value: &str) -> Result<i32, String> {
     shardcron::ops::parse_config_version(value)
+}
+
+fn workflow_run(value: &str) -> Result<String, String> {
+    shardcron::decide::workflow::run::RunId::parse(value)
+        .map(|r| r.to_string())
+        .ok_or_else(|| "expected a workflow run id (epoch milliseconds)".to_owned())
 }
 
 fn item(value: &str) -> Result<ShardItem, String> {

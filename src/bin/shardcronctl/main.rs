@@ -727,6 +727,7 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.item = args.item;
     query.since = args.since;
     query.failed_only = args.failed;
+    query.workflow_run = args.workflow_run;
     // Reading never creates a database: a missing file or folder is said, not made.
     let db = args
         .db
