@@ -25,6 +25,7 @@ use crate::types::{JobName, ShardItem};
 
 use super::{Command, Facts, Input, JobMachine, Purpose};
 
+mod count;
 mod look;
 
 /// The most runs remembered as asked for or launched here (older ones are in the registry).
@@ -43,6 +44,8 @@ pub(super) struct Flow {
     launched: VecDeque<(RunId, Vec<ShardItem>)>,
     /// Old records' deletion is under way.
     pruning: bool,
+    /// The runs reported ended (the leader's count, `workflow/count.rs`).
+    counted: count::Counted,
 }
 
 impl Flow {
@@ -276,6 +279,7 @@ impl JobMachine {
             self.workflow_ensure(facts, out);
         }
         self.workflow_look(facts, out);
+        self.workflow_count(facts, out);
     }
 
     /// The config changed: `shardcron.after` may have.

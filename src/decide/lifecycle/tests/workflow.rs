@@ -5,6 +5,7 @@
 use super::*;
 use crate::decide::workflow::graph::RunWhen;
 
+mod count;
 mod recovery;
 
 /// The fake's workflow records, built up.
