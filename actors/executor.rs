@@ -195,7 +195,9 @@ impl ExecutorState {
             | Command::Skipped { .. }
             | Command::Refuse(_)
             | Command::Warn(_)
-            | Command::WorkflowRunEnded { .. }) => report(&self.kit, &self.ctx.node.events, self.ctx.me(), &job, c),
+            | Command::WorkflowRunEnded { .. }) => {
+                report(&self.kit, &self.ctx.node.events, self.ctx.me(), &job, c)
+            }
         }
         None
     }

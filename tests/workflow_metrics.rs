@@ -43,7 +43,8 @@ fn sample_sum(scrape: &str, metric: &str, labels: &[&str]) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_workflow_steps_wait_is_a_histogram_and_each_run_is_counted_once_per_job_with_its_outcome() {
+async fn a_workflow_steps_wait_is_a_histogram_and_each_run_is_counted_once_per_job_with_its_outcome(
+) {
     init_tracing();
     let server = EmbeddedServer::new();
     let rec = Recorder::real_time();
@@ -75,9 +76,21 @@ async fn a_workflow_steps_wait_is_a_histogram_and_each_run_is_counted_once_per_j
     let seen = wait_until(
         async || {
             let scrape = scrape(addr).await;
-            let waits = sample_sum(&scrape, "shardcron_workflow_step_wait_seconds_count", &[step_job]);
-            let steps = sample_sum(&scrape, "shardcron_workflow_runs_total", &[step_job, completed]);
-            let roots = sample_sum(&scrape, "shardcron_workflow_runs_total", &[root_job, completed]);
+            let waits = sample_sum(
+                &scrape,
+                "shardcron_workflow_step_wait_seconds_count",
+                &[step_job],
+            );
+            let steps = sample_sum(
+                &scrape,
+                "shardcron_workflow_runs_total",
+                &[step_job, completed],
+            );
+            let roots = sample_sum(
+                &scrape,
+                "shardcron_workflow_runs_total",
+                &[root_job, completed],
+            );
             let described = scrape.contains("# HELP shardcron_workflow_runs_total ")
                 && scrape.contains("# HELP shardcron_workflow_step_wait_seconds ");
             if waits >= 2.0 && steps >= 2.0 && roots >= 2.0 && described {
@@ -91,7 +104,11 @@ async fn a_workflow_steps_wait_is_a_histogram_and_each_run_is_counted_once_per_j
     )
     .await;
     assert_eq!(
-        sample_sum(&seen, "shardcron_workflow_step_wait_seconds_count", &[root_job]),
+        sample_sum(
+            &seen,
+            "shardcron_workflow_step_wait_seconds_count",
+            &[root_job]
+        ),
         0.0,
         "a root waits on no decision"
     );

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::JobConfig;
-use crate::decide::workflow::graph::dependency_from_props;
+use crate::decide::workflow::graph::{dependency_from_props, Dependency, AFTER_KEY};
 use crate::decide::workflow::records::parse_records;
 use crate::decide::workflow::view::{self, JobFacts, WorkflowGraph, WorkflowRun};
 use crate::paths::JobNode;
@@ -68,23 +68,28 @@ impl Ops {
             .filter_map(|n| JobName::new(n).ok())
             .collect();
         let mut jobs = BTreeMap::new();
+        let mut configs = BTreeMap::new();
         for (job, yaml) in names.iter().zip(self.configs(&names).await?) {
             let Some(yaml) = yaml else {
                 continue; // no config node: not a job
             };
-            let config = JobConfig::from_yaml(&String::from_utf8_lossy(&yaml));
-            let total = config
-                .as_ref()
-                .map_or(0, |c| u32::try_from(c.sharding_total_count).unwrap_or(0));
-            let dependency = config
-                .map_err(|e| e.to_string())
-                .and_then(|c| dependency_from_props(&c.props).map_err(|e| e.to_string()));
+            // Only a config naming upstreams is parsed here (the console reads the graph every
+            // two seconds); the others run after nothing, and their item count is read below
+            // when they are shown.
+            let yaml = String::from_utf8_lossy(&yaml).into_owned();
+            let dependency = if yaml.contains(AFTER_KEY) {
+                JobConfig::from_yaml(&yaml)
+                    .map_err(|e| e.to_string())
+                    .and_then(|c| dependency_from_props(&c.props).map_err(|e| e.to_string()))
+            } else {
+                Ok(Dependency::default())
+            };
             let facts = JobFacts {
                 dependency,
-                total,
-                runs: BTreeMap::new(),
+                ..JobFacts::default()
             };
             jobs.insert(job.clone(), facts);
+            configs.insert(job.clone(), yaml);
         }
         if let Some(job) = of {
             if !jobs.contains_key(job) {
@@ -96,6 +101,10 @@ impl Ops {
             let Some(facts) = jobs.get_mut(job) else {
                 continue;
             };
+            facts.total = configs
+                .get(job)
+                .and_then(|yaml| JobConfig::from_yaml(yaml).ok())
+                .map_or(0, |c| u32::try_from(c.sharding_total_count).unwrap_or(0));
             let records = self.workflow_records(job).await?;
             facts.runs = parse_records(
                 records

@@ -62,11 +62,19 @@ fn an_instance_that_is_not_the_leader_reports_nothing_and_notes_afresh_when_it_l
     let mut m = downstream_of(&["up"], RunWhen::Success);
     assert_eq!(m.step(record_event(), &led), vec![]);
     let led = both(led, "1001", "failed");
-    assert_eq!(m.step(record_event(), &led), vec![], "the leader reports it");
+    assert_eq!(
+        m.step(record_event(), &led),
+        vec![],
+        "the leader reports it"
+    );
 
     let mut leads = led;
     leads.view.leader = Some(me());
-    assert_eq!(m.step(record_event(), &leads), vec![], "ended before it led");
+    assert_eq!(
+        m.step(record_event(), &leads),
+        vec![],
+        "ended before it led"
+    );
     let leads = both(leads, "1002", "skipped");
     assert_eq!(
         m.step(record_event(), &leads),
