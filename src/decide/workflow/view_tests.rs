@@ -9,6 +9,16 @@ use super::run::RunId;
 use super::view::*;
 use crate::types::JobName;
 
+/// A step as the graph test reads it: job, layer, upstreams, policy, downstreams.
+type Shape<'a> = (&'a str, usize, Vec<&'a str>, Option<&'a str>, Vec<&'a str>);
+/// A state case: what, item count, records, the state expected.
+type StateCase = (
+    &'static str,
+    u32,
+    &'static [(&'static str, &'static str)],
+    StepState,
+);
+
 fn job(name: &str) -> JobName {
     JobName::new(name).unwrap()
 }
@@ -91,7 +101,7 @@ fn the_members_are_the_jobs_connected_to_the_one_asked_for_or_every_job_in_a_wor
 fn the_graph_lays_each_job_one_layer_below_its_deepest_upstream_with_its_policy() {
     let jobs = namespace();
     let graph = graph(&jobs, &members(&jobs, None));
-    let shape: Vec<(&str, usize, Vec<&str>, Option<&str>, Vec<&str>)> = graph
+    let shape: Vec<Shape> = graph
         .steps
         .iter()
         .map(|s| {
@@ -123,7 +133,7 @@ fn the_graph_lays_each_job_one_layer_below_its_deepest_upstream_with_its_policy(
 
 #[test]
 fn each_steps_state_in_a_run_follows_its_records() {
-    let cases: [(&str, u32, &[(&str, &str)], StepState); 8] = [
+    let cases: [StateCase; 8] = [
         ("no record", 2, &[], StepState::Waiting),
         (
             "decided, nothing started",
