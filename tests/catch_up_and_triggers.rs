@@ -5,116 +5,16 @@
 mod support;
 
 use support::cluster::init_tracing;
+use support::script_runs::{namespace, node, of, runs, script, wait_past, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};
 
-use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use shardcron::config::JobConfig;
-use shardcron::job::script::ScriptJob;
-use shardcron::node::{NodeBuilder, NodeHandle};
+use chrono::{DurationRound, TimeDelta, Utc};
 use shardcron::ops::{Ops, TriggerParams};
 use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
-use shardcron::{InstanceId, JobName, JobSpec, JobType};
-
-/// A bound on every wait.
-const WITHIN: Duration = Duration::from_secs(40);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "catchup-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// One run of one item, from the context JSON its script received.
-#[derive(Debug, Clone, PartialEq)]
-struct Run {
-    item: u32,
-    /// `NORMAL`, `CATCHUP`, `MANUAL`, ... (from the task id).
-    source: String,
-    scheduled_at: Option<DateTime<Utc>>,
-    job_parameter: String,
-}
-
-/// A script job `name` appending its context JSON (its last argument) to `out`.
-fn script(name: &str, items: i32, out: &Path) -> JobConfig {
-    let line = format!("/bin/sh -c 'printf \"%s\\n\" \"$0\" >> {}'", out.display());
-    JobConfig::new(name, items)
-        .time_zone("GMT")
-        .script_command_line(line)
-}
-
-/// Every run the script recorded so far.
-fn runs(out: &Path) -> Vec<Run> {
-    let text = std::fs::read_to_string(out).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .map(|ctx| Run {
-            item: ctx["shardingItem"].as_u64().unwrap() as u32,
-            source: ctx["taskId"]
-                .as_str()
-                .unwrap()
-                .split("@-@")
-                .nth(2)
-                .unwrap()
-                .to_owned(),
-            scheduled_at: ctx["scheduledAt"]
-                .as_str()
-                .map(|t| DateTime::parse_from_rfc3339(t).unwrap().to_utc()),
-            job_parameter: ctx["jobParameter"].as_str().unwrap().to_owned(),
-        })
-        .collect()
-}
-
-/// Waits until the recorded runs satisfy `pred`.
-async fn wait_runs(out: &Path, what: &str, pred: impl Fn(&[Run]) -> bool) -> Vec<Run> {
-    let out = out.to_path_buf();
-    wait::wait_until(
-        async || {
-            let all = runs(&out);
-            pred(&all).then_some(all)
-        },
-        what,
-        WITHIN,
-    )
-    .await
-}
-
-/// Instance `n` on namespace `ns` running `config` as a script job.
-async fn node(ns: &str, n: u32, config: &JobConfig) -> NodeHandle {
-    let connector = Arc::new(ZkConnector::new(zk::backend().config(ns)));
-    let line = config.props["script.command.line"].clone();
-    NodeBuilder::new(connector)
-        .instance_id(InstanceId::parse(format!("10.0.0.{n}@-@{n}")).unwrap())
-        .job_spec(JobSpec {
-            config: Arc::new(config.clone()),
-            job_type: JobType::Script,
-            handler: Arc::new(ScriptJob::new(&line).expect("a command line")),
-        })
-        .start()
-        .await
-        .expect("the node starts")
-}
-
-/// Waits until the wall clock passes `at`.
-async fn wait_past(at: DateTime<Utc>, what: &str) {
-    let within = (at - Utc::now()).to_std().unwrap_or_default() + WITHIN;
-    wait::wait_until(async || (Utc::now() > at).then_some(()), what, within).await;
-}
-
-fn of(runs: &[Run], source: &str, item: u32) -> Vec<Run> {
-    runs.iter()
-        .filter(|r| r.source == source && r.item == item)
-        .cloned()
-        .collect()
-}
+use shardcron::JobName;
 
 const ITEMS: u32 = 4;
 const EVERY_2S: &str = "0/2 * * * * ?";
@@ -126,7 +26,7 @@ async fn every_node_stopped_over_three_fires_and_back_within_the_window_runs_one
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs");
-    let ns = namespace("back");
+    let ns = namespace("catchup", "back");
     let config = script("reports", ITEMS as i32, &out)
         .cron(EVERY_2S)
         .catchup_window(Duration::from_secs(30));
@@ -205,7 +105,7 @@ async fn an_instant_missed_longer_ago_than_the_window_is_not_caught_up() {
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs");
-    let ns = namespace("beyond");
+    let ns = namespace("catchup", "beyond");
     let config = script("reports", 2, &out)
         .cron("0/10 * * * * ?")
         .catchup_window(Duration::from_secs(2));
@@ -251,7 +151,7 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs");
-    let ns = namespace("param");
+    let ns = namespace("catchup", "param");
     let config = script("reports", 2, &out)
         .one_off()
         .job_parameter("from-config");
@@ -277,6 +177,7 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
         vec![Run {
             item: 1,
             source: "MANUAL".into(),
+            instance: "10.0.0.1".into(),
             scheduled_at: None,
             job_parameter: "date=2026-11-25".into(),
         }]
@@ -300,132 +201,122 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
     node.shutdown().await;
 }
 
-/// Waits until the job's backfill has no item instant left, as `Ops::backfill_status` says.
-async fn finished(ops: &Ops, job: &JobName) -> shardcron::ops::BackfillStatus {
-    wait::wait_until(
-        async || {
-            let s = ops.backfill_status(job).await.ok()??;
-            (s.left == 0).then_some(s)
-        },
-        "every item's backfill progress at the last instant",
-        WITHIN,
-    )
-    .await
-}
-
-/// The instants item `item`'s backfill runs carried, in the order they ran.
-fn backfilled(runs: &[Run], item: u32) -> Vec<DateTime<Utc>> {
-    of(runs, "BACKFILL", item)
-        .iter()
-        .map(|r| r.scheduled_at.expect("a backfill run carries its instant"))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() {
+async fn a_node_that_joins_while_the_first_one_back_runs_its_catch_ups_catches_up_the_items_it_takes(
+) {
     require!(Peer::ZooKeeper);
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("runs");
-    let ns = namespace("backfill");
-    // Hourly: no cron fire comes during the test.
-    let config = script("reports", 3, &out).cron("0 0 * * * ?");
-    let nodes = [node(&ns, 1, &config).await, node(&ns, 2, &config).await];
-    let connector = ZkConnector::new(zk::backend().config(&ns));
-    let ops = Ops::new(connector.connect().await.expect("an operator session"));
-    let job = JobName::new("reports").unwrap();
-    let hour = TimeDelta::hours(1);
-    let last = Utc::now().duration_trunc(hour).unwrap() - hour;
-    let (from, to) = (last - hour * 4, last);
+    let (out, begun, gates) = (
+        dir.path().join("runs"),
+        dir.path().join("begun"),
+        dir.path().join("gates"),
+    );
+    std::fs::create_dir(&gates).unwrap();
+    let open = |items: &[u32]| {
+        for i in items {
+            std::fs::write(gates.join(i.to_string()), "").unwrap();
+        }
+    };
+    let ns = namespace("catchup", "join");
+    // A run of item i says it began, waits for gate i, then records itself: a run cancelled
+    // meanwhile (its item moved) records nothing.
+    let line = format!(
+        "/bin/sh -c 'printf \"%s\\n\" \"$0\" >> {begun}; i=$(printf \"%s\" \"$0\" | sed \"s/.*shardingItem.:\\([0-9]*\\).*/\\1/\"); while [ ! -e {gates}/$i ]; do sleep 0.05; done; printf \"%s\\n\" \"$0\" >> {out}'",
+        begun = begun.display(),
+        gates = gates.display(),
+        out = out.display()
+    );
+    let config = script("reports", ITEMS as i32, &out)
+        .script_command_line(line)
+        .cron("0/10 * * * * ?")
+        .catchup_window(Duration::from_secs(60))
+        // No running markers: the reshard does not wait for the runs, it moves items while
+        // their catch-up runs (as a plan committed between a run's start and its markers does).
+        .monitor_execution(false);
+    let all: Vec<u32> = (0..ITEMS).collect();
 
-    tracing::info!("--- a dry run lists the five instants; a range of years is refused");
-    let dry = ops.backfill(&job, from, to, true).await.expect("planned");
-    let expected: Vec<DateTime<Utc>> = (0..5).map(|n| from + hour * n).collect();
-    assert_eq!(dry.instants, expected);
-    let huge = ops
-        .backfill(&job, from - TimeDelta::days(3 * 365), to, true)
-        .await
-        .unwrap_err();
-    assert!(huge.to_string().contains("more than 1000"), "{huge}");
-
-    tracing::info!("--- the backfill runs");
-    wait::wait_until(
-        async || ops.backfill(&job, from, to, false).await.ok(),
-        "the nodes are registered and the backfill requested",
-        WITHIN,
-    )
-    .await;
-    wait_runs(&out, "five backfill runs of each item", |r| {
-        (0..3).all(|i| of(r, "BACKFILL", i).len() >= 5)
+    tracing::info!("--- one node runs a cron fire of every item, then stops; an instant passes");
+    open(&all);
+    let first = node(&ns, 1, &config).await;
+    let before = wait_runs(&out, "every item ran a cron fire", |r| {
+        (0..ITEMS).all(|i| !of(r, "NORMAL", i).is_empty())
     })
     .await;
-    let status = finished(&ops, &job).await;
-    assert_eq!(
-        (status.instants, status.first, status.last),
-        (5, Some(from), Some(to))
-    );
-    assert!(status.items.iter().all(|i| i.done == 5), "{status:?}");
-    // Every item recorded all five: nothing more can start.
-    let all = runs(&out);
-    for n in nodes {
-        n.shutdown().await;
+    first.shutdown().await;
+    for i in &all {
+        std::fs::remove_file(gates.join(i.to_string())).unwrap();
     }
-    for i in 0..3 {
-        assert_eq!(
-            backfilled(&all, i),
-            expected,
-            "item {i}: each instant once, in order"
-        );
-    }
-}
+    let last = before.iter().filter_map(|r| r.scheduled_at).max().unwrap();
+    let missed = last + TimeDelta::seconds(10);
+    wait_past(missed + TimeDelta::milliseconds(300), "an instant passed").await;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backfill_whose_items_move_to_another_instance_midway_runs_each_instant_once_per_item() {
-    require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("runs");
-    let ns = namespace("backfill-move");
-    // Each run takes a moment, so that the items move while runs are under way.
-    let line = format!(
-        "/bin/sh -c 'printf \"%s\\n\" \"$0\" >> {}; sleep 0.2'",
-        out.display()
-    );
-    let config = JobConfig::new("reports", ITEMS as i32)
-        .time_zone("GMT")
-        .cron("0 0 * * * ?")
-        .script_command_line(line);
+    tracing::info!("--- it comes back alone: its catch-up runs of every item wait at their gates");
     let first = node(&ns, 1, &config).await;
+    wait_runs(&begun, "a catch-up run of every item began", |r| {
+        (0..ITEMS).all(|i| !of(r, "CATCHUP", i).is_empty())
+    })
+    .await;
+
+    tracing::info!(
+        "--- a second node joins and takes items: their runs on the first are cancelled"
+    );
     let second = node(&ns, 2, &config).await;
     let connector = ZkConnector::new(zk::backend().config(&ns));
     let ops = Ops::new(connector.connect().await.expect("an operator session"));
-    let job = JobName::new("reports").unwrap();
-    let hour = TimeDelta::hours(1);
-    let last = Utc::now().duration_trunc(hour).unwrap() - hour;
-    let (from, to) = (last - hour * 9, last);
-    let expected: Vec<DateTime<Utc>> = (0..10).map(|n| from + hour * n).collect();
-    wait::wait_until(
-        async || ops.backfill(&job, from, to, false).await.ok(),
-        "the nodes are registered and the backfill requested",
+    let taken: Vec<u32> = wait::wait_until(
+        async || {
+            let mut taken = Vec::new();
+            for i in 0..ITEMS {
+                let path = format!("/reports/sharding/{i}/instance");
+                let (owner, _) = ops.registry().get(&path).await.ok()?;
+                if owner == b"10.0.0.2@-@2" {
+                    taken.push(i);
+                }
+            }
+            (!taken.is_empty()).then_some(taken)
+        },
+        "the second node owns items",
         WITHIN,
     )
     .await;
-
-    tracing::info!("--- the second instance leaves after a few instants: its items move");
-    wait_runs(&out, "two backfill runs of every item", |r| {
-        (0..ITEMS).all(|i| of(r, "BACKFILL", i).len() >= 2)
+    let kept: Vec<u32> = all.iter().copied().filter(|i| !taken.contains(i)).collect();
+    // The first node's run ends once its kept items are through; its end write takes back the
+    // record of the items that moved, and their new owner catches them up.
+    open(&kept);
+    wait_runs(
+        &begun,
+        "the second node's catch-up runs of its items began",
+        |r| {
+            taken.iter().all(|i| {
+                of(r, "CATCHUP", *i)
+                    .iter()
+                    .any(|r| r.instance == "10.0.0.2")
+            })
+        },
+    )
+    .await;
+    open(&taken);
+    wait_runs(&out, "every item's catch-up ran to its end", |r| {
+        (0..ITEMS).all(|i| !of(r, "CATCHUP", i).is_empty())
     })
     .await;
     second.shutdown().await;
-    let status = finished(&ops, &job).await;
     first.shutdown().await;
-    assert!(status.items.iter().all(|i| i.done == 10), "{status:?}");
-    let all = runs(&out);
+    let after = runs(&out);
     for i in 0..ITEMS {
+        let caught = of(&after, "CATCHUP", i);
+        let instants: Vec<_> = caught.iter().map(|r| r.scheduled_at).collect();
         assert_eq!(
-            backfilled(&all, i),
-            expected,
-            "item {i}: each instant once, in order"
+            instants,
+            vec![Some(missed)],
+            "item {i}: one catch-up of the missed instant: {after:#?}"
         );
+        let by = if taken.contains(&i) {
+            "10.0.0.2"
+        } else {
+            "10.0.0.1"
+        };
+        assert_eq!(caught[0].instance, by, "item {i}: caught up by its owner");
     }
 }

@@ -5,7 +5,9 @@
 //! looks), holding the last instant the item was fired for, in RFC 3339. The owner writes it after
 //! a run of the item has started (through the write batcher: the fire waits on nothing), for a
 //! cron fire and for a catch-up run alike. It is persistent, so it survives every instance's crash;
-//! a job without a catch-up window never writes or reads it.
+//! a job without a catch-up window never writes or reads it. A run cancelled because its item moved
+//! to another instance (a reshard while it ran) takes its record back in its end write
+//! ([`take_back_ops`]): the item's new owner catches the instant up.
 //!
 //! When an owner may start work again (a new session, a reconnection, a plan committed after a
 //! reshard), [`plan`] takes each owned item's floor (the last instant known fired for it: the
@@ -214,6 +216,31 @@ pub fn record_ops(
         ops.clear();
     }
     (ops, creates)
+}
+
+/// The writes that take back the record of a run cancelled because its item moved to another
+/// instance: each item's record goes back to what it held before the run (`None`: no record, or
+/// one that was not an instant), so that the item's new owner catches the instant up. They go in
+/// the run's end write, before the deletion of its `running` markers: an owner that sees the
+/// markers gone sees the record taken back.
+pub fn take_back_ops(job: &JobName, items: &[(ShardItem, Option<DateTime<Utc>>)]) -> Vec<Op> {
+    items
+        .iter()
+        .map(|(item, before)| {
+            let path = JobNode::FiredItem(*item).to_path(job);
+            match before {
+                Some(t) => Op::Set {
+                    path,
+                    data: fired_data(*t),
+                    version: None,
+                },
+                None => Op::Delete {
+                    path,
+                    version: None,
+                },
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

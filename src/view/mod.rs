@@ -295,6 +295,13 @@ impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
         record
     }
 
+    fn fired_item(&self, item: ShardItem) -> Option<chrono::DateTime<chrono::Utc>> {
+        let data = self
+            .mirror
+            .data(&JobNode::FiredItem(item).to_path(self.job))?;
+        crate::decide::catchup::parse_fired(&data)
+    }
+
     fn trigger_params(&self) -> Option<Vec<u8>> {
         let path = JobNode::TriggerParamsFor(self.me.clone()).to_path(self.job);
         self.mirror.data(&path).map(|d| d.to_vec())

@@ -8,6 +8,7 @@
 //! | [`cluster`] | in-process nodes whose handler records every item run ([`cluster::Recorder`]) |
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
 //! | [`policy_node`] | a node on ZooKeeper running one script job, with a SQLite history |
+//! | [`script_runs`] | script jobs on ZooKeeper whose runs are read back as their scripts saw them |
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
@@ -28,6 +29,7 @@ pub mod peer;
 pub mod policy_node;
 pub mod postgres;
 pub mod prometheus;
+pub mod script_runs;
 pub mod smtp;
 pub mod wait;
 pub mod zk;

@@ -8,11 +8,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::config::ValidatedConfig;
-use crate::decide::catchup::{missed_before, plan, record_ops, ItemFloor};
+use crate::decide::catchup::{missed_before, plan, record_ops, take_back_ops, ItemFloor};
 use crate::decide::execution::LocalRuns;
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
-use crate::registry::{NodeEventKind, SessionState};
+use crate::registry::{NodeEventKind, Op, SessionState};
 use crate::types::{InstanceId, ShardItem};
 use crate::view::{ItemView, ServerStatus};
 
@@ -29,6 +29,9 @@ pub(super) struct CatchUp {
     /// The latest instant caught up here: the trigger's own fire for it (a race with the
     /// catch-up) is coalesced into it.
     caught_up: Option<DateTime<Utc>>,
+    /// Per running item, the instant its run recorded and the item's floor before it: what a
+    /// run cancelled by a reshard takes back ([`JobMachine::catchup_end_ops`]).
+    recorded: BTreeMap<ShardItem, (DateTime<Utc>, Option<DateTime<Utc>>)>,
 }
 
 impl CatchUp {
@@ -41,6 +44,7 @@ impl CatchUp {
                 handled: BTreeMap::new(),
                 owed: BTreeMap::new(),
                 caught_up: None,
+                recorded: BTreeMap::new(),
             })
         })
     }
@@ -179,11 +183,12 @@ impl JobMachine {
     /// A fire for `at` was handled for `items` (run, flagged misfire, or skipped as its overlap
     /// policy says): recorded, so that no owner catches it up. A cron fire (`source` normal) that
     /// finds an item's last instant older than the one before `at` owes the item that instant.
+    /// Of `running` (the items that run), the floor before is kept until the run ends.
     pub(super) fn record_fired(
         &mut self,
         source: ExecutionSource,
         at: DateTime<Utc>,
-        items: &[ShardItem],
+        (items, running): (&[ShardItem], &[ShardItem]),
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
@@ -203,6 +208,9 @@ impl JobMachine {
             let floor = floor.max(c.handled.get(i).copied());
             if floor.is_none_or(|f| f < at) {
                 newer.push(*i);
+                if running.contains(i) {
+                    c.recorded.insert(*i, (at, floor));
+                }
             }
             match (source, floor) {
                 (ExecutionSource::Normal, Some(floor)) => {
@@ -237,5 +245,62 @@ impl JobMachine {
             mode,
             then: Purpose::RecordFired,
         });
+    }
+
+    /// Whether item `item`'s record, just changed, leaves this owner an instant to catch up:
+    /// the record was taken back by the instance a reshard moved the item from (with
+    /// `monitorExecution` off no marker's deletion tells). One cron step, not a look: an owner's
+    /// own record names the latest instant, whose next one is still to come.
+    pub(super) fn record_behind(&self, item: ShardItem, facts: &dyn Facts) -> bool {
+        let Some(c) = self.catchup.as_ref() else {
+            return false;
+        };
+        if !facts.owns(item) {
+            return false;
+        }
+        let Some(floor) = facts.fired_item(item).max(c.handled.get(&item).copied()) else {
+            return false;
+        };
+        self.config
+            .next_fire_after(floor)
+            .is_some_and(|next| next <= facts.now())
+    }
+
+    /// The end of run `run_id` with `failed` items: an item that failed and is no longer this
+    /// instance's was cancelled by a reshard that moved it, so the record its fire wrote is taken
+    /// back (and the local note forgotten) for its new owner to catch the instant up. An item that
+    /// ended on its own keeps its record, as does one that failed here (a failed fire was fired).
+    pub(super) fn catchup_end_ops(
+        &mut self,
+        run_id: u64,
+        failed: &[ShardItem],
+        facts: &dyn Facts,
+    ) -> Vec<Op> {
+        let Some(c) = self.catchup.as_deref_mut() else {
+            return Vec::new();
+        };
+        let Some((_, run)) = self.runs.iter().find(|(i, _)| *i == run_id) else {
+            return Vec::new();
+        };
+        let Some(at) = run.scheduled else {
+            return Vec::new();
+        };
+        let mut back = Vec::new();
+        for item in &run.items {
+            let Some((fired, before)) = c.recorded.get(item).copied() else {
+                continue;
+            };
+            if fired != at {
+                continue;
+            }
+            c.recorded.remove(item);
+            if failed.contains(item) && !facts.owns(*item) {
+                back.push((*item, before));
+                if c.handled.get(item) == Some(&at) {
+                    c.handled.remove(item);
+                }
+            }
+        }
+        take_back_ops(&self.job, &back)
     }
 }

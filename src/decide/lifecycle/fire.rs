@@ -276,6 +276,7 @@ impl JobMachine {
             (Some(_), Some(at)) => Some((
                 at,
                 [&plan.run[..], &plan.flagged[..], &plan.skipped[..]].concat(),
+                plan.run.clone(),
             )),
             _ => None,
         };
@@ -291,8 +292,8 @@ impl JobMachine {
             facts,
             out,
         );
-        if let Some((at, items)) = handled {
-            self.record_fired(source, at, &items, facts, out);
+        if let Some((at, items, running)) = handled {
+            self.record_fired(source, at, (&items, &running), facts, out);
         }
     }
 
@@ -365,10 +366,13 @@ impl JobMachine {
         if self.flow.is_some() {
             ends.extend(self.workflow_end_ops(run_id, &failed));
         }
+        let taken_back = self.catchup_end_ops(run_id, &failed, facts);
         let Some((_, run)) = self.runs.iter_mut().find(|(i, _)| *i == run_id) else {
             return;
         };
         run.end_ops.extend(ends);
+        // Before the markers' deletion: whoever sees them gone sees the record taken back.
+        run.end_ops.splice(0..0, taken_back);
         if run.end_ops.is_empty() {
             self.finish(run_id, true, facts, out);
         } else {

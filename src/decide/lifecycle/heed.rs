@@ -22,7 +22,7 @@ use crate::types::InstanceId;
 /// [`JobMachine::step`](super::JobMachine::step) reacts to, the config (read and validated
 /// before it becomes an input), and the nodes a distribute-once round under way reads.
 pub fn heeded(node: &JobNode, kind: NodeEventKind, me: &InstanceId) -> bool {
-    use NodeEventKind::{Created, Deleted};
+    use NodeEventKind::{Created, DataChanged, Deleted};
     let machine = match (node, kind) {
         (JobNode::Config | JobNode::ShardingInstance(_), _) => true,
         (JobNode::Instance(id), _) => id == me,
@@ -33,6 +33,9 @@ pub fn heeded(node: &JobNode, kind: NodeEventKind, me: &InstanceId) -> bool {
         (JobNode::Backfill, _) => true,
         // A workflow run's records, and a job that runs after this one.
         (JobNode::WorkflowRecord(_), _) | (JobNode::DownstreamJob(_), Created) => true,
+        // A catch-up record taken back (a run its item's old owner cancelled); a job without a
+        // catch-up window writes none.
+        (JobNode::FiredItem(_), DataChanged | Deleted) => true,
         _ => false,
     };
     machine || guarantee::moved_by(node)
@@ -79,6 +82,8 @@ mod tests {
             (JobNode::Backfill, Created, true),
             (JobNode::Backfill, Deleted, true),
             (JobNode::BackfillItem(ShardItem(1)), DataChanged, false),
+            (JobNode::FiredItem(ShardItem(1)), DataChanged, true),
+            (JobNode::FiredItem(ShardItem(1)), Created, false),
         ];
         for (node, kind, expected) in cases {
             assert_eq!(heeded(&node, kind, &me), expected, "{node:?} {kind:?}");

@@ -79,6 +79,10 @@ pub trait Facts {
     fn fired(&self) -> crate::decide::catchup::FiredRecord {
         crate::decide::catchup::FiredRecord::default()
     }
+    /// Item `item`'s catch-up record as mirrored (`None`: none, or not an instant).
+    fn fired_item(&self, item: ShardItem) -> Option<DateTime<Utc>> {
+        self.fired().items.get(&item).copied().flatten()
+    }
     /// The data of `shardcron/trigger/{me}`, the parameters of this instance's pending trigger
     /// ([`crate::decide::trigger_params`]); none by default.
     fn trigger_params(&self) -> Option<Vec<u8>> {
@@ -843,6 +847,11 @@ impl JobMachine {
                 self.local.ended.remove(&item);
             }
             (JobNode::DownstreamJob(_), Created) => self.downstream_seen(),
+            (JobNode::FiredItem(item), DataChanged | Deleted)
+                if self.record_behind(item, facts) =>
+            {
+                self.catch_up(facts, out)
+            }
             (JobNode::ShardingRunning(item), Created) => {
                 let ours = self.local.running.contains(&item) || self.local.marked.contains(&item);
                 if let (Some(p), false) = (self.parked.as_mut(), ours) {
@@ -854,6 +863,11 @@ impl JobMachine {
                 if self.local.running.contains(&item) && !facts.owns(item) =>
             {
                 out.push(Command::Cancel(vec![item]));
+            }
+            // A fire parked before the job's first plan resumes once an owner appears (the
+            // flags' deletion may have been heard before any owner was).
+            (JobNode::ShardingInstance(_), _) if self.parked.is_some() => {
+                self.resume_parked(facts, out)
             }
             (JobNode::TriggerInstance(id), Created) if id == self.me => {
                 self.take_trigger(facts, out);

@@ -280,3 +280,120 @@ fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_ca
     };
     assert_eq!(m.step(ended, &f), vec![], "owed once");
 }
+
+#[test]
+fn a_catch_up_run_cancelled_by_a_reshard_takes_its_record_back_and_the_new_owner_catches_up() {
+    let mut f = recorded(Some(0), 17);
+    let mut m = windowed(60);
+    m.step(plan_committed(), &f);
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![
+            launch(1, ExecutionSource::CatchUp, Some(t(15)), &[0, 1]),
+            record_set(&[0, 1], t(15)),
+        ]
+    );
+    // A second instance joins: the new plan gives item 0 to it, whose run here is cancelled.
+    f.view.items.get_mut(&ShardItem(0)).unwrap().owner = Some(other());
+    assert_eq!(
+        m.step(plan_committed(), &f),
+        vec![Command::Cancel(vec![ShardItem(0)])]
+    );
+    // Item 0 ends failed (cancelled), item 1 ends on its own: only item 0's record goes back,
+    // in the run's end write before the markers' deletion.
+    assert_eq!(
+        m.step(finished(1, &[0]), &f),
+        vec![Command::SubmitEnd {
+            run_id: 1,
+            ops: vec![
+                Op::Set {
+                    path: "/orders/shardcron/fired/0".into(),
+                    data: fired_data(t(0)),
+                    version: None,
+                },
+                Op::delete("/orders/sharding/0/running"),
+                Op::delete("/orders/sharding/1/running"),
+            ],
+        }]
+    );
+    // The new owner, seeing the record at 0 for item 0, runs 15 for it.
+    let mut theirs = recorded(Some(0), 18);
+    theirs.fired.items.insert(ShardItem(1), Some(t(15)));
+    theirs.view.items.get_mut(&ShardItem(1)).unwrap().owner = Some(other());
+    let mut new_owner = windowed(60);
+    assert_eq!(
+        new_owner.step(plan_committed(), &theirs),
+        vec![start(begins(&[0]))]
+    );
+    assert_eq!(
+        new_owner.step(written(Purpose::Start), &theirs)[0],
+        launch(1, ExecutionSource::CatchUp, Some(t(15)), &[0])
+    );
+}
+
+#[test]
+fn a_run_that_failed_on_an_item_still_owned_keeps_its_record() {
+    // (case, the items that failed, the item moved away before the end)
+    let cases: [(&str, &[u32], Option<u32>); 3] = [
+        ("every item succeeded", &[], None),
+        ("item 0 failed here, still owned", &[0], None),
+        ("item 0 moved but ended on its own", &[], Some(0)),
+    ];
+    for (case, failed, moved) in cases {
+        let mut f = recorded(Some(0), 17);
+        let mut m = windowed(60);
+        m.step(plan_committed(), &f);
+        m.step(written(Purpose::Start), &f);
+        if let Some(i) = moved {
+            f.view.items.get_mut(&ShardItem(i)).unwrap().owner = Some(other());
+        }
+        assert_eq!(
+            m.step(finished(1, failed), &f),
+            vec![Command::SubmitEnd {
+                run_id: 1,
+                ops: vec![
+                    Op::delete("/orders/sharding/0/running"),
+                    Op::delete("/orders/sharding/1/running"),
+                ],
+            }],
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn without_markers_the_new_owner_hears_the_record_taken_back_and_catches_up() {
+    let unmonitored = || {
+        machine_with(
+            Registration::Confirmed,
+            config(|c| {
+                c.catchup_window(Duration::from_secs(60))
+                    .monitor_execution(false)
+            }),
+        )
+    };
+    let record_changed = |i: u32| Input::Event {
+        node: JobNode::FiredItem(ShardItem(i)),
+        kind: NodeEventKind::DataChanged,
+    };
+    // The new owner of item 0, before and after its old owner took the record back.
+    let mut f = recorded(Some(15), 18);
+    f.view.items.get_mut(&ShardItem(1)).unwrap().owner = Some(other());
+    let mut m = unmonitored();
+    assert_eq!(
+        m.step(record_changed(0), &f),
+        vec![],
+        "a record at the latest instant leaves nothing to catch up"
+    );
+    f.fired.items.insert(ShardItem(0), Some(t(0)));
+    let caught = m.step(record_changed(0), &f);
+    assert!(
+        caught.contains(&launch(1, ExecutionSource::CatchUp, Some(t(15)), &[0])),
+        "{caught:?}"
+    );
+    assert_eq!(
+        m.step(record_changed(1), &f),
+        vec![],
+        "item 1 is another instance's"
+    );
+}

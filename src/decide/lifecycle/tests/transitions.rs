@@ -384,3 +384,34 @@ fn a_conflicting_start_applies_its_deletions_op_by_op_then_its_guards_and_marker
         vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
     );
 }
+
+#[test]
+fn a_trigger_before_the_first_plan_runs_once_an_owner_appears_whatever_event_came_first() {
+    let mut f = fake();
+    for v in f.view.items.values_mut() {
+        v.has_owner_node = false;
+        v.owner = None;
+    }
+    let mut m = machine(Registration::Confirmed);
+    let parked = m.step(Input::Trigger, &f);
+    assert!(
+        !parked.iter().any(|c| matches!(c, Command::Write { .. })),
+        "no plan yet: the trigger waits: {parked:?}"
+    );
+    // The flags' deletion heard while the mirror shows no owner yet: still waiting.
+    let flags_gone = Input::Event {
+        node: JobNode::LeaderShardingNecessary,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(m.step(flags_gone, &f), vec![]);
+    // Then the owners: the trigger runs.
+    f.view = fake().view;
+    let owner = Input::Event {
+        node: JobNode::ShardingInstance(ShardItem(0)),
+        kind: NodeEventKind::Created,
+    };
+    assert_eq!(
+        m.step(owner, &f),
+        vec![Command::SetResharding(false), start(begins(&[0, 1]))]
+    );
+}
