@@ -351,6 +351,7 @@ async function historyPage(name, params) {
     el("td", { class: "num", text: r.sharding_item }),
     el("td", { class: "num", text: r.attempt == null ? "-" : r.attempt }),
     el("td", { text: r.execution_source }),
+    el("td", {}, r.workflow_run ? el("a", { class: "workflow-run", href: "#/history/" + encodeURIComponent(name) + "?workflowRun=" + encodeURIComponent(r.workflow_run), text: r.workflow_run }) : "-"),
     el("td", { text: r.hostname + " (" + r.ip + ")" }),
     el("td", {}, badge(executionStatus(r))),
     el("td", { text: r.failure_cause || "" }),
@@ -361,8 +362,8 @@ async function historyPage(name, params) {
       el("span", { class: "muted", id: "retention", text: data.kept || "" })),
     chart(data.points),
     el("table", { id: "history" },
-      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Host", "Result", "Cause", "Output"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 8, class: "muted", text: "no executions match" })))),
+      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Workflow run", "Host", "Result", "Cause", "Output"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 10, class: "muted", text: "no executions match" })))),
     await statsSection(name, q.get("by") || "hour"));
 }
 

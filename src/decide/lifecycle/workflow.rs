@@ -74,10 +74,7 @@ impl Flow {
 
 /// The root instant a run id names (`None` for a run started by hand).
 fn instant(run: &RunId) -> Option<DateTime<Utc>> {
-    run.as_str()
-        .parse::<i64>()
-        .ok()
-        .and_then(DateTime::from_timestamp_millis)
+    run.instant()
 }
 
 /// What an input means to the workflow steps.

@@ -191,7 +191,8 @@ fn layers(
 
 /// Orders run ids newest first: root instants by value, then runs started by hand.
 fn newest_first(runs: &mut [RunId]) {
-    runs.sort_by_key(|r| std::cmp::Reverse((r.as_str().parse::<i64>().ok(), r.clone())));
+    let key = |r: &RunId| (r.as_str().parse::<i64>().ok(), r.as_str().len());
+    runs.sort_by(|a, b| (key(b), b.as_str()).cmp(&(key(a), a.as_str())));
 }
 
 /// The graph of `members` with each step's newest run.
@@ -270,20 +271,13 @@ pub fn runs(
         .take(limit)
         .map(|run| WorkflowRun {
             run: run.to_string(),
-            at: instant(&run),
+            at: run.instant(),
             steps: order
                 .iter()
                 .map(|job| step_run(job, &run, jobs.get(job).unwrap_or(&empty)))
                 .collect(),
         })
         .collect()
-}
-
-fn instant(run: &RunId) -> Option<DateTime<Utc>> {
-    run.as_str()
-        .parse::<i64>()
-        .ok()
-        .and_then(DateTime::from_timestamp_millis)
 }
 
 /// One job's part in `run`, from its records.
@@ -309,7 +303,7 @@ pub fn step_run(job: &JobName, run: &RunId, facts: &JobFacts) -> StepRun {
     StepRun {
         job: job.clone(),
         run: run.to_string(),
-        at: instant(run),
+        at: run.instant(),
         state: state(records, facts.total, &items),
         items,
         decision,
