@@ -58,3 +58,47 @@ impl DecisionsSeen {
         self.0.remove(at).map(|(_, seen)| seen)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(secs, 0).unwrap()
+    }
+
+    fn run(n: i64) -> RunId {
+        RunId::scheduled(n)
+    }
+
+    #[test]
+    fn the_first_sighting_of_a_decision_is_kept_until_its_step_starts() {
+        let mut seen = DecisionsSeen::default();
+        let start = Op::create(
+            "/report/shardcron/workflow/100@start",
+            "run",
+            crate::registry::CreateMode::Persistent,
+        );
+        seen.deciding(&[start], at(1));
+        seen.record_changed("100@start", NodeEventKind::Created, at(2));
+        seen.record_changed("200@start", NodeEventKind::DataChanged, at(3));
+        seen.record_changed("200@0", NodeEventKind::Created, at(3));
+        seen.record_changed("junk@start", NodeEventKind::Created, at(3));
+        assert_eq!(seen.take(&run(100)), Some(at(1)), "the write came first");
+        assert_eq!(seen.take(&run(100)), None, "taken once");
+        assert_eq!(seen.take(&run(200)), None, "only a created decision counts");
+    }
+
+    #[test]
+    fn at_most_sixteen_decisions_are_remembered_the_oldest_forgotten_first() {
+        let mut seen = DecisionsSeen::default();
+        for n in 0..=REMEMBERED as i64 {
+            seen.record_changed(&format!("{n}@start"), NodeEventKind::Created, at(n));
+        }
+        assert_eq!(seen.take(&run(0)), None);
+        assert_eq!(
+            seen.take(&run(REMEMBERED as i64)),
+            Some(at(REMEMBERED as i64))
+        );
+    }
+}
