@@ -64,7 +64,8 @@ function drawWorkflow(g, box) {
     const p = at[s.job];
     return svg("a", { href: stepHistory(s), class: "step", "data-job": s.job, "data-state": state },
       svg("rect", { x: p.x, y: p.y, width: STEP_W, height: STEP_H, rx: 5, class: "step " + state }),
-      svg("text", { x: p.x + 10, y: p.y + 22, class: "name", text: s.job }),
+      svg("title", { text: s.job + ": " + state + (s.problem ? " (" + s.problem + ")" : "") }),
+      svg("text", { x: p.x + 10, y: p.y + 22, class: "name", text: s.job.length > 24 ? s.job.slice(0, 23) + "\u2026" : s.job }),
       svg("text", { x: p.x + 10, y: p.y + 44, class: "state", text: state + (s.on ? " \u00b7 on " + s.on : "") }));
   });
   const graph = svg("svg", { class: "workflow", id: "workflow-graph", viewBox: "0 0 " + width + " " + height, width, height },
