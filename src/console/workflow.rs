@@ -1,5 +1,5 @@
 //! The console's workflow view: `GET /api/workflow[?job=NAME]`, the workflow graph (every job in
-//! a workflow, or the part linked to NAME) with each step's state in its newest run, as
+//! a workflow, or the part linked to NAME) with each step's state in the workflow's newest run, as
 //! [`crate::ops::Ops::workflow_graph`] reads it from the console's mirror (a read: the viewer
 //! role may ask). The page (`#/workflow`) draws the steps in layers and links each one to its
 //! rows in the History tab, filtered by the step's job and workflow run.

@@ -5,7 +5,8 @@
 // ---- workflows ------------------------------------------------------------------------------
 
 // The workflow graph (every job in a workflow, or the part linked to one job), each step in its
-// layer with its state in the newest workflow run, and links to its rows in the History tab. The
+// layer with its state in the graph's newest workflow run (waiting until it has a record of it),
+// its own last run, and a link to that run's rows in the History tab. The
 // registry's records change as steps run: the page reads the graph again every two seconds while
 // it is shown.
 const STEP_W = 190, STEP_H = 64, GAP_X = 70, GAP_Y = 24;
@@ -60,7 +61,7 @@ function drawWorkflow(g, box) {
     class: "edge", x1: at[up].x + STEP_W, y1: at[up].y + STEP_H / 2, x2: at[s.job].x, y2: at[s.job].y + STEP_H / 2,
     "marker-end": "url(#arrow)" })));
   const nodes = g.steps.map((s) => {
-    const state = s.last ? s.last.state : "waiting";
+    const state = s.current ? s.current.state : "waiting";
     const p = at[s.job];
     return svg("a", { href: stepHistory(s), class: "step", "data-job": s.job, "data-state": state },
       svg("rect", { x: p.x, y: p.y, width: STEP_W, height: STEP_H, rx: 5, class: "step " + state }),
@@ -73,18 +74,19 @@ function drawWorkflow(g, box) {
       svg("path", { d: "M 0 0 L 10 5 L 0 10 z" }))),
     edges, nodes);
   const table = el("table", { id: "workflow-steps" },
-    el("thead", {}, el("tr", {}, ["Job", "After", "Downstream", "Last run (UTC)", "State", "Items", "Decision", ""].map((h) => el("th", { text: h })))),
-    el("tbody", {}, g.steps.map((s) => el("tr", { "data-job": s.job, "data-state": s.last ? s.last.state : "waiting" },
+    el("thead", {}, el("tr", {}, ["Job", "After", "Downstream", "In the newest run", "Its last run (UTC)", "Outcome", "Items", "Decision", ""].map((h) => el("th", { text: h })))),
+    el("tbody", {}, g.steps.map((s) => el("tr", { "data-job": s.job, "data-state": s.current ? s.current.state : "waiting" },
       el("td", {}, el("a", { href: "#/job/" + encodeURIComponent(s.job), text: s.job }),
         s.problem ? el("div", { class: "problems", text: s.problem }) : null),
       el("td", { text: s.after.length ? s.after.join(", ") + " (on " + s.on + ")" : "-" }),
       el("td", { text: s.downstream.join(", ") || "-" }),
+      el("td", {}, badge(s.current ? s.current.state : "waiting")),
       el("td", { text: s.last ? s.last.run + (s.last.at ? " (" + when(s.last.at) + ")" : "") : "none recorded" }),
       el("td", {}, badge(s.last ? s.last.state : "waiting")),
       el("td", { text: s.last ? stepCounts(s.last.items) : "-" }),
       el("td", { text: s.last && s.last.decision ? s.last.decision : "-" }),
       el("td", {}, el("a", { class: "history-link", href: stepHistory(s), text: "History" }))))));
   box.replaceChildren(graph,
-    el("p", { class: "muted" }, "Each step's state in its newest workflow run" + (g.latest ? " (the newest of the workflow: " + g.latest + ")" : "") + "; a step links to its runs in the History tab."),
+    el("p", { class: "muted" }, "Each step's state in the newest workflow run" + (g.latest ? " (the newest of the workflow: " + g.latest + ")" : "") + "; a step links to its last run's rows in the History tab."),
     table);
 }

@@ -104,8 +104,11 @@ pub struct Step {
     pub downstream: Vec<JobName>,
     /// Why it cannot be shown whole: no such job, or a config that does not parse.
     pub problem: Option<String>,
-    /// Its newest workflow run.
+    /// Its newest workflow run (the newest it has a record of).
     pub last: Option<StepRun>,
+    /// Its part in the graph's newest run ([`WorkflowGraph::latest`]): `waiting` while it has
+    /// no record of it. What the console draws.
+    pub current: Option<StepRun>,
 }
 
 /// A connected part of the namespace's workflow graph.
@@ -195,9 +198,11 @@ fn newest_first(runs: &mut [RunId]) {
     runs.sort_by(|a, b| (key(b), b.as_str()).cmp(&(key(a), a.as_str())));
 }
 
-/// The graph of `members` with each step's newest run.
+/// The graph of `members` with each step's newest run and its part in the graph's newest run.
 pub fn graph(jobs: &BTreeMap<JobName, JobFacts>, members: &BTreeSet<JobName>) -> WorkflowGraph {
     let layer = layers(jobs, members);
+    let latest = run_ids(jobs, members).into_iter().next();
+    let empty = JobFacts::default();
     let mut steps: Vec<Step> = members
         .iter()
         .map(|job| {
@@ -230,15 +235,17 @@ pub fn graph(jobs: &BTreeMap<JobName, JobFacts>, members: &BTreeSet<JobName>) ->
                     .collect(),
                 problem,
                 last,
+                current: latest
+                    .as_ref()
+                    .map(|run| step_run(job, run, facts.unwrap_or(&empty))),
             }
         })
         .collect();
     steps.sort_by(|a, b| (a.layer, &a.job).cmp(&(b.layer, &b.job)));
-    let latest = run_ids(jobs, members)
-        .into_iter()
-        .next()
-        .map(|r| r.to_string());
-    WorkflowGraph { steps, latest }
+    WorkflowGraph {
+        steps,
+        latest: latest.map(|r| r.to_string()),
+    }
 }
 
 /// Every run id any member recorded, newest first.

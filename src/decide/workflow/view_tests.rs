@@ -129,6 +129,20 @@ fn the_graph_lays_each_job_one_layer_below_its_deepest_upstream_with_its_policy(
         ]
     );
     assert_eq!(graph.latest.as_deref(), Some("200"));
+    let now: Vec<(&str, StepState)> = graph
+        .steps
+        .iter()
+        .map(|s| (s.job.as_str(), s.current.as_ref().unwrap().state))
+        .collect();
+    assert_eq!(
+        now,
+        [
+            ("import", StepState::Failed),
+            ("enrich", StepState::Skipped),
+            ("report", StepState::Waiting),
+        ],
+        "each step's part in the newest run, waiting without a record of it"
+    );
 }
 
 #[test]
