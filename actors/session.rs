@@ -146,9 +146,30 @@ impl SessionActorState {
         let after = lock_jobs(&self.ctx.node)
             .get(job)
             .and_then(|spec| spec.config.props.get(key).cloned());
-        let Some(after) = after else {
+        if let Some(after) = after {
+            self.note_after(job, &after);
+        }
+    }
+
+    /// Notes the upstreams a config of `job` written at runtime names (its executor reads and
+    /// validates the config itself; a config that does not parse names none here).
+    fn note_upstreams_written(&mut self, job: &JobName) {
+        if !self.executors.contains_key(job) {
             return;
-        };
+        }
+        let key = crate::decide::workflow::graph::AFTER_KEY;
+        let path = JobNode::Config.to_path(job);
+        let after = (self.ctx.mirror().data(&path))
+            .and_then(|data| String::from_utf8(data.to_vec()).ok())
+            .filter(|yaml| yaml.contains(key))
+            .and_then(|yaml| crate::config::JobConfig::from_yaml(&yaml).ok())
+            .and_then(|config| config.props.get(key).cloned());
+        if let Some(after) = after {
+            self.note_after(job, &after);
+        }
+    }
+
+    fn note_after(&mut self, job: &JobName, after: &str) {
         for up in after.split(',').filter_map(|n| JobName::new(n.trim()).ok()) {
             let downs = self.downstream.entry(up).or_default();
             if !downs.contains(job) {
@@ -367,6 +388,12 @@ impl Actor for SessionActor {
                 if let (Some(r), false) = (&state.failover, fails_over == FailoverReaction::Nothing)
                 {
                     let _ = r.send_message(FailoverMsg::Job(ev.clone()));
+                }
+                if let (JobNode::Config, NodeEventKind::Created | NodeEventKind::DataChanged) =
+                    (&ev.node, ev.kind)
+                {
+                    // A config written at runtime may name upstreams that do not exist yet.
+                    state.note_upstreams_written(&ev.job);
                 }
                 if let (JobNode::Config, NodeEventKind::Created) = (&ev.node, ev.kind) {
                     // An upstream job appeared: the jobs here that run after it register under it.

@@ -164,6 +164,7 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
     let params = TriggerParams {
         job_parameter: Some("date=2026-11-25".into()),
         items: Some([1].into()),
+        workflow_run: None,
     };
     wait::wait_until(
         async || ops.trigger_with(&job, &params).await.ok(),

@@ -17,8 +17,10 @@ use std::time::Duration;
 use shardcron::config::JobConfig;
 use shardcron::job::script::ScriptJob;
 use shardcron::node::{NodeBuilder, NodeHandle};
+use shardcron::ops::Ops;
 use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::{InstanceId, JobSpec, JobType};
+use shardcron::registry::Connector;
+use shardcron::{InstanceId, JobName, JobSpec, JobType};
 
 /// A bound on every wait: ten upstream fires every 2 s, and the start of the nodes.
 const WITHIN: Duration = Duration::from_secs(60);
@@ -73,7 +75,8 @@ fn runs(out: &Path) -> Vec<Run> {
                 at: at.parse().ok()?,
                 item: ctx["shardingItem"].as_u64()? as u32,
                 source: ctx["taskId"].as_str()?.split("@-@").nth(2)?.to_owned(),
-                scheduled_at: ctx["scheduledAt"].as_str()?.to_owned(),
+                // A run started by hand has no instant.
+                scheduled_at: ctx["scheduledAt"].as_str().unwrap_or_default().to_owned(),
                 workflow_run: ctx["workflowRun"].as_str().map(str::to_owned),
             })
         })
@@ -284,5 +287,90 @@ async fn a_diamond_of_four_jobs_runs_each_step_once_per_root_run() {
                 "{name} ran each item once for {at}"
             );
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_of_the_root_by_hand_starts_a_workflow_run_that_its_downstream_runs_once() {
+    require!(Peer::ZooKeeper);
+    init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let (up_out, down_out) = (dir.path().join("up"), dir.path().join("down"));
+    let ns = namespace("by-hand");
+    // Neither job has a cron: the upstream runs when triggered, the downstream after it.
+    let upstream = script("import", UP_ITEMS as i32, &up_out, true);
+    let downstream = script("report", DOWN_ITEMS as i32, &down_out, false).after(&["import"]);
+    let nodes = [
+        node(&ns, 1, &[&upstream, &downstream]).await,
+        node(&ns, 2, &[&upstream, &downstream]).await,
+    ];
+    let ops = Ops::new(
+        (ZkConnector::new(zk::backend().config(&ns)).connect().await).expect("an operator session"),
+    );
+    let import = JobName::new("import").unwrap();
+    wait::wait_until(
+        async || {
+            let reg = ops.registry();
+            let under = reg.children("/import/shardcron/downstream").await.ok()?;
+            let live = reg.children("/import/instances").await.ok()?;
+            (!under.is_empty() && live.len() == 2).then_some(())
+        },
+        "both instances live and the downstream registered under the upstream",
+        WITHIN,
+    )
+    .await;
+    let by_run = |runs: Vec<Run>| {
+        let mut map: BTreeMap<String, Vec<Run>> = BTreeMap::new();
+        for run in runs.into_iter().filter(|r| r.workflow_run.is_some()) {
+            map.entry(run.workflow_run.clone().unwrap_or_default())
+                .or_default()
+                .push(run);
+        }
+        map
+    };
+    for n in 1..=2 {
+        tracing::info!("--- trigger {n} of the upstream");
+        ops.trigger(&import).await.expect("the trigger is written");
+        wait::wait_until(
+            async || {
+                let done = by_run(runs(&down_out))
+                    .values()
+                    .filter(|steps| steps.len() >= DOWN_ITEMS as usize)
+                    .count();
+                (done >= n).then_some(())
+            },
+            "the downstream ran on both items for the triggered run",
+            WITHIN,
+        )
+        .await;
+    }
+    for n in &nodes {
+        n.shutdown().await;
+    }
+    let (up, down) = (by_run(runs(&up_out)), by_run(runs(&down_out)));
+    assert_eq!(down.len(), 2, "one workflow run per trigger: {down:#?}");
+    for (run, steps) in &down {
+        assert!(run.starts_with('m'), "a run started by hand: {run}");
+        let items: BTreeSet<u32> = steps.iter().map(|r| r.item).collect();
+        assert_eq!(
+            items.len(),
+            steps.len(),
+            "each item once in {run}: {steps:?}"
+        );
+        let ups = up
+            .get(run)
+            .unwrap_or_else(|| panic!("no upstream run in {run}"));
+        let up_items: BTreeSet<u32> = ups.iter().map(|r| r.item).collect();
+        assert_eq!(
+            up_items,
+            (0..UP_ITEMS).collect(),
+            "the trigger ran every upstream item"
+        );
+        assert!(ups.iter().all(|r| r.source == "MANUAL"), "{ups:?}");
+        let last_end = ups.iter().map(|r| r.at).max().unwrap();
+        assert!(
+            steps.iter().all(|r| r.at > last_end),
+            "the downstream of {run} started after every upstream item ended"
+        );
     }
 }

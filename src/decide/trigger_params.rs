@@ -25,12 +25,16 @@ pub struct TriggerParams {
     /// Only these items run (those of them the instance owns); `None`: every owned item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items: Option<BTreeSet<u32>>,
+    /// The workflow run a trigger of a whole root job starts (`m` and the trigger's epoch
+    /// milliseconds, the same for every instance asked): its downstream jobs run after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_run: Option<String>,
 }
 
 impl TriggerParams {
     /// Whether they ask for nothing beyond a plain trigger.
     pub fn is_plain(&self) -> bool {
-        self.job_parameter.is_none() && self.items.is_none()
+        self.job_parameter.is_none() && self.items.is_none() && self.workflow_run.is_none()
     }
 
     /// The items as sharding items.
@@ -44,6 +48,13 @@ impl TriggerParams {
     pub fn check(&self) -> Result<(), String> {
         if self.items.as_ref().is_some_and(|i| i.len() > MAX_ITEMS) {
             return Err(format!("more than {MAX_ITEMS} items"));
+        }
+        if let Some(run) = &self.workflow_run {
+            if !run.starts_with('m') || crate::decide::workflow::run::RunId::parse(run).is_none() {
+                return Err(format!(
+                    "workflowRun {run:?} is not a run started by hand (m and digits)"
+                ));
+            }
         }
         if self.items.as_ref().is_some_and(BTreeSet::is_empty) {
             return Err("an empty item list runs nothing".into());
@@ -87,6 +98,7 @@ mod tests {
         let p = TriggerParams {
             job_parameter: Some("date=2026-11-25".into()),
             items: Some([0, 2].into()),
+            workflow_run: None,
         };
         assert_eq!(TriggerParams::parse(&p.encode()), Ok(p.clone()));
         assert_eq!(
@@ -94,7 +106,8 @@ mod tests {
             r#"{"jobParameter":"date=2026-11-25","items":[0,2]}"#
         );
         assert!(TriggerParams::default().is_plain());
-        let cases: [(&[u8], &str); 4] = [
+        let cases: [(&[u8], &str); 5] = [
+            (br#"{"workflowRun":"12345"}"#, "not a run started by hand"),
             (b"not json", "not trigger parameters"),
             (br#"{"jobParameter":"x","extra":1}"#, "unknown field"),
             (br#"{"items":[]}"#, "empty item list"),

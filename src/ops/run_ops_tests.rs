@@ -25,6 +25,7 @@ async fn a_trigger_with_parameters_writes_them_beside_the_plain_trigger_and_a_pl
     let params = TriggerParams {
         job_parameter: Some("date=2026-11-25".into()),
         items: Some([0, 2].into()),
+        workflow_run: None,
     };
     ops.trigger_with(&job(), &params).await.unwrap();
     let (data, _) = session.get(&params_path()).await.unwrap();
@@ -45,12 +46,14 @@ async fn a_trigger_naming_an_item_past_the_job_or_no_item_is_refused_before_writ
     let past = TriggerParams {
         job_parameter: None,
         items: Some([3].into()),
+        workflow_run: None,
     };
     let err = ops.trigger_with(&job(), &past).await.unwrap_err();
     assert!(matches!(err, OpsError::UnknownItem { .. }), "{err}");
     let none = TriggerParams {
         job_parameter: None,
         items: Some(Default::default()),
+        workflow_run: None,
     };
     let err = ops.trigger_with(&job(), &none).await.unwrap_err();
     assert_eq!(err.class(), ErrorClass::BadInput, "{err}");

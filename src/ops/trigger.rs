@@ -10,9 +10,11 @@
 use super::audit::Entry;
 use super::{Ops, OpsError};
 use crate::decide::trigger_params::TriggerParams;
+use crate::decide::workflow::run::RunId;
 use crate::paths::JobNode;
 use crate::registry::{CreateMode, RegistryError};
 use crate::types::{InstanceId, JobName};
+use chrono::Utc;
 
 impl Ops {
     /// Asks every live instance to run its items once now. Returns the instances asked.
@@ -70,6 +72,8 @@ impl Ops {
         if instances.is_empty() {
             return Err(OpsError::NoLiveInstance { job: job.clone() });
         }
+        let params = self.workflow_trigger(job, params).await;
+        let params = &params;
         let failed = |instance: &InstanceId| {
             let (job, instance) = (job.clone(), instance.clone());
             move |source| OpsError::Trigger {
@@ -128,5 +132,29 @@ impl Ops {
             Err(e) if e.is_node_exists() => self.registry.set(&path, data, None).await.map(drop),
             Err(e) => Err(e),
         }
+    }
+
+    /// A trigger of a whole job that other jobs run after (`shardcron/downstream` has children)
+    /// starts a workflow run, named by the trigger's instant (`m{epoch ms}`), the same for every
+    /// instance asked. A trigger of some items only runs them outside any workflow run; a
+    /// trigger that reaches an instance without a run named (`shardcronctl` and the console
+    /// always name one; a Java tool writes `trigger/{id}` alone) runs outside any.
+    async fn workflow_trigger(&self, job: &JobName, params: &TriggerParams) -> TriggerParams {
+        let mut params = params.clone();
+        // Named here only: a caller's name could be an old run's, whose records stop its items.
+        params.workflow_run = None;
+        if params.items.is_some() {
+            return params;
+        }
+        let under = JobNode::Downstream.to_path(job);
+        let downstream = match &self.mirror {
+            Some(mirror) => !mirror.children(&under).is_empty(),
+            None => (self.registry.children(&under).await).is_ok_and(|c| !c.is_empty()),
+        };
+        if downstream {
+            let millis = u64::try_from(Utc::now().timestamp_millis()).unwrap_or_default();
+            params.workflow_run = Some(RunId::manual(millis).to_string());
+        }
+        params
     }
 }

@@ -424,6 +424,7 @@ async fn execute(
             let params = shardcron::ops::TriggerParams {
                 job_parameter: args.param,
                 items: args.items,
+                workflow_run: None,
             };
             let asked = ops.trigger_with(&job, &params).await?;
             let names: Vec<&str> = asked.iter().map(|i| i.as_str()).collect();

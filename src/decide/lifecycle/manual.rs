@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::decide::trigger_params::TriggerParams;
+use crate::decide::workflow::run::RunId;
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 use crate::registry::Op;
@@ -25,6 +26,7 @@ impl JobMachine {
                     self.manual = Some(Box::new(Manual {
                         items: p.shard_items(),
                         parameter: p.job_parameter.map(Arc::from),
+                        workflow: p.workflow_run.as_deref().and_then(RunId::parse),
                     }))
                 }
                 Err(e) => out.push(Command::Warn(format!(

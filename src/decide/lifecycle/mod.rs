@@ -184,6 +184,8 @@ pub enum Purpose {
     WorkflowSkip,
     /// Old workflow runs' records deleted.
     WorkflowPrune,
+    /// Records of items whose instance died mid-item (a job without failover) ended `failed`.
+    WorkflowEnd,
 }
 
 /// How a write is applied.
@@ -512,6 +514,8 @@ struct Run {
 struct Manual {
     parameter: Option<Arc<str>>,
     items: Option<BTreeSet<ShardItem>>,
+    /// The workflow run the trigger starts (a root job's, `shardcron/trigger/{me}` naming one).
+    workflow: Option<crate::decide::workflow::run::RunId>,
 }
 
 /// A planned run waiting for its start write.
@@ -995,14 +999,16 @@ impl JobMachine {
                 Purpose::WorkflowEnsure
                 | Purpose::WorkflowStart
                 | Purpose::WorkflowSkip
-                | Purpose::WorkflowPrune,
+                | Purpose::WorkflowPrune
+                | Purpose::WorkflowEnd,
                 Outcome::Done | Outcome::Conflict,
             ) => {}
             (
                 p @ (Purpose::WorkflowEnsure
                 | Purpose::WorkflowStart
                 | Purpose::WorkflowSkip
-                | Purpose::WorkflowPrune),
+                | Purpose::WorkflowPrune
+                | Purpose::WorkflowEnd),
                 outcome,
             ) => out.push(Command::Warn(format!(
                 "writing workflow records ({p:?}) failed: {outcome:?}"

@@ -40,10 +40,14 @@ pub(super) struct Flow {
     downstream: bool,
     /// `{run}@start` creations asked for and not failed.
     requested: VecDeque<RunId>,
+    /// The workflow run this instance's step fires for (one at a time here).
+    current: Option<RunId>,
     /// Items launched or recorded skipped here per run, which the mirror may not show yet.
     launched: VecDeque<(RunId, Vec<ShardItem>)>,
     /// Old records' deletion is under way.
     pruning: bool,
+    /// Records of dead instances' items ended here, which the mirror may not show yet.
+    ended_dead: VecDeque<String>,
     /// The runs reported ended (the leader's count, `workflow/count.rs`).
     counted: count::Counted,
 }
@@ -104,7 +108,7 @@ pub(super) fn heard(input: &Input) -> bool {
             kind: NodeEventKind::Created,
         } => true,
         Input::Written {
-            purpose: Purpose::WorkflowStart | Purpose::WorkflowPrune,
+            purpose: Purpose::WorkflowStart | Purpose::WorkflowPrune | Purpose::WorkflowEnd,
             ..
         } => true,
         other => super::catchup::looks_after(other),
@@ -113,20 +117,26 @@ pub(super) fn heard(input: &Input) -> bool {
 
 impl JobMachine {
     /// The workflow run a run of `source` at `scheduled` belongs to, if any: a cron fire of a
-    /// root that has downstream jobs starts one; a workflow step runs in its upstreams'.
+    /// root that has downstream jobs starts one, as does a trigger of the whole root that names
+    /// one (`shardcron/trigger/{me}`); a workflow step runs in its upstreams'.
     pub(super) fn workflow_run(
         &self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
     ) -> Option<RunId> {
         let flow = self.flow.as_deref()?;
-        let at = scheduled?;
-        let starts = match source {
-            ExecutionSource::Workflow => true,
-            ExecutionSource::Normal => flow.after.is_none() && flow.downstream,
-            _ => false,
-        };
-        starts.then(|| RunId::scheduled(at.timestamp_millis()))
+        let root = flow.after.is_none() && flow.downstream;
+        match source {
+            ExecutionSource::Workflow => flow.current.clone(),
+            ExecutionSource::Normal if root => {
+                Some(RunId::scheduled(scheduled?.timestamp_millis()))
+            }
+            ExecutionSource::Manual if root => {
+                let manual = self.manual.as_deref()?;
+                manual.items.is_none().then(|| manual.workflow.clone())?
+            }
+            _ => None,
+        }
     }
 
     /// Adds the workflow records to a planned run's start write: `running:{me}` for the items
@@ -261,6 +271,7 @@ impl JobMachine {
                 // The mirror is whole again: what it shows is what was done.
                 flow.requested.clear();
                 flow.launched.clear();
+                flow.ended_dead.clear();
                 flow.pruning = false;
             }
         }

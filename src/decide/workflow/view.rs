@@ -77,7 +77,7 @@ pub struct StepRun {
     pub job: JobName,
     /// The workflow run.
     pub run: String,
-    /// The root fire's instant it names (`None` for a run started by hand).
+    /// The instant it names: the root fire's, or the trigger's for a run started by hand.
     pub at: Option<DateTime<Utc>>,
     /// The step's state.
     pub state: StepState,
@@ -127,7 +127,7 @@ pub struct WorkflowGraph {
 pub struct WorkflowRun {
     /// The run.
     pub run: String,
-    /// Its root instant.
+    /// The instant it names: the root fire's, or the trigger's for a run started by hand.
     pub at: Option<DateTime<Utc>>,
     /// Each step of the graph in layer order (waiting when it has no record of the run).
     pub steps: Vec<StepRun>,
@@ -192,9 +192,16 @@ fn layers(
     layer
 }
 
-/// Orders run ids newest first: root instants by value, then runs started by hand.
+/// The instant a run names: its root fire's, or for a run started by hand (`m{millis}`, see
+/// [`crate::ops::Ops::trigger`]) the trigger's.
+fn run_instant(run: &RunId) -> Option<DateTime<Utc>> {
+    let millis = run.as_str().trim_start_matches('m').parse::<i64>().ok()?;
+    DateTime::from_timestamp_millis(millis)
+}
+
+/// Orders run ids newest first, by the instant each names (an id naming none last).
 fn newest_first(runs: &mut [RunId]) {
-    let key = |r: &RunId| (r.as_str().parse::<i64>().ok(), r.as_str().len());
+    let key = |r: &RunId| (run_instant(r), r.as_str().starts_with('m'));
     runs.sort_by(|a, b| (key(b), b.as_str()).cmp(&(key(a), a.as_str())));
 }
 
@@ -278,7 +285,7 @@ pub fn runs(
         .take(limit)
         .map(|run| WorkflowRun {
             run: run.to_string(),
-            at: run.instant(),
+            at: run_instant(&run),
             steps: order
                 .iter()
                 .map(|job| step_run(job, &run, jobs.get(job).unwrap_or(&empty)))
@@ -310,7 +317,7 @@ pub fn step_run(job: &JobName, run: &RunId, facts: &JobFacts) -> StepRun {
     StepRun {
         job: job.clone(),
         run: run.to_string(),
-        at: run.instant(),
+        at: run_instant(run),
         state: state(records, facts.total, &items),
         items,
         decision,

@@ -271,7 +271,7 @@ fn runs_are_listed_newest_first_within_the_limit_with_every_step_in_graph_order(
 }
 
 #[test]
-fn run_ids_sort_by_instant_not_by_text_and_runs_by_hand_come_last() {
+fn runs_sort_by_the_instant_they_name_not_by_text_a_run_by_hand_by_its_trigger() {
     let jobs = BTreeMap::from([(
         job("root"),
         facts(
@@ -281,13 +281,20 @@ fn run_ids_sort_by_instant_not_by_text_and_runs_by_hand_come_last() {
             &[
                 ("99@0", "success"),
                 ("1000@0", "success"),
-                ("m5@0", "success"),
+                ("m500@0", "success"),
             ],
         ),
     )]);
     let all = members(&jobs, Some(&job("root")));
-    let order: Vec<String> = runs(&jobs, &all, 10).into_iter().map(|r| r.run).collect();
-    assert_eq!(order, ["1000", "99", "m5"]);
+    let listed = runs(&jobs, &all, 10);
+    let order: Vec<(&str, Option<i64>)> = listed
+        .iter()
+        .map(|r| (r.run.as_str(), r.at.map(|a| a.timestamp_millis())))
+        .collect();
+    assert_eq!(
+        order,
+        [("1000", Some(1000)), ("m500", Some(500)), ("99", Some(99))]
+    );
 }
 
 #[test]

@@ -51,6 +51,7 @@ fn a_trigger_with_parameters_runs_the_items_named_with_its_job_parameter() {
     let params = TriggerParams {
         job_parameter: Some("date=2026-11-25".into()),
         items: Some([1].into()),
+        workflow_run: None,
     };
     let data = params.encode();
     // (case, parameters record, commands of the trigger, the launch)
@@ -101,6 +102,7 @@ fn a_trigger_queued_behind_a_run_keeps_its_parameters_and_the_next_cron_fire_has
     let params = TriggerParams {
         job_parameter: Some("rerun".into()),
         items: None,
+        workflow_run: None,
     };
     let data = params.encode();
     let (mut m, mut f) = (machine(Registration::Confirmed), triggered(Some(&data)));

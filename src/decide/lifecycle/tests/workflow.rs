@@ -6,6 +6,7 @@ use super::*;
 use crate::decide::workflow::graph::RunWhen;
 
 mod count;
+mod manual;
 mod recovery;
 
 /// The fake's workflow records, built up.

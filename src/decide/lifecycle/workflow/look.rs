@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::decide::workflow::records::{
-    prune, starts_due, Decision, RunRecords, Upstream, KEEP_RUNS,
+    prune, starts_due, Decision, ItemRecord, RunRecords, Upstream, KEEP_RUNS,
 };
 use crate::decide::workflow::run::{ItemEnd, RunId};
 use crate::job::ExecutionSource;
@@ -95,6 +95,62 @@ impl JobMachine {
             self.workflow_launch(&own, facts, out);
         }
         self.workflow_prune(&own, facts, out);
+        self.workflow_end_dead(&own, facts, out);
+    }
+
+    /// The leader of a job without failover ends `failed` the records of items whose instance
+    /// died mid-item (`running:{gone}`): nobody runs them again (the job asked for no
+    /// failover), and the run ends, so its downstreams go on as their policy says. Each set is
+    /// guarded by the record's version (0 while it runs): an end its owner wrote first stands.
+    /// With failover, the claim of the item takes the record over instead.
+    fn workflow_end_dead(
+        &mut self,
+        own: &BTreeMap<RunId, RunRecords>,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        if self.config.config().failover {
+            return;
+        }
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return;
+        };
+        let view = facts.view();
+        if view.leader.as_ref() != Some(&self.me) {
+            return;
+        }
+        let mut ops = Vec::new();
+        for (run, records) in own {
+            for (item, (record, _)) in &records.items {
+                let ItemRecord::Running(who) = record else {
+                    continue;
+                };
+                let name = format!("{run}@{item}");
+                if view.instances.iter().any(|i| i.as_str() == who)
+                    || flow.ended_dead.contains(&name)
+                {
+                    continue;
+                }
+                if flow.ended_dead.len() == REMEMBERED {
+                    flow.ended_dead.pop_front();
+                }
+                flow.ended_dead.push_back(name.clone());
+                ops.push(Op::Set {
+                    path: JobNode::WorkflowRecord(name).to_path(&self.job),
+                    data: ItemEnd::Failed.as_str().into(),
+                    version: Some(0),
+                });
+            }
+        }
+        drop(view);
+        if ops.is_empty() {
+            return;
+        }
+        out.push(Command::Write {
+            ops,
+            mode: WriteMode::Tolerant,
+            then: Purpose::WorkflowEnd,
+        });
     }
 
     /// Runs (or records skipped) this instance's items of the first started run that has some
@@ -130,6 +186,7 @@ impl JobMachine {
                 }
                 drop(view);
                 self.flow_mut().remember_launch(run.clone(), Vec::new());
+                self.flow_mut().current = Some(run.clone());
                 self.fire_only(ExecutionSource::Workflow, instant(run), None, facts, out);
                 return;
             }
@@ -152,6 +209,7 @@ impl JobMachine {
             self.flow_mut().remember_launch(run.clone(), mine.clone());
             match decision {
                 Decision::Run => {
+                    self.flow_mut().current = Some(run.clone());
                     let only = Some(mine.into_iter().collect());
                     self.fire_only(ExecutionSource::Workflow, instant(run), only, facts, out);
                 }

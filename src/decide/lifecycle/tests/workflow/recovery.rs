@@ -1,5 +1,6 @@
 //! Workflows in the machine when things go wrong or change: a failover claim of a crashed
-//! instance's workflow item, a config that comes to name an upstream, old runs' records pruned.
+//! instance's workflow item (or its end, without failover), a config that comes to name an
+//! upstream, old runs' records pruned.
 
 use super::*;
 
@@ -11,7 +12,10 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
         .record("orders", &format!("{RUN}@start"), "run")
         .record("orders", &format!("{RUN}@0"), "success")
         .record("orders", &format!("{RUN}@1"), "running:10.0.0.9@-@9");
-    let mut m = downstream_of(&["up"], RunWhen::Success);
+    let mut m = machine_with(
+        Registration::Confirmed,
+        config(|c| c.after(&["up"]).failover(true)),
+    );
     assert_eq!(
         m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &f),
         vec![launch_in(1, ExecutionSource::Failover, Some(t(0)), &[1])]
@@ -83,4 +87,66 @@ fn the_leader_deletes_the_records_of_all_but_the_newest_fifty_runs_once() {
     led.workflow = f.workflow.clone();
     let mut m = downstream_of(&["up"], RunWhen::Success);
     assert_eq!(m.step(record_event(), &led), vec![]);
+}
+
+#[test]
+fn the_leader_of_a_job_without_failover_ends_failed_the_record_of_an_item_whose_instance_died() {
+    let dead = "running:10.0.0.9@-@9";
+    let f = fake()
+        .record("orders", &format!("{RUN}@0"), "success")
+        .record("orders", &format!("{RUN}@1"), dead);
+    let seen = || Input::Event {
+        node: JobNode::DownstreamJob(JobName::new("report").unwrap()),
+        kind: NodeEventKind::Created,
+    };
+    let end_dead = Command::Write {
+        ops: vec![Op::Set {
+            path: format!("/orders/shardcron/workflow/{RUN}@1"),
+            data: "failed".into(),
+            version: Some(0),
+        }],
+        mode: WriteMode::Tolerant,
+        then: Purpose::WorkflowEnd,
+    };
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(m.step(seen(), &f), vec![]);
+    assert_eq!(m.step(record_event(), &f), vec![end_dead.clone()]);
+    assert_eq!(m.step(record_event(), &f), vec![], "one write per record");
+    assert_eq!(
+        m.step(written(Purpose::WorkflowEnd), &f),
+        vec![],
+        "written once, though the mirror does not show the end yet"
+    );
+    assert_eq!(
+        m.step(Input::Resynced, &f),
+        vec![end_dead],
+        "after a re-list, what it shows"
+    );
+
+    // (case, machine, facts): none of these ends the record.
+    let live = fake().record(
+        "orders",
+        &format!("{RUN}@1"),
+        &format!("running:{}", other()),
+    );
+    let mut not_leader = fake().record("orders", &format!("{RUN}@1"), dead);
+    not_leader.view.leader = Some(other());
+    let failover = machine_with(Registration::Confirmed, config(|c| c.failover(true)));
+    let cases = [
+        (
+            "its instance is alive",
+            machine(Registration::Confirmed),
+            live,
+        ),
+        (
+            "not the leader",
+            machine(Registration::Confirmed),
+            not_leader,
+        ),
+        ("with failover the claim takes it over", failover, f),
+    ];
+    for (case, mut m, f) in cases {
+        assert_eq!(m.step(seen(), &f), vec![], "{case}");
+        assert_eq!(m.step(record_event(), &f), vec![], "{case}");
+    }
 }
