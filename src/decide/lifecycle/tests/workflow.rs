@@ -5,6 +5,7 @@
 use super::*;
 use crate::decide::workflow::graph::RunWhen;
 
+mod disabled;
 mod manual;
 mod recovery;
 
