@@ -140,12 +140,14 @@ impl JobMachine {
     }
 
     /// Adds the workflow records to a planned run's start write: `running:{me}` for the items
-    /// that run, `skipped` for those its fire flags or skips (they are not this run's).
+    /// that run, `skipped` for those its fire flags or skips (they are not this run's) and for
+    /// this instance's `disabled` items.
     pub(super) fn workflow_start_ops(
         &self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         plan: &mut RunPlan,
+        disabled: &[ShardItem],
     ) {
         let Some(run) = self.workflow_run(source, scheduled) else {
             return;
@@ -157,7 +159,7 @@ impl JobMachine {
             let op = Op::create(record(i), running.as_bytes(), CreateMode::Persistent);
             plan.start_ops.push(op);
         }
-        for i in plan.flagged.iter().chain(&plan.skipped) {
+        for i in plan.flagged.iter().chain(&plan.skipped).chain(disabled) {
             let skipped = ItemEnd::Skipped.as_str();
             plan.start_ops
                 .push(Op::create(record(i), skipped, CreateMode::Persistent));

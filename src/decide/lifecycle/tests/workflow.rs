@@ -6,6 +6,7 @@ use super::*;
 use crate::decide::workflow::graph::RunWhen;
 
 mod count;
+mod disabled;
 mod manual;
 mod recovery;
 
