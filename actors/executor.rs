@@ -10,10 +10,12 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome};
+use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome, Purpose};
+use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 
 use super::context::{JobEvent, JobSpec, SessionCtx};
+use super::decisions::DecisionsSeen;
 use super::failover::FailoverMsg;
 use super::leader::LeaderMsg;
 use super::once::OnceSlot;
@@ -77,6 +79,8 @@ pub(crate) struct ExecutorState {
     drains: Vec<RpcReplyPort<()>>,
     /// The config node's bytes last read or written (see [`config_input`]).
     config_seen: Option<Arc<[u8]>>,
+    /// When this job's workflow decisions appeared, for the step-wait metric.
+    decisions: DecisionsSeen,
 }
 
 impl ExecutorState {
@@ -103,6 +107,9 @@ impl ExecutorState {
         let peers = &self.peers;
         match command {
             Command::Write { ops, mode, then } => {
+                if then == Purpose::WorkflowStart {
+                    self.decisions.deciding(&ops, self.ctx.node.clock.now());
+                }
                 let outcome = Outcome::of(&self.ctx.write(ops, mode).await);
                 return Some(Input::Written {
                     purpose: then,
@@ -130,6 +137,10 @@ impl ExecutorState {
                     .launching(&self.ctx, myself, run_id, source, &items)
                     .await;
                 let config = self.machine.config();
+                let decided_at = match (&workflow, source) {
+                    (Some(run), ExecutionSource::Workflow) => self.decisions.take(run),
+                    _ => None,
+                };
                 let run = super::run::Launch {
                     run_id,
                     source,
@@ -137,6 +148,7 @@ impl ExecutorState {
                     attempt,
                     parameter,
                     workflow,
+                    decided_at,
                 };
                 self.kit.launch(&self.ctx, config, myself, run, &items, go);
             }
@@ -182,7 +194,10 @@ impl ExecutorState {
             c @ (Command::Misfired(_)
             | Command::Skipped { .. }
             | Command::Refuse(_)
-            | Command::Warn(_)) => report(&self.kit, &self.ctx.node.events, self.ctx.me(), &job, c),
+            | Command::Warn(_)
+            | Command::WorkflowRunEnded { .. }) => {
+                report(&self.kit, &self.ctx.node.events, self.ctx.me(), &job, c)
+            }
         }
         None
     }
@@ -214,6 +229,12 @@ impl ExecutorState {
                 input
             }
             ExecutorMsg::Job(ev) => {
+                if let JobNode::WorkflowRecord(name) = &ev.node {
+                    if ev.job == *self.machine.job() {
+                        let now = self.ctx.node.clock.now();
+                        self.decisions.record_changed(name, ev.kind, now);
+                    }
+                }
                 self.once.node_changed(&self.ctx, myself, &ev).await;
                 Input::Event {
                     node: ev.node,
@@ -285,6 +306,7 @@ impl Actor for ExecutorActor {
             once,
             drains: Vec::new(),
             config_seen: registered.yaml,
+            decisions: DecisionsSeen::default(),
         })
     }
 

@@ -43,6 +43,7 @@ pub(crate) mod adopt;
 pub(crate) mod alarm;
 pub(crate) mod batch;
 pub(crate) mod context;
+pub(crate) mod decisions;
 pub mod embed;
 pub(crate) mod endpoints;
 pub(crate) mod error;

@@ -58,6 +58,8 @@ pub(crate) struct RunRequest {
     pub(crate) attempt: u32,
     /// The workflow run it is a step of (`shardcron.after`), for its events and history rows.
     pub(crate) workflow_run: Option<String>,
+    /// When this instance saw the step's decision appear, for the step-wait metric.
+    pub(crate) decided_at: Option<DateTime<Utc>>,
     /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
     pub(crate) notify: bool,
 }
@@ -75,6 +77,8 @@ pub(crate) struct Launch {
     pub(crate) parameter: Option<Arc<str>>,
     /// The workflow run it is a step of.
     pub(crate) workflow: Option<crate::decide::workflow::run::RunId>,
+    /// When this instance saw the step's `{run}@start` decision appear (a workflow step only).
+    pub(crate) decided_at: Option<DateTime<Utc>>,
 }
 
 /// What a run reports back.
@@ -212,6 +216,7 @@ impl RunKit {
             attempt,
             parameter,
             workflow,
+            decided_at,
         } = run;
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -296,6 +301,7 @@ impl RunKit {
             deadline,
             attempt,
             workflow_run: workflow.map(|w| w.to_string()),
+            decided_at,
             notify: config.policy().notifies(attempt),
         };
         spawn_run(req, executor.clone());
@@ -410,6 +416,10 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
     if let Some(at) = req.scheduled {
         let delay = (started_at - at).to_std().unwrap_or_default();
         crate::metrics::trigger_delay(&req.instance, &req.job, delay);
+    }
+    if let Some(at) = req.decided_at {
+        let wait = (started_at - at).to_std().unwrap_or_default();
+        crate::metrics::workflow_step_wait(&req.instance, &req.job, wait);
     }
     let status = |state: RunState, message: String| {
         if req.events.has_subscribers() {
@@ -632,7 +642,15 @@ pub(crate) fn report(
             let _ = kit.error_handler.handle(job, None, &JobError::Refused(why));
         }
         Command::Warn(message) => tracing::warn!(%job, "{message}"),
-        // The executor hands over only the four reports above.
+        Command::WorkflowRunEnded { run, outcome } => {
+            crate::metrics::workflow_run_ended(me, job, outcome);
+            events.emit(EngineEvent::WorkflowRunEnded {
+                job: job.clone(),
+                run: run.to_string(),
+                outcome,
+            });
+        }
+        // The executor hands over only the five reports above.
         _ => {}
     }
 }

@@ -165,6 +165,15 @@ pub enum EngineEvent {
         /// The items taken over.
         items: Vec<ShardItem>,
     },
+    /// A job's part in a workflow run ended: published by the job's leader, once per run.
+    WorkflowRunEnded {
+        /// The job.
+        job: JobName,
+        /// The workflow run (the root fire's instant in epoch ms).
+        run: String,
+        /// `completed`, `failed` or `skipped`.
+        outcome: crate::decide::workflow::records::WorkflowOutcome,
+    },
 }
 
 /// What a subscriber receives: the event, and how many events it missed (queue full) since the last

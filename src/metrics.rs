@@ -26,6 +26,7 @@
 
 use std::time::Duration;
 
+use crate::decide::workflow::records::WorkflowOutcome;
 use crate::job::ExecutionSource;
 use crate::registry::OpKind;
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -57,6 +58,10 @@ pub const LANE_PANICS: &str = "shardcron_lane_panics_total";
 pub const FIRES_SKIPPED: &str = "shardcron_fires_skipped_total";
 /// Counter: fires dropped, their work never run (overlap `skip`, coalesced, cannot start).
 pub const FIRES_MISSED: &str = "shardcron_fires_missed_total";
+/// `shardcron_workflow_step_wait_seconds`.
+pub const WORKFLOW_STEP_WAIT: &str = "shardcron_workflow_step_wait_seconds";
+/// `shardcron_workflow_runs_total`.
+pub const WORKFLOW_RUNS: &str = "shardcron_workflow_runs_total";
 /// `shardcron_events_dropped_total`.
 pub const EVENTS_DROPPED: &str = "shardcron_events_dropped_total";
 /// `shardcron_registry_operations_total`.
@@ -150,6 +155,20 @@ pub fn fire_missed(me: &InstanceId, job: &JobName, reason: &'static str) {
     .increment(1);
 }
 
+/// This instance's items of a workflow step started `wait` after this instance saw the step's
+/// `{run}@start` decision appear.
+pub fn workflow_step_wait(me: &InstanceId, job: &JobName, wait: Duration) {
+    ::metrics::histogram!(WORKFLOW_STEP_WAIT, INSTANCE_LABEL => me.shared(), JOB_LABEL => job.shared())
+        .record(wait.as_secs_f64());
+}
+
+/// The job's part in a workflow run ended with `outcome` (counted by the job's leader).
+pub fn workflow_run_ended(me: &InstanceId, job: &JobName, outcome: WorkflowOutcome) {
+    ::metrics::counter!(WORKFLOW_RUNS, INSTANCE_LABEL => me.shared(), JOB_LABEL => job.shared(),
+        "outcome" => outcome.as_str())
+    .increment(1);
+}
+
 /// An error notification of `kind` ended with `outcome` (process series: the notifier queue is
 /// per process).
 pub fn error_notification(job: &JobName, kind: &'static str, outcome: &'static str) {
@@ -181,7 +200,7 @@ pub fn history_write_failed() {
 }
 
 /// The `# HELP` text of every counter and histogram family, for the recorder to describe.
-pub const DESCRIPTIONS: [(&str, &str); 14] = [
+pub const DESCRIPTIONS: [(&str, &str); 16] = [
     (
         EXECUTIONS,
         "Item executions that ended, by instance_id, job_name, item, outcome (success, failure, timeout) \
@@ -220,6 +239,16 @@ pub const DESCRIPTIONS: [(&str, &str); 14] = [
         FIRES_MISSED,
         "Fires dropped whose work will not run, by instance_id, job_name and reason \
          (overlap_skip, overlap_buffer_full, coalesced, cannot_start).",
+    ),
+    (
+        WORKFLOW_STEP_WAIT,
+        "Time from the moment an instance saw a workflow step's decision to run ({run}@start) \
+         to the start of its items of that run, by instance_id and job_name.",
+    ),
+    (
+        WORKFLOW_RUNS,
+        "Workflow runs a job's part in ended, by instance_id (the job's leader, which counts each \
+         run once), job_name and outcome (completed, failed, skipped).",
     ),
     (
         ERROR_NOTIFICATIONS,

@@ -197,6 +197,19 @@ async fn a_viewer_token_reads_and_is_refused_a_write_which_the_operator_token_ma
         .await
         .unwrap();
     assert_eq!(read.status().as_u16(), 200);
+    // The workflow view is a read like the others: the viewer may, nobody without a token.
+    for (token, status) in [(Some(VIEWER), 200), (None, 401)] {
+        let mut request = http.get(format!("{base}/api/workflow"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(
+            answer.status().as_u16(),
+            status,
+            "/api/workflow as {token:?}"
+        );
+    }
     let write = |token: &'static str| {
         http.post(format!("{base}/api/jobs/mail/disable"))
             .bearer_auth(token)

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use shardcron::config::JobConfig;
 use shardcron::events::{EngineEvent, EventBus, RunState};
 use shardcron::history::{
-    ExecutionRecord, History, HistoryHandle, HistoryQuery, StatusQuery, StatusRecord,
+    ExecutionRecord, History, HistoryHandle, HistoryQuery, HistoryWrite, StatusQuery, StatusRecord,
 };
 use shardcron::job::{ExecutionSource, FnJob, ItemOutcome, JobError, ShardingContext};
 use shardcron::node::NodeBuilder;
@@ -413,4 +413,54 @@ fn finished(job: &str, n: u32, failure: Option<String>) -> EngineEvent {
         attempt: 1,
         workflow_run: None,
     }
+}
+
+#[tokio::test]
+async fn the_history_is_filtered_by_workflow_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = History::open(&dir.path().join("h.db").display().to_string())
+        .await
+        .unwrap();
+    let row = |id: &str, item: u32, run: Option<&str>| ExecutionRecord {
+        id: id.to_owned(),
+        job_name: "report".to_owned(),
+        task_id: format!("task-{id}"),
+        hostname: "vm".to_owned(),
+        ip: "127.0.0.1".to_owned(),
+        sharding_item: item,
+        execution_source: "WORKFLOW".to_owned(),
+        failure_cause: None,
+        is_success: false,
+        start_time: Utc::now(),
+        complete_time: None,
+        scheduled_time: None,
+        attempt: Some(1),
+        outcome: None,
+        workflow_run: run.map(str::to_owned),
+    };
+    for record in [
+        row("a", 0, Some("1767225600000")),
+        row("b", 1, Some("1767225600000")),
+        row("c", 0, Some("1767229200000")),
+        row("d", 0, None),
+    ] {
+        history
+            .write(&HistoryWrite::ExecutionStarted(record))
+            .await
+            .unwrap();
+    }
+    let mut ids: Vec<String> = history
+        .query(&HistoryQuery {
+            workflow_run: Some("1767225600000".into()),
+            ..query("report")
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["a", "b"], "the rows of that workflow run only");
+    assert_eq!(history.query(&query("report")).await.unwrap().len(), 4);
+    history.close().await;
 }

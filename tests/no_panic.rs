@@ -1,6 +1,7 @@
 //! No panic is reachable from input: property tests over every parser that reads outside input
 //! (cron expressions, time zones, item parameters, config YAML, registry paths and node data,
-//! command-line values, history `--since`), plus the ctl binary's argument parsing.
+//! command-line values, history `--since`, workflow records and their views), plus the ctl
+//! binary's argument parsing.
 //!
 //! Case counts are bounded for CI (`PROPTEST_CASES` raises them for a longer local run); a
 //! failure prints the shrunk input that panicked.
@@ -14,8 +15,10 @@ use proptest::prelude::*;
 use shardcron::config::{parse_item_parameters, JobConfig, JobKind, ValidationContext};
 use shardcron::cron::next::{cron_next, CronNextArgs};
 use shardcron::cron::CronSchedule;
+use shardcron::decide::workflow::records::parse_records;
+use shardcron::decide::workflow::view::{self, JobFacts};
 use shardcron::history::{parse_item, parse_since, HistoryTarget};
-use shardcron::ops::parse_config_version;
+use shardcron::ops::{parse_config_version, render_graph, render_runs};
 use shardcron::paths::JobNode;
 use shardcron::timezone::JobTimeZone;
 use shardcron::view::ServerStatus;
@@ -156,6 +159,30 @@ proptest! {
         let _ = InstanceId::parse(text.clone());
         let _ = JobName::new(text.clone());
         let _ = text.parse::<ShardItem>();
+    }
+
+    #[test]
+    fn workflow_records_and_their_views_never_panic(
+        records in prop::collection::vec(
+            (
+                prop_oneof![tokens("0123456789m@start", 24), any::<String>()],
+                prop_oneof![
+                    tokens("runigskp:successfailedtimeoutrunning0123456789@-.", 24),
+                    any::<String>(),
+                ],
+            ),
+            0..12,
+        ),
+        total in 0u32..5,
+    ) {
+        let runs = parse_records(records.iter().map(|(n, d)| (n.as_str(), d.as_bytes(), 1)));
+        let job = JobName::new("steps").unwrap();
+        let facts = JobFacts { dependency: Ok(Default::default()), total, runs };
+        let jobs = std::collections::BTreeMap::from([(job.clone(), facts)]);
+        let members = view::members(&jobs, Some(&job));
+        let graph = view::graph(&jobs, &members);
+        let runs = view::runs(&jobs, &members, 20);
+        let _ = (render_graph(&graph), render_runs(&runs));
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .merge(super::stats::routes())
         .merge(super::create::routes())
         .merge(super::logs::routes())
+        .merge(super::workflow::routes())
 }
 
 /// A JSON error answer.
@@ -372,6 +373,9 @@ struct HistoryFilter {
     since: Option<String>,
     failed: Option<bool>,
     limit: Option<u32>,
+    /// Only the rows of this workflow run (`workflowRun` in the query string).
+    #[serde(rename = "workflowRun")]
+    workflow_run: Option<String>,
 }
 
 async fn history(
@@ -397,6 +401,18 @@ async fn history(
         query.since = Some(parse_since(since, Utc::now()).map_err(ApiError::bad_input)?);
     }
     query.failed_only = filter.failed.unwrap_or(false);
+    if let Some(run) = filter
+        .workflow_run
+        .as_deref()
+        .filter(|r| !r.trim().is_empty())
+    {
+        let run = crate::decide::workflow::run::RunId::parse(run.trim()).ok_or_else(|| {
+            ApiError::bad_input(format!(
+                "workflowRun {run:?}: expected a workflow run id (epoch milliseconds)"
+            ))
+        })?;
+        query.workflow_run = Some(run.to_string());
+    }
     query.limit = filter.limit.unwrap_or(500).clamp(1, MAX_HISTORY);
     let mut records = history.query(&query).await.map_err(|e| ApiError {
         status: StatusCode::BAD_GATEWAY,

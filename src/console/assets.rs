@@ -11,6 +11,7 @@ use super::ConsoleState;
 
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
+const WORKFLOW_SCRIPT: &str = include_str!("assets/workflow.js");
 const STYLE: &str = include_str!("assets/style.css");
 const ICON: &str = include_str!("assets/icon.svg");
 
@@ -23,6 +24,10 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route(
             "/app.js",
             get(|| async { page("text/javascript; charset=utf-8", SCRIPT) }),
+        )
+        .route(
+            "/workflow.js",
+            get(|| async { page("text/javascript; charset=utf-8", WORKFLOW_SCRIPT) }),
         )
         .route(
             "/style.css",

@@ -24,6 +24,7 @@
 //! | `logs.rs` | a run's captured output for the History tab's viewer, and its live tail |
 //! | `live.rs` | the session (re-opened when it expires), its mirror every page reads, and the change signal |
 //! | `shared.rs` | one snapshot per change shared by every open page's event stream |
+//! | `workflow.rs` | the workflow view's endpoint: the graph with each step's state in the workflow's newest run |
 //! | `schedule.rs` | next fire times and trigger delays for the chart (pure) |
 //! | `assets.rs` | the page, its script and style, compiled into the binary |
 //!
@@ -52,6 +53,7 @@ mod logs;
 pub mod schedule;
 mod shared;
 mod stats;
+mod workflow;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

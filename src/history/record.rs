@@ -120,6 +120,8 @@ pub struct HistoryQuery {
     pub since: Option<DateTime<Utc>>,
     /// Only executions that ended in failure.
     pub failed_only: bool,
+    /// Only the steps of this workflow run (the `workflow_run` column).
+    pub workflow_run: Option<String>,
     /// At most this many records.
     pub limit: u32,
 }
@@ -135,6 +137,7 @@ impl HistoryQuery {
             item: None,
             since: None,
             failed_only: false,
+            workflow_run: None,
             limit: Self::DEFAULT_LIMIT,
         }
     }

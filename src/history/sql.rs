@@ -374,6 +374,10 @@ impl Store {
             params.push(Param::Time(to_db(since)));
             sql += &format!(" AND start_time >= ${}", params.len());
         }
+        if let Some(run) = &q.workflow_run {
+            params.push(Param::Text(run.clone()));
+            sql += &format!(" AND workflow_run = ${}", params.len());
+        }
         if q.failed_only {
             // An unfinished execution has not failed (yet).
             sql += " AND is_success = 0 AND complete_time IS NOT NULL";

@@ -164,6 +164,17 @@ pub enum OpsError {
         #[source]
         source: RegistryError,
     },
+    /// Reading a job's workflow records failed.
+    #[error("reading the workflow records of job {job} ({path}): {source}")]
+    ReadWorkflow {
+        /// The job.
+        job: JobName,
+        /// The records' parent node.
+        path: String,
+        /// The registry's error.
+        #[source]
+        source: RegistryError,
+    },
     /// Writing the config node failed.
     #[error("writing the config of job {job}: {source}")]
     WriteConfig {
@@ -292,6 +303,7 @@ impl OpsError {
             | JobExists { .. } => ErrorClass::Refused,
             ListJobs { .. }
             | ReadJob { .. }
+            | ReadWorkflow { .. }
             | WriteConfig { .. }
             | Trigger { .. }
             | WriteBackfill { .. }

@@ -12,6 +12,8 @@
 //! | `operate.rs` | [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
 //! | `operate.rs` | [`Ops::trigger`], [`Ops::disable`], [`Ops::enable`], [`Ops::shutdown`], [`Ops::remove`] |
 //! | `runtime.rs` | [`Ops::create`]: jobs created at runtime for adopting nodes, and how their removal stops those nodes first |
+//! | `workflow_view.rs` | [`Ops::workflow_graph`], [`Ops::workflow_runs`]: a workflow's graph and runs, read bounded |
+//! | `workflow_text.rs` | [`render_graph`], [`render_runs`]: those views as text |
 //! | `audit.rs` | [`Ops::audited`]: every state-changing call recorded in the audit log as done by an [`Actor`] |
 //! | `error.rs` | [`OpsError`] and its [`ErrorClass`] |
 //!
@@ -44,6 +46,8 @@ mod runtime;
 mod snapshot;
 mod trigger;
 mod workflow;
+mod workflow_text;
+mod workflow_view;
 
 use std::sync::Arc;
 
@@ -63,6 +67,8 @@ pub use report::{
 };
 pub use runtime::{JobForm, NewJob, ADOPTERS_STOP_WITHIN};
 use snapshot::JobSnapshot;
+pub use workflow_text::{render_graph, render_runs};
+pub use workflow_view::{MAX_RECORDS, MAX_RECORD_BYTES, MAX_RUNS};
 
 /// The operations API over one registry session (rooted at the namespace).
 #[derive(Debug, Clone)]
@@ -200,3 +206,5 @@ impl Ops {
 mod run_ops_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod workflow_view_tests;

@@ -115,6 +115,9 @@ pub(crate) enum Command {
     /// Delete the job (refused while instances run it; a job created with `create` is first
     /// stopped on the nodes that adopted it).
     Remove(RemoveArgs),
+    /// Workflows (`shardcron.after`): the graph with each step's last run, or a workflow's runs.
+    #[command(subcommand)]
+    Workflow(WorkflowCommand),
     /// Item executions recorded by nodes with a history (no registry needed).
     History(HistoryArgs),
     /// The captured output of an item run (jobs with `shardcron.output`), from the history; with
@@ -149,6 +152,36 @@ pub(crate) enum ConfigCommand {
     Get(JobArg),
     /// Validate FILE and write it as the job's config.
     Set(ConfigSetArgs),
+}
+
+/// `workflow show` / `workflow runs`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkflowCommand {
+    /// The graph (the namespace's, or the part linked to NAME): each job with its upstreams and
+    /// `shardcron.after.on`, its downstreams and its last workflow run.
+    Show(WorkflowShowArgs),
+    /// The workflow runs of the workflow NAME belongs to, newest first, each step's outcome.
+    Runs(WorkflowRunsArgs),
+}
+
+/// `workflow show [NAME]`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkflowShowArgs {
+    /// A job of the workflow to show (default: every workflow of the namespace).
+    #[arg(value_name = "NAME")]
+    pub(crate) job: Option<JobName>,
+}
+
+/// `workflow runs NAME [--limit N]`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkflowRunsArgs {
+    /// A job of the workflow.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// How many runs, newest first (1 to 1000).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) limit: u16,
 }
 
 /// `cron next`.
@@ -347,6 +380,9 @@ pub(crate) struct HistoryArgs {
     /// Failures only.
     #[arg(long)]
     pub(crate) failed: bool,
+    /// The steps of this workflow run only (its id: the root fire's instant in epoch ms).
+    #[arg(long, value_name = "RUN", value_parser = workflow_run)]
+    pub(crate) workflow_run: Option<String>,
 }
 
 /// `logs NAME [--db TARGET] [--item N] [--run ID] [--follow]`.
@@ -470,6 +506,12 @@ fn server_ip(value: &str) -> Result<String, String> {
 
 fn config_version(value: &str) -> Result<i32, String> {
     shardcron::ops::parse_config_version(value)
+}
+
+fn workflow_run(value: &str) -> Result<String, String> {
+    shardcron::decide::workflow::run::RunId::parse(value)
+        .map(|r| r.to_string())
+        .ok_or_else(|| "expected a workflow run id (epoch milliseconds)".to_owned())
 }
 
 fn item(value: &str) -> Result<ShardItem, String> {

@@ -466,6 +466,24 @@ async fn execute(
             );
         }
         Command::Backfill(args) => backfill(ops, args, json).await?,
+        Command::Workflow(cli::WorkflowCommand::Show(args)) => {
+            let graph = ops.workflow_graph(args.job.as_ref()).await?;
+            if json {
+                print::json(&graph)
+            } else {
+                print!("{}", shardcron::ops::render_graph(&graph))
+            }
+        }
+        Command::Workflow(cli::WorkflowCommand::Runs(args)) => {
+            let runs = ops
+                .workflow_runs(&args.job, usize::from(args.limit))
+                .await?;
+            if json {
+                print::json(&runs)
+            } else {
+                print!("{}", shardcron::ops::render_runs(&runs))
+            }
+        }
         Command::Create(args) => {
             let form = JobForm {
                 job_name: args.job.to_string(),
@@ -710,6 +728,7 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.item = args.item;
     query.since = args.since;
     query.failed_only = args.failed;
+    query.workflow_run = args.workflow_run;
     // Reading never creates a database: a missing file or folder is said, not made.
     let db = args
         .db

@@ -266,7 +266,8 @@ function drawJob(name, d, box) {
       el("button", { class: "danger", "data-action": "shutdown-job", onclick: () => {
         if (confirm("Stop job " + name + " on every instance?")) act("shutdown", "POST", path + "/shutdown", {});
       } }, "Shut down everywhere"),
-      el("a", { href: "#/history/" + encodeURIComponent(name) }, "History")),
+      el("a", { href: "#/history/" + encodeURIComponent(name) }, "History"),
+      el("a", { href: "#/workflow/" + encodeURIComponent(name) }, "Workflow")),
     d.configError ? el("p", { class: "problems", text: "config: " + d.configError }) : null,
     cards,
     el("h2", { text: "Sharding map" }),
@@ -327,12 +328,13 @@ async function historyPage(name, params) {
     ev.preventDefault();
     const f = new FormData(ev.target);
     const next = new URLSearchParams();
-    for (const k of ["item", "since"]) if (f.get(k)) next.set(k, f.get(k));
+    for (const k of ["item", "since", "workflowRun"]) if (f.get(k)) next.set(k, f.get(k));
     if (f.get("failed")) next.set("failed", "true");
     location.hash = "#/history/" + encodeURIComponent(name) + (next.toString() ? "?" + next : "");
   } },
     el("label", {}, "Item", el("input", { name: "item", size: 4, value: q.get("item") || "" })),
     el("label", {}, "Since (15m, 2h, 7d, date)", el("input", { name: "since", size: 16, value: q.get("since") || "" })),
+    el("label", {}, "Workflow run", el("input", { name: "workflowRun", size: 14, value: q.get("workflowRun") || "" })),
     el("label", {}, "Failed only", el("input", { name: "failed", type: "checkbox", checked: q.get("failed") === "true" })),
     el("button", { type: "submit" }, "Filter"));
   const heading = el("h1", {}, "History of ", el("a", { href: "#/job/" + encodeURIComponent(name), text: name }));
@@ -349,6 +351,7 @@ async function historyPage(name, params) {
     el("td", { class: "num", text: r.sharding_item }),
     el("td", { class: "num", text: r.attempt == null ? "-" : r.attempt }),
     el("td", { text: r.execution_source }),
+    el("td", {}, r.workflow_run ? el("a", { class: "workflow-run", href: "#/history/" + encodeURIComponent(name) + "?workflowRun=" + encodeURIComponent(r.workflow_run), text: r.workflow_run }) : "-"),
     el("td", { text: r.hostname + " (" + r.ip + ")" }),
     el("td", {}, badge(executionStatus(r))),
     el("td", { text: r.failure_cause || "" }),
@@ -359,8 +362,8 @@ async function historyPage(name, params) {
       el("span", { class: "muted", id: "retention", text: data.kept || "" })),
     chart(data.points),
     el("table", { id: "history" },
-      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Host", "Result", "Cause", "Output"].map((h) => el("th", { text: h })))),
-      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 8, class: "muted", text: "no executions match" })))),
+      el("thead", {}, el("tr", {}, ["Start (UTC)", "Took", "Item", "Attempt", "Source", "Workflow run", "Host", "Result", "Cause", "Output"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 10, class: "muted", text: "no executions match" })))),
     await statsSection(name, q.get("by") || "hour"));
 }
 
@@ -535,12 +538,13 @@ function route() {
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   for (const a of document.querySelectorAll("header nav a")) {
-    a.classList.toggle("active", a.dataset.nav === (["servers", "audit", "new"].includes(parts[0]) ? parts[0] : "jobs"));
+    a.classList.toggle("active", a.dataset.nav === (["servers", "audit", "new", "workflow"].includes(parts[0]) ? parts[0] : "jobs"));
   }
   const failed = (e) => show(el("h1", { text: "Unavailable" }), ...errorText(e.body || { error: e.message }));
   if (parts[0] === "job" && parts[1]) jobPage(parts[1]);
   else if (parts[0] === "history" && parts[1]) historyPage(parts[1], query || "").catch(failed);
   else if (parts[0] === "output" && parts[1] && parts[2]) outputPage(parts[1], parts[2]).catch(failed);
+  else if (parts[0] === "workflow") workflowPage(parts[1]);
   else if (parts[0] === "servers") serversPage().catch(failed);
   else if (parts[0] === "audit") auditPage(query || "").catch(failed);
   else if (parts[0] === "new") newJobPage();

@@ -197,9 +197,21 @@ impl JobMachine {
             &self.local,
             only.as_ref(),
         );
-        drop(view);
         if self.flow.is_some() {
-            self.workflow_start_ops(source, scheduled, &mut plan);
+            // Items of this instance disabled by an operator do not run: recorded skipped, so
+            // the workflow run ends.
+            let disabled: Vec<ShardItem> = (view.items.iter())
+                .filter(|(i, v)| {
+                    v.disabled
+                        && v.owner.as_ref() == Some(&self.me)
+                        && only.as_ref().is_none_or(|o| o.contains(i))
+                })
+                .map(|(i, _)| *i)
+                .collect();
+            drop(view);
+            self.workflow_start_ops(source, scheduled, &mut plan, &disabled);
+        } else {
+            drop(view);
         }
         if self.config.policy().overlap == Overlap::CancelOther {
             self.cancel_other(&plan.flagged, out);

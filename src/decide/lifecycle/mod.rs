@@ -428,6 +428,14 @@ pub enum Command {
     },
     /// Log at WARN.
     Warn(String),
+    /// The job's part in a workflow run ended (reported by the job's leader, once per run):
+    /// counted and published as an event.
+    WorkflowRunEnded {
+        /// The workflow run.
+        run: crate::decide::workflow::run::RunId,
+        /// How it ended.
+        outcome: crate::decide::workflow::records::WorkflowOutcome,
+    },
     /// Send [`Input::TimerFired`] with `run_id` and `timer` after `after` (a timer whose run has
     /// ended meanwhile is ignored).
     StartTimer {

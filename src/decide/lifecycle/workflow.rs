@@ -25,6 +25,7 @@ use crate::types::{JobName, ShardItem};
 
 use super::{Command, Facts, Input, JobMachine, Purpose};
 
+mod count;
 mod look;
 
 /// The most runs remembered as asked for or launched here (older ones are in the registry).
@@ -47,6 +48,8 @@ pub(super) struct Flow {
     pruning: bool,
     /// Records of dead instances' items ended here, which the mirror may not show yet.
     ended_dead: VecDeque<String>,
+    /// The runs reported ended (the leader's count, `workflow/count.rs`).
+    counted: count::Counted,
 }
 
 impl Flow {
@@ -75,10 +78,7 @@ impl Flow {
 
 /// The root instant a run id names (`None` for a run started by hand).
 fn instant(run: &RunId) -> Option<DateTime<Utc>> {
-    run.as_str()
-        .parse::<i64>()
-        .ok()
-        .and_then(DateTime::from_timestamp_millis)
+    run.instant()
 }
 
 /// What an input means to the workflow steps.
@@ -140,12 +140,14 @@ impl JobMachine {
     }
 
     /// Adds the workflow records to a planned run's start write: `running:{me}` for the items
-    /// that run, `skipped` for those its fire flags or skips (they are not this run's).
+    /// that run, `skipped` for those its fire flags or skips (they are not this run's) and for
+    /// this instance's `disabled` items.
     pub(super) fn workflow_start_ops(
         &self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         plan: &mut RunPlan,
+        disabled: &[ShardItem],
     ) {
         let Some(run) = self.workflow_run(source, scheduled) else {
             return;
@@ -157,7 +159,7 @@ impl JobMachine {
             let op = Op::create(record(i), running.as_bytes(), CreateMode::Persistent);
             plan.start_ops.push(op);
         }
-        for i in plan.flagged.iter().chain(&plan.skipped) {
+        for i in plan.flagged.iter().chain(&plan.skipped).chain(disabled) {
             let skipped = ItemEnd::Skipped.as_str();
             plan.start_ops
                 .push(Op::create(record(i), skipped, CreateMode::Persistent));
@@ -287,6 +289,7 @@ impl JobMachine {
             self.workflow_ensure(facts, out);
         }
         self.workflow_look(facts, out);
+        self.workflow_count(facts, out);
     }
 
     /// The config changed: `shardcron.after` may have.

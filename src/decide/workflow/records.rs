@@ -104,6 +104,45 @@ impl RunRecords {
     }
 }
 
+/// How a job's part in a workflow run ended, as `shardcron_workflow_runs_total` and the
+/// `workflow_run_ended` event name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkflowOutcome {
+    /// Every item succeeded.
+    Completed,
+    /// An item failed or timed out (or its record is unreadable).
+    Failed,
+    /// The job's decision was to skip the run, or every item's fire was skipped.
+    Skipped,
+}
+
+impl WorkflowOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+impl RunRecords {
+    /// How the job's part in the run ended, for a job of `total` items: skipped as soon as its
+    /// decision says skip, else once every item ended ([`RunRecords::end`]); `None` before.
+    pub fn outcome(&self, total: u32) -> Option<WorkflowOutcome> {
+        if matches!(self.start, Some(Some(Decision::Skip { .. }))) {
+            return Some(WorkflowOutcome::Skipped);
+        }
+        Some(match self.end(total)? {
+            ItemEnd::Succeeded => WorkflowOutcome::Completed,
+            ItemEnd::Skipped => WorkflowOutcome::Skipped,
+            ItemEnd::Failed | ItemEnd::TimedOut => WorkflowOutcome::Failed,
+        })
+    }
+}
+
 /// A job's records by run, from its `(name, data, czxid)` children; names that are no record
 /// are ignored.
 pub fn parse_records<'a>(

@@ -36,6 +36,14 @@ impl RunId {
         ok.then(|| Self(text.to_owned()))
     }
 
+    /// The root fire's instant this run names; `None` for a run started by hand.
+    pub fn instant(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.0
+            .parse::<i64>()
+            .ok()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+    }
+
     /// The id as written in node names, contexts and history.
     pub fn as_str(&self) -> &str {
         &self.0

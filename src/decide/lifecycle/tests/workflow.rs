@@ -5,6 +5,8 @@
 use super::*;
 use crate::decide::workflow::graph::RunWhen;
 
+mod count;
+mod disabled;
 mod manual;
 mod recovery;
 

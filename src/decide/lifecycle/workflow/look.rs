@@ -190,44 +190,43 @@ impl JobMachine {
                 self.fire_only(ExecutionSource::Workflow, instant(run), None, facts, out);
                 return;
             }
+            let unrecorded =
+                |i: &ShardItem| !records.items.contains_key(i) && !flow.launched(run, *i);
             let mine: Vec<ShardItem> = view
                 .items
                 .iter()
                 .filter(|(i, v)| {
                     v.owner.as_ref() == Some(&self.me)
                         && !v.disabled
-                        && !records.items.contains_key(i)
-                        && !flow.launched(run, **i)
+                        && unrecorded(i)
                         && !super::super::catchup::busy(&self.local, **i, v, &self.me)
                 })
                 .map(|(i, _)| *i)
                 .collect();
-            if mine.is_empty() {
+            // Items disabled by an operator do not run: recorded skipped, so the run ends.
+            let off: Vec<ShardItem> = (view.items.iter())
+                .filter(|(i, v)| v.owner.as_ref() == Some(&self.me) && v.disabled && unrecorded(i))
+                .map(|(i, _)| *i)
+                .collect();
+            if mine.is_empty() && off.is_empty() {
                 continue;
             }
             drop(view);
-            self.flow_mut().remember_launch(run.clone(), mine.clone());
+            let (decision, run) = (decision.clone(), run.clone());
+            self.flow_mut()
+                .remember_launch(run.clone(), [&mine[..], &off[..]].concat());
+            let mut skipped = off;
             match decision {
-                Decision::Run => {
+                Decision::Run if !mine.is_empty() => {
                     self.flow_mut().current = Some(run.clone());
                     let only = Some(mine.into_iter().collect());
-                    self.fire_only(ExecutionSource::Workflow, instant(run), only, facts, out);
+                    self.fire_only(ExecutionSource::Workflow, instant(&run), only, facts, out);
                 }
-                Decision::Skip { .. } => {
-                    let ops = mine
-                        .iter()
-                        .map(|i| {
-                            let path = JobNode::WorkflowRecord(format!("{run}@{i}"));
-                            let skipped = ItemEnd::Skipped.as_str();
-                            Op::create(path.to_path(&self.job), skipped, CreateMode::Persistent)
-                        })
-                        .collect();
-                    out.push(Command::Write {
-                        ops,
-                        mode: WriteMode::Tolerant,
-                        then: Purpose::WorkflowSkip,
-                    });
-                }
+                Decision::Run => {}
+                Decision::Skip { .. } => skipped.extend(mine),
+            }
+            if !skipped.is_empty() {
+                out.push(skip_records(&self.job, &run, &skipped));
             }
             return;
         }
@@ -260,5 +259,21 @@ impl JobMachine {
 
     pub(super) fn flow_mut(&mut self) -> &mut Flow {
         self.flow.get_or_insert_with(Box::default)
+    }
+}
+
+/// The creation of `items`' records of `run` as skipped (op by op: one already there stands).
+fn skip_records(job: &JobName, run: &RunId, items: &[ShardItem]) -> Command {
+    let ops = items
+        .iter()
+        .map(|i| {
+            let path = JobNode::WorkflowRecord(format!("{run}@{i}")).to_path(job);
+            Op::create(path, ItemEnd::Skipped.as_str(), CreateMode::Persistent)
+        })
+        .collect();
+    Command::Write {
+        ops,
+        mode: WriteMode::Tolerant,
+        then: Purpose::WorkflowSkip,
     }
 }
