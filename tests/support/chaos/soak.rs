@@ -647,6 +647,9 @@ impl Soak {
             verdict.lost_in_window
         );
         let _ = writeln!(t, "{}", flow.summary());
+        for stuck in &flow.stuck {
+            let _ = writeln!(t, "  {stuck}");
+        }
         let _ = writeln!(
             t,
             "track log lines torn by a kill mid-write (skipped): {}",
