@@ -1,5 +1,5 @@
 //! Which mirror events a job's executor needs to hear of. The session forwards only these: the
-//! others are about nodes that only the leader, sharding and failover actors read (the election,
+//! others are about nodes that only the leader, sharding and failover actors read (the election but its new leader,
 //! the failover queue, other instances' nodes, the parents written at registration), and each
 //! one forwarded would be a message and a machine step that ends in nothing.
 //!
@@ -33,6 +33,8 @@ pub fn heeded(node: &JobNode, kind: NodeEventKind, me: &InstanceId) -> bool {
         (JobNode::Backfill, _) => true,
         // A workflow run's records, and a job that runs after this one.
         (JobNode::WorkflowRecord(_), _) | (JobNode::DownstreamJob(_), Created) => true,
+        // A new leader: a job without a cron whose workflow run waits on a plan asks for it.
+        (JobNode::LeaderElectionInstance, Created) => true,
         // A catch-up record taken back (a run its item's old owner cancelled); a job without a
         // catch-up window writes none.
         (JobNode::FiredItem(_), DataChanged | Deleted) => true,
@@ -51,7 +53,7 @@ mod tests {
     }
 
     #[test]
-    fn the_executor_hears_of_its_own_nodes_and_of_the_plan_not_of_the_election() {
+    fn the_executor_hears_of_its_own_nodes_the_plan_and_a_new_leader_not_of_the_rest() {
         use NodeEventKind::{Created, DataChanged, Deleted};
         let me = inst("10.0.0.1@-@1");
         let other = inst("10.0.0.2@-@1");
@@ -73,7 +75,8 @@ mod tests {
             (JobNode::LeaderShardingProcessing, Deleted, true),
             (JobNode::Root, Deleted, true),
             (JobNode::Root, Created, false),
-            (JobNode::LeaderElectionInstance, Created, false),
+            (JobNode::LeaderElectionInstance, Created, true),
+            (JobNode::LeaderElectionInstance, Deleted, false),
             (JobNode::LeaderFailoverItem(ShardItem(0)), Created, false),
             (JobNode::ShardingFailover(ShardItem(0)), Created, false),
             (JobNode::Servers, Created, false),

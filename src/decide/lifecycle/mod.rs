@@ -869,8 +869,9 @@ impl JobMachine {
                 out.push(Command::Cancel(vec![item]));
             }
             // A fire parked before the job's first plan resumes once an owner appears (the
-            // flags' deletion may have been heard before any owner was).
-            (JobNode::ShardingInstance(_), _) if self.parked.is_some() => {
+            // flags' deletion may have been heard before any owner was), and a reshard asked
+            // for is over.
+            (JobNode::ShardingInstance(_), _) if self.parked.is_some() || self.resharding => {
                 self.resume_parked(facts, out)
             }
             (JobNode::TriggerInstance(id), Created) if id == self.me => {

@@ -104,7 +104,7 @@ pub(super) fn heard(input: &Input) -> bool {
             ..
         } => true,
         Input::Event {
-            node: JobNode::Instance(_),
+            node: JobNode::Instance(_) | JobNode::LeaderElectionInstance,
             kind: NodeEventKind::Created,
         } => true,
         Input::Written {

@@ -9,6 +9,7 @@ mod count;
 mod disabled;
 mod manual;
 mod recovery;
+mod unsharded;
 
 /// The fake's workflow records, built up.
 impl Fake {

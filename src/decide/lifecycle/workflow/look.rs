@@ -178,16 +178,23 @@ impl JobMachine {
             let Some(Some(decision)) = &records.start else {
                 continue;
             };
+            if !settled
+                && records.items.len() as u64 >= u64::from(self.config.sharding_total_count())
+            {
+                continue; // every item of it has a record: nothing waits on a plan
+            }
             if !settled {
-                // Not sharded yet (a job without a cron is sharded at its first fire): the fire
-                // parks until the plan is committed, then runs the items this instance owns.
-                if flow.launched.iter().any(|(r, _)| r == run) {
-                    return;
-                }
+                // Not sharded (a job without a cron is sharded when its leader asks, as a fire
+                // does): the leader asks once; the committed plan's events bring the next look.
+                // Asked for every reshard the run needs, not once per run: a node lost while a
+                // run waits needs another.
+                let leads = view.leader.as_ref() == Some(&self.me);
                 drop(view);
-                self.flow_mut().remember_launch(run.clone(), Vec::new());
-                self.flow_mut().current = Some(run.clone());
-                self.fire_only(ExecutionSource::Workflow, instant(run), None, facts, out);
+                if leads && !self.resharding {
+                    self.resharding = true;
+                    out.push(Command::SetResharding(true));
+                    out.push(Command::AskReshard);
+                }
                 return;
             }
             let unrecorded =
