@@ -166,16 +166,19 @@ impl Ops {
         Ok(self.roots().await?.0)
     }
 
+    /// The names of the root's children (the mirror's, when reading one).
+    async fn root_names(&self) -> Result<Vec<String>, OpsError> {
+        match &self.mirror {
+            Some(mirror) => Ok(mirror.children("/")),
+            None => {
+                (self.registry.children("/").await).map_err(|source| OpsError::ListJobs { source })
+            }
+        }
+    }
+
     /// Reads every child of the root: the jobs, and why the others are not.
     async fn roots(&self) -> Result<(Vec<(JobName, JobSnapshot)>, Vec<NotAJob>), OpsError> {
-        let names = match &self.mirror {
-            Some(mirror) => mirror.children("/"),
-            None => self
-                .registry
-                .children("/")
-                .await
-                .map_err(|source| OpsError::ListJobs { source })?,
-        };
+        let names = self.root_names().await?;
         let mut jobs = Vec::new();
         let mut not_jobs = Vec::new();
         for name in names {

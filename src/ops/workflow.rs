@@ -23,14 +23,7 @@ impl Ops {
         if dependency.after.is_empty() {
             return Ok(());
         }
-        let names = match &self.mirror {
-            Some(mirror) => mirror.children("/"),
-            None => self
-                .registry
-                .children("/")
-                .await
-                .map_err(|source| OpsError::ListJobs { source })?,
-        };
+        let names = self.root_names().await?;
         let mut jobs: Vec<(JobName, Dependency)> = Vec::with_capacity(names.len());
         for name in names {
             let Ok(other) = JobName::new(name) else {

@@ -55,14 +55,7 @@ impl Ops {
         &self,
         of: Option<&JobName>,
     ) -> Result<(BTreeMap<JobName, JobFacts>, BTreeSet<JobName>), OpsError> {
-        let names = match &self.mirror {
-            Some(mirror) => mirror.children("/"),
-            None => self
-                .registry
-                .children("/")
-                .await
-                .map_err(|source| OpsError::ListJobs { source })?,
-        };
+        let names = self.root_names().await?;
         let names: Vec<JobName> = names
             .into_iter()
             .filter_map(|n| JobName::new(n).ok())

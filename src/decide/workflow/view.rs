@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::types::{JobName, ShardItem};
+use crate::types::JobName;
 
 use super::graph::Dependency;
 use super::records::{Decision, ItemRecord, RunRecords};
-use super::run::{run_end, ItemEnd, RunId};
+use super::run::{ItemEnd, RunId};
 
 /// A job as the view reads it from the registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,15 +331,7 @@ fn state(records: &RunRecords, total: u32, items: &ItemCounts) -> StepState {
     if items.running > 0 {
         return StepState::Running;
     }
-    let ended: BTreeMap<ShardItem, Option<ItemEnd>> = records
-        .items
-        .iter()
-        .filter_map(|(i, (r, _))| match r {
-            ItemRecord::Ended(end) => Some((*i, *end)),
-            ItemRecord::Running(_) => None,
-        })
-        .collect();
-    match run_end(total, &ended) {
+    match records.end(total) {
         Some(ItemEnd::Succeeded) => StepState::Succeeded,
         Some(ItemEnd::Skipped) => StepState::Skipped,
         Some(ItemEnd::Failed | ItemEnd::TimedOut) => StepState::Failed,
