@@ -14,16 +14,13 @@ use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome, Purpose};
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 
-use super::context::{JobEvent, JobSpec, SessionCtx};
+use super::context::{JobEvent, SessionCtx};
 use super::decisions::DecisionsSeen;
-use super::failover::FailoverMsg;
-use super::leader::LeaderMsg;
+use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::once::OnceSlot;
 use super::register::{check_session, config_input, register};
-use super::run::{report, RunKit, RunReport};
-use super::session::Peers;
-use super::sharding::ShardingMsg;
-use super::trigger::TriggerMsg;
+use super::run::{report, RunKit};
+use super::spec::JobSpec;
 
 /// The stop reason of an executor whose job was removed (API, operator shutdown of this instance,
 /// job deleted from the registry): its supervisor forgets the job instead of restarting it.
@@ -32,32 +29,6 @@ pub(crate) const JOB_REMOVED: &str = "job removed";
 /// The ExecutorActor.
 #[derive(Debug)]
 pub(crate) struct ExecutorActor;
-
-/// Messages of the ExecutorActor.
-#[derive(Debug)]
-pub(crate) enum ExecutorMsg {
-    /// An input for the job's machine as it is: `Prepare` and `Fire` from the trigger, `Trigger`,
-    /// `Session`, `Fenced`, `Paused` from the session, `SessionChecked`, `Remove`,
-    /// `FailoverClaimed` from the failover actor.
-    Step(Input),
-    /// A run's task ended: its items are done.
-    RunFinished(Box<RunReport>),
-    /// A node of this job changed (a config change is read and validated here first).
-    Job(JobEvent),
-    /// The mirror was re-listed.
-    Resynced,
-    /// Stop firing; reply once no item runs.
-    Drain(RpcReplyPort<()>),
-    /// Whether no run of this job is in progress here (the FailoverActor claims only then).
-    IsIdle(RpcReplyPort<bool>),
-    /// Fencing tokens of items the failover actor is about to hand over (sent just before their
-    /// `FailoverClaimed`).
-    FailoverFences(Vec<(crate::types::ShardItem, crate::job::FencingToken)>),
-    /// An input for the job's distribute-once coordination: a round's timeout, hooks returned.
-    Once(crate::decide::guarantee::GuaranteeInput),
-    /// The session's actors were replaced: talk to these from now on.
-    Peers(Arc<Peers>),
-}
 
 /// Arguments of the ExecutorActor.
 #[derive(Debug)]

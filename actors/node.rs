@@ -43,10 +43,13 @@ use crate::registry::Connector;
 use crate::sharding::StrategyRegistry;
 use crate::types::{InstanceId, JobName};
 
-use super::context::{JobSpec, JobType, NodeContext, NodeOptions};
+use super::context::NodeContext;
+use super::spec::{JobSpec, JobType, NodeOptions};
 use super::endpoints::{is_ready, Endpoints};
 pub use super::error::EngineError;
-use super::registry::{RegistryActor, RegistryMsg};
+use super::mail::RegistryMsg;
+pub use super::mail::NodeMsg;
+use super::registry::RegistryActor;
 
 static NODE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -260,7 +263,7 @@ impl NodeBuilder {
         });
         for mut spec in self.jobs {
             with_labels(&mut spec, &labels);
-            let v = super::register::validate(&node, &spec.config, &spec.job_type)?;
+            let v = super::context::validate(&node, &spec.config, &spec.job_type)?;
             jobs.insert(v.job_name().clone(), Arc::new(spec));
         }
         *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
@@ -280,6 +283,7 @@ impl NodeBuilder {
             None => Actor::spawn(name, NodeActor, node.clone()).await,
         };
         let (actor, _) = spawned.map_err(|e| EngineError::Actor(e.to_string()))?;
+        endpoints.attach(actor.clone());
         Ok(NodeHandle {
             actor,
             node,
@@ -386,35 +390,31 @@ impl NodeHandle {
 
     async fn ask<T: Send + 'static>(
         &self,
-        make: impl FnOnce(RpcReplyPort<Result<T, EngineError>>) -> RegistryMsg,
+        make: impl FnOnce(RpcReplyPort<Result<T, EngineError>>) -> NodeMsg,
     ) -> Result<T, EngineError> {
-        let reg = self.registry().ok_or(EngineError::NoSession)?;
-        reg.call(make, None)
+        self.actor
+            .call(make, None)
             .await
             .map_err(|e| EngineError::Actor(e.to_string()))?
             .success_or(EngineError::Actor("no reply".into()))?
     }
 
-    fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
-        ActorRef::where_is(self.node.actor_name("registry"))
-    }
-
     /// Adds a job at runtime.
     pub async fn add_job(&self, mut spec: JobSpec) -> Result<(), EngineError> {
         with_labels(&mut spec, &self.labels);
-        self.ask(|r| RegistryMsg::AddJob(Box::new(spec), r)).await
+        self.ask(|r| NodeMsg::AddJob(Box::new(spec), r)).await
     }
 
     /// Removes a job from this node (the job stays in the registry for the other instances).
     pub async fn remove_job(&self, job: &JobName) -> Result<(), EngineError> {
         let job = job.clone();
-        self.ask(|r| RegistryMsg::RemoveJob(job, r)).await
+        self.ask(|r| NodeMsg::RemoveJob(job, r)).await
     }
 
     /// Runs every item this instance owns of `job` once, now (queued behind a running run).
     pub async fn trigger(&self, job: &JobName) -> Result<(), EngineError> {
         let job = job.clone();
-        self.ask(|r| RegistryMsg::Trigger(job, r)).await
+        self.ask(|r| NodeMsg::Trigger(job, r)).await
     }
 
     /// The cell of `job`'s ExecutorActor on the current session, for supervision and diagnostics:
@@ -424,7 +424,7 @@ impl NodeHandle {
     /// session is open and [`EngineError::UnknownJob`] for a job this node does not run.
     pub async fn executor(&self, job: &JobName) -> Result<ractor::ActorCell, EngineError> {
         let job = job.clone();
-        self.ask(|r| RegistryMsg::Executor(job, r)).await
+        self.ask(|r| NodeMsg::Executor(job, r)).await
     }
 
     /// Subscribes to the node's events with a queue of `capacity`; overflow is counted, never
@@ -436,7 +436,7 @@ impl NodeHandle {
     /// Whether the node is ready as `/readyz` answers: a session is open, the mirror in sync, and
     /// every job of the node registered on that session.
     pub async fn is_ready(&self) -> bool {
-        is_ready(&self.node).await
+        is_ready(&self.node, &self.actor).await
     }
 
     /// The address `GET /metrics` is served on, when [`NodeBuilder::metrics`] asked for it.
@@ -464,10 +464,6 @@ impl NodeHandle {
 /// The NodeActor: the root of a node's tree.
 #[derive(Debug)]
 pub struct NodeActor;
-
-/// Messages of the NodeActor (it only supervises; the API talks to the RegistryActor).
-#[derive(Debug)]
-pub enum NodeMsg {}
 
 /// State of the NodeActor.
 #[derive(Debug)]
@@ -539,6 +535,30 @@ impl Actor for NodeActor {
         Ok(state)
     }
 
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: NodeMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Reply ports go on to the current RegistryActor; none while it restarts.
+        let Some(registry) = &state.registry else {
+            answer_without_registry(msg);
+            return Ok(());
+        };
+        let forwarded = match msg {
+            NodeMsg::AddJob(spec, reply) => RegistryMsg::AddJob(spec, reply),
+            NodeMsg::RemoveJob(job, reply) => RegistryMsg::RemoveJob(job, reply),
+            NodeMsg::Trigger(job, reply) => RegistryMsg::Trigger(job, reply),
+            NodeMsg::Executor(job, reply) => RegistryMsg::Executor(job, reply),
+            NodeMsg::ReadySession(reply) => RegistryMsg::ReadySession(reply),
+            NodeMsg::Session(reply) => RegistryMsg::Session(reply),
+        };
+        // A registry actor that just ended drops the reply port: the caller hears "no reply".
+        let _ = registry.send_message(forwarded);
+        Ok(())
+    }
+
     async fn handle_supervisor_evt(
         &self,
         myself: ActorRef<Self::Msg>,
@@ -573,6 +593,18 @@ impl Actor for NodeActor {
             let _ = r.stop_and_wait(Some("node stopping".into()), None).await;
         }
         Ok(())
+    }
+}
+
+/// Answers a request that came while the RegistryActor restarts.
+fn answer_without_registry(msg: NodeMsg) {
+    match msg {
+        NodeMsg::AddJob(_, r) | NodeMsg::RemoveJob(_, r) | NodeMsg::Trigger(_, r) => {
+            let _ = r.send(Err(EngineError::NoSession));
+        }
+        NodeMsg::Executor(_, r) => drop(r.send(Err(EngineError::NoSession))),
+        NodeMsg::ReadySession(r) => drop(r.send(None)),
+        NodeMsg::Session(r) => drop(r.send(None)),
     }
 }
 

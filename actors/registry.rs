@@ -5,51 +5,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
-use crate::types::JobName;
 
-use super::context::{JobConfigs, JobEvent, JobSpec, NodeContext, SessionCtx};
-use super::node::EngineError;
+use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
+use super::error::EngineError;
+use super::mail::RegistryMsg;
 use super::session::{SessionActor, SessionMsg};
+use super::spec::{job_name, JobSpec};
+use super::writes::WriteBatcher;
 
 /// The RegistryActor.
 #[derive(Debug)]
 pub(crate) struct RegistryActor;
-
-/// Messages of the RegistryActor.
-#[derive(Debug)]
-pub(crate) enum RegistryMsg {
-    /// Open a session (at start, after an expiry, or after a failed attempt).
-    Connect,
-    /// The mirror feed of session `generation` changed something.
-    MirrorChanged(u64, MirrorEvent),
-    /// Add a job to this node (and to the current session, if any).
-    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
-    /// Remove a job from this node.
-    RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// Run every item this instance owns of a job once, now.
-    Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// The cell of a job's ExecutorActor on the current session (supervision, diagnostics).
-    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
-    /// The id of the connected session, when its mirror is synced (`None` otherwise).
-    ReadySession(RpcReplyPort<Option<i64>>),
-    /// The current session, for a read that must reach the registry itself (a dump).
-    Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
-    /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
-    CheckClock,
-    /// An adopted job was drained and removed from this node (`actors/adopt.rs`).
-    Dropped(JobName),
-    /// The mirror feed of session `generation` ended without a terminal session state (its
-    /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
-    /// registry, so the session is given up and a new one opened.
-    FeedEnded(u64),
-}
 
 struct Active {
     registry: Arc<dyn Registry>,
@@ -208,7 +181,7 @@ impl Actor for RegistryActor {
                 }
             }
             // The reply ports go on to the SessionActor: this handler waits for no registration.
-            RegistryMsg::AddJob(spec, reply) => match super::register::job_name(&spec.config) {
+            RegistryMsg::AddJob(spec, reply) => match job_name(&spec.config) {
                 Err(e) => drop(reply.send(Err(e))),
                 Ok(name) => {
                     let spec: Arc<JobSpec> = Arc::from(spec);
@@ -398,7 +371,7 @@ async fn connect(
         node: state.node.clone(),
         registry: registry.clone(),
         configs: Arc::new(JobConfigs::default()),
-        writes: super::batch::WriteBatcher::start(registry.clone()),
+        writes: WriteBatcher::start(registry.clone()),
     };
     let session = state.spawn_session(myself, ctx.clone()).await?;
     let me = myself.clone();
@@ -492,8 +465,3 @@ async fn forward(
     }
 }
 
-pub(crate) fn lock_jobs(
-    node: &NodeContext,
-) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<JobName, Arc<JobSpec>>> {
-    node.jobs.lock().unwrap_or_else(|p| p.into_inner())
-}

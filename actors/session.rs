@@ -17,14 +17,15 @@ use crate::paths::JobNode;
 use crate::registry::{NodeEventKind, SessionState};
 use crate::types::JobName;
 
-use super::context::{JobEvent, JobSpec, SessionCtx};
-use super::executor::{ExecutorActor, ExecutorArgs, ExecutorMsg, JOB_REMOVED};
-use super::failover::{FailoverActor, FailoverArgs, FailoverMsg, Reaction as FailoverReaction};
-use super::leader::{LeaderActor, LeaderMsg, Reaction as LeaderReaction};
-use super::node::EngineError;
-use super::registry::lock_jobs;
-use super::sharding::{ShardingActor, ShardingMsg};
-use super::trigger::{TriggerActor, TriggerArgs, TriggerMsg};
+use super::context::{lock_jobs, JobEvent, SessionCtx};
+use super::error::EngineError;
+use super::executor::{ExecutorActor, ExecutorArgs, JOB_REMOVED};
+use super::failover::{FailoverActor, FailoverArgs, Reaction as FailoverReaction};
+use super::leader::{LeaderActor, Reaction as LeaderReaction};
+use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
+use super::sharding::ShardingActor;
+use super::spec::{job_name, JobSpec};
+use super::trigger::{TriggerActor, TriggerArgs};
 
 /// How long to wait before trying again to start a child whose restart failed.
 const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -33,16 +34,6 @@ const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// freed-but-retained heap behind at 10,000 jobs (bench scenario 4: 159 MB resident against 142 MB
 /// at 128) for no faster start: the registrations share the same batched writes either way.
 const REGISTERING_AT_ONCE: usize = 128;
-
-/// The handles an executor talks to, handed down by the SessionActor; replaced (and sent again to
-/// every executor) when one of these actors restarts.
-#[derive(Debug)]
-pub(crate) struct Peers {
-    pub(crate) trigger: ActorRef<TriggerMsg>,
-    pub(crate) leader: ActorRef<LeaderMsg>,
-    pub(crate) sharding: ActorRef<ShardingMsg>,
-    pub(crate) failover: ActorRef<FailoverMsg>,
-}
 
 /// Spawns (and so registers) the executor of `job`.
 async fn spawn_executor(
@@ -485,7 +476,7 @@ impl Actor for SessionActor {
                 myself.stop(Some("session expired".into()));
             }
             SessionMsg::AddJob(spec, reply) => {
-                let job = match super::register::job_name(&spec.config) {
+                let job = match job_name(&spec.config) {
                     Ok(j) => j,
                     Err(e) => {
                         let _ = reply.send(Err(e));
