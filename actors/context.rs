@@ -111,7 +111,14 @@ pub(crate) struct SessionCtx {
     pub(crate) configs: Arc<JobConfigs>,
     /// Run markers of concurrent runs, combined into multi-ops.
     pub(crate) writes: WriteBatcher,
+    /// Permits of the executors registering their jobs ([`REGISTERING_AT_ONCE`]).
+    pub(crate) registering: Arc<tokio::sync::Semaphore>,
 }
+
+/// Jobs that register side by side on a session: their writes pipelined, not one after another;
+/// a few hundred at a time fill the pipeline without holding every job's registration in memory
+/// at once.
+pub(crate) const REGISTERING_AT_ONCE: usize = 128;
 
 impl SessionCtx {
     /// This instance.

@@ -16,7 +16,7 @@ use crate::registry::{NodeEventKind, Registry, SessionState};
 use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
 use super::error::EngineError;
 use super::mail::RegistryMsg;
-use super::session::{SessionActor, SessionMsg};
+use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
 use super::spec::{job_name, JobSpec};
 use super::writes::WriteBatcher;
 
@@ -29,6 +29,7 @@ struct Active {
     _feed: FeedHandle,
     forward: JoinHandle<()>,
     session: ActorRef<SessionMsg>,
+    singletons: Singletons,
     ctx: SessionCtx,
 }
 
@@ -53,12 +54,14 @@ impl RegistryState {
         &self,
         myself: &ActorRef<RegistryMsg>,
         ctx: SessionCtx,
+        singletons: Singletons,
     ) -> Result<ActorRef<SessionMsg>, ActorProcessingErr> {
         let name = self
             .node
             .actor_name(&format!("session-{}", self.generation));
+        let args = SessionArgs { ctx, singletons };
         let (session, _) =
-            Actor::spawn_linked(Some(name), SessionActor, ctx, myself.get_cell()).await?;
+            Actor::spawn_linked(Some(name), SessionActor, args, myself.get_cell()).await?;
         Ok(session)
     }
 
@@ -282,18 +285,18 @@ impl Actor for RegistryActor {
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            let ctx = state
-                .active
-                .as_ref()
-                .map(|a| a.ctx.clone())
-                .expect("checked above");
+            let Some((ctx, singletons)) = (state.active.as_ref())
+                .map(|a| (a.ctx.clone(), a.singletons.clone()))
+            else {
+                return Ok(());
+            };
             // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
-            stop_stragglers(&state.node).await;
+            stop_stragglers(&singletons).await;
             let ctx = SessionCtx {
                 configs: Arc::new(JobConfigs::default()),
                 ..ctx
             };
-            let session = state.spawn_session(&myself, ctx.clone()).await?;
+            let session = (state.spawn_session(&myself, ctx.clone(), singletons)).await?;
             if let Some(a) = state.active.as_mut() {
                 a.session = session;
                 a.ctx = ctx;
@@ -372,8 +375,12 @@ async fn connect(
         registry: registry.clone(),
         configs: Arc::new(JobConfigs::default()),
         writes: WriteBatcher::start(registry.clone()),
+        registering: Arc::new(tokio::sync::Semaphore::new(
+            super::context::REGISTERING_AT_ONCE,
+        )),
     };
-    let session = state.spawn_session(myself, ctx.clone()).await?;
+    let singletons = Singletons::default();
+    let session = (state.spawn_session(myself, ctx.clone(), singletons.clone())).await?;
     let me = myself.clone();
     let states = registry.session_state();
     let forward = tokio::spawn(forward(events, states, me, generation));
@@ -385,6 +392,7 @@ async fn connect(
         _feed: handle,
         forward,
         session,
+        singletons,
         ctx,
     });
     Ok(())
@@ -392,7 +400,8 @@ async fn connect(
 
 /// Stops the four singletons a failed SessionActor left behind (its children outlive it for a
 /// moment) and waits for them (bounded), so that the new subtree can register the same names.
-/// Found by their scoped names: a dead subtree has nobody left to ask.
+/// Their cells are those the SessionActor recorded as it spawned them (a dead subtree has nobody
+/// left to ask).
 ///
 /// Executors are unnamed (a name cost ~190 bytes a job), so they clash with nothing, and none is
 /// waited for here. An old executor of a job beside the new session's executor of that job is
@@ -405,11 +414,11 @@ async fn connect(
 /// outlives it (its run tasks, reporting to a dead ref) outlived it just as much when it was
 /// waited for by name: the same case as a single executor's restart, where the new one starts
 /// beside the old runs.
-async fn stop_stragglers(node: &NodeContext) {
-    let cells: Vec<_> = ["trigger", "leader", "sharding", "failover"]
-        .iter()
-        .filter_map(|w| ractor::registry::where_is(node.actor_name(w)))
-        .collect();
+async fn stop_stragglers(singletons: &Singletons) {
+    let cells: Vec<_> = {
+        let mut singletons = singletons.lock().unwrap_or_else(|p| p.into_inner());
+        singletons.drain().map(|(_, cell)| cell).collect()
+    };
     let stops = cells.iter().map(|c| {
         c.stop_and_wait(
             Some("session subtree restarting".into()),
