@@ -25,7 +25,6 @@ use super::error::EngineError;
 use super::mail::{ExecutorMsg, RegistryMsg};
 use super::spec::{JobSpec, JobType};
 
-
 fn lock(slot: &Mutex<Adoption>) -> MutexGuard<'_, Adoption> {
     slot.lock().unwrap_or_else(|p| p.into_inner())
 }

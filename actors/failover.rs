@@ -30,9 +30,9 @@ use crate::registry::NodeEventKind;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 use super::context::{JobEvent, SessionCtx};
-use super::mail::{ExecutorMsg, FailoverMsg};
 use super::failover_lane::{has_marks, Request};
 use super::lanes::{self, Lanes};
+use super::mail::{ExecutorMsg, FailoverMsg};
 
 /// The FailoverActor.
 #[derive(Debug)]

@@ -15,15 +15,15 @@ use crate::decide::lifecycle::Input;
 use crate::events::EngineEvent;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::paths::JobNode;
-use crate::registry::Op;
 use crate::registry::mirror::Mirror;
+use crate::registry::Op;
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
 
 use super::context::SessionCtx;
+use super::lanes::Merge;
 use super::mail::ExecutorMsg;
 use super::writes::apply_each_tolerant;
-use super::lanes::Merge;
 
 /// How long the executor may take to say whether it is idle (its mailbox may hold a fire).
 const IDLE_QUERY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -285,8 +285,8 @@ impl Actor for RegistryActor {
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            let Some((ctx, singletons)) = (state.active.as_ref())
-                .map(|a| (a.ctx.clone(), a.singletons.clone()))
+            let Some((ctx, singletons)) =
+                (state.active.as_ref()).map(|a| (a.ctx.clone(), a.singletons.clone()))
             else {
                 return Ok(());
             };
@@ -473,4 +473,3 @@ async fn forward(
         }
     }
 }
-

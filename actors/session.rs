@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
@@ -263,7 +262,8 @@ impl SessionActorState {
         let r = spawn_executor(&self.ctx, myself, job, peers, reply).await?;
         self.executors.insert(job.clone(), r.clone());
         self.note_upstreams(job);
-        self.children.insert(r.get_id(), Child::Executor(job.clone()));
+        self.children
+            .insert(r.get_id(), Child::Executor(job.clone()));
         Ok(())
     }
 

@@ -1,6 +1,5 @@
 //! The TriggerActor's messages.
 
-
 use ractor::ActorRef;
 
 use crate::config::ValidatedConfig;
