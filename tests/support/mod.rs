@@ -11,6 +11,7 @@
 //! | [`script_runs`] | script jobs on ZooKeeper whose runs are read back as their scripts saw them |
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
 //! | [`step_log`] | workflow steps' scripts for node processes: start and end lines by workflow run, hold files |
+//! | [`imports`] | `module_imports`: a directory's module import graph, read from its `use` lines and paths |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
 #![allow(dead_code, unreachable_pub)]
@@ -23,6 +24,7 @@ pub mod conformance;
 pub mod embedded;
 pub mod example_bin;
 pub mod http;
+pub mod imports;
 pub mod java;
 pub mod mixed;
 pub mod node_proc;

@@ -30,6 +30,7 @@ mod fence;
 mod fire;
 pub mod heed;
 mod manual;
+mod mirror_facts;
 mod overlap;
 mod policy;
 mod registration;
@@ -46,9 +47,9 @@ use chrono::{DateTime, Utc};
 pub use fence::FenceBudget;
 
 use crate::config::ValidatedConfig;
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::{NodeEventKind, Op, RegistryError, SessionState};
 use crate::paths::JobNode;
-use crate::registry::{NodeEventKind, Op, RegistryError, SessionState};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
 

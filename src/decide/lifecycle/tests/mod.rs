@@ -20,7 +20,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use super::*;
 use crate::config::{JobConfig, JobKind, ValidationContext};
 use crate::decide::fixtures::*;
-use crate::registry::CreateMode;
+use crate::model::CreateMode;
 
 const SESSION: i64 = 0x20;
 const OLD_SESSION: i64 = 0x10;
