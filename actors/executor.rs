@@ -15,8 +15,8 @@ use crate::paths::JobNode;
 
 use super::context::{JobEvent, SessionCtx};
 use super::decisions::DecisionsSeen;
-use super::interpret::{self, Interpret};
 use super::error::EngineError;
+use super::interpret::{self, Interpret};
 use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::once::OnceSlot;
 use super::register::{check_session, config_input, register};
@@ -60,7 +60,14 @@ pub(crate) struct ExecutorState {
 impl ExecutorState {
     /// Steps the machine and carries out its commands (the one loop: [`interpret::drive`]).
     async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
-        interpret::drive(&mut Driving { state: self, myself }, input).await;
+        interpret::drive(
+            &mut Driving {
+                state: self,
+                myself,
+            },
+            input,
+        )
+        .await;
     }
 
     /// One command; a write returns the input its outcome makes.

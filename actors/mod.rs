@@ -54,6 +54,7 @@ pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod failover;
 pub(crate) mod failover_lane;
+pub(crate) mod feed;
 pub(crate) mod interpret;
 pub(crate) mod lanes;
 pub(crate) mod leader;

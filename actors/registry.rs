@@ -10,12 +10,12 @@ use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent, MirrorFeed};
+use crate::registry::mirror::{FeedHandle, MirrorEvent, MirrorFeed};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
 use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
 use super::error::EngineError;
-use super::mail::{Opened, RegistryMsg};
+use super::mail::RegistryMsg;
 use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
 use super::spec::{job_name, JobSpec};
 use super::writes::WriteBatcher;
@@ -41,6 +41,8 @@ pub(crate) struct RegistryState {
     backoff: Duration,
     /// A connection attempt is under way (its task answers `Opened`).
     connecting: bool,
+    /// Requests that came meanwhile, handled in order once it ended.
+    parked: Vec<RegistryMsg>,
 }
 
 impl std::fmt::Debug for RegistryState {
@@ -110,6 +112,7 @@ impl Actor for RegistryActor {
             generation: 0,
             backoff,
             connecting: false,
+            parked: Vec::new(),
         })
     }
 
@@ -129,7 +132,7 @@ impl Actor for RegistryActor {
                 state.connecting = true;
                 let (node, me) = (state.node.clone(), myself.clone());
                 tokio::spawn(async move {
-                    let opened = open(&node).await;
+                    let opened = super::feed::open(&node).await;
                     let _ = me.send_message(RegistryMsg::Opened(Box::new(opened)));
                 });
             }
@@ -139,6 +142,9 @@ impl Actor for RegistryActor {
                     Ok((registry, feed)) => start_session(state, &myself, registry, feed).await,
                     Err(e) => Err(e.into()),
                 };
+                for request in std::mem::take(&mut state.parked) {
+                    on_request(state, &myself, request);
+                }
                 match result {
                     Ok(()) => state.backoff = state.node.options.reconnect_initial,
                     Err(e) => {
@@ -201,42 +207,18 @@ impl Actor for RegistryActor {
                     }
                 }
             }
-            // The reply ports go on to the SessionActor: this handler waits for no registration.
-            RegistryMsg::AddJob(spec, reply) => match job_name(&spec.config) {
-                Err(e) => drop(reply.send(Err(e))),
-                Ok(name) => {
-                    let spec: Arc<JobSpec> = Arc::from(spec);
-                    lock_jobs(&state.node).insert(name, spec.clone());
-                    match &state.active {
-                        Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
-                        None => drop(reply.send(Ok(()))),
-                    }
-                }
-            },
-            RegistryMsg::RemoveJob(job, reply) => {
-                lock_jobs(&state.node).remove(&job);
-                match &state.active {
-                    Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
-                    None => drop(reply.send(Ok(()))),
+            // A request that comes while a session opens waits for it (parked, not awaited).
+            request @ (RegistryMsg::AddJob(..)
+            | RegistryMsg::RemoveJob(..)
+            | RegistryMsg::Trigger(..)
+            | RegistryMsg::Executor(..)
+            | RegistryMsg::Dropped(_)) => {
+                if state.connecting {
+                    state.parked.push(request);
+                } else {
+                    on_request(state, &myself, request);
                 }
             }
-            RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, &myself, &job),
-            RegistryMsg::Trigger(job, reply) => match &state.active {
-                Some(a) => {
-                    let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
-                }
-                None => {
-                    let _ = reply.send(Err(EngineError::NoSession));
-                }
-            },
-            RegistryMsg::Executor(job, reply) => match &state.active {
-                Some(a) => {
-                    let _ = a.session.send_message(SessionMsg::Executor(job, reply));
-                }
-                None => {
-                    let _ = reply.send(Err(EngineError::NoSession));
-                }
-            },
             RegistryMsg::CheckClock => {
                 let Some(active) = &state.active else {
                     return Ok(());
@@ -344,23 +326,6 @@ impl Actor for RegistryActor {
     }
 }
 
-/// How long a `running` marker may stay in the mirror with its data unread.
-const RUN_MARKER_SETTLE: Duration = Duration::from_secs(1);
-
-/// `running` markers come and go around every run; nobody needs their data (the owner's id) at
-/// once, so the mirror reads it only for markers that outlive [`RUN_MARKER_SETTLE`], or before it
-/// applies any other change. A run then costs the mirror no registry read.
-fn feed_options() -> FeedOptions {
-    FeedOptions {
-        lazy_data: Some(Arc::new(|path: &str| {
-            // The suffix first: most paths are not markers, and parsing one allocates.
-            path.ends_with("/running")
-                && matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
-        })),
-        settle: RUN_MARKER_SETTLE,
-    }
-}
-
 /// Sends a request carrying its reply port to the session; a session already gone answers it
 /// with an error here.
 fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
@@ -375,12 +340,47 @@ fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
     }
 }
 
-/// Opens a session and lists the namespace into the mirror (on a task of its own).
-async fn open(node: &NodeContext) -> Opened {
-    let registry = (node.connector.connect().await).map_err(|e| e.to_string())?;
-    let feed = (node.mirror.feed_with(registry.clone(), "/", feed_options()).await)
-        .map_err(|e| e.to_string())?;
-    Ok((registry, feed))
+/// The node's requests (and an adopted job's drop): their reply ports go on to the SessionActor,
+/// so this waits for no registration; with no session, a job is kept for the next one.
+fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: RegistryMsg) {
+    match msg {
+        RegistryMsg::AddJob(spec, reply) => match job_name(&spec.config) {
+            Err(e) => drop(reply.send(Err(e))),
+            Ok(name) => {
+                let spec: Arc<JobSpec> = Arc::from(spec);
+                lock_jobs(&state.node).insert(name, spec.clone());
+                match &state.active {
+                    Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
+                    None => drop(reply.send(Ok(()))),
+                }
+            }
+        },
+        RegistryMsg::RemoveJob(job, reply) => {
+            lock_jobs(&state.node).remove(&job);
+            match &state.active {
+                Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
+                None => drop(reply.send(Ok(()))),
+            }
+        }
+        RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, myself, &job),
+        RegistryMsg::Trigger(job, reply) => match &state.active {
+            Some(a) => {
+                let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
+            }
+            None => {
+                let _ = reply.send(Err(EngineError::NoSession));
+            }
+        },
+        RegistryMsg::Executor(job, reply) => match &state.active {
+            Some(a) => {
+                let _ = a.session.send_message(SessionMsg::Executor(job, reply));
+            }
+            None => {
+                let _ = reply.send(Err(EngineError::NoSession));
+            }
+        },
+        other => tracing::debug!(?other, "not a request"),
+    }
 }
 
 /// Starts the subtree of a session just opened.
@@ -406,7 +406,7 @@ async fn start_session(
     let session = (state.spawn_session(myself, ctx.clone(), singletons.clone())).await?;
     let me = myself.clone();
     let states = registry.session_state();
-    let forward = tokio::spawn(forward(events, states, me, generation));
+    let forward = tokio::spawn(super::feed::forward(events, states, me, generation));
     myself.send_message(RegistryMsg::CheckClock)?;
     tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
         "registry session opened");
@@ -449,50 +449,4 @@ async fn stop_stragglers(singletons: &Singletons) {
         )
     });
     futures::future::join_all(stops).await;
-}
-
-/// Forwards the feed's events and the session's state changes to the actor. Session states come
-/// straight from the session's own state channel, never through the feed: the feed may be stuck
-/// on a read (a `get_many` of a partitioned session waits for its call timeout), and a node that
-/// must stop its items when cut off cannot wait behind it. The feed's own copies of non-terminal
-/// states are dropped (they arrive late or not at all); a terminal state may come either way,
-/// the first one tears the session down and the actor ignores the other (its generation is gone).
-async fn forward(
-    mut events: tokio::sync::mpsc::UnboundedReceiver<MirrorEvent>,
-    mut states: tokio::sync::watch::Receiver<SessionState>,
-    me: ActorRef<RegistryMsg>,
-    generation: u64,
-) {
-    let mut states_open = true;
-    loop {
-        let ev = tokio::select! {
-            biased;
-            changed = states.changed(), if states_open => {
-                if changed.is_err() {
-                    // The session dropped its state channel: the feed reports its end.
-                    states_open = false;
-                    continue;
-                }
-                MirrorEvent::Session(*states.borrow_and_update())
-            }
-            ev = events.recv() => match ev {
-                Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
-                Some(ev) => ev,
-                None => {
-                    // Stopped forwarding states here used to leave the node on a session nobody
-                    // watched: when it expired, nothing opened another (no instance node, no
-                    // runs, ready). A feed that ended after a terminal state names a generation
-                    // the actor has already left, and is ignored.
-                    let _ = me.send_message(RegistryMsg::FeedEnded(generation));
-                    break;
-                }
-            },
-        };
-        if me
-            .send_message(RegistryMsg::MirrorChanged(generation, ev))
-            .is_err()
-        {
-            break;
-        }
-    }
 }

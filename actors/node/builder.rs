@@ -17,11 +17,11 @@ use crate::registry::Connector;
 use crate::sharding::StrategyRegistry;
 use crate::types::InstanceId;
 
+use super::handle::{with_labels, NodeHandle};
+use super::{EngineError, NodeActor};
 use crate::actors::context::NodeContext;
 use crate::actors::endpoints::Endpoints;
 use crate::actors::spec::{JobSpec, JobType, NodeOptions};
-use super::handle::{with_labels, NodeHandle};
-use super::{EngineError, NodeActor};
 
 static NODE_COUNTER: AtomicU64 = AtomicU64::new(0);
 

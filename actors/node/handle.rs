@@ -8,10 +8,10 @@ use crate::events::Subscription;
 use crate::registry::mirror::Mirror;
 use crate::types::{InstanceId, JobName};
 
+use super::{EngineError, NodeMsg};
 use crate::actors::context::NodeContext;
 use crate::actors::endpoints::{is_ready, Endpoints};
 use crate::actors::spec::JobSpec;
-use super::{EngineError, NodeMsg};
 
 /// Steers a running node.
 #[derive(Debug, Clone)]
