@@ -177,7 +177,11 @@ fn code_only(text: &str) -> String {
 fn raw_string_start(chars: &[char], i: usize) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     // `br"..."` is a raw byte string; any other letter before the `r` makes it an identifier.
-    let prefix_start = if i > 0 && chars[i - 1] == 'b' { i - 1 } else { i };
+    let prefix_start = if i > 0 && chars[i - 1] == 'b' {
+        i - 1
+    } else {
+        i
+    };
     let ident_before = prefix_start > 0 && is_ident(chars[prefix_start - 1]);
     let mut j = i + 1;
     while chars.get(j) == Some(&'#') {
