@@ -14,16 +14,14 @@ use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome, Purpose};
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 
-use super::context::{JobEvent, JobSpec, SessionCtx};
+use super::context::{JobEvent, SessionCtx};
 use super::decisions::DecisionsSeen;
-use super::failover::FailoverMsg;
-use super::leader::LeaderMsg;
+use super::error::EngineError;
+use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::once::OnceSlot;
 use super::register::{check_session, config_input, register};
-use super::run::{report, RunKit, RunReport};
-use super::session::Peers;
-use super::sharding::ShardingMsg;
-use super::trigger::TriggerMsg;
+use super::run::{report, RunKit};
+use super::spec::JobSpec;
 
 /// The stop reason of an executor whose job was removed (API, operator shutdown of this instance,
 /// job deleted from the registry): its supervisor forgets the job instead of restarting it.
@@ -33,38 +31,14 @@ pub(crate) const JOB_REMOVED: &str = "job removed";
 #[derive(Debug)]
 pub(crate) struct ExecutorActor;
 
-/// Messages of the ExecutorActor.
-#[derive(Debug)]
-pub(crate) enum ExecutorMsg {
-    /// An input for the job's machine as it is: `Prepare` and `Fire` from the trigger, `Trigger`,
-    /// `Session`, `Fenced`, `Paused` from the session, `SessionChecked`, `Remove`,
-    /// `FailoverClaimed` from the failover actor.
-    Step(Input),
-    /// A run's task ended: its items are done.
-    RunFinished(Box<RunReport>),
-    /// A node of this job changed (a config change is read and validated here first).
-    Job(JobEvent),
-    /// The mirror was re-listed.
-    Resynced,
-    /// Stop firing; reply once no item runs.
-    Drain(RpcReplyPort<()>),
-    /// Whether no run of this job is in progress here (the FailoverActor claims only then).
-    IsIdle(RpcReplyPort<bool>),
-    /// Fencing tokens of items the failover actor is about to hand over (sent just before their
-    /// `FailoverClaimed`).
-    FailoverFences(Vec<(crate::types::ShardItem, crate::job::FencingToken)>),
-    /// An input for the job's distribute-once coordination: a round's timeout, hooks returned.
-    Once(crate::decide::guarantee::GuaranteeInput),
-    /// The session's actors were replaced: talk to these from now on.
-    Peers(Arc<Peers>),
-}
-
 /// Arguments of the ExecutorActor.
 #[derive(Debug)]
 pub(crate) struct ExecutorArgs {
     pub(crate) ctx: SessionCtx,
     pub(crate) spec: Arc<JobSpec>,
     pub(crate) peers: Arc<Peers>,
+    /// The `AddJob` that started it, answered once the job registered (or failed to).
+    pub(crate) reply: Option<RpcReplyPort<Result<(), EngineError>>>,
 }
 
 /// State of the ExecutorActor: the machine, and what only the IO needs.
@@ -271,18 +245,55 @@ impl ExecutorState {
     }
 }
 
-impl Actor for ExecutorActor {
-    type Msg = ExecutorMsg;
-    type State = ExecutorState;
-    type Arguments = ExecutorArgs;
+/// State of the ExecutorActor: its arguments until its first step registers the job, then the
+/// running job.
+#[derive(Debug)]
+pub(crate) enum ExecutorPhase {
+    /// Spawned; `None` once a registration failed and the actor is stopping.
+    Registering(Option<ExecutorArgs>),
+    /// Registered: the machine runs.
+    Running(ExecutorState),
+}
 
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
+/// The stop reason of an executor whose registration failed; `retry` when the registry failed
+/// (the session registers the job again later), not when the job itself was refused.
+pub(crate) fn registration_failed(retry: bool) -> &'static str {
+    if retry {
+        "registration failed: registry"
+    } else {
+        "registration failed: refused"
+    }
+}
+
+impl ExecutorState {
+    /// The executor's first step: registers the job (at most
+    /// [`REGISTERING_AT_ONCE`](super::context::REGISTERING_AT_ONCE) jobs of the session at a time), then schedules it and announces it to its peers. The reply port of
+    /// the `AddJob` that started it, if any, hears the outcome.
+    async fn register(
+        myself: &ActorRef<ExecutorMsg>,
         args: ExecutorArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        let ExecutorArgs { ctx, spec, peers } = args;
-        let registered = register(&ctx, &spec).await?;
+    ) -> Result<Option<Self>, ActorProcessingErr> {
+        let ExecutorArgs {
+            ctx,
+            spec,
+            peers,
+            reply,
+        } = args;
+        let registered = {
+            let _permit = ctx.registering.acquire().await;
+            register(&ctx, &spec).await
+        };
+        let registered = match registered {
+            Ok(r) => r,
+            Err(e) => {
+                let job = spec.config.job_name.clone();
+                tracing::error!(%job, error = %e, "job not started on this session");
+                let retry = matches!(e, EngineError::Registry { .. });
+                reply.map(|r| r.send(Err(e)));
+                myself.stop(Some(registration_failed(retry).into()));
+                return Ok(None);
+            }
+        };
         let machine = registered.machine(&ctx, spec.config.instance_labels.clone());
         let config = registered.config;
         let job = config.job_name().clone();
@@ -298,7 +309,8 @@ impl Actor for ExecutorActor {
             .failover
             .send_message(FailoverMsg::Executor(job.clone(), myself.clone()))?;
         tracing::info!(%job, instance = %ctx.me(), "job registered");
-        Ok(ExecutorState {
+        reply.map(|r| r.send(Ok(())));
+        Ok(Some(ExecutorState {
             ctx,
             peers,
             machine,
@@ -307,15 +319,62 @@ impl Actor for ExecutorActor {
             drains: Vec::new(),
             config_seen: registered.yaml,
             decisions: DecisionsSeen::default(),
-        })
+        }))
+    }
+}
+
+/// Answers what asks for an answer while no job runs (a registration that failed, stopping).
+fn unregistered(msg: ExecutorMsg) {
+    match msg {
+        ExecutorMsg::Drain(reply) => drop(reply.send(())),
+        ExecutorMsg::IsIdle(reply) => drop(reply.send(true)),
+        _ => {}
+    }
+}
+
+impl Actor for ExecutorActor {
+    type Msg = ExecutorMsg;
+    type State = ExecutorPhase;
+    type Arguments = ExecutorArgs;
+
+    /// Nothing that waits: the spawning SessionActor goes on at once; the job registers in
+    /// [`Actor::post_start`], the executor's first step, before any message is handled.
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: ExecutorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(ExecutorPhase::Registering(Some(args)))
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        phase: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let ExecutorPhase::Registering(args) = phase else {
+            return Ok(());
+        };
+        let Some(args) = args.take() else {
+            return Ok(());
+        };
+        // Boxed for the same reason as the handler's future below.
+        if let Some(running) = Box::pin(ExecutorState::register(&myself, args)).await? {
+            *phase = ExecutorPhase::Running(running);
+        }
+        Ok(())
     }
 
     async fn handle(
         &self,
         myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        state: &mut Self::State,
+        phase: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let ExecutorPhase::Running(state) = phase else {
+            unregistered(msg);
+            return Ok(());
+        };
         // Boxed: ractor keeps the handler's future inside every actor's boxed loop, so an unboxed
         // one would cost its whole size (kilobytes) per job for as long as the job lives.
         Box::pin(state.on_message(&myself, msg)).await;
@@ -326,8 +385,11 @@ impl Actor for ExecutorActor {
     async fn post_stop(
         &self,
         myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
+        phase: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let ExecutorPhase::Running(state) = phase else {
+            return Ok(());
+        };
         let job = state.machine.job().clone();
         let _ = state
             .peers

@@ -41,7 +41,6 @@
 
 pub(crate) mod adopt;
 pub(crate) mod alarm;
-pub(crate) mod batch;
 pub(crate) mod context;
 pub(crate) mod decisions;
 pub mod embed;
@@ -52,6 +51,7 @@ pub(crate) mod failover;
 pub(crate) mod failover_lane;
 pub(crate) mod lanes;
 pub(crate) mod leader;
+pub(crate) mod mail;
 pub mod node;
 pub(crate) mod once;
 pub(crate) mod register;
@@ -59,4 +59,6 @@ pub(crate) mod registry;
 pub(crate) mod run;
 pub(crate) mod session;
 pub(crate) mod sharding;
+pub(crate) mod spec;
 pub(crate) mod trigger;
+pub(crate) mod writes;

@@ -23,7 +23,7 @@ use crate::types::{JobName, ShardItem};
 use crate::view::JobView;
 
 use super::context::{JobEvent, SessionCtx};
-use super::executor::ExecutorMsg;
+use super::mail::ExecutorMsg;
 
 /// The executor's distribute-once coordination: a [`OnceKit`] for a job naming such a listener,
 /// nothing otherwise (every call is then a no-op).

@@ -5,57 +5,31 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
 use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
-use crate::types::JobName;
 
-use super::context::{JobConfigs, JobEvent, JobSpec, NodeContext, SessionCtx};
-use super::node::EngineError;
-use super::session::{SessionActor, SessionMsg};
+use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
+use super::error::EngineError;
+use super::mail::RegistryMsg;
+use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
+use super::spec::{job_name, JobSpec};
+use super::writes::WriteBatcher;
 
 /// The RegistryActor.
 #[derive(Debug)]
 pub(crate) struct RegistryActor;
-
-/// Messages of the RegistryActor.
-#[derive(Debug)]
-pub(crate) enum RegistryMsg {
-    /// Open a session (at start, after an expiry, or after a failed attempt).
-    Connect,
-    /// The mirror feed of session `generation` changed something.
-    MirrorChanged(u64, MirrorEvent),
-    /// Add a job to this node (and to the current session, if any).
-    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
-    /// Remove a job from this node.
-    RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// Run every item this instance owns of a job once, now.
-    Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// The cell of a job's ExecutorActor on the current session (supervision, diagnostics).
-    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
-    /// The id of the connected session, when its mirror is synced (`None` otherwise).
-    ReadySession(RpcReplyPort<Option<i64>>),
-    /// The current session, for a read that must reach the registry itself (a dump).
-    Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
-    /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
-    CheckClock,
-    /// An adopted job was drained and removed from this node (`actors/adopt.rs`).
-    Dropped(JobName),
-    /// The mirror feed of session `generation` ended without a terminal session state (its
-    /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
-    /// registry, so the session is given up and a new one opened.
-    FeedEnded(u64),
-}
 
 struct Active {
     registry: Arc<dyn Registry>,
     _feed: FeedHandle,
     forward: JoinHandle<()>,
     session: ActorRef<SessionMsg>,
+    singletons: Singletons,
     ctx: SessionCtx,
 }
 
@@ -80,12 +54,14 @@ impl RegistryState {
         &self,
         myself: &ActorRef<RegistryMsg>,
         ctx: SessionCtx,
+        singletons: Singletons,
     ) -> Result<ActorRef<SessionMsg>, ActorProcessingErr> {
         let name = self
             .node
             .actor_name(&format!("session-{}", self.generation));
+        let args = SessionArgs { ctx, singletons };
         let (session, _) =
-            Actor::spawn_linked(Some(name), SessionActor, ctx, myself.get_cell()).await?;
+            Actor::spawn_linked(Some(name), SessionActor, args, myself.get_cell()).await?;
         Ok(session)
     }
 
@@ -208,7 +184,7 @@ impl Actor for RegistryActor {
                 }
             }
             // The reply ports go on to the SessionActor: this handler waits for no registration.
-            RegistryMsg::AddJob(spec, reply) => match super::register::job_name(&spec.config) {
+            RegistryMsg::AddJob(spec, reply) => match job_name(&spec.config) {
                 Err(e) => drop(reply.send(Err(e))),
                 Ok(name) => {
                     let spec: Arc<JobSpec> = Arc::from(spec);
@@ -309,18 +285,18 @@ impl Actor for RegistryActor {
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            let ctx = state
-                .active
-                .as_ref()
-                .map(|a| a.ctx.clone())
-                .expect("checked above");
+            let Some((ctx, singletons)) =
+                (state.active.as_ref()).map(|a| (a.ctx.clone(), a.singletons.clone()))
+            else {
+                return Ok(());
+            };
             // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
-            stop_stragglers(&state.node).await;
+            stop_stragglers(&singletons).await;
             let ctx = SessionCtx {
                 configs: Arc::new(JobConfigs::default()),
                 ..ctx
             };
-            let session = state.spawn_session(&myself, ctx.clone()).await?;
+            let session = (state.spawn_session(&myself, ctx.clone(), singletons)).await?;
             if let Some(a) = state.active.as_mut() {
                 a.session = session;
                 a.ctx = ctx;
@@ -398,9 +374,13 @@ async fn connect(
         node: state.node.clone(),
         registry: registry.clone(),
         configs: Arc::new(JobConfigs::default()),
-        writes: super::batch::WriteBatcher::start(registry.clone()),
+        writes: WriteBatcher::start(registry.clone()),
+        registering: Arc::new(tokio::sync::Semaphore::new(
+            super::context::REGISTERING_AT_ONCE,
+        )),
     };
-    let session = state.spawn_session(myself, ctx.clone()).await?;
+    let singletons = Singletons::default();
+    let session = (state.spawn_session(myself, ctx.clone(), singletons.clone())).await?;
     let me = myself.clone();
     let states = registry.session_state();
     let forward = tokio::spawn(forward(events, states, me, generation));
@@ -412,6 +392,7 @@ async fn connect(
         _feed: handle,
         forward,
         session,
+        singletons,
         ctx,
     });
     Ok(())
@@ -419,7 +400,8 @@ async fn connect(
 
 /// Stops the four singletons a failed SessionActor left behind (its children outlive it for a
 /// moment) and waits for them (bounded), so that the new subtree can register the same names.
-/// Found by their scoped names: a dead subtree has nobody left to ask.
+/// Their cells are those the SessionActor recorded as it spawned them (a dead subtree has nobody
+/// left to ask).
 ///
 /// Executors are unnamed (a name cost ~190 bytes a job), so they clash with nothing, and none is
 /// waited for here. An old executor of a job beside the new session's executor of that job is
@@ -432,11 +414,11 @@ async fn connect(
 /// outlives it (its run tasks, reporting to a dead ref) outlived it just as much when it was
 /// waited for by name: the same case as a single executor's restart, where the new one starts
 /// beside the old runs.
-async fn stop_stragglers(node: &NodeContext) {
-    let cells: Vec<_> = ["trigger", "leader", "sharding", "failover"]
-        .iter()
-        .filter_map(|w| ractor::registry::where_is(node.actor_name(w)))
-        .collect();
+async fn stop_stragglers(singletons: &Singletons) {
+    let cells: Vec<_> = {
+        let mut singletons = singletons.lock().unwrap_or_else(|p| p.into_inner());
+        singletons.drain().map(|(_, cell)| cell).collect()
+    };
     let stops = cells.iter().map(|c| {
         c.stop_and_wait(
             Some("session subtree restarting".into()),
@@ -490,10 +472,4 @@ async fn forward(
             break;
         }
     }
-}
-
-pub(crate) fn lock_jobs(
-    node: &NodeContext,
-) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<JobName, Arc<JobSpec>>> {
-    node.jobs.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -55,7 +55,7 @@ pub use types::{IdError, InstanceId, JobName, ShardItem};
 #[path = "../actors/mod.rs"]
 mod actors;
 
-pub use actors::context::{JobSpec, JobType, NodeOptions};
+pub use actors::spec::{JobSpec, JobType, NodeOptions};
 pub use actors::{embed, node};
 
 /// The README's examples compile as doc tests.
