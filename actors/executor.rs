@@ -5,7 +5,6 @@
 //! to its [`RunKit`] (actors/run.rs). It decides nothing itself and no registry answer picks a
 //! branch here: the machine reads the mirror through [`crate::view::MirrorFacts`].
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -16,6 +15,7 @@ use crate::paths::JobNode;
 
 use super::context::{JobEvent, SessionCtx};
 use super::decisions::DecisionsSeen;
+use super::interpret::{self, Interpret};
 use super::error::EngineError;
 use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::once::OnceSlot;
@@ -58,17 +58,9 @@ pub(crate) struct ExecutorState {
 }
 
 impl ExecutorState {
-    /// Steps the machine and carries out its commands, feeding each write's outcome back before
-    /// the commands queued after it.
+    /// Steps the machine and carries out its commands (the one loop: [`interpret::drive`]).
     async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
-        let job = self.machine.job().clone();
-        let mut queue: VecDeque<Command> = self.machine.step(input, &self.ctx.facts(&job)).into();
-        while let Some(command) = queue.pop_front() {
-            if let Some(input) = Box::pin(self.carry_out(myself, command)).await {
-                let more = self.machine.step(input, &self.ctx.facts(&job));
-                more.into_iter().rev().for_each(|c| queue.push_front(c));
-            }
-        }
+        interpret::drive(&mut Driving { state: self, myself }, input).await;
     }
 
     /// One command; a write returns the input its outcome makes.
@@ -242,6 +234,31 @@ impl ExecutorState {
             }
         };
         self.drive(myself, input).await;
+    }
+}
+
+/// A job's machine with the executor that carries out its commands.
+struct Driving<'a> {
+    state: &'a mut ExecutorState,
+    myself: &'a ActorRef<ExecutorMsg>,
+}
+
+impl Interpret for Driving<'_> {
+    type Input = Input;
+    type Command = Command;
+
+    fn step(&mut self, input: Input) -> Vec<Command> {
+        let state = &mut *self.state;
+        let job = state.machine.job().clone();
+        state.machine.step(input, &state.ctx.facts(&job))
+    }
+
+    fn carry_out(
+        &mut self,
+        command: Command,
+    ) -> impl std::future::Future<Output = Option<Input>> + Send {
+        // Boxed: see the handler.
+        Box::pin(self.state.carry_out(self.myself, command))
     }
 }
 

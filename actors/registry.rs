@@ -10,12 +10,12 @@ use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
+use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent, MirrorFeed};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
 use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
 use super::error::EngineError;
-use super::mail::RegistryMsg;
+use super::mail::{Opened, RegistryMsg};
 use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
 use super::spec::{job_name, JobSpec};
 use super::writes::WriteBatcher;
@@ -39,6 +39,8 @@ pub(crate) struct RegistryState {
     active: Option<Active>,
     generation: u64,
     backoff: Duration,
+    /// A connection attempt is under way (its task answers `Opened`).
+    connecting: bool,
 }
 
 impl std::fmt::Debug for RegistryState {
@@ -107,6 +109,7 @@ impl Actor for RegistryActor {
             active: None,
             generation: 0,
             backoff,
+            connecting: false,
         })
     }
 
@@ -118,10 +121,25 @@ impl Actor for RegistryActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             RegistryMsg::Connect => {
-                if state.active.is_some() {
+                if state.active.is_some() || state.connecting {
                     return Ok(());
                 }
-                match connect(state, &myself).await {
+                // Off the mailbox: the connection and the mirror's first listing take round
+                // trips (seconds when the registry is slow); requests are answered meanwhile.
+                state.connecting = true;
+                let (node, me) = (state.node.clone(), myself.clone());
+                tokio::spawn(async move {
+                    let opened = open(&node).await;
+                    let _ = me.send_message(RegistryMsg::Opened(Box::new(opened)));
+                });
+            }
+            RegistryMsg::Opened(opened) => {
+                state.connecting = false;
+                let result = match *opened {
+                    Ok((registry, feed)) => start_session(state, &myself, registry, feed).await,
+                    Err(e) => Err(e.into()),
+                };
+                match result {
                     Ok(()) => state.backoff = state.node.options.reconnect_initial,
                     Err(e) => {
                         tracing::warn!(target = %state.node.connector.describe(), error = %e,
@@ -357,16 +375,21 @@ fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
     }
 }
 
-async fn connect(
+/// Opens a session and lists the namespace into the mirror (on a task of its own).
+async fn open(node: &NodeContext) -> Opened {
+    let registry = (node.connector.connect().await).map_err(|e| e.to_string())?;
+    let feed = (node.mirror.feed_with(registry.clone(), "/", feed_options()).await)
+        .map_err(|e| e.to_string())?;
+    Ok((registry, feed))
+}
+
+/// Starts the subtree of a session just opened.
+async fn start_session(
     state: &mut RegistryState,
     myself: &ActorRef<RegistryMsg>,
+    registry: Arc<dyn Registry>,
+    feed: MirrorFeed,
 ) -> Result<(), ActorProcessingErr> {
-    let registry = state.node.connector.connect().await?;
-    let feed = state
-        .node
-        .mirror
-        .feed_with(registry.clone(), "/", feed_options())
-        .await?;
     state.generation += 1;
     let generation = state.generation;
     let (events, handle) = feed.split();

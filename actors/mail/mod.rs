@@ -17,6 +17,6 @@ pub(crate) use executor::{ExecutorMsg, Peers, RunReport};
 pub(crate) use failover::FailoverMsg;
 pub(crate) use leader::{LeaderMsg, Memory};
 pub use node::NodeMsg;
-pub(crate) use registry::RegistryMsg;
+pub(crate) use registry::{Opened, RegistryMsg};
 pub(crate) use sharding::{Outcome as ShardingOutcome, ShardingMsg};
 pub(crate) use trigger::TriggerMsg;

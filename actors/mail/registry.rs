@@ -4,17 +4,23 @@ use std::sync::Arc;
 
 use ractor::{ActorCell, RpcReplyPort};
 
-use crate::registry::mirror::MirrorEvent;
+use crate::registry::mirror::{MirrorEvent, MirrorFeed};
 use crate::registry::Registry;
 use crate::types::JobName;
 
 use super::{EngineError, JobSpec};
+
+/// What a connection attempt opened: the session and the feed that listed the mirror, or the
+/// error that stopped it.
+pub(crate) type Opened = Result<(Arc<dyn Registry>, MirrorFeed), String>;
 
 /// Messages of the RegistryActor.
 #[derive(Debug)]
 pub(crate) enum RegistryMsg {
     /// Open a session (at start, after an expiry, or after a failed attempt).
     Connect,
+    /// The connection attempt's task ended: the session and its mirror feed, or why not.
+    Opened(Box<Opened>),
     /// The mirror feed of session `generation` changed something.
     MirrorChanged(u64, MirrorEvent),
     /// Add a job to this node (and to the current session, if any).

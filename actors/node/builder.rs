@@ -17,9 +17,9 @@ use crate::registry::Connector;
 use crate::sharding::StrategyRegistry;
 use crate::types::InstanceId;
 
-use super::super::context::NodeContext;
-use super::super::endpoints::Endpoints;
-use super::super::spec::{JobSpec, JobType, NodeOptions};
+use crate::actors::context::NodeContext;
+use crate::actors::endpoints::Endpoints;
+use crate::actors::spec::{JobSpec, JobType, NodeOptions};
 use super::handle::{with_labels, NodeHandle};
 use super::{EngineError, NodeActor};
 
@@ -235,7 +235,7 @@ impl NodeBuilder {
         });
         for mut spec in self.jobs {
             with_labels(&mut spec, &labels);
-            let v = super::super::context::validate(&node, &spec.config, &spec.job_type)?;
+            let v = crate::actors::context::validate(&node, &spec.config, &spec.job_type)?;
             jobs.insert(v.job_name().clone(), Arc::new(spec));
         }
         *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;

@@ -8,9 +8,9 @@ use crate::events::Subscription;
 use crate::registry::mirror::Mirror;
 use crate::types::{InstanceId, JobName};
 
-use super::super::context::NodeContext;
-use super::super::endpoints::{is_ready, Endpoints};
-use super::super::spec::JobSpec;
+use crate::actors::context::NodeContext;
+use crate::actors::endpoints::{is_ready, Endpoints};
+use crate::actors::spec::JobSpec;
 use super::{EngineError, NodeMsg};
 
 /// Steers a running node.
