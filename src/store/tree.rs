@@ -136,7 +136,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::registry::mirror::MirrorStat;
+    use crate::store::MirrorStat;
 
     fn node(version: i32) -> MirrorNode {
         MirrorNode {

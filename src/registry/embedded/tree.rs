@@ -5,7 +5,7 @@
 //! under one zxid and rolls back on the first failure, so a single call and a multi-op share one
 //! code path and one set of rules.
 //!
-//! Storage: the mirror's path trie (`registry/trie.rs`), one 112-byte slot per node: its name
+//! Storage: the mirror's path trie (`store/trie.rs`), one 112-byte slot per node: its name
 //! inline when up to 22 bytes, up to two children inline and more as an exact boxed slice of slot
 //! indices sorted by name, its data (shared with every node holding the same value when short, see
 //! `store/shared_data.rs`; never with spare capacity) and its metadata. A [`Stat`] is assembled
