@@ -117,7 +117,9 @@ pub(crate) struct SessionCtx {
 
 /// Jobs that register side by side on a session: their writes pipelined, not one after another;
 /// a few hundred at a time fill the pipeline without holding every job's registration in memory
-/// at once.
+/// at once. 512 at a time left about 18 MB more freed-but-retained heap behind at 10,000 jobs
+/// (bench scenario 4: 159 MB resident against 142 MB at 128) for no faster start: the
+/// registrations share the same batched writes either way.
 pub(crate) const REGISTERING_AT_ONCE: usize = 128;
 
 impl SessionCtx {

@@ -272,6 +272,8 @@ impl Interpret for Driving<'_> {
 /// State of the ExecutorActor: its arguments until its first step registers the job, then the
 /// running job.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per job for its whole life; `Registering` is brief, and a
+                                     // boxed `Running` would cost every job an allocation and every message an indirection
 pub(crate) enum ExecutorPhase {
     /// Spawned; `None` once a registration failed and the actor is stopping.
     Registering(Option<ExecutorArgs>),

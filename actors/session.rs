@@ -28,10 +28,6 @@ use super::trigger::{TriggerActor, TriggerArgs};
 /// How long to wait before trying again to start a child whose restart failed.
 const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Jobs registering at the same time when a session starts. 512 at a time left about 18 MB more
-/// freed-but-retained heap behind at 10,000 jobs (bench scenario 4: 159 MB resident against 142 MB
-/// at 128) for no faster start: the registrations share the same batched writes either way.
-
 /// Spawns the executor of `job`, which registers the job as its first step and then answers
 /// `reply` (the spawn itself waits on no registry call).
 async fn spawn_executor(
