@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use crate::decide::drift::{self, Drift, Seen};
 use crate::decide::answer::Answer;
+use crate::decide::drift::{self, Drift, Seen};
 use crate::decide::election::{self, ElectionDecision, Stood};
 use crate::decide::failover_claim;
 use crate::decide::membership::{Look, MembershipMemo};
@@ -165,18 +165,22 @@ async fn evaluate(
     let mut leading = view.leader.as_ref() == Some(&me);
     match election::decide(&view, job, &me) {
         ElectionDecision::Nothing => {}
-        ElectionDecision::Stand(op) => match election::stood(&Answer::of(&ctx.apply(&[op]).await)) {
-            Stood::Won => {
-                tracing::info!(%job, instance = %me, "elected leader");
-                ctx.node
-                    .events
-                    .emit(EngineEvent::LeadershipGained { job: job.clone() });
-                crate::metrics::election_won(&me, job);
-                leading = true;
+        ElectionDecision::Stand(op) => {
+            match election::stood(&Answer::of(&ctx.apply(&[op]).await)) {
+                Stood::Won => {
+                    tracing::info!(%job, instance = %me, "elected leader");
+                    ctx.node
+                        .events
+                        .emit(EngineEvent::LeadershipGained { job: job.clone() });
+                    crate::metrics::election_won(&me, job);
+                    leading = true;
+                }
+                Stood::Lost => {}
+                Stood::Failed(why) => {
+                    tracing::warn!(%job, error = %why, "standing for leadership failed")
+                }
             }
-            Stood::Lost => {}
-            Stood::Failed(why) => tracing::warn!(%job, error = %why, "standing for leadership failed"),
-        },
+        }
         ElectionDecision::Abdicate(op) => {
             tracing::info!(%job, "server disabled: stepping down as leader");
             ctx.node
