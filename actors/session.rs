@@ -16,7 +16,7 @@ use crate::registry::{NodeEventKind, SessionState};
 use crate::types::JobName;
 
 use super::context::{lock_jobs, JobEvent, SessionCtx};
-use super::error::EngineError;
+use super::error::{child_ended, EngineError};
 use super::executor::{registration_failed, ExecutorActor, ExecutorArgs, JOB_REMOVED};
 use super::failover::{FailoverActor, FailoverArgs, Reaction as FailoverReaction};
 use super::leader::{LeaderActor, Reaction as LeaderReaction};
@@ -549,13 +549,10 @@ impl Actor for SessionActor {
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, reason) = match &evt {
-            SupervisionEvent::ActorFailed(cell, e) => (cell.clone(), e.to_string()),
-            SupervisionEvent::ActorTerminated(cell, _, r) => {
-                (cell.clone(), r.clone().unwrap_or_default())
-            }
-            _ => return Ok(()),
+        let Some((cell, reason)) = child_ended(&evt) else {
+            return Ok(());
         };
+        let cell = cell.clone();
         let Some(child) = state.children.remove(&cell.get_id()) else {
             return Ok(());
         };
