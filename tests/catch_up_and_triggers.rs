@@ -4,8 +4,9 @@
 
 mod support;
 
+use support::namespace;
 use support::cluster::init_tracing;
-use support::script_runs::{namespace, node, of, runs, script, wait_past, wait_runs, Run, WITHIN};
+use support::script_runs::{node, of, runs, script, wait_past, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};
 
 use std::time::Duration;

@@ -5,6 +5,7 @@
 
 mod support;
 
+use support::namespace;
 use support::Peer;
 
 use support::cluster;
@@ -14,7 +15,6 @@ use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,15 +30,6 @@ use shardcron::registry::{Connector, CreateMode};
 use shardcron::{JobName, ShardItem};
 
 const WITHIN: Duration = Duration::from_secs(30);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "ctl-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 fn every_second(name: &str, items: i32) -> JobConfig {
     JobConfig::new(name, items)
@@ -63,7 +54,7 @@ struct Cluster {
 impl Cluster {
     async fn new(test: &str) -> Self {
         cluster::init_tracing();
-        let ns = namespace(test);
+        let ns = namespace("ctl", test);
         let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
         let ops = Ops::new(conn.connect().await.expect("operator session"));
         let watch = Watch::new(&conn).await;

@@ -11,7 +11,8 @@ use std::time::Duration;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::mirror::{FeedOptions, Mirror, MirrorEvent, MirrorFeed};
 use shardcron::registry::{CreateMode, OpKind, Registry};
-use support::conformance::{unique_namespace, wait_for};
+use support::namespace;
+use support::conformance::wait_for;
 
 const MARKER: &str = "/orders/sharding/0/running";
 
@@ -33,7 +34,7 @@ fn reads(server: &EmbeddedServer) -> u64 {
 /// A session with `/orders/sharding/0` and `/orders/instances/a`, and a mirror fed with `options`.
 async fn fed(options: FeedOptions) -> (EmbeddedServer, Arc<dyn Registry>, Mirror, MirrorFeed) {
     let server = EmbeddedServer::new();
-    let session: Arc<dyn Registry> = Arc::new(server.connector(&unique_namespace("lazy")).open());
+    let session: Arc<dyn Registry> = Arc::new(server.connector(&namespace("conf", "lazy")).open());
     for p in ["/orders/sharding/0", "/orders/instances/a"] {
         session
             .ensure_path(p)

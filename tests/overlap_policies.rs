@@ -4,8 +4,9 @@
 
 mod support;
 
+use support::namespace;
 use support::cluster::init_tracing;
-use support::policy_node::{namespace, records, start, WITHIN};
+use support::policy_node::{records, start, WITHIN};
 use support::Peer;
 
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ async fn finished_runs(config: JobConfig, count: usize) -> Vec<ExecutionRecord> 
     let dir = tempfile::tempdir().unwrap();
     let config = config.cron("* * * * * ?").time_zone("GMT");
     let overlap = config.props["shardcron.overlap"].clone();
-    let (node, history, recording) = start(&namespace(&overlap), config, dir.path()).await;
+    let (node, history, recording) = start(&namespace("policies", &overlap), config, dir.path()).await;
     let finished =
         |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
     let started = Instant::now();

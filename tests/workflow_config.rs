@@ -4,8 +4,9 @@
 
 mod support;
 
+use support::namespace;
 use support::cluster::init_tracing;
-use support::script_runs::{namespace, node, of, script, wait_runs, WITHIN};
+use support::script_runs::{node, of, script, wait_runs, WITHIN};
 use support::{wait, zk, Peer};
 
 use shardcron::config::JobConfig;

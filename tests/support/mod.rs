@@ -4,6 +4,7 @@
 //! | module | what it holds |
 //! | --- | --- |
 //! | [`wait`] | `wait_until`: every wait on state, one failure message |
+//! | [`namespace`] | a registry namespace of a test's own |
 //! | [`peer`] | `require!(Peer::X)`: a missing peer is `skipped: <why>` outside CI, a failure under `CI=true` |
 //! | [`cluster`] | in-process nodes whose handler records every item run ([`cluster::Recorder`]) |
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
@@ -38,3 +39,11 @@ pub mod zk;
 
 #[allow(unused_imports)] // not every binary needs a peer
 pub use peer::Peer;
+
+/// A registry namespace no other test of this process (or of a concurrent test binary) uses:
+/// `{kind}-{test}-{pid}-{n}`.
+pub fn namespace(kind: &str, test: &str) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{kind}-{test}-{}-{n}", std::process::id())
+}
