@@ -9,10 +9,8 @@ use support::wait::wait_until_woken;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{complete_fires, every_second, instance, start_node, Recorder};
+use cluster::{complete_fires, every_second, instance, start_node};
 use shardcron::config::JobConfig;
-use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::registry::Connector;
 use shardcron::ShardItem;
 
 const WITHIN: Duration = Duration::from_secs(60);
@@ -35,10 +33,7 @@ impl shardcron::job::handlers::ErrorHandler for Collect {
 
 #[tokio::test(start_paused = true)]
 async fn a_clock_far_from_the_registrys_refuses_runs_through_the_error_handler() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let collect = Arc::new(Collect::default());
     let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
     handlers
@@ -81,10 +76,7 @@ async fn a_clock_far_from_the_registrys_refuses_runs_through_the_error_handler()
 
 #[tokio::test(start_paused = true)]
 async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let first = start_node(
         conn.clone(),
         instance(1),
@@ -110,10 +102,7 @@ async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
 
 #[tokio::test(start_paused = true)]
 async fn a_trigger_that_arrives_during_a_run_is_queued_for_after_it() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let job = JobConfig::new("batch", 1).one_off();
     let node = start_node(
         conn.clone(),
@@ -163,10 +152,7 @@ impl shardcron::job::handlers::JobListener for CountingListener {
 
 #[tokio::test(start_paused = true)]
 async fn listeners_named_in_the_config_hear_before_and_after_each_run() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let listener = Arc::new(CountingListener::default());
     let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
     handlers
@@ -203,10 +189,7 @@ async fn listeners_named_in_the_config_hear_before_and_after_each_run() {
 
 #[tokio::test(start_paused = true)]
 async fn turning_failover_off_clears_the_failover_records() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let node = start_node(
         conn.clone(),
         instance(1),

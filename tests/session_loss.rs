@@ -159,9 +159,7 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
 
 #[tokio::test(start_paused = true)]
 async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_the_others_running() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("loss"));
+    let (_server, conn, _) = cluster::embedded("loss");
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
     let orders = JobConfig::new("orders", 1)
@@ -209,9 +207,7 @@ async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_th
 
 #[tokio::test(start_paused = true)]
 async fn a_node_whose_watch_ends_while_its_session_lives_opens_a_new_session_and_runs_on() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("loss"));
+    let (server, conn, _) = cluster::embedded("loss");
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
     let orders = JobConfig::new("orders", 1)
