@@ -4,8 +4,8 @@
 
 mod support;
 
-use support::namespace;
 use support::cluster::init_tracing;
+use support::namespace;
 use support::script_runs::{node, of, runs, script, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};
 

@@ -74,12 +74,8 @@ async fn a_fourth_instance_joining_gets_items_at_the_next_fire() {
     .await;
     tracing::info!("--- a fourth instance joins");
     nodes.push(
-        start_node(
-            conn.clone(),
-            instance(4),
-            vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
-        )
-        .await,
+        rec.start(&conn, 4, every_second("orders", 8), Duration::ZERO)
+            .await,
     );
     let four = instance(4);
     rec.wait_until("the fourth instance runs items", WITHIN, |log| {
@@ -295,12 +291,9 @@ async fn a_manual_trigger_runs_every_item_once_and_a_one_off_job_runs_only_when_
 #[tokio::test(start_paused = true)]
 async fn killed_engine_actors_are_restarted_and_back_at_work() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec
+        .start(&conn, 1, every_second("orders", 2), Duration::ZERO)
+        .await;
     rec.wait_until("a complete fire", WITHIN, |log| {
         !complete_fires(log, 2).is_empty()
     })
@@ -329,12 +322,9 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
 #[tokio::test(start_paused = true)]
 async fn a_killed_session_actor_is_rebuilt_and_its_old_executor_is_gone_beside_the_new_one() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec
+        .start(&conn, 1, every_second("orders", 2), Duration::ZERO)
+        .await;
     rec.wait_until("a complete fire", WITHIN, |log| {
         !complete_fires(log, 2).is_empty()
     })
@@ -384,12 +374,9 @@ async fn a_killed_session_actor_is_rebuilt_and_its_old_executor_is_gone_beside_t
 #[tokio::test(start_paused = true)]
 async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec
+        .start(&conn, 1, every_second("orders", 2), Duration::ZERO)
+        .await;
     rec.wait_until("a complete fire", WITHIN, |log| {
         !complete_fires(log, 2).is_empty()
     })
@@ -452,12 +439,9 @@ async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept(
 #[tokio::test(start_paused = true)]
 async fn a_config_whose_job_name_differs_from_its_path_is_refused_on_reload() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec
+        .start(&conn, 1, every_second("orders", 2), Duration::ZERO)
+        .await;
     rec.wait_until("a complete fire", WITHIN, |log| {
         !complete_fires(log, 2).is_empty()
     })

@@ -247,12 +247,7 @@ async fn the_first_instance_back_after_a_cluster_outage_reruns_items_left_runnin
         .unwrap();
     tracing::info!("--- one instance starts");
     let rec = Recorder::default();
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(orders(true), rec.handler(WORK))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, orders(true), WORK).await;
     let log = rec
         .wait_until("a failover run", WITHIN, |log| !failovers(log).is_empty())
         .await;

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use shardcron::registry::mirror::{Mirror, MirrorEvent, MirrorFeed};
 use shardcron::registry::{CreateMode, Op, OpKind, Registry, RegistryError, SessionState};
-use support::namespace;
 use support::backend::Backend;
 use support::conformance::wait_for;
+use support::namespace;
 
 /// What the comparison looks at: data, data version, creating and modifying zxid.
 type Comparable = BTreeMap<String, (Vec<u8>, i32, i64, i64)>;

@@ -11,8 +11,8 @@ use std::time::Duration;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::mirror::{FeedOptions, Mirror, MirrorEvent, MirrorFeed};
 use shardcron::registry::{CreateMode, OpKind, Registry};
-use support::namespace;
 use support::conformance::wait_for;
+use support::namespace;
 
 const MARKER: &str = "/orders/sharding/0/running";
 

@@ -4,8 +4,8 @@
 
 mod support;
 
-use support::namespace;
 use support::cluster::init_tracing;
+use support::namespace;
 use support::policy_node::{records, start, WITHIN};
 use support::Peer;
 
@@ -20,7 +20,8 @@ async fn finished_runs(config: JobConfig, count: usize) -> Vec<ExecutionRecord> 
     let dir = tempfile::tempdir().unwrap();
     let config = config.cron("* * * * * ?").time_zone("GMT");
     let overlap = config.props["shardcron.overlap"].clone();
-    let (node, history, recording) = start(&namespace("policies", &overlap), config, dir.path()).await;
+    let (node, history, recording) =
+        start(&namespace("policies", &overlap), config, dir.path()).await;
     let finished =
         |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
     let started = Instant::now();

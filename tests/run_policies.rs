@@ -6,8 +6,8 @@
 
 mod support;
 
-use support::namespace;
 use support::cluster::init_tracing;
+use support::namespace;
 use support::policy_node::{records, start, start_with, WITHIN};
 use support::{wait, Peer};
 
@@ -82,7 +82,8 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let (config, child, grandchild) = sleeper(dir.path());
-    let (node, history, recording) = start(&namespace("policies", "timeout"), config, dir.path()).await;
+    let (node, history, recording) =
+        start(&namespace("policies", "timeout"), config, dir.path()).await;
 
     tracing::info!("--- triggered: the script and its grandchild start");
     let triggered = Instant::now();
@@ -123,7 +124,8 @@ async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
     init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let (config, child, grandchild) = sleeper(dir.path());
-    let (node, _history, _recording) = start(&namespace("policies", "group"), config, dir.path()).await;
+    let (node, _history, _recording) =
+        start(&namespace("policies", "group"), config, dir.path()).await;
     let triggered = Instant::now();
     let pids = trigger_sleeper(&node, &child, &grandchild).await;
     let left = (TIMEOUT + GRACE + Duration::from_secs(1)).saturating_sub(triggered.elapsed());
@@ -149,7 +151,8 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
         .script_command_line(&line)
         .retry(2)
         .retry_backoff(Duration::from_secs(1), Duration::from_secs(10));
-    let (node, history, recording) = start(&namespace("policies", "retry"), config, dir.path()).await;
+    let (node, history, recording) =
+        start(&namespace("policies", "retry"), config, dir.path()).await;
     let job = JobName::new("flaky").unwrap();
 
     tracing::info!("--- triggered: two failures, then a success");

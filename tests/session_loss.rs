@@ -126,12 +126,7 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
     let job = JobConfig::new("orders", 2)
         .cron("* * * * * ?")
         .time_zone("GMT");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(job, rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, job, Duration::ZERO).await;
     rec.wait_until("first runs", WITHIN, |log| log.len() >= 4)
         .await;
     let old = session_of(&admin, "orders", 1).await;
@@ -213,12 +208,7 @@ async fn a_node_whose_watch_ends_while_its_session_lives_opens_a_new_session_and
     let orders = JobConfig::new("orders", 1)
         .cron("* * * * * ?")
         .time_zone("GMT");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(orders, rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, orders, Duration::ZERO).await;
     rec.wait_until("the job runs", WITHIN, |log| !log.is_empty())
         .await;
     let first = session_of(&admin, "orders", 1).await;

@@ -5,8 +5,8 @@
 
 mod support;
 
-use support::namespace;
 use support::cluster::init_tracing;
+use support::namespace;
 use support::{wait, zk, Peer};
 
 use std::collections::{BTreeMap, BTreeSet};

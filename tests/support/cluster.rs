@@ -145,6 +145,17 @@ impl Recorder {
         .await
     }
 
+    /// Starts instance `n` on `conn` running `job` with [`Recorder::handler`]`(work)`.
+    pub async fn start(
+        &self,
+        conn: &Arc<dyn Connector>,
+        n: u32,
+        job: JobConfig,
+        work: Duration,
+    ) -> NodeHandle {
+        start_node(conn.clone(), instance(n), vec![(job, self.handler(work))]).await
+    }
+
     /// A handler recording each item, then taking `work` of (tokio) time; the end of each run is
     /// recorded too ([`Recorder::spans`]).
     pub fn handler(&self, work: Duration) -> SharedHandler {
@@ -365,8 +376,7 @@ pub async fn start_nodes(
 ) -> Vec<NodeHandle> {
     let mut nodes = Vec::new();
     for n in instances {
-        let jobs = vec![(job.clone(), rec.handler(work))];
-        nodes.push(start_node(conn.clone(), instance(*n), jobs).await);
+        nodes.push(rec.start(conn, *n, job.clone(), work).await);
     }
     nodes
 }
