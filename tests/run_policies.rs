@@ -79,11 +79,9 @@ async fn trigger_sleeper(node: &NodeHandle, child: &Path, grandchild: &Path) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history_says_timeout() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("policies", "timeout");
     let (config, child, grandchild) = sleeper(dir.path());
-    let (node, history, recording) =
-        start(&namespace("policies", "timeout"), config, dir.path()).await;
+    let (node, history, recording) = start(&ns, config, dir.path()).await;
 
     tracing::info!("--- triggered: the script and its grandchild start");
     let triggered = Instant::now();
@@ -121,11 +119,9 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("policies", "group");
     let (config, child, grandchild) = sleeper(dir.path());
-    let (node, _history, _recording) =
-        start(&namespace("policies", "group"), config, dir.path()).await;
+    let (node, _history, _recording) = start(&ns, config, dir.path()).await;
     let triggered = Instant::now();
     let pids = trigger_sleeper(&node, &child, &grandchild).await;
     let left = (TIMEOUT + GRACE + Duration::from_secs(1)).saturating_sub(triggered.elapsed());
@@ -139,8 +135,7 @@ async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_configured_gaps() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("policies", "retry");
     let runs = dir.path().join("runs");
     let line = format!(
         "/bin/sh -c 'date +%s%N >> {r}; [ \"$(wc -l < {r})\" -ge 3 ]'",
@@ -151,8 +146,7 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
         .script_command_line(&line)
         .retry(2)
         .retry_backoff(Duration::from_secs(1), Duration::from_secs(10));
-    let (node, history, recording) =
-        start(&namespace("policies", "retry"), config, dir.path()).await;
+    let (node, history, recording) = start(&ns, config, dir.path()).await;
     let job = JobName::new("flaky").unwrap();
 
     tracing::info!("--- triggered: two failures, then a success");

@@ -4,7 +4,7 @@
 //! | module | what it holds |
 //! | --- | --- |
 //! | [`wait`] | `wait_until`: every wait on state, one failure message |
-//! | [`namespace`] | a registry namespace of a test's own |
+//! | [`namespace`], [`prelude`] | a registry namespace of a test's own; with tracing on and a temporary folder |
 //! | [`peer`] | `require!(Peer::X)`: a missing peer is `skipped: <why>` outside CI, a failure under `CI=true` |
 //! | [`cluster`] | in-process nodes whose handler records every item run ([`cluster::Recorder`]) |
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
@@ -46,4 +46,12 @@ pub fn namespace(kind: &str, test: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!("{kind}-{test}-{}-{n}", std::process::id())
+}
+
+/// The prelude of a test on a registry with files of its own: tracing on, a temporary folder (gone
+/// with the value) and a [`namespace`] of the test's own.
+pub fn prelude(kind: &str, test: &str) -> (tempfile::TempDir, String) {
+    cluster::init_tracing();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    (dir, namespace(kind, test))
 }
