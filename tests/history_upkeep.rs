@@ -4,6 +4,7 @@
 
 mod support;
 
+use support::cluster::init_tracing;
 use support::postgres;
 use support::Peer;
 
@@ -28,16 +29,6 @@ const OLD_ROWS: u32 = 300;
 const FRESH: u32 = 200;
 /// A bound on the wait for the fresh rows (real IO).
 const WITHIN: Duration = Duration::from_secs(60);
-
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("shardcron=info,warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
 
 #[tokio::test]
 async fn rows_older_than_the_window_are_purged_from_sqlite_while_writes_go_on() {

@@ -5,6 +5,10 @@
 //! this binary starts a process: a script written while another thread forks can inherit a
 //! writable descriptor in the child and fail to exec with "text file busy".
 
+mod support;
+
+use support::cluster::item_context;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -26,23 +30,11 @@ use tokio_util::sync::CancellationToken;
 /// Item 1 of 3 of job `orders`, parameters set so that each JSON field is visible.
 fn context() -> ShardingContext {
     ShardingContext {
-        job_name: JobName::new("orders").unwrap(),
         task_id: "orders@-@1@-@NORMAL@-@192.0.2.1@-@42@-@7".into(),
-        sharding_total_count: 3,
         job_parameter: "region=eu".into(),
-        sharding_item: ShardItem(1),
         sharding_parameter: "Shanghai".into(),
-        scheduled_at: None,
-        workflow_run: None,
-        fencing_token: Default::default(),
-        source: ExecutionSource::Normal,
         instance_id: InstanceId::parse("192.0.2.1@-@42").unwrap(),
-        cancellation: CancellationToken::new(),
-        resharding: ReshardingFlag::default(),
-        props: Default::default(),
-        child_lease: None,
-        stop_grace: Default::default(),
-        output: None,
+        ..item_context("orders", 1, 3)
     }
 }
 

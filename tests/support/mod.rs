@@ -10,6 +10,7 @@
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
 //! | [`policy_node`] | a node on ZooKeeper running one script job, with a SQLite history |
 //! | [`script_runs`] | script jobs on ZooKeeper whose runs are read back as their scripts saw them |
+//! | [`jobs_file`] | executable scripts and `SCRIPT` entries of a jobs file, for nodes as processes |
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
 //! | [`step_log`] | workflow steps' scripts for node processes: start and end lines by workflow run, hold files |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
@@ -25,6 +26,7 @@ pub mod embedded;
 pub mod example_bin;
 pub mod http;
 pub mod java;
+pub mod jobs_file;
 pub mod mixed;
 pub mod node_proc;
 pub mod peer;
