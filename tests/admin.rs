@@ -7,6 +7,7 @@
 mod support;
 
 use support::cluster;
+use support::prometheus::sample_sum;
 use support::wait::{wait_until, wait_until_changed};
 
 use std::net::SocketAddr;
@@ -150,16 +151,6 @@ async fn get(addr: SocketAddr, target: &str) -> (u16, String) {
         &format!("GET {target} HTTP/1.1\r\nHost: test\r\n\r\n"),
     )
     .await
-}
-
-/// The sum of the samples of `metric` whose labels contain every one of `labels`.
-fn sample_sum(scrape: &str, metric: &str, labels: &[&str]) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| l.starts_with(&format!("{metric}{{")))
-        .filter(|l| labels.iter().all(|want| l.contains(want)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 /// The session that owns the node's `instances/{id}` registration, read through another session.

@@ -8,6 +8,7 @@
 //! | [`peer`] | `require!(Peer::X)`: a missing peer is `skipped: <why>` outside CI, a failure under `CI=true` |
 //! | [`cluster`] | in-process nodes whose handler records every item run ([`cluster::Recorder`]) |
 //! | [`backend`], [`embedded`], [`zk`], [`conformance`] | the registry backends and the suite every one passes |
+//! | [`events`] | engine events as a node emits them, fed to a history directly |
 //! | [`policy_node`] | a node on ZooKeeper running one script job, with a SQLite history |
 //! | [`script_runs`] | script jobs on ZooKeeper whose runs are read back as their scripts saw them |
 //! | [`jobs_file`] | executable scripts and `SCRIPT` entries of a jobs file, for nodes as processes |
@@ -23,6 +24,7 @@ pub mod chaos;
 pub mod cluster;
 pub mod conformance;
 pub mod embedded;
+pub mod events;
 pub mod example_bin;
 pub mod http;
 pub mod java;
