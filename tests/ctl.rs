@@ -9,7 +9,7 @@ use support::namespace;
 use support::Peer;
 
 use support::cluster;
-use support::example_bin;
+use support::example_bin::{self, ctl_command, on_zk, run_ctl, CtlOutput};
 use support::wait::wait_until_woken;
 use support::zk;
 
@@ -116,44 +116,13 @@ impl Watch {
     }
 }
 
-/// What a CLI run printed and how it exited.
-#[derive(Debug)]
-struct CtlOutput {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl CtlOutput {
-    /// Asserts exit code `code`, showing the output otherwise.
-    fn expect(self, code: i32) -> Self {
-        assert_eq!(self.code, code, "ctl exited with {}: {self:#?}", self.code);
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("ctl printed no JSON ({e}): {self:#?}"))
-    }
-}
-
 /// The CLI binary: a binary target of the package, which cargo builds before this test.
 fn ctl_binary() -> PathBuf {
     example_bin::ctl_binary()
 }
 
 async fn ctl(ns: &str, args: &[&str]) -> CtlOutput {
-    let out = tokio::process::Command::new(ctl_binary())
-        .args(["--zk", &zk::server().connect_string(), "--namespace", ns])
-        .args(args)
-        .output()
-        .await
-        .expect("ctl runs");
-    CtlOutput {
-        code: out.status.code().expect("ctl exited, not killed"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_ctl(&on_zk(&zk::server().connect_string(), ns, args)).await
 }
 
 /// Fire seconds (of `Normal` runs) in which every one of `items` items ran, ascending.
@@ -734,16 +703,11 @@ async fn the_cli_exits_with_2_on_bad_input_naming_it_and_1_when_refused() {
 
 /// ctl without a registry (`cron next`, `history`): the binary's own answer and exit code.
 fn ctl_offline(args: &[&str], cwd: &std::path::Path) -> CtlOutput {
-    let out = std::process::Command::new(ctl_binary())
-        .args(args)
+    let out = ctl_command(args, &[])
         .current_dir(cwd)
         .output()
         .expect("ctl runs");
-    CtlOutput {
-        code: out.status.code().expect("ctl exited, not killed"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    CtlOutput::from_output(out)
 }
 
 #[test]

@@ -6,7 +6,8 @@
 mod support;
 
 use support::cluster::{self, instance, start_node_with_clock, Recorder};
-use support::{example_bin, wait, zk, Peer};
+use support::example_bin::{on_zk, run_ctl};
+use support::{wait, zk, Peer};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,17 +21,8 @@ const WITHIN: Duration = Duration::from_secs(40);
 
 /// The CLI on namespace `ns`: exit code, stdout, stderr.
 async fn ctl(ns: &str, args: &[&str]) -> (i32, String, String) {
-    let out = tokio::process::Command::new(example_bin::ctl_binary())
-        .args(["--zk", &zk::server().connect_string(), "--namespace", ns])
-        .args(args)
-        .output()
-        .await
-        .expect("ctl runs");
-    (
-        out.status.code().expect("ctl exited, not killed"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run_ctl(&on_zk(&zk::server().connect_string(), ns, args)).await;
+    (out.code, out.stdout, out.stderr)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

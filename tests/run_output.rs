@@ -11,7 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::browser::Browser;
-use support::example_bin::ctl_binary;
+use support::example_bin::{ctl_binary, run_ctl};
+use support::jobs_file::{script_job, write_jobs, write_script};
 use support::node_proc::{NodeProcess, Output};
 use support::postgres::PgServer;
 use support::wait::wait_until;
@@ -62,24 +63,15 @@ async fn a_scripts_output_is_printed_by_shardcronctl_logs_and_followed_live_on_p
 
 async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     let script = dir.join("run.sh");
-    std::fs::write(&script, SCRIPT).unwrap();
-    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&script, permissions).unwrap();
-    let jobs = dir.join("jobs.yaml");
-    std::fs::write(
-        &jobs,
-        format!(
-            "jobs:\n\
-             - type: SCRIPT\n  jobName: ticks\n  cron: '* * * * * ?'\n  timeZone: GMT\n  \
-             shardingTotalCount: 1\n  props:\n    script.command.line: '{script}'\n    \
-             shardcron.output: 4\n\
-             - type: SCRIPT\n  jobName: quiet\n  cron: '* * * * * ?'\n  timeZone: GMT\n  \
-             shardingTotalCount: 1\n  props:\n    script.command.line: 'echo unseen'\n",
-            script = script.display()
-        ),
-    )
-    .unwrap();
+    write_script(&script, SCRIPT);
+    let every_second = |name, command: &str| script_job(name, 1, command).cron("* * * * * ?");
+    let jobs = write_jobs(
+        dir,
+        &[
+            every_second("ticks", &format!("'{}'", script.display())).prop("shardcron.output", "4"),
+            every_second("quiet", "'echo unseen'"),
+        ],
+    );
     let namespace = format!("run-output-{}-{}", std::process::id(), in_browser);
     let connect = zk::server().connect_string();
     let node_output = Output::new();
@@ -123,7 +115,7 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     .await;
 
     tracing::info!("--- shardcronctl logs prints the finished run: stdout and stderr apart");
-    let out = ctl(&["logs", "ticks", "--db", db, "--run", &first.id]).await;
+    let out = run_ctl(&["logs", "ticks", "--db", db, "--run", &first.id]).await;
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stdout, "run 1 starts\n", "{out:#?}");
     assert!(out.stderr.contains("run 1 warns"), "{out:#?}");
@@ -132,11 +124,11 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
         "{out:#?}"
     );
     let run_number = first.task_id.rsplit("@-@").next().unwrap();
-    let by_number = ctl(&["logs", "ticks", "--db", db, "--run", run_number]).await;
+    let by_number = run_ctl(&["logs", "ticks", "--db", db, "--run", run_number]).await;
     assert_eq!(by_number.stdout, out.stdout, "{by_number:#?}");
 
     tracing::info!("--- without --run: the newest execution, still running");
-    let out = ctl(&["logs", "ticks", "--db", db, "--item", "0"]).await;
+    let out = run_ctl(&["logs", "ticks", "--db", db, "--item", "0"]).await;
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stdout, "run 2 starts\n", "{out:#?}");
     assert!(out.stderr.contains("RUNNING"), "{out:#?}");
@@ -149,7 +141,7 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     )
     .await;
     assert_eq!(history.output(&quiet.id).await.unwrap(), None);
-    let out = ctl(&["logs", "quiet", "--db", db]).await;
+    let out = run_ctl(&["logs", "quiet", "--db", db]).await;
     assert_eq!(out.code, 1, "{out:#?}");
     assert!(out.stderr.contains("shardcron.output"), "{out:#?}");
 
@@ -294,26 +286,6 @@ async fn viewer_lines(browser: &Browser, what: &str, ready: &str) -> Vec<String>
 async fn executions(history: &History, job: &str) -> Vec<ExecutionRecord> {
     let query = HistoryQuery::job(JobName::new(job).unwrap());
     history.query(&query).await.unwrap()
-}
-
-#[derive(Debug)]
-struct CtlOutput {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn ctl(args: &[&str]) -> CtlOutput {
-    let out = tokio::process::Command::new(ctl_binary())
-        .args(args)
-        .output()
-        .await
-        .expect("shardcronctl runs");
-    CtlOutput {
-        code: out.status.code().expect("shardcronctl exited, not killed"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 #[tokio::test]
