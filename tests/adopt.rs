@@ -100,16 +100,8 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
     let mut output = Output::new();
     let start = |label: &str, adopt: Option<&str>, output: &Output| {
         let instance = format!("127.0.0.1@-@adopt-{label}");
-        let mut args = vec![
-            "--zk",
-            connect.as_str(),
-            "--namespace",
-            namespace.as_str(),
-            "--jobs",
-            jobs.to_str().unwrap(),
-            "--instance-id",
-            instance.as_str(),
-        ];
+        let node_args = ["--jobs", jobs.to_str().unwrap(), "--instance-id", &instance];
+        let mut args = on_zk(&connect, &namespace, &node_args);
         if let Some(policy) = adopt {
             args.extend(["--adopt", policy]);
         }

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::browser::Browser;
-use support::example_bin::{ctl_binary, run_ctl};
+use support::example_bin::{ctl_binary, on_zk, run_ctl};
 use support::jobs_file::{script_job, write_jobs, write_script};
 use support::node_proc::{NodeProcess, Output};
 use support::postgres::PgServer;
@@ -75,16 +75,11 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     let namespace = format!("run-output-{}-{}", std::process::id(), in_browser);
     let connect = zk::server().connect_string();
     let node_output = Output::new();
-    let args = [
-        "--zk",
-        connect.as_str(),
-        "--namespace",
-        namespace.as_str(),
-        "--jobs",
-        jobs.to_str().unwrap(),
-        "--history",
-        db,
-    ];
+    let args = on_zk(
+        &connect,
+        &namespace,
+        &["--jobs", jobs.to_str().unwrap(), "--history", db],
+    );
     // Opened (its tables created) before the node opens it too: two first migrations of one
     // SQLite file at once may both add the same column.
     let history = History::open(db).await.expect("the history opens");
