@@ -145,6 +145,22 @@ impl Recorder {
         .await
     }
 
+    /// Waits for `more` complete fires (every one of `items` items ran, see [`complete_fires`])
+    /// beyond those recorded now.
+    pub async fn wait_more_fires(
+        &self,
+        what: &str,
+        items: u32,
+        more: usize,
+        within: Duration,
+    ) -> Vec<Execution> {
+        let before = complete_fires(&self.all(), items).len();
+        self.wait_until(what, within, |log| {
+            complete_fires(log, items).len() >= before + more
+        })
+        .await
+    }
+
     /// Starts instance `n` on `conn` running `job` with [`Recorder::handler`]`(work)`.
     pub async fn start(
         &self,
