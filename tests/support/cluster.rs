@@ -172,6 +172,51 @@ impl Recorder {
         start_node(conn.clone(), instance(n), vec![(job, self.handler(work))]).await
     }
 
+    /// A handler that records, runs `work` unless cancelled, and counts cancellations in
+    /// `cancelled` (failing a cancelled item with "session lost").
+    pub fn cancellable(
+        &self,
+        work: Duration,
+        cancelled: Arc<watch::Sender<usize>>,
+    ) -> SharedHandler {
+        let inner = self.handler(Duration::ZERO);
+        Arc::new(FnJob(move |ctx: ShardingContext| {
+            let (inner, cancelled) = (inner.clone(), cancelled.clone());
+            async move {
+                let token = ctx.cancellation.clone();
+                inner.run_item(ctx).await?;
+                tokio::select! {
+                    _ = tokio::time::sleep(work) => Ok(()),
+                    _ = token.cancelled() => {
+                        cancelled.send_modify(|n| *n += 1);
+                        Err(JobError::Cancelled("session lost".into()))
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Starts instance 1 on `conn` running the one-item job `long` (every 10 s) with
+    /// [`Recorder::cancellable`]`(work)` and waits until its item starts; returns the node and the
+    /// count of cancellations.
+    pub async fn start_long_item(
+        &self,
+        conn: Arc<dyn Connector>,
+        work: Duration,
+        within: Duration,
+    ) -> (NodeHandle, watch::Receiver<usize>) {
+        let cancelled = Arc::new(watch::channel(0usize).0);
+        let cancellations = cancelled.subscribe();
+        let job = JobConfig::new("long", 1)
+            .cron("0/10 * * * * ?")
+            .time_zone("GMT");
+        let handler = self.cancellable(work, cancelled);
+        let node = start_node(conn, instance(1), vec![(job, handler)]).await;
+        self.wait_until("the long item starts", within, |log| !log.is_empty())
+            .await;
+        (node, cancellations)
+    }
+
     /// A handler recording each item, then taking `work` of (tokio) time; the end of each run is
     /// recorded too ([`Recorder::spans`]).
     pub fn handler(&self, work: Duration) -> SharedHandler {
