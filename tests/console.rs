@@ -9,6 +9,7 @@
 
 mod support;
 
+use support::events::recorded_history;
 use support::wait::{next_matching, wait_until_woken};
 use support::Peer;
 
@@ -28,10 +29,8 @@ use serde_json::{json, Value};
 use shardcron::config::JobConfig;
 use shardcron::console::{Console, ConsoleOptions};
 use shardcron::events::EventBus;
-use shardcron::history::History;
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
 use shardcron::secret::Secret;
 use shardcron::{InstanceId, JobSpec, JobType, NodeOptions, ShardItem};
@@ -107,12 +106,9 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
     require!(Peer::Chromium);
     cluster::init_tracing();
     let ns = format!("console-{}", std::process::id());
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let conn = zk::connector(&ns);
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db").display().to_string();
-    let history = History::open(&db).await.expect("history opens");
-    let bus = EventBus::new();
-    let recording = history.attach(&bus);
+    let (db, _history, bus, recording) = recorded_history(dir.path()).await;
     let rec = Recorder::real_time();
     let orders = every_second("orders", 3).description("orders of the day");
     let reports = JobConfig::new("reports", 2)
@@ -578,7 +574,7 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
         .kill_on_drop(true)
         .spawn()
         .expect("the Java peer starts");
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let conn = zk::connector(&ns);
     let console = Console::start(conn, ConsoleOptions::loopback(&ns))
         .await
         .expect("console starts");

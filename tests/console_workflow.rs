@@ -7,6 +7,7 @@ mod support;
 
 use support::browser::Browser;
 use support::cluster::{self, instance, Recorder};
+use support::events::recorded_history;
 use support::{wait, zk, Peer};
 
 use std::sync::Arc;
@@ -15,11 +16,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use shardcron::config::JobConfig;
 use shardcron::console::{Console, ConsoleOptions};
-use shardcron::events::EventBus;
-use shardcron::history::History;
 use shardcron::node::NodeBuilder;
-use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::registry::Connector;
 use shardcron::{JobSpec, JobType, NodeOptions};
 
 const WITHIN: Duration = Duration::from_secs(40);
@@ -51,12 +48,9 @@ async fn the_workflow_page_draws_both_steps_with_their_state_and_links_each_to_i
     require!(Peer::Chromium);
     cluster::init_tracing();
     let ns = format!("console-workflow-{}", std::process::id());
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let conn = zk::connector(&ns);
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db").display().to_string();
-    let history = History::open(&db).await.expect("history opens");
-    let bus = EventBus::new();
-    let recording = history.attach(&bus);
+    let (db, _history, bus, recording) = recorded_history(dir.path()).await;
     let rec = Recorder::real_time();
     let import = JobConfig::new("wf-import", 2)
         .cron("0/4 * * * * ?")

@@ -25,7 +25,6 @@ use shardcron::job::ExecutionSource;
 use shardcron::node::NodeHandle;
 use shardcron::ops::{ItemStatus, JobStatus, Ops, OpsError, RemoveMode};
 use shardcron::registry::mirror::{Mirror, MirrorFeed};
-use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::{Connector, CreateMode};
 use shardcron::{JobName, ShardItem};
 
@@ -55,7 +54,7 @@ impl Cluster {
     async fn new(test: &str) -> Self {
         cluster::init_tracing();
         let ns = namespace("ctl", test);
-        let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+        let conn = zk::connector(&ns);
         let ops = Ops::new(conn.connect().await.expect("operator session"));
         let watch = Watch::new(&conn).await;
         Self {

@@ -9,13 +9,10 @@ use support::cluster::{self, instance, start_node_with_clock, Recorder};
 use support::example_bin::{on_zk, run_ctl};
 use support::{wait, zk, Peer};
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use shardcron::config::JobConfig;
-use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::registry::Connector;
 
 const WITHIN: Duration = Duration::from_secs(40);
 
@@ -30,7 +27,7 @@ async fn workflow_show_draws_the_graph_with_each_steps_last_run_and_runs_lists_t
     require!(Peer::ZooKeeper);
     cluster::init_tracing();
     let ns = format!("ctl-workflow-{}", std::process::id());
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let conn = zk::connector(&ns);
     let rec = Recorder::real_time();
     let import = JobConfig::new("wfc-import", 2)
         .cron("0/2 * * * * ?")

@@ -1,7 +1,11 @@
-//! Engine events as a node emits them, for tests that feed a history or a listener directly.
+//! Engine events as a node emits them, for tests that feed a history or a listener directly, and
+//! a history recording a bus.
+
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use shardcron::events::EngineEvent;
+use shardcron::events::{EngineEvent, EventBus};
+use shardcron::history::{History, HistoryHandle};
 use shardcron::job::{ExecutionSource, ItemOutcome};
 use shardcron::{InstanceId, JobName, ShardItem};
 
@@ -27,4 +31,14 @@ pub fn item_finished(job: &str, n: u32, at: DateTime<Utc>, failure: Option<Strin
         attempt: 1,
         workflow_run: None,
     }
+}
+
+/// A SQLite history `dir/history.db` recording a new event bus: the database's path (as the
+/// console and the CLI take it), the history, the bus and the recording.
+pub async fn recorded_history(dir: &Path) -> (String, History, EventBus, HistoryHandle) {
+    let db = dir.join("history.db").display().to_string();
+    let history = History::open(&db).await.expect("history opens");
+    let bus = EventBus::new();
+    let recording = history.attach(&bus);
+    (db, history, bus, recording)
 }
