@@ -9,6 +9,7 @@
 
 mod support;
 
+use support::console::{start_console, with_history};
 use support::events::recorded_history;
 use support::wait::{next_matching, wait_until_woken};
 use support::Peer;
@@ -119,16 +120,7 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
         start_node(&conn, instance(1), &jobs, &rec, &bus).await,
         start_node(&conn, instance(2), &jobs, &rec, &bus).await,
     ];
-    let console = Console::start(
-        conn.clone(),
-        ConsoleOptions {
-            history: Some(db.clone()),
-            ..ConsoleOptions::loopback(&ns)
-        },
-    )
-    .await
-    .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(conn.clone(), with_history(&ns, &db)).await;
     let browser = Browser::start().await;
 
     tracing::info!("--- the jobs page lists both jobs with their next fires");
@@ -575,10 +567,7 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
         .spawn()
         .expect("the Java peer starts");
     let conn = zk::connector(&ns);
-    let console = Console::start(conn, ConsoleOptions::loopback(&ns))
-        .await
-        .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(conn, ConsoleOptions::loopback(&ns)).await;
     let mut changes = console_changes(&base).await;
 
     let job = changes
@@ -767,13 +756,11 @@ async fn the_new_job_form_creates_a_job_an_adopting_node_runs_and_names_a_bad_fi
         .start()
         .await
         .expect("an adopting node starts with no job");
-    let console = Console::start(
+    let (console, base) = start_console(
         Arc::new(server.connector("form")),
         ConsoleOptions::loopback("form"),
     )
-    .await
-    .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    .await;
     let browser = Browser::start().await;
 
     tracing::info!("--- a bad cron is refused, the field named, nothing written");

@@ -5,6 +5,7 @@
 
 mod support;
 
+use support::console::start_console;
 use support::Peer;
 
 use support::example_bin;
@@ -59,7 +60,7 @@ async fn console(history: Option<String>) -> (Console, String, Arc<dyn Registry>
     let conn: Arc<dyn Connector> = Arc::new(server.connector("sec"));
     let session: Arc<dyn Registry> = Arc::new(server.connector("sec").open());
     create_job(session.as_ref()).await;
-    let console = Console::start(
+    let (console, base) = start_console(
         conn,
         ConsoleOptions {
             token: Some(Secret::new(OPERATOR.into())),
@@ -69,9 +70,7 @@ async fn console(history: Option<String>) -> (Console, String, Arc<dyn Registry>
             ..ConsoleOptions::loopback("sec")
         },
     )
-    .await
-    .expect("the console starts");
-    let base = format!("http://{}", console.local_addr());
+    .await;
     (console, base, session)
 }
 

@@ -7,6 +7,7 @@ mod support;
 
 use support::browser::Browser;
 use support::cluster::{self, instance, Recorder};
+use support::console::{start_console, with_history};
 use support::events::recorded_history;
 use support::{wait, zk, Peer};
 
@@ -15,7 +16,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use shardcron::config::JobConfig;
-use shardcron::console::{Console, ConsoleOptions};
 use shardcron::node::NodeBuilder;
 use shardcron::{JobSpec, JobType, NodeOptions};
 
@@ -72,16 +72,7 @@ async fn the_workflow_page_draws_both_steps_with_their_state_and_links_each_to_i
         });
     }
     let node = builder.start().await.expect("node starts");
-    let console = Console::start(
-        conn.clone(),
-        ConsoleOptions {
-            history: Some(db.clone()),
-            ..ConsoleOptions::loopback(&ns)
-        },
-    )
-    .await
-    .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(conn.clone(), with_history(&ns, &db)).await;
 
     tracing::info!("--- the API reports both steps, report one layer below import, after a run");
     let run = wait::wait_until(

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::browser::Browser;
+use support::console::{start_console, with_history};
 use support::example_bin::{ctl_binary, on_zk, run_ctl};
 use support::jobs_file::{script_job, write_jobs, write_script};
 use support::node_proc::{NodeProcess, Output};
@@ -18,7 +19,7 @@ use support::postgres::PgServer;
 use support::wait::wait_until;
 use support::{zk, Peer};
 
-use shardcron::console::{Console, ConsoleOptions};
+use shardcron::console::Console;
 use shardcron::history::{ExecutionRecord, History, HistoryQuery, HistoryWrite, OutputRecord};
 use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
@@ -207,16 +208,7 @@ async fn viewer_of(
 ) -> (Browser, Console) {
     let connector: std::sync::Arc<dyn Connector> =
         std::sync::Arc::new(ZkConnector::new(zk::backend().config(namespace)));
-    let console = Console::start(
-        connector,
-        ConsoleOptions {
-            history: Some(db.to_owned()),
-            ..ConsoleOptions::loopback(namespace)
-        },
-    )
-    .await
-    .expect("the console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(connector, with_history(namespace, &db)).await;
     let browser = Browser::start().await;
 
     tracing::info!("--- the History tab links each run to its output; run 1's is shown");

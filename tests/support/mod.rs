@@ -15,6 +15,7 @@
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
 //! | [`step_log`] | workflow steps' scripts for node processes: start and end lines by workflow run, hold files |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
+//! | [`console`] | the console started on a test's registry, with its base URL |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
 #![allow(dead_code, unreachable_pub)]
 
@@ -23,6 +24,7 @@ pub mod browser;
 pub mod chaos;
 pub mod cluster;
 pub mod conformance;
+pub mod console;
 pub mod embedded;
 pub mod events;
 pub mod example_bin;
