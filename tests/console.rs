@@ -105,10 +105,8 @@ const MAP: &str = r#"(() => {
 async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_on_the_node() {
     require!(Peer::ZooKeeper);
     require!(Peer::Chromium);
-    cluster::init_tracing();
-    let ns = format!("console-{}", std::process::id());
+    let (dir, ns) = support::prelude("console", "map");
     let conn = zk::connector(&ns);
-    let dir = tempfile::tempdir().unwrap();
     let (db, _history, bus, recording) = recorded_history(dir.path()).await;
     let rec = Recorder::real_time();
     let orders = every_second("orders", 3).description("orders of the day");

@@ -6,7 +6,7 @@
 mod support;
 
 use support::browser::Browser;
-use support::cluster::{self, instance, Recorder};
+use support::cluster::{instance, Recorder};
 use support::console::{start_console, with_history};
 use support::events::recorded_history;
 use support::{wait, zk, Peer};
@@ -46,10 +46,8 @@ async fn the_workflow_page_draws_both_steps_with_their_state_and_links_each_to_i
 ) {
     require!(Peer::ZooKeeper);
     require!(Peer::Chromium);
-    cluster::init_tracing();
-    let ns = format!("console-workflow-{}", std::process::id());
+    let (dir, ns) = support::prelude("console-workflow", "graph");
     let conn = zk::connector(&ns);
-    let dir = tempfile::tempdir().unwrap();
     let (db, _history, bus, recording) = recorded_history(dir.path()).await;
     let rec = Recorder::real_time();
     let import = JobConfig::new("wf-import", 2)
