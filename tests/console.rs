@@ -11,6 +11,7 @@ mod support;
 
 use support::console::{start_console, with_history};
 use support::events::recorded_history;
+use support::example_bin::run_ctl_blocking;
 use support::wait::{next_matching, wait_until_woken};
 use support::Peer;
 
@@ -487,40 +488,31 @@ async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_
 
 #[test]
 fn the_cli_refuses_a_console_off_loopback_without_a_token_and_prints_completions() {
-    let ctl = example_bin::ctl_binary();
-    let out = std::process::Command::new(&ctl)
-        .args(["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"])
-        .env_remove("SHARDCRON_CONSOLE_TOKEN")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let out = run_ctl_blocking(
+        &["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        stderr.contains("--listen") && stderr.contains("token"),
-        "{stderr}"
+        out.stderr.contains("--listen") && out.stderr.contains("token"),
+        "{}",
+        out.stderr
     );
 
     for shell in ["bash", "zsh", "fish"] {
-        let out = std::process::Command::new(&ctl)
-            .args(["completions", shell])
-            .output()
-            .unwrap();
-        let script = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let out = run_ctl_blocking(&["completions", shell], &[]);
+        assert_eq!(out.code, 0, "{shell}");
         assert!(
-            script.contains("shardcronctl") && script.contains("disable"),
+            out.stdout.contains("shardcronctl") && out.stdout.contains("disable"),
             "{shell} completion names the program and its commands"
         );
     }
-    let help = std::process::Command::new(&ctl)
-        .arg("--help")
-        .output()
-        .unwrap();
-    assert_eq!(help.status.code(), Some(0));
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = run_ctl_blocking(&["--help"], &[]);
+    assert_eq!(help.code, 0);
     assert!(
-        help.contains("console") && help.contains("exit codes"),
-        "{help}"
+        help.stdout.contains("console") && help.stdout.contains("exit codes"),
+        "{}",
+        help.stdout
     );
 }
 

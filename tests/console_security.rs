@@ -6,6 +6,7 @@
 mod support;
 
 use support::console::start_console;
+use support::example_bin::run_ctl_blocking;
 use support::Peer;
 
 use support::example_bin;
@@ -599,24 +600,21 @@ async fn shardcronctl_config_set_keeps_unchanged_secrets_and_is_audited_as_the_o
 
 #[test]
 fn shardcronctl_console_takes_tokens_from_files_or_the_environment_never_argv() {
-    let ctl = example_bin::ctl_binary();
-    let out = std::process::Command::new(&ctl)
-        .args(["--zk", "127.0.0.1:1", "console", "--token", "s3cret"])
-        .env_remove("SHARDCRON_CONSOLE_TOKEN")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--token") && stderr.contains("ps"),
-        "{stderr}"
+    let out = run_ctl_blocking(
+        &["--zk", "127.0.0.1:1", "console", "--token", "s3cret"],
+        &[],
     );
-    let out = std::process::Command::new(&ctl)
-        .args(["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"])
-        .args(["--token-file", "/nonexistent/token"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--token-file"), "{stderr}");
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--token") && out.stderr.contains("ps"),
+        "{}",
+        out.stderr
+    );
+    let listen = ["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"];
+    let out = run_ctl_blocking(
+        &[&listen[..], &["--token-file", "/nonexistent/token"]].concat(),
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--token-file"), "{}", out.stderr);
 }

@@ -298,8 +298,9 @@ fn unix_seconds() -> u64 {
         .as_secs()
 }
 
-/// Fire seconds whose normal runs covered items 0..4 exactly once, run by both instances.
-fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
+/// Fire seconds whose normal runs covered items `0..items` exactly once, run by `instances`
+/// instances.
+fn fires_split(runs: &[ScriptRun], items: u64, instances: usize) -> Vec<u64> {
     let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.source == "NORMAL") {
         by_second.entry(run.second).or_default().push(run);
@@ -307,10 +308,10 @@ fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
     by_second
         .into_iter()
         .filter(|(_, runs)| {
-            let mut items: Vec<u64> = runs.iter().map(|r| r.item).collect();
-            items.sort_unstable();
-            let instances: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
-            items == [0, 1, 2, 3] && instances.len() == 2
+            let mut ran: Vec<u64> = runs.iter().map(|r| r.item).collect();
+            ran.sort_unstable();
+            let by: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
+            ran == (0..items).collect::<Vec<_>>() && by.len() == instances
         })
         .map(|(second, _)| second)
         .collect()
@@ -343,7 +344,7 @@ fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire
         &[&a, &b],
         |lines| {
             Output::of_kind(lines, "exec").any(|l| l.node == "b")
-                && split_fires(&script_runs(log))
+                && fires_split(&script_runs(log), 4, 2)
                     .iter()
                     .any(|second| *second > joined)
         },
@@ -393,24 +394,6 @@ fn printed_at(line: &Line) -> f64 {
     at.timestamp_millis() as f64 / 1000.0
 }
 
-/// Fire seconds whose normal runs covered items 0..3 exactly once, run by three instances.
-fn fires_over_three(runs: &[ScriptRun]) -> Vec<u64> {
-    let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.source == "NORMAL") {
-        by_second.entry(run.second).or_default().push(run);
-    }
-    by_second
-        .into_iter()
-        .filter(|(_, runs)| {
-            let mut items: Vec<u64> = runs.iter().map(|r| r.item).collect();
-            items.sort_unstable();
-            let instances: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
-            items == [0, 1, 2] && instances.len() == 3
-        })
-        .map(|(second, _)| second)
-        .collect()
-}
-
 #[test]
 fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_around_every_item() {
     require!(Peer::ZooKeeper);
@@ -432,7 +415,7 @@ fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_ar
     {
         let refs: Vec<&NodeProcess> = nodes.iter().collect();
         output.wait_until("three fires over three processes, heard", &refs, |lines| {
-            let fires: Vec<u64> = fires_over_three(&script_runs(log))
+            let fires: Vec<u64> = fires_split(&script_runs(log), 3, 3)
                 .into_iter()
                 .filter(|s| *s > joined)
                 .collect();
@@ -441,7 +424,7 @@ fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_ar
         });
     }
     let runs = script_runs(log);
-    let fires: Vec<u64> = fires_over_three(&runs)
+    let fires: Vec<u64> = fires_split(&runs, 3, 3)
         .into_iter()
         .filter(|s| *s > joined)
         .take(3)

@@ -44,8 +44,8 @@ impl CtlOutput {
     }
 }
 
-/// `shardcronctl ARGS` with `env` added; the registry credentials and audit database of the
-/// test's own environment removed.
+/// `shardcronctl ARGS` with `env` added; the registry credentials, console token and audit
+/// database of the test's own environment removed.
 pub fn ctl_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(ctl_binary());
     command
@@ -53,6 +53,7 @@ pub fn ctl_command(args: &[&str], env: &[(&str, &str)]) -> Command {
         .env_remove("SHARDCRON_ZK_AUTH")
         .env_remove("SHARDCRON_ZK_AUTH_FILE")
         .env_remove("SHARDCRON_AUDIT_DB")
+        .env_remove("SHARDCRON_CONSOLE_TOKEN")
         .envs(env.iter().copied());
     command
 }
