@@ -391,113 +391,55 @@ async fn console_get(base: &str, path: &str) -> Value {
 async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_json() {
     let server = EmbeddedServer::new();
     let conn: Arc<dyn Connector> = Arc::new(server.connector("guarded"));
-    let console = Console::start(
-        conn,
-        ConsoleOptions {
-            token: Some(Secret::new("s3cret".into())),
-            ..ConsoleOptions::loopback("guarded")
-        },
-    )
-    .await
-    .unwrap();
-    let base = format!("http://{}", console.local_addr());
+    let options = ConsoleOptions {
+        token: Some(Secret::new("s3cret".into())),
+        ..ConsoleOptions::loopback("guarded")
+    };
+    let (console, base) = start_console(conn, options).await;
     let http = reqwest::Client::new();
-    let status = |r: reqwest::Response| r.status().as_u16();
-
-    let page = http.get(format!("{base}/")).send().await.unwrap();
-    assert_eq!(status(page), 200, "the page itself is public");
-    let no_token = http
-        .get(format!("{base}/api/overview"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(no_token), 401);
-    let wrong = http
-        .get(format!("{base}/api/overview"))
-        .bearer_auth("guess")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(wrong), 401);
-    let read = http
-        .get(format!("{base}/api/overview"))
-        .bearer_auth("s3cret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(read), 200);
-    // A token never travels in a URL: the page's event stream carries the login cookie instead
-    // (tests/console_security.rs).
-    let stream = http
-        .get(format!("{base}/api/events?token=s3cret"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(stream), 400);
-    let stream = http.get(format!("{base}/api/events")).send().await.unwrap();
-    assert_eq!(status(stream), 401);
-    let with_header = http
-        .get(format!("{base}/api/events"))
-        .bearer_auth("s3cret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(with_header), 200);
-    let write_without_token = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .header("Content-Type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(write_without_token), 401);
-    let form_post = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .bearer_auth("s3cret")
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body("x=1")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(form_post), 403, "a cross-site form cannot write");
-    let other_origin = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .bearer_auth("s3cret")
-        .header("Content-Type", "application/json")
-        .header("Origin", "http://evil.example")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(other_origin), 403);
-    let unknown_job = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .bearer_auth("s3cret")
-        .header("Content-Type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        status(unknown_job),
-        404,
-        "past the guard: the job is unknown"
-    );
+    const JSON: &str = "application/json";
+    const FORM: &str = "application/x-www-form-urlencoded";
+    const TRIGGER: &str = "/api/jobs/orders/trigger";
+    const EVIL: &str = "http://evil.example";
+    // (why, a write?, path, token, content type and body, origin, the status)
+    #[rustfmt::skip]
+    let cases: [(&str, bool, &str, Option<&str>, Option<(&str, &str)>, Option<&str>, u16); 11] = [
+        ("the page itself is public", false, "/", None, None, None, 200),
+        ("no token", false, "/api/overview", None, None, None, 401),
+        ("a wrong token", false, "/api/overview", Some("guess"), None, None, 401),
+        ("the token", false, "/api/overview", Some("s3cret"), None, None, 200),
+        // A token never travels in a URL: the page's event stream carries the login cookie
+        // instead (tests/console_security.rs).
+        ("a token in the URL", false, "/api/events?token=s3cret", None, None, None, 400),
+        ("a stream without a token", false, "/api/events", None, None, None, 401),
+        ("a stream with the header", false, "/api/events", Some("s3cret"), None, None, 200),
+        ("a write without a token", true, TRIGGER, None, Some((JSON, "{}")), None, 401),
+        ("a cross-site form cannot write", true, TRIGGER, Some("s3cret"), Some((FORM, "x=1")), None, 403),
+        ("another origin", true, TRIGGER, Some("s3cret"), Some((JSON, "{}")), Some(EVIL), 403),
+        ("past the guard: the job is unknown", true, TRIGGER, Some("s3cret"), Some((JSON, "{}")), None, 404),
+    ];
+    for (why, write, path, token, body, origin, want) in cases {
+        let url = format!("{base}{path}");
+        let mut request = if write { http.post(url) } else { http.get(url) };
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some((kind, body)) = body {
+            request = request.header("Content-Type", kind).body(body);
+        }
+        if let Some(origin) = origin {
+            request = request.header("Origin", origin);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status().as_u16(), want, "{why}");
+    }
     console.stop().await;
 }
 
 #[test]
 fn the_cli_refuses_a_console_off_loopback_without_a_token_and_prints_completions() {
-    let out = run_ctl_blocking(
-        &["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"],
-        &[],
-    );
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("--listen") && out.stderr.contains("token"),
-        "{}",
-        out.stderr
-    );
+    let off_loopback = ["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"];
+    run_ctl_blocking(&off_loopback, &[]).refused_naming(2, &["--listen", "token"]);
 
     for shell in ["bash", "zsh", "fish"] {
         let out = run_ctl_blocking(&["completions", shell], &[]);

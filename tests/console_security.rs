@@ -600,21 +600,9 @@ async fn shardcronctl_config_set_keeps_unchanged_secrets_and_is_audited_as_the_o
 
 #[test]
 fn shardcronctl_console_takes_tokens_from_files_or_the_environment_never_argv() {
-    let out = run_ctl_blocking(
-        &["--zk", "127.0.0.1:1", "console", "--token", "s3cret"],
-        &[],
-    );
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("--token") && out.stderr.contains("ps"),
-        "{}",
-        out.stderr
-    );
+    let in_argv = ["--zk", "127.0.0.1:1", "console", "--token", "s3cret"];
+    run_ctl_blocking(&in_argv, &[]).refused_naming(2, &["--token", "ps"]);
     let listen = ["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"];
-    let out = run_ctl_blocking(
-        &[&listen[..], &["--token-file", "/nonexistent/token"]].concat(),
-        &[],
-    );
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("--token-file"), "{}", out.stderr);
+    let missing_file = [&listen[..], &["--token-file", "/nonexistent/token"]].concat();
+    run_ctl_blocking(&missing_file, &[]).refused_naming(2, &["--token-file"]);
 }

@@ -37,6 +37,15 @@ impl CtlOutput {
         self
     }
 
+    /// Asserts exit code `code` and a stderr naming every one of `words`.
+    pub fn refused_naming(self, code: i32, words: &[&str]) -> Self {
+        assert_eq!(self.code, code, "ctl exited with {}: {self:#?}", self.code);
+        for word in words {
+            assert!(self.stderr.contains(word), "stderr names {word}: {self:#?}");
+        }
+        self
+    }
+
     /// Stdout as JSON (after `--json`).
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
