@@ -92,14 +92,15 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
     wait_until("the script ended", left, || (!alive(script)).then_some(())).await;
 
     tracing::info!("--- the history says the item timed out");
-    let record = loop {
-        let found = records(&history, "sleeper").await;
-        if let Some(r) = found.into_iter().find(|r| r.complete_time.is_some()) {
-            break r;
-        }
-        assert!(triggered.elapsed() < WITHIN, "no finished record");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let record = wait::wait_until(
+        async || {
+            let found = records(&history, "sleeper").await;
+            found.into_iter().find(|r| r.complete_time.is_some())
+        },
+        "a finished record",
+        WITHIN,
+    )
+    .await;
     assert!(!record.is_success, "{record:#?}");
     assert_eq!(
         record.failure_cause.as_deref(),
@@ -151,14 +152,17 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
 
     tracing::info!("--- triggered: two failures, then a success");
     node.trigger(&job).await.expect("the trigger is taken");
-    let finished = loop {
-        let found = records(&history, "flaky").await;
-        if found.iter().filter(|r| r.complete_time.is_some()).count() >= 3 {
-            break found;
-        }
-        assert!(found.len() <= 3, "no more than three attempts: {found:#?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let finished = wait::wait_until(
+        async || {
+            let found = records(&history, "flaky").await;
+            assert!(found.len() <= 3, "no more than three attempts: {found:#?}");
+            let ended = found.iter().filter(|r| r.complete_time.is_some()).count();
+            (ended >= 3).then_some(found)
+        },
+        "three finished attempts",
+        WITHIN,
+    )
+    .await;
     let mut outcomes: Vec<(bool, chrono::DateTime<chrono::Utc>)> = finished
         .iter()
         .map(|r| (r.is_success, r.start_time))
