@@ -9,8 +9,6 @@ use support::namespace;
 use support::policy_node::{records, start, WITHIN};
 use support::{wait, Peer};
 
-
-
 use shardcron::config::JobConfig;
 use shardcron::history::ExecutionRecord;
 

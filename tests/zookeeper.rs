@@ -17,6 +17,21 @@ use shardcron::registry::{
 use support::backend::SessionControl;
 use support::{wait, zk};
 
+/// An address nobody listens on (a port bound, then freed).
+fn dead_address() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// A session of `backend` on a namespace of its own (`tag`), its connection cut, once the client
+/// has seen `state`.
+async fn cut_off(backend: zk::ZkBackend, tag: &str, state: SessionState) -> zk::ZkTestSession {
+    let t = backend.open_zk(&namespace("zk", tag)).await;
+    t.control.disconnect().await;
+    t.control.wait_state(state).await;
+    t
+}
+
 #[tokio::test]
 async fn connecting_creates_a_nested_namespace_and_chroots_into_it() {
     require!(Peer::ZooKeeper);
@@ -80,10 +95,7 @@ async fn digest_auth_refuses_another_identity_with_no_auth() {
 async fn a_dead_host_in_the_connect_string_is_skipped() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = dead_address();
     let live = backend.server().connect_string();
     // The client shuffles its hosts, so a few sessions try both orders.
     for (i, connect) in [format!("{dead},{live}"), format!("{live},{dead}")]
@@ -105,10 +117,7 @@ async fn a_dead_host_in_the_connect_string_is_skipped() {
 async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = dead_address();
     let connector = ZkConnector::new(backend.config_via(&dead.to_string(), "dead"));
     match connector.connect().await {
         Err(RegistryError::Connect { target, .. }) => assert!(target.contains(&dead.to_string())),
@@ -120,11 +129,9 @@ async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
 async fn calls_are_bounded_by_the_call_timeout() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend().with_call_timeout(Duration::from_millis(300));
-    let t = backend.open_zk(&namespace("zk", "timeout")).await;
-    t.control.disconnect().await;
     // A call sent before the client notices fails fast with ConnectionLoss; one sent while it
     // reconnects waits, and that wait is what the bound is for.
-    t.control.wait_state(SessionState::Disconnected).await;
+    let t = cut_off(backend, "timeout", SessionState::Disconnected).await;
     let started = Instant::now();
     match t.session.get("/job").await {
         Err(RegistryError::Timeout {
@@ -181,9 +188,7 @@ async fn an_expired_session_fails_every_call_with_session_expired() {
 async fn a_session_cut_off_longer_than_its_timeout_expires() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend().with_session_timeout(Duration::from_millis(800));
-    let t = backend.open_zk(&namespace("zk", "cutoff")).await;
-    t.control.disconnect().await;
-    t.control.wait_state(SessionState::Expired).await;
+    let t = cut_off(backend, "cutoff", SessionState::Expired).await;
     t.control.reconnect().await;
     assert!(matches!(
         t.session.children("/").await,
