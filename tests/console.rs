@@ -401,9 +401,18 @@ async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_
     const FORM: &str = "application/x-www-form-urlencoded";
     const TRIGGER: &str = "/api/jobs/orders/trigger";
     const EVIL: &str = "http://evil.example";
-    // (why, a write?, path, token, content type and body, origin, the status)
+    /// Why, a write?, the path, the token, the content type and body, the origin, the status.
+    type Case = (
+        &'static str,
+        bool,
+        &'static str,
+        Option<&'static str>,
+        Option<(&'static str, &'static str)>,
+        Option<&'static str>,
+        u16,
+    );
     #[rustfmt::skip]
-    let cases: [(&str, bool, &str, Option<&str>, Option<(&str, &str)>, Option<&str>, u16); 11] = [
+    let cases: [Case; 11] = [
         ("the page itself is public", false, "/", None, None, None, 200),
         ("no token", false, "/api/overview", None, None, None, 401),
         ("a wrong token", false, "/api/overview", Some("guess"), None, None, 401),

@@ -20,12 +20,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use shardcron::job::dataflow::{Dataflow, DataflowJob, STREAMING_PROP};
 use shardcron::job::script::ScriptJob;
-use shardcron::job::{
-    ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext, SharedHandler, Simple,
-    SimpleJob,
-};
-use shardcron::{InstanceId, JobName, ShardItem};
-use tokio_util::sync::CancellationToken;
+use shardcron::job::{ItemHandler, JobError, ShardingContext, SharedHandler, Simple, SimpleJob};
+use shardcron::{InstanceId, ShardItem};
 
 /// Item 1 of 3 of job `orders`, parameters set so that each JSON field is visible.
 fn context() -> ShardingContext {

@@ -208,7 +208,7 @@ async fn viewer_of(
 ) -> (Browser, Console) {
     let connector: std::sync::Arc<dyn Connector> =
         std::sync::Arc::new(ZkConnector::new(zk::backend().config(namespace)));
-    let (console, base) = start_console(connector, with_history(namespace, &db)).await;
+    let (console, base) = start_console(connector, with_history(namespace, db)).await;
     let browser = Browser::start().await;
 
     tracing::info!("--- the History tab links each run to its output; run 1's is shown");
