@@ -20,14 +20,10 @@ use crate::decide::adopt::{AdoptCommand, Adoption, JobFacts, Marker, RuntimeType
 use crate::paths::JobNode;
 use crate::types::JobName;
 
-use super::context::{JobEvent, JobSpec, JobType, NodeContext};
-use super::executor::ExecutorMsg;
-use super::node::EngineError;
-use super::registry::{lock_jobs, RegistryMsg};
-
-/// A node's adoption state (the pure [`Adoption`]), kept in its `NodeContext` so that it outlives
-/// a restart of the RegistryActor, as the node's jobs do.
-pub(crate) type AdoptionSlot = Option<Mutex<Adoption>>;
+use super::context::{lock_jobs, JobEvent, NodeContext};
+use super::error::EngineError;
+use super::mail::{ExecutorMsg, RegistryMsg};
+use super::spec::{JobSpec, JobType};
 
 fn lock(slot: &Mutex<Adoption>) -> MutexGuard<'_, Adoption> {
     slot.lock().unwrap_or_else(|p| p.into_inner())

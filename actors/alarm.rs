@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use ractor::ActorRef;
 use tokio::task::JoinHandle;
 
-use super::trigger::TriggerMsg;
+use super::mail::TriggerMsg;
 
 /// Rings `TriggerMsg::Tick(generation)` once the armed delay has passed.
 #[derive(Debug)]

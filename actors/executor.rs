@@ -5,7 +5,6 @@
 //! to its [`RunKit`] (actors/run.rs). It decides nothing itself and no registry answer picks a
 //! branch here: the machine reads the mirror through [`crate::view::MirrorFacts`].
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -14,16 +13,15 @@ use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome, Purpose};
 use crate::job::ExecutionSource;
 use crate::paths::JobNode;
 
-use super::context::{JobEvent, JobSpec, SessionCtx};
+use super::context::{JobEvent, SessionCtx};
 use super::decisions::DecisionsSeen;
-use super::failover::FailoverMsg;
-use super::leader::LeaderMsg;
+use super::error::EngineError;
+use super::interpret::{self, Interpret};
+use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::once::OnceSlot;
 use super::register::{check_session, config_input, register};
-use super::run::{report, RunKit, RunReport};
-use super::session::Peers;
-use super::sharding::ShardingMsg;
-use super::trigger::TriggerMsg;
+use super::run::{report, RunKit};
+use super::spec::JobSpec;
 
 /// The stop reason of an executor whose job was removed (API, operator shutdown of this instance,
 /// job deleted from the registry): its supervisor forgets the job instead of restarting it.
@@ -33,38 +31,14 @@ pub(crate) const JOB_REMOVED: &str = "job removed";
 #[derive(Debug)]
 pub(crate) struct ExecutorActor;
 
-/// Messages of the ExecutorActor.
-#[derive(Debug)]
-pub(crate) enum ExecutorMsg {
-    /// An input for the job's machine as it is: `Prepare` and `Fire` from the trigger, `Trigger`,
-    /// `Session`, `Fenced`, `Paused` from the session, `SessionChecked`, `Remove`,
-    /// `FailoverClaimed` from the failover actor.
-    Step(Input),
-    /// A run's task ended: its items are done.
-    RunFinished(Box<RunReport>),
-    /// A node of this job changed (a config change is read and validated here first).
-    Job(JobEvent),
-    /// The mirror was re-listed.
-    Resynced,
-    /// Stop firing; reply once no item runs.
-    Drain(RpcReplyPort<()>),
-    /// Whether no run of this job is in progress here (the FailoverActor claims only then).
-    IsIdle(RpcReplyPort<bool>),
-    /// Fencing tokens of items the failover actor is about to hand over (sent just before their
-    /// `FailoverClaimed`).
-    FailoverFences(Vec<(crate::types::ShardItem, crate::job::FencingToken)>),
-    /// An input for the job's distribute-once coordination: a round's timeout, hooks returned.
-    Once(crate::decide::guarantee::GuaranteeInput),
-    /// The session's actors were replaced: talk to these from now on.
-    Peers(Arc<Peers>),
-}
-
 /// Arguments of the ExecutorActor.
 #[derive(Debug)]
 pub(crate) struct ExecutorArgs {
     pub(crate) ctx: SessionCtx,
     pub(crate) spec: Arc<JobSpec>,
     pub(crate) peers: Arc<Peers>,
+    /// The `AddJob` that started it, answered once the job registered (or failed to).
+    pub(crate) reply: Option<RpcReplyPort<Result<(), EngineError>>>,
 }
 
 /// State of the ExecutorActor: the machine, and what only the IO needs.
@@ -84,17 +58,16 @@ pub(crate) struct ExecutorState {
 }
 
 impl ExecutorState {
-    /// Steps the machine and carries out its commands, feeding each write's outcome back before
-    /// the commands queued after it.
+    /// Steps the machine and carries out its commands (the one loop: [`interpret::drive`]).
     async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
-        let job = self.machine.job().clone();
-        let mut queue: VecDeque<Command> = self.machine.step(input, &self.ctx.facts(&job)).into();
-        while let Some(command) = queue.pop_front() {
-            if let Some(input) = Box::pin(self.carry_out(myself, command)).await {
-                let more = self.machine.step(input, &self.ctx.facts(&job));
-                more.into_iter().rev().for_each(|c| queue.push_front(c));
-            }
-        }
+        interpret::drive(
+            &mut Driving {
+                state: self,
+                myself,
+            },
+            input,
+        )
+        .await;
     }
 
     /// One command; a write returns the input its outcome makes.
@@ -271,18 +244,82 @@ impl ExecutorState {
     }
 }
 
-impl Actor for ExecutorActor {
-    type Msg = ExecutorMsg;
-    type State = ExecutorState;
-    type Arguments = ExecutorArgs;
+/// A job's machine with the executor that carries out its commands.
+struct Driving<'a> {
+    state: &'a mut ExecutorState,
+    myself: &'a ActorRef<ExecutorMsg>,
+}
 
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
+impl Interpret for Driving<'_> {
+    type Input = Input;
+    type Command = Command;
+
+    fn step(&mut self, input: Input) -> Vec<Command> {
+        let state = &mut *self.state;
+        let job = state.machine.job().clone();
+        state.machine.step(input, &state.ctx.facts(&job))
+    }
+
+    fn carry_out(
+        &mut self,
+        command: Command,
+    ) -> impl std::future::Future<Output = Option<Input>> + Send {
+        // Boxed: see the handler.
+        Box::pin(self.state.carry_out(self.myself, command))
+    }
+}
+
+/// State of the ExecutorActor: its arguments until its first step registers the job, then the
+/// running job.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per job for its whole life; `Registering` is brief, and a
+                                     // boxed `Running` would cost every job an allocation and every message an indirection
+pub(crate) enum ExecutorPhase {
+    /// Spawned; `None` once a registration failed and the actor is stopping.
+    Registering(Option<ExecutorArgs>),
+    /// Registered: the machine runs.
+    Running(ExecutorState),
+}
+
+/// The stop reason of an executor whose registration failed; `retry` when the registry failed
+/// (the session registers the job again later), not when the job itself was refused.
+pub(crate) fn registration_failed(retry: bool) -> &'static str {
+    if retry {
+        "registration failed: registry"
+    } else {
+        "registration failed: refused"
+    }
+}
+
+impl ExecutorState {
+    /// The executor's first step: registers the job (at most
+    /// [`REGISTERING_AT_ONCE`](super::context::REGISTERING_AT_ONCE) jobs of the session at a time), then schedules it and announces it to its peers. The reply port of
+    /// the `AddJob` that started it, if any, hears the outcome.
+    async fn register(
+        myself: &ActorRef<ExecutorMsg>,
         args: ExecutorArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        let ExecutorArgs { ctx, spec, peers } = args;
-        let registered = register(&ctx, &spec).await?;
+    ) -> Result<Option<Self>, ActorProcessingErr> {
+        let ExecutorArgs {
+            ctx,
+            spec,
+            peers,
+            reply,
+        } = args;
+        let registered = {
+            let _permit = ctx.registering.acquire().await;
+            register(&ctx, &spec).await
+        };
+        let registered = match registered {
+            Ok(r) => r,
+            Err(e) => {
+                let job = spec.config.job_name.clone();
+                tracing::error!(%job, error = %e, "job not started on this session");
+                let retry = matches!(e, EngineError::Registry { .. });
+                reply.map(|r| r.send(Err(e)));
+                myself.stop(Some(registration_failed(retry).into()));
+                return Ok(None);
+            }
+        };
         let machine = registered.machine(&ctx, spec.config.instance_labels.clone());
         let config = registered.config;
         let job = config.job_name().clone();
@@ -298,7 +335,8 @@ impl Actor for ExecutorActor {
             .failover
             .send_message(FailoverMsg::Executor(job.clone(), myself.clone()))?;
         tracing::info!(%job, instance = %ctx.me(), "job registered");
-        Ok(ExecutorState {
+        reply.map(|r| r.send(Ok(())));
+        Ok(Some(ExecutorState {
             ctx,
             peers,
             machine,
@@ -307,15 +345,62 @@ impl Actor for ExecutorActor {
             drains: Vec::new(),
             config_seen: registered.yaml,
             decisions: DecisionsSeen::default(),
-        })
+        }))
+    }
+}
+
+/// Answers what asks for an answer while no job runs (a registration that failed, stopping).
+fn unregistered(msg: ExecutorMsg) {
+    match msg {
+        ExecutorMsg::Drain(reply) => drop(reply.send(())),
+        ExecutorMsg::IsIdle(reply) => drop(reply.send(true)),
+        _ => {}
+    }
+}
+
+impl Actor for ExecutorActor {
+    type Msg = ExecutorMsg;
+    type State = ExecutorPhase;
+    type Arguments = ExecutorArgs;
+
+    /// Nothing that waits: the spawning SessionActor goes on at once; the job registers in
+    /// [`Actor::post_start`], the executor's first step, before any message is handled.
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: ExecutorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(ExecutorPhase::Registering(Some(args)))
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        phase: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let ExecutorPhase::Registering(args) = phase else {
+            return Ok(());
+        };
+        let Some(args) = args.take() else {
+            return Ok(());
+        };
+        // Boxed for the same reason as the handler's future below.
+        if let Some(running) = Box::pin(ExecutorState::register(&myself, args)).await? {
+            *phase = ExecutorPhase::Running(running);
+        }
+        Ok(())
     }
 
     async fn handle(
         &self,
         myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        state: &mut Self::State,
+        phase: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let ExecutorPhase::Running(state) = phase else {
+            unregistered(msg);
+            return Ok(());
+        };
         // Boxed: ractor keeps the handler's future inside every actor's boxed loop, so an unboxed
         // one would cost its whole size (kilobytes) per job for as long as the job lives.
         Box::pin(state.on_message(&myself, msg)).await;
@@ -326,8 +411,11 @@ impl Actor for ExecutorActor {
     async fn post_stop(
         &self,
         myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
+        phase: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let ExecutorPhase::Running(state) = phase else {
+            return Ok(());
+        };
         let job = state.machine.job().clone();
         let _ = state
             .peers

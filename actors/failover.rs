@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::paths::JobNode;
 use crate::registry::mirror::Mirror;
@@ -30,33 +30,13 @@ use crate::registry::NodeEventKind;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 use super::context::{JobEvent, SessionCtx};
-use super::executor::ExecutorMsg;
-use super::lanes::{self, Lanes, Merge};
+use super::failover_lane::{has_marks, Request};
+use super::lanes::{self, Lanes};
+use super::mail::{ExecutorMsg, FailoverMsg};
 
 /// The FailoverActor.
 #[derive(Debug)]
 pub(crate) struct FailoverActor;
-
-/// Messages of the FailoverActor.
-#[derive(Debug)]
-pub(crate) enum FailoverMsg {
-    /// A node of a job changed.
-    Job(JobEvent),
-    /// The mirror was re-listed.
-    Resynced,
-    /// A job's configuration changed.
-    ConfigChanged(JobName),
-    /// A job's executor has no run in progress any more: claim what is marked.
-    RunEnded(JobName),
-    /// A job's executor started: claimed items of the job go to it.
-    Executor(JobName, ActorRef<ExecutorMsg>),
-    /// A job's executor stopped (forgotten unless a newer one replaced it).
-    ExecutorGone(JobName, ActorId),
-    /// A job's lane task ended.
-    Handled(JobName),
-    /// A job's lane task panicked a while ago: look at the job again.
-    Again(JobName),
-}
 
 /// Arguments of the FailoverActor: the session, and after a restart the executors running.
 #[derive(Debug)]
@@ -75,39 +55,6 @@ pub(crate) struct FailoverState {
     lanes: Lanes<Request>,
 }
 
-/// What a job's lane task does; requests merge by union.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Request {
-    /// Clear the failover records if failover is off and this instance leads.
-    pub(super) check: bool,
-    /// Instances that vanished: mark their runs.
-    pub(super) crashed: BTreeSet<InstanceId>,
-    /// Mark the runs of instances absent from `instances/`.
-    pub(super) orphans: bool,
-    /// Claim what is marked.
-    pub(super) claim: bool,
-}
-
-impl Request {
-    fn everything() -> Self {
-        Self {
-            check: true,
-            orphans: true,
-            claim: true,
-            ..Self::default()
-        }
-    }
-}
-
-impl Merge for Request {
-    fn merge(&mut self, later: Self) {
-        self.check |= later.check;
-        self.crashed.extend(later.crashed);
-        self.orphans |= later.orphans;
-        self.claim |= later.claim;
-    }
-}
-
 /// Whether `job` has a failover record of any kind in the mirror: a mark under
 /// `leader/failover/items`, or an item's `failover`/`failovering` node.
 fn has_failover_records(mirror: &Mirror, job: &JobName) -> bool {
@@ -122,12 +69,6 @@ fn has_failover_records(mirror: &Mirror, job: &JobName) -> bool {
             mirror.exists(&JobNode::ShardingFailover(item).to_path(job))
                 || mirror.exists(&JobNode::ShardingFailovering(item).to_path(job))
         })
-}
-
-pub(super) fn has_marks(mirror: &Mirror, job: &JobName) -> bool {
-    !mirror
-        .children(&JobNode::LeaderFailoverItems.to_path(job))
-        .is_empty()
 }
 
 /// What a job event asks of the FailoverActor. The SessionActor sends it only the events that

@@ -3,6 +3,7 @@
 //! decided by [`crate::decide::failover`] and [`crate::decide::failover_claim`]. It runs in a task
 //! of its own per job, so nothing here waits in the actor's handler.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ractor::ActorRef;
@@ -14,13 +15,15 @@ use crate::decide::lifecycle::Input;
 use crate::events::EngineEvent;
 use crate::job::fencing::{FencingToken, OwnershipZxids};
 use crate::paths::JobNode;
+use crate::registry::mirror::Mirror;
 use crate::registry::Op;
-use crate::types::{JobName, ShardItem};
+use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
 
-use super::context::{apply_each_tolerant, SessionCtx};
-use super::executor::ExecutorMsg;
-use super::failover::{has_marks, Request};
+use super::context::SessionCtx;
+use super::lanes::Merge;
+use super::mail::ExecutorMsg;
+use super::writes::apply_each_tolerant;
 
 /// How long the executor may take to say whether it is idle (its mailbox may hold a fire).
 const IDLE_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -169,4 +172,43 @@ fn hand_over(
         }
         None => tracing::warn!(%job, "no executor after a failover claim"),
     }
+}
+
+/// What a job's lane task does; requests merge by union.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Request {
+    /// Clear the failover records if failover is off and this instance leads.
+    pub(super) check: bool,
+    /// Instances that vanished: mark their runs.
+    pub(super) crashed: BTreeSet<InstanceId>,
+    /// Mark the runs of instances absent from `instances/`.
+    pub(super) orphans: bool,
+    /// Claim what is marked.
+    pub(super) claim: bool,
+}
+
+impl Request {
+    pub(super) fn everything() -> Self {
+        Self {
+            check: true,
+            orphans: true,
+            claim: true,
+            ..Self::default()
+        }
+    }
+}
+
+impl Merge for Request {
+    fn merge(&mut self, later: Self) {
+        self.check |= later.check;
+        self.crashed.extend(later.crashed);
+        self.orphans |= later.orphans;
+        self.claim |= later.claim;
+    }
+}
+
+pub(super) fn has_marks(mirror: &Mirror, job: &JobName) -> bool {
+    !mirror
+        .children(&JobNode::LeaderFailoverItems.to_path(job))
+        .is_empty()
 }

@@ -153,7 +153,8 @@ async fn one_job_s_stuck_executor_does_not_delay_another_job_s_failover_claim() 
         node,
         registry: registry.clone(),
         configs,
-        writes: super::super::batch::WriteBatcher::start(registry.clone()),
+        writes: crate::actors::writes::WriteBatcher::start(registry.clone()),
+        registering: Arc::new(tokio::sync::Semaphore::new(1)),
     };
     let (stuck, (open, _)) = fake(None).await;
     let (free, (_, mut claimed)) = fake(Some(true)).await;

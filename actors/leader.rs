@@ -23,9 +23,10 @@ use crate::types::JobName;
 use crate::types::ShardItem;
 use crate::view::JobView;
 
-use super::context::{apply_each_tolerant, JobEvent, SessionCtx};
+use super::context::SessionCtx;
 use super::lanes::{self, Lanes, Merge};
-use super::sharding::ShardingMsg;
+use super::mail::{LeaderMsg, Memory, ShardingMsg};
+use super::writes::apply_each_tolerant;
 
 /// How often the leader looks whether a job's reconcile interval has passed.
 const RECONCILE_TICK: Duration = Duration::from_secs(60);
@@ -40,24 +41,6 @@ const RECONCILE: Evaluation = Evaluation {
 #[derive(Debug)]
 pub(crate) struct LeaderActor;
 
-/// Messages of the LeaderActor.
-#[derive(Debug)]
-pub(crate) enum LeaderMsg {
-    /// A node of a job changed.
-    Job(JobEvent),
-    /// The mirror was re-listed: re-evaluate every job.
-    Resynced,
-    /// A job was (re)registered or its configuration changed: evaluate it.
-    Evaluate(JobName),
-    /// Time to run the reconcile check of jobs whose interval has passed.
-    ReconcileTick,
-    /// The evaluation of a job ended; what it leaves to remember of a plan flagged as a follower.
-    Evaluated(JobName, Memory),
-    /// The session's ShardingActor, told when this instance leads and raises a job's flag (handed
-    /// down by the SessionActor, again when it restarts).
-    Sharding(ActorRef<ShardingMsg>),
-}
-
 /// State of the LeaderActor.
 #[derive(Debug)]
 pub(crate) struct LeaderState {
@@ -70,17 +53,6 @@ pub(crate) struct LeaderState {
     memos: Arc<DashMap<JobName, MembershipMemo>>,
     /// Where a flag this leader raised goes at once (`None` until handed down).
     sharding: Option<ActorRef<ShardingMsg>>,
-}
-
-/// What a follower keeps of the plans it flagged, after an evaluation.
-#[derive(Debug)]
-pub(crate) enum Memory {
-    /// As it was.
-    Keep,
-    /// The plan it just flagged.
-    Set(Seen),
-    /// The plan fits: nothing to remember.
-    Forget,
 }
 
 /// A job's single nodes, read from the mirror (the owner check reads a handful, not the job).

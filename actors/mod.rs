@@ -19,7 +19,12 @@
 //!  flags,      then commits  for failover  all jobs      (runs in tasks that report back)
 //!  reconcile   the plan
 //!
-//! Handles, passed down by the SessionActor as arguments and messages:
+//! Requests of the API and the endpoints: `NodeMsg` to the NodeActor, forwarded with their reply
+//! ports to the RegistryActor and on to the SessionActor; an `AddJob` is answered by the job's
+//! executor once its first step, the registration, ended. No actor is looked up by name.
+//!
+//! Handles, passed down by the SessionActor as arguments and messages (every message type lives in
+//! [`mail`], imported by sender and receiver alike):
 //!   ExecutorActor ──Peers──▶ TriggerActor (Schedule/Unschedule), LeaderActor (Evaluate),
 //!                            ShardingActor (ShardIfNecessary), FailoverActor (RunEnded, ...)
 //!   TriggerActor  ──the executor's ref in each Schedule──▶ ExecutorActor (Prepare, Fire)
@@ -41,7 +46,6 @@
 
 pub(crate) mod adopt;
 pub(crate) mod alarm;
-pub(crate) mod batch;
 pub(crate) mod context;
 pub(crate) mod decisions;
 pub mod embed;
@@ -50,8 +54,11 @@ pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod failover;
 pub(crate) mod failover_lane;
+pub(crate) mod feed;
+pub(crate) mod interpret;
 pub(crate) mod lanes;
 pub(crate) mod leader;
+pub(crate) mod mail;
 pub mod node;
 pub(crate) mod once;
 pub(crate) mod register;
@@ -59,4 +66,6 @@ pub(crate) mod registry;
 pub(crate) mod run;
 pub(crate) mod session;
 pub(crate) mod sharding;
+pub(crate) mod spec;
 pub(crate) mod trigger;
+pub(crate) mod writes;

@@ -23,7 +23,8 @@ use crate::types::{JobName, ShardItem};
 use crate::view::JobView;
 
 use super::context::{JobEvent, SessionCtx};
-use super::executor::ExecutorMsg;
+use super::interpret::{self, Interpret};
+use super::mail::ExecutorMsg;
 
 /// The executor's distribute-once coordination: a [`OnceKit`] for a job naming such a listener,
 /// nothing otherwise (every call is then a no-op).
@@ -222,24 +223,19 @@ impl OnceKit {
         }
     }
 
-    /// Steps the machine and carries out its commands, feeding write outcomes back.
+    /// Steps the machine and carries out its commands (the executor's loop: [`interpret::drive`]).
     pub(crate) async fn step(
         &mut self,
         ctx: &SessionCtx,
         myself: &ActorRef<ExecutorMsg>,
         input: GuaranteeInput,
     ) {
-        let mut queue = std::collections::VecDeque::from([input]);
-        while let Some(input) = queue.pop_front() {
-            let (job, total) = (self.job.clone(), self.total);
-            let facts = move |phase: Phase| read_facts(ctx, &job, total, phase);
-            let commands = self.machine.step(input, &facts);
-            for command in commands {
-                if let Some(next) = self.carry_out(ctx, myself, command).await {
-                    queue.push_back(next);
-                }
-            }
-        }
+        let mut driving = Driving {
+            kit: self,
+            ctx,
+            myself,
+        };
+        interpret::drive(&mut driving, input).await;
     }
 
     async fn carry_out(
@@ -285,6 +281,31 @@ impl OnceKit {
             GuaranteeCommand::Warn(message) => tracing::warn!(job = %self.job, "{message}"),
         }
         None
+    }
+}
+
+/// A job's distribute-once machine with the kit that carries out its commands.
+struct Driving<'a> {
+    kit: &'a mut OnceKit,
+    ctx: &'a SessionCtx,
+    myself: &'a ActorRef<ExecutorMsg>,
+}
+
+impl Interpret for Driving<'_> {
+    type Input = GuaranteeInput;
+    type Command = GuaranteeCommand;
+
+    fn step(&mut self, input: GuaranteeInput) -> Vec<GuaranteeCommand> {
+        let (ctx, job, total) = (self.ctx, self.kit.job.clone(), self.kit.total);
+        let facts = move |phase: Phase| read_facts(ctx, &job, total, phase);
+        self.kit.machine.step(input, &facts)
+    }
+
+    fn carry_out(
+        &mut self,
+        command: GuaranteeCommand,
+    ) -> impl std::future::Future<Output = Option<GuaranteeInput>> + Send {
+        self.kit.carry_out(self.ctx, self.myself, command)
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ractor::ActorRef;
 
-use crate::config::{JobConfig, JobKind, ValidatedConfig, ValidationContext};
+use crate::config::{JobConfig, ValidatedConfig};
 use crate::decide;
 use crate::decide::answer::Answer;
 use crate::decide::lifecycle::{FenceBudget, Input, JobMachine, Registration};
@@ -18,51 +18,10 @@ use crate::sharding::instance_node_data;
 use crate::types::JobName;
 use crate::view::JobView;
 
-use super::context::{JobSpec, JobType, NodeContext, SessionCtx};
-use super::executor::ExecutorMsg;
-use super::node::EngineError;
-
-/// The config's job name, checked.
-pub(crate) fn job_name(config: &JobConfig) -> Result<JobName, EngineError> {
-    JobName::new(config.job_name.as_str()).map_err(|e| EngineError::InvalidConfig {
-        job: config.job_name.clone(),
-        reason: format!("jobName: {e}"),
-    })
-}
-
-/// Validates a config with the names this node knows; the validated config shares `config`.
-pub(crate) fn validate(
-    node: &NodeContext,
-    config: &Arc<JobConfig>,
-    job_type: &JobType,
-) -> Result<ValidatedConfig, EngineError> {
-    let strategies = node.strategies.names();
-    let handler_names = node.handlers.error_handler_names();
-    let handlers: Vec<&str> = handler_names.iter().map(String::as_str).collect();
-    let kind = match job_type {
-        JobType::Script => JobKind::Script,
-        JobType::Named(_) => JobKind::Simple,
-        JobType::Java { kind, .. } => *kind,
-    };
-    let ctx = ValidationContext {
-        strategies: &strategies,
-        error_handlers: &handlers,
-        kind,
-    };
-    let valid =
-        JobConfig::validate_shared(config, &ctx).map_err(|e| EngineError::InvalidConfig {
-            job: config.job_name.clone(),
-            reason: e.to_string(),
-        })?;
-    // The notifier follows the config validated last: the local one at start, the registry's
-    // at registration and at every change.
-    node.handlers.notifiers().configure(
-        valid.job_name(),
-        valid.error_handler(),
-        &valid.config().props,
-    );
-    Ok(valid)
-}
+use super::context::{validate, SessionCtx};
+use super::error::EngineError;
+use super::mail::ExecutorMsg;
+use super::spec::{JobSpec, JobType};
 
 /// What registration found: the config to run with, and whose the instance node is (an earlier
 /// session's is replaced by ours when its deletion is seen).

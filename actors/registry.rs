@@ -5,57 +5,31 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedHandle, FeedOptions, MirrorEvent};
+use crate::registry::mirror::{FeedHandle, MirrorEvent, MirrorFeed};
 use crate::registry::{NodeEventKind, Registry, SessionState};
-use crate::types::JobName;
 
-use super::context::{JobConfigs, JobEvent, JobSpec, NodeContext, SessionCtx};
-use super::node::EngineError;
-use super::session::{SessionActor, SessionMsg};
+use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
+use super::error::EngineError;
+use super::mail::RegistryMsg;
+use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
+use super::spec::{job_name, JobSpec};
+use super::writes::WriteBatcher;
 
 /// The RegistryActor.
 #[derive(Debug)]
 pub(crate) struct RegistryActor;
-
-/// Messages of the RegistryActor.
-#[derive(Debug)]
-pub(crate) enum RegistryMsg {
-    /// Open a session (at start, after an expiry, or after a failed attempt).
-    Connect,
-    /// The mirror feed of session `generation` changed something.
-    MirrorChanged(u64, MirrorEvent),
-    /// Add a job to this node (and to the current session, if any).
-    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
-    /// Remove a job from this node.
-    RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// Run every item this instance owns of a job once, now.
-    Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// The cell of a job's ExecutorActor on the current session (supervision, diagnostics).
-    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
-    /// The id of the connected session, when its mirror is synced (`None` otherwise).
-    ReadySession(RpcReplyPort<Option<i64>>),
-    /// The current session, for a read that must reach the registry itself (a dump).
-    Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
-    /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
-    CheckClock,
-    /// An adopted job was drained and removed from this node (`actors/adopt.rs`).
-    Dropped(JobName),
-    /// The mirror feed of session `generation` ended without a terminal session state (its
-    /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
-    /// registry, so the session is given up and a new one opened.
-    FeedEnded(u64),
-}
 
 struct Active {
     registry: Arc<dyn Registry>,
     _feed: FeedHandle,
     forward: JoinHandle<()>,
     session: ActorRef<SessionMsg>,
+    singletons: Singletons,
     ctx: SessionCtx,
 }
 
@@ -65,6 +39,10 @@ pub(crate) struct RegistryState {
     active: Option<Active>,
     generation: u64,
     backoff: Duration,
+    /// A connection attempt is under way (its task answers `Opened`).
+    connecting: bool,
+    /// Requests that came meanwhile, handled in order once it ended.
+    parked: Vec<RegistryMsg>,
 }
 
 impl std::fmt::Debug for RegistryState {
@@ -80,12 +58,14 @@ impl RegistryState {
         &self,
         myself: &ActorRef<RegistryMsg>,
         ctx: SessionCtx,
+        singletons: Singletons,
     ) -> Result<ActorRef<SessionMsg>, ActorProcessingErr> {
         let name = self
             .node
             .actor_name(&format!("session-{}", self.generation));
+        let args = SessionArgs { ctx, singletons };
         let (session, _) =
-            Actor::spawn_linked(Some(name), SessionActor, ctx, myself.get_cell()).await?;
+            Actor::spawn_linked(Some(name), SessionActor, args, myself.get_cell()).await?;
         Ok(session)
     }
 
@@ -131,6 +111,8 @@ impl Actor for RegistryActor {
             active: None,
             generation: 0,
             backoff,
+            connecting: false,
+            parked: Vec::new(),
         })
     }
 
@@ -142,10 +124,28 @@ impl Actor for RegistryActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             RegistryMsg::Connect => {
-                if state.active.is_some() {
+                if state.active.is_some() || state.connecting {
                     return Ok(());
                 }
-                match connect(state, &myself).await {
+                // Off the mailbox: the connection and the mirror's first listing take round
+                // trips (seconds when the registry is slow); requests are answered meanwhile.
+                state.connecting = true;
+                let (node, me) = (state.node.clone(), myself.clone());
+                tokio::spawn(async move {
+                    let opened = super::feed::open(&node).await;
+                    let _ = me.send_message(RegistryMsg::Opened(Box::new(opened)));
+                });
+            }
+            RegistryMsg::Opened(opened) => {
+                state.connecting = false;
+                let result = match *opened {
+                    Ok((registry, feed)) => start_session(state, &myself, registry, feed).await,
+                    Err(e) => Err(e.into()),
+                };
+                for request in std::mem::take(&mut state.parked) {
+                    on_request(state, &myself, request);
+                }
+                match result {
                     Ok(()) => state.backoff = state.node.options.reconnect_initial,
                     Err(e) => {
                         tracing::warn!(target = %state.node.connector.describe(), error = %e,
@@ -207,42 +207,18 @@ impl Actor for RegistryActor {
                     }
                 }
             }
-            // The reply ports go on to the SessionActor: this handler waits for no registration.
-            RegistryMsg::AddJob(spec, reply) => match super::register::job_name(&spec.config) {
-                Err(e) => drop(reply.send(Err(e))),
-                Ok(name) => {
-                    let spec: Arc<JobSpec> = Arc::from(spec);
-                    lock_jobs(&state.node).insert(name, spec.clone());
-                    match &state.active {
-                        Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
-                        None => drop(reply.send(Ok(()))),
-                    }
-                }
-            },
-            RegistryMsg::RemoveJob(job, reply) => {
-                lock_jobs(&state.node).remove(&job);
-                match &state.active {
-                    Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
-                    None => drop(reply.send(Ok(()))),
+            // A request that comes while a session opens waits for it (parked, not awaited).
+            request @ (RegistryMsg::AddJob(..)
+            | RegistryMsg::RemoveJob(..)
+            | RegistryMsg::Trigger(..)
+            | RegistryMsg::Executor(..)
+            | RegistryMsg::Dropped(_)) => {
+                if state.connecting {
+                    state.parked.push(request);
+                } else {
+                    on_request(state, &myself, request);
                 }
             }
-            RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, &myself, &job),
-            RegistryMsg::Trigger(job, reply) => match &state.active {
-                Some(a) => {
-                    let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
-                }
-                None => {
-                    let _ = reply.send(Err(EngineError::NoSession));
-                }
-            },
-            RegistryMsg::Executor(job, reply) => match &state.active {
-                Some(a) => {
-                    let _ = a.session.send_message(SessionMsg::Executor(job, reply));
-                }
-                None => {
-                    let _ = reply.send(Err(EngineError::NoSession));
-                }
-            },
             RegistryMsg::CheckClock => {
                 let Some(active) = &state.active else {
                     return Ok(());
@@ -309,18 +285,18 @@ impl Actor for RegistryActor {
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            let ctx = state
-                .active
-                .as_ref()
-                .map(|a| a.ctx.clone())
-                .expect("checked above");
+            let Some((ctx, singletons)) =
+                (state.active.as_ref()).map(|a| (a.ctx.clone(), a.singletons.clone()))
+            else {
+                return Ok(());
+            };
             // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
-            stop_stragglers(&state.node).await;
+            stop_stragglers(&singletons).await;
             let ctx = SessionCtx {
                 configs: Arc::new(JobConfigs::default()),
                 ..ctx
             };
-            let session = state.spawn_session(&myself, ctx.clone()).await?;
+            let session = (state.spawn_session(&myself, ctx.clone(), singletons)).await?;
             if let Some(a) = state.active.as_mut() {
                 a.session = session;
                 a.ctx = ctx;
@@ -350,23 +326,6 @@ impl Actor for RegistryActor {
     }
 }
 
-/// How long a `running` marker may stay in the mirror with its data unread.
-const RUN_MARKER_SETTLE: Duration = Duration::from_secs(1);
-
-/// `running` markers come and go around every run; nobody needs their data (the owner's id) at
-/// once, so the mirror reads it only for markers that outlive [`RUN_MARKER_SETTLE`], or before it
-/// applies any other change. A run then costs the mirror no registry read.
-fn feed_options() -> FeedOptions {
-    FeedOptions {
-        lazy_data: Some(Arc::new(|path: &str| {
-            // The suffix first: most paths are not markers, and parsing one allocates.
-            path.ends_with("/running")
-                && matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
-        })),
-        settle: RUN_MARKER_SETTLE,
-    }
-}
-
 /// Sends a request carrying its reply port to the session; a session already gone answers it
 /// with an error here.
 fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
@@ -381,16 +340,56 @@ fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
     }
 }
 
-async fn connect(
+/// The node's requests (and an adopted job's drop): their reply ports go on to the SessionActor,
+/// so this waits for no registration; with no session, a job is kept for the next one.
+fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: RegistryMsg) {
+    match msg {
+        RegistryMsg::AddJob(spec, reply) => match job_name(&spec.config) {
+            Err(e) => drop(reply.send(Err(e))),
+            Ok(name) => {
+                let spec: Arc<JobSpec> = Arc::from(spec);
+                lock_jobs(&state.node).insert(name, spec.clone());
+                match &state.active {
+                    Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
+                    None => drop(reply.send(Ok(()))),
+                }
+            }
+        },
+        RegistryMsg::RemoveJob(job, reply) => {
+            lock_jobs(&state.node).remove(&job);
+            match &state.active {
+                Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
+                None => drop(reply.send(Ok(()))),
+            }
+        }
+        RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, myself, &job),
+        RegistryMsg::Trigger(job, reply) => match &state.active {
+            Some(a) => {
+                let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
+            }
+            None => {
+                let _ = reply.send(Err(EngineError::NoSession));
+            }
+        },
+        RegistryMsg::Executor(job, reply) => match &state.active {
+            Some(a) => {
+                let _ = a.session.send_message(SessionMsg::Executor(job, reply));
+            }
+            None => {
+                let _ = reply.send(Err(EngineError::NoSession));
+            }
+        },
+        other => tracing::debug!(?other, "not a request"),
+    }
+}
+
+/// Starts the subtree of a session just opened.
+async fn start_session(
     state: &mut RegistryState,
     myself: &ActorRef<RegistryMsg>,
+    registry: Arc<dyn Registry>,
+    feed: MirrorFeed,
 ) -> Result<(), ActorProcessingErr> {
-    let registry = state.node.connector.connect().await?;
-    let feed = state
-        .node
-        .mirror
-        .feed_with(registry.clone(), "/", feed_options())
-        .await?;
     state.generation += 1;
     let generation = state.generation;
     let (events, handle) = feed.split();
@@ -398,12 +397,16 @@ async fn connect(
         node: state.node.clone(),
         registry: registry.clone(),
         configs: Arc::new(JobConfigs::default()),
-        writes: super::batch::WriteBatcher::start(registry.clone()),
+        writes: WriteBatcher::start(registry.clone()),
+        registering: Arc::new(tokio::sync::Semaphore::new(
+            super::context::REGISTERING_AT_ONCE,
+        )),
     };
-    let session = state.spawn_session(myself, ctx.clone()).await?;
+    let singletons = Singletons::default();
+    let session = (state.spawn_session(myself, ctx.clone(), singletons.clone())).await?;
     let me = myself.clone();
     let states = registry.session_state();
-    let forward = tokio::spawn(forward(events, states, me, generation));
+    let forward = tokio::spawn(super::feed::forward(events, states, me, generation));
     myself.send_message(RegistryMsg::CheckClock)?;
     tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
         "registry session opened");
@@ -412,6 +415,7 @@ async fn connect(
         _feed: handle,
         forward,
         session,
+        singletons,
         ctx,
     });
     Ok(())
@@ -419,7 +423,8 @@ async fn connect(
 
 /// Stops the four singletons a failed SessionActor left behind (its children outlive it for a
 /// moment) and waits for them (bounded), so that the new subtree can register the same names.
-/// Found by their scoped names: a dead subtree has nobody left to ask.
+/// Their cells are those the SessionActor recorded as it spawned them (a dead subtree has nobody
+/// left to ask).
 ///
 /// Executors are unnamed (a name cost ~190 bytes a job), so they clash with nothing, and none is
 /// waited for here. An old executor of a job beside the new session's executor of that job is
@@ -432,11 +437,11 @@ async fn connect(
 /// outlives it (its run tasks, reporting to a dead ref) outlived it just as much when it was
 /// waited for by name: the same case as a single executor's restart, where the new one starts
 /// beside the old runs.
-async fn stop_stragglers(node: &NodeContext) {
-    let cells: Vec<_> = ["trigger", "leader", "sharding", "failover"]
-        .iter()
-        .filter_map(|w| ractor::registry::where_is(node.actor_name(w)))
-        .collect();
+async fn stop_stragglers(singletons: &Singletons) {
+    let cells: Vec<_> = {
+        let mut singletons = singletons.lock().unwrap_or_else(|p| p.into_inner());
+        singletons.drain().map(|(_, cell)| cell).collect()
+    };
     let stops = cells.iter().map(|c| {
         c.stop_and_wait(
             Some("session subtree restarting".into()),
@@ -444,56 +449,4 @@ async fn stop_stragglers(node: &NodeContext) {
         )
     });
     futures::future::join_all(stops).await;
-}
-
-/// Forwards the feed's events and the session's state changes to the actor. Session states come
-/// straight from the session's own state channel, never through the feed: the feed may be stuck
-/// on a read (a `get_many` of a partitioned session waits for its call timeout), and a node that
-/// must stop its items when cut off cannot wait behind it. The feed's own copies of non-terminal
-/// states are dropped (they arrive late or not at all); a terminal state may come either way,
-/// the first one tears the session down and the actor ignores the other (its generation is gone).
-async fn forward(
-    mut events: tokio::sync::mpsc::UnboundedReceiver<MirrorEvent>,
-    mut states: tokio::sync::watch::Receiver<SessionState>,
-    me: ActorRef<RegistryMsg>,
-    generation: u64,
-) {
-    let mut states_open = true;
-    loop {
-        let ev = tokio::select! {
-            biased;
-            changed = states.changed(), if states_open => {
-                if changed.is_err() {
-                    // The session dropped its state channel: the feed reports its end.
-                    states_open = false;
-                    continue;
-                }
-                MirrorEvent::Session(*states.borrow_and_update())
-            }
-            ev = events.recv() => match ev {
-                Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
-                Some(ev) => ev,
-                None => {
-                    // Stopped forwarding states here used to leave the node on a session nobody
-                    // watched: when it expired, nothing opened another (no instance node, no
-                    // runs, ready). A feed that ended after a terminal state names a generation
-                    // the actor has already left, and is ignored.
-                    let _ = me.send_message(RegistryMsg::FeedEnded(generation));
-                    break;
-                }
-            },
-        };
-        if me
-            .send_message(RegistryMsg::MirrorChanged(generation, ev))
-            .is_err()
-        {
-            break;
-        }
-    }
-}
-
-pub(crate) fn lock_jobs(
-    node: &NodeContext,
-) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<JobName, Arc<JobSpec>>> {
-    node.jobs.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -28,8 +28,9 @@ use crate::types::{InstanceId, JobName, ShardItem};
 
 use crate::decide::lifecycle::{Command, MissReason};
 
-use super::context::{JobSpec, NodeContext, SessionCtx};
-use super::executor::ExecutorMsg;
+use super::context::{NodeContext, SessionCtx};
+use super::mail::{ExecutorMsg, RunReport};
+use super::spec::JobSpec;
 
 /// Everything a run needs, moved into its task.
 #[derive(Debug)]
@@ -79,17 +80,6 @@ pub(crate) struct Launch {
     pub(crate) workflow: Option<crate::decide::workflow::run::RunId>,
     /// When this instance saw the step's `{run}@start` decision appear (a workflow step only).
     pub(crate) decided_at: Option<DateTime<Utc>>,
-}
-
-/// What a run reports back.
-#[derive(Debug)]
-pub(crate) struct RunReport {
-    pub(crate) run_id: u64,
-    pub(crate) outcome: RunOutcome,
-    /// Whether an error handler asked to escalate (THROW).
-    pub(crate) escalated: bool,
-    /// Whether the error handler heard the run's failures (`shardcron.retry.notify`).
-    pub(crate) notified: bool,
 }
 
 /// `{job}@-@{items}@-@{SOURCE}@-@{instance}@-@{run}` (ElasticJob's task id, with a run number).

@@ -5,8 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
-
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
@@ -17,54 +15,58 @@ use crate::paths::JobNode;
 use crate::registry::{NodeEventKind, SessionState};
 use crate::types::JobName;
 
-use super::context::{JobEvent, JobSpec, SessionCtx};
-use super::executor::{ExecutorActor, ExecutorArgs, ExecutorMsg, JOB_REMOVED};
-use super::failover::{FailoverActor, FailoverArgs, FailoverMsg, Reaction as FailoverReaction};
-use super::leader::{LeaderActor, LeaderMsg, Reaction as LeaderReaction};
-use super::node::EngineError;
-use super::registry::lock_jobs;
-use super::sharding::{ShardingActor, ShardingMsg};
-use super::trigger::{TriggerActor, TriggerArgs, TriggerMsg};
+use super::context::{lock_jobs, JobEvent, SessionCtx};
+use super::error::EngineError;
+use super::executor::{registration_failed, ExecutorActor, ExecutorArgs, JOB_REMOVED};
+use super::failover::{FailoverActor, FailoverArgs, Reaction as FailoverReaction};
+use super::leader::{LeaderActor, Reaction as LeaderReaction};
+use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
+use super::sharding::ShardingActor;
+use super::spec::{job_name, JobSpec};
+use super::trigger::{TriggerActor, TriggerArgs};
 
 /// How long to wait before trying again to start a child whose restart failed.
 const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Jobs registering at the same time when a session starts. 512 at a time left about 18 MB more
-/// freed-but-retained heap behind at 10,000 jobs (bench scenario 4: 159 MB resident against 142 MB
-/// at 128) for no faster start: the registrations share the same batched writes either way.
-const REGISTERING_AT_ONCE: usize = 128;
-
-/// The handles an executor talks to, handed down by the SessionActor; replaced (and sent again to
-/// every executor) when one of these actors restarts.
-#[derive(Debug)]
-pub(crate) struct Peers {
-    pub(crate) trigger: ActorRef<TriggerMsg>,
-    pub(crate) leader: ActorRef<LeaderMsg>,
-    pub(crate) sharding: ActorRef<ShardingMsg>,
-    pub(crate) failover: ActorRef<FailoverMsg>,
-}
-
-/// Spawns (and so registers) the executor of `job`.
+/// Spawns the executor of `job`, which registers the job as its first step and then answers
+/// `reply` (the spawn itself waits on no registry call).
 async fn spawn_executor(
     ctx: &SessionCtx,
     supervisor: &ActorCell,
     job: &JobName,
     peers: Arc<Peers>,
+    reply: Option<Reply>,
 ) -> Result<ActorRef<ExecutorMsg>, ActorProcessingErr> {
-    let spec = lock_jobs(&ctx.node)
-        .get(job)
-        .cloned()
-        .ok_or_else(|| EngineError::UnknownJob(job.clone()))?;
+    let Some(spec) = lock_jobs(&ctx.node).get(job).cloned() else {
+        reply.map(|r| r.send(Err(EngineError::UnknownJob(job.clone()))));
+        return Err(EngineError::UnknownJob(job.clone()).into());
+    };
     let args = ExecutorArgs {
         ctx: ctx.clone(),
         spec,
         peers,
+        reply,
     };
     // Unnamed: one per job, and a name costs ~190 bytes a job (the cell's copy, the processing
     // loop's copy, ractor's registry entry). Reached through the session's `executors`.
     let (r, _) = Actor::spawn_linked(None, ExecutorActor, args, supervisor.clone()).await?;
     Ok(r)
 }
+
+/// The cells of a session's four singletons as they run now, shared with the RegistryActor: when
+/// the SessionActor fails, its parent stops and waits for them before a new subtree takes their
+/// names (a dead SessionActor can no longer be asked).
+pub(crate) type Singletons = Arc<std::sync::Mutex<HashMap<&'static str, ActorCell>>>;
+
+/// Arguments of the SessionActor.
+#[derive(Debug)]
+pub(crate) struct SessionArgs {
+    pub(crate) ctx: SessionCtx,
+    pub(crate) singletons: Singletons,
+}
+
+/// The answer to an `AddJob` or `RemoveJob`.
+type Reply = RpcReplyPort<Result<(), EngineError>>;
 
 /// The SessionActor.
 #[derive(Debug)]
@@ -115,9 +117,13 @@ pub(crate) enum Child {
 #[derive(Debug)]
 pub(crate) struct SessionActorState {
     ctx: SessionCtx,
+    singletons: Singletons,
     children: HashMap<ActorId, Child>,
     /// Jobs removed on purpose: their executors' termination is not a failure.
     removing: Vec<JobName>,
+    /// Jobs added again while their executor ran: the new executor starts once the old one has
+    /// stopped, and answers the `AddJob`.
+    replacing: HashMap<JobName, Reply>,
     /// Set when the session expired: no drain on stop.
     abandoned: bool,
     /// Counts disconnections; `Some` while disconnected.
@@ -181,13 +187,13 @@ impl SessionActorState {
     async fn spawn(&mut self, myself: &ActorCell, child: Child) -> Result<(), ActorProcessingErr> {
         let ctx = self.ctx.clone();
         let name = |what: &str| Some(ctx.node.actor_name(what));
-        let cell = match &child {
+        let (cell, kind) = match &child {
             Child::Leader => {
                 let (r, _) =
                     Actor::spawn_linked(name("leader"), LeaderActor, ctx.clone(), myself.clone())
                         .await?;
                 self.leader = Some(r.clone());
-                r.get_cell()
+                (r.get_cell(), "leader")
             }
             Child::Sharding => {
                 let (r, _) = Actor::spawn_linked(
@@ -198,7 +204,7 @@ impl SessionActorState {
                 )
                 .await?;
                 self.sharding = Some(r.clone());
-                r.get_cell()
+                (r.get_cell(), "sharding")
             }
             Child::Failover => {
                 let args = FailoverArgs {
@@ -209,7 +215,7 @@ impl SessionActorState {
                     Actor::spawn_linked(name("failover"), FailoverActor, args, myself.clone())
                         .await?;
                 self.failover = Some(r.clone());
-                r.get_cell()
+                (r.get_cell(), "failover")
             }
             Child::Trigger => {
                 let jobs = self
@@ -227,22 +233,33 @@ impl SessionActorState {
                     Actor::spawn_linked(name("trigger"), TriggerActor, args, myself.clone())
                         .await?;
                 self.trigger = Some(r.clone());
-                r.get_cell()
+                (r.get_cell(), "trigger")
             }
-            Child::Executor(job) => {
-                let Some(peers) = self.peers.clone() else {
-                    return Err(EngineError::Actor("session actors not started".into()).into());
-                };
-                let r = spawn_executor(&ctx, myself, job, peers).await?;
-                self.executors.insert(job.clone(), r.clone());
-                self.note_upstreams(job);
-                r.get_cell()
-            }
+            Child::Executor(job) => return self.spawn_job(myself, job, None).await,
         };
         self.children.insert(cell.get_id(), child.clone());
-        if !matches!(child, Child::Executor(_)) {
-            self.hand_down_peers();
-        }
+        let mut singletons = self.singletons.lock().unwrap_or_else(|p| p.into_inner());
+        singletons.insert(kind, cell);
+        drop(singletons);
+        self.hand_down_peers();
+        Ok(())
+    }
+
+    /// Starts the executor of `job`; `reply` hears how its registration ended.
+    async fn spawn_job(
+        &mut self,
+        myself: &ActorCell,
+        job: &JobName,
+        reply: Option<Reply>,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(peers) = self.peers.clone() else {
+            return Err(EngineError::Actor("session actors not started".into()).into());
+        };
+        let r = spawn_executor(&self.ctx, myself, job, peers, reply).await?;
+        self.executors.insert(job.clone(), r.clone());
+        self.note_upstreams(job);
+        self.children
+            .insert(r.get_id(), Child::Executor(job.clone()));
         Ok(())
     }
 
@@ -272,6 +289,14 @@ impl SessionActorState {
         self.peers = Some(peers);
     }
 
+    /// Forgets `job`'s executor if `cell` is still the one on record.
+    fn forget_executor(&mut self, job: &JobName, cell: &ActorCell) {
+        if (self.executors.get(job)).is_some_and(|r| r.get_id() == cell.get_id()) {
+            self.executors.remove(job);
+            self.ctx.configs.remove(job);
+        }
+    }
+
     fn to_executors(&self, make: impl Fn() -> ExecutorMsg) {
         for e in self.executors.values() {
             let _ = e.send_message(make());
@@ -296,19 +321,21 @@ impl SessionActorState {
 impl Actor for SessionActor {
     type Msg = SessionMsg;
     type State = SessionActorState;
-    type Arguments = SessionCtx;
+    type Arguments = SessionArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        ctx: SessionCtx,
+        SessionArgs { ctx, singletons }: SessionArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let fence = FenceBudget::for_session(ctx.registry.session_info().timeout);
         let period = (fence.late_fire_bound() / 2).max(std::time::Duration::from_millis(100));
         let mut state = SessionActorState {
             ctx,
+            singletons,
             children: HashMap::new(),
             removing: Vec::new(),
+            replacing: HashMap::new(),
             abandoned: false,
             disconnected: None,
             epochs: 0,
@@ -333,34 +360,13 @@ impl Actor for SessionActor {
         ] {
             state.spawn(&cell, child).await?;
         }
+        // Each executor registers its job as its first step, side by side with the others (at
+        // most REGISTERING_AT_ONCE at a time); a job that cannot register keeps no other from
+        // running.
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
-        // Jobs register side by side (their writes pipelined on the session), not one after
-        // another; a few hundred at a time fill the pipeline without holding every job's
-        // registration in memory at once.
-        let peers = state
-            .peers
-            .clone()
-            .ok_or_else(|| EngineError::Actor("session actors not started".into()))?;
-        let results: Vec<_> = futures::stream::iter(jobs.clone())
-            .map(|job| {
-                let (ctx, cell, peers) = (state.ctx.clone(), cell.clone(), peers.clone());
-                async move { spawn_executor(&ctx, &cell, &job, peers).await }
-            })
-            .buffered(REGISTERING_AT_ONCE)
-            .collect()
-            .await;
-        for (job, result) in jobs.into_iter().zip(results) {
-            match result {
-                Ok(exec) => {
-                    state
-                        .children
-                        .insert(exec.get_id(), Child::Executor(job.clone()));
-                    state.note_upstreams(&job);
-                    state.executors.insert(job, exec);
-                }
-                // One job that cannot register (bad config, a conflicting job root) must not keep
-                // the others from running: report it and go on.
-                Err(e) => tracing::error!(%job, error = %e, "job not started on this session"),
+        for job in jobs {
+            if let Err(e) = state.spawn_job(&cell, &job, None).await {
+                tracing::error!(%job, error = %e, "job not started on this session");
             }
         }
         Ok(state)
@@ -485,27 +491,26 @@ impl Actor for SessionActor {
                 myself.stop(Some("session expired".into()));
             }
             SessionMsg::AddJob(spec, reply) => {
-                let job = match super::register::job_name(&spec.config) {
+                let job = match job_name(&spec.config) {
                     Ok(j) => j,
                     Err(e) => {
                         let _ = reply.send(Err(e));
                         return Ok(());
                     }
                 };
-                if let Some(old) = state.executors.get(&job).cloned() {
+                if let Some(old) = state.executors.get(&job) {
+                    // The new executor starts when the old one has stopped (its supervision
+                    // event), so the two never schedule the job side by side.
+                    old.stop(Some("job replaced".into()));
                     state.removing.push(job.clone());
-                    old.stop_and_wait(Some("job replaced".into()), None)
-                        .await
-                        .ok();
+                    if let Some(earlier) = state.replacing.insert(job, reply) {
+                        let _ = earlier.send(Ok(())); // a later spec of the job wins
+                    }
+                    return Ok(());
                 }
-                let result = state
-                    .spawn(&myself.get_cell(), Child::Executor(job.clone()))
-                    .await
-                    .map_err(|e| EngineError::JobStart {
-                        job,
-                        reason: e.to_string(),
-                    });
-                let _ = reply.send(result);
+                if let Err(e) = state.spawn_job(&myself.get_cell(), &job, Some(reply)).await {
+                    tracing::error!(%job, error = %e, "job not started on this session");
+                }
             }
             SessionMsg::RemoveJob(job, reply) => {
                 let result = match state.executors.get(&job) {
@@ -555,6 +560,28 @@ impl Actor for SessionActor {
             return Ok(());
         };
         if let Child::Executor(job) = &child {
+            if reason == registration_failed(false) {
+                // Refused (an invalid config, another job type at the root): not restarted; the
+                // job is registered again on the next session.
+                state.forget_executor(job, &cell);
+                return Ok(());
+            }
+            if reason == registration_failed(true) {
+                state.forget_executor(job, &cell);
+                tracing::warn!(%job, retry_in = ?RESTART_RETRY, "registering again later");
+                let child = child.clone();
+                myself.send_after(RESTART_RETRY, move || SessionMsg::Restart(child));
+                return Ok(());
+            }
+            if let Some(reply) = state.replacing.remove(job) {
+                // The replaced executor stopped: its successor starts now.
+                state.removing.retain(|j| j != job);
+                state.forget_executor(job, &cell);
+                if let Err(e) = state.spawn_job(&myself.get_cell(), job, Some(reply)).await {
+                    tracing::error!(%job, error = %e, "job not started on this session");
+                }
+                return Ok(());
+            }
             let asked = state.removing.iter().position(|j| j == job);
             if let Some(pos) = asked {
                 state.removing.remove(pos);
@@ -566,14 +593,7 @@ impl Actor for SessionActor {
                     // forgets the job until it is added again.
                     lock_jobs(&state.ctx.node).remove(job);
                 }
-                if state
-                    .executors
-                    .get(job)
-                    .is_some_and(|r| r.get_id() == cell.get_id())
-                {
-                    state.executors.remove(job);
-                    state.ctx.configs.remove(job);
-                }
+                state.forget_executor(job, &cell);
                 return Ok(());
             }
         }

@@ -17,7 +17,7 @@ use crate::types::JobName;
 
 use super::alarm::Alarm;
 use super::context::SessionCtx;
-use super::executor::ExecutorMsg;
+use super::mail::{ExecutorMsg, TriggerMsg};
 
 /// How long before a monitored job's instant its markers are written: several ZooKeeper round
 /// trips, and time for a busy instant's markers to go out in a few large multi-ops.
@@ -33,22 +33,6 @@ enum Phase {
 /// The TriggerActor.
 #[derive(Debug)]
 pub(crate) struct TriggerActor;
-
-/// Messages of the TriggerActor.
-#[derive(Debug)]
-pub(crate) enum TriggerMsg {
-    /// Schedule (or reschedule) a job by its configuration's cron and time zone, firing its
-    /// executor; a job without cron is unscheduled.
-    Schedule(
-        JobName,
-        std::sync::Arc<ValidatedConfig>,
-        ActorRef<ExecutorMsg>,
-    ),
-    /// Stop firing a job.
-    Unschedule(JobName),
-    /// The timer of arming `generation` rang.
-    Tick(u64),
-}
 
 /// State of the TriggerActor.
 #[derive(Debug)]

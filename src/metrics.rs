@@ -27,8 +27,8 @@
 use std::time::Duration;
 
 use crate::decide::workflow::records::WorkflowOutcome;
-use crate::job::ExecutionSource;
-use crate::registry::OpKind;
+use crate::model::ExecutionSource;
+use crate::model::OpKind;
 use crate::types::{InstanceId, JobName, ShardItem};
 
 /// The label naming the shardcron job (not `job`: Prometheus owns that one).

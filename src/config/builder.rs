@@ -218,12 +218,12 @@ impl JobConfig {
     /// ([`crate::decide::workflow`]).
     pub fn after<S: AsRef<str>>(self, upstreams: &[S]) -> Self {
         let list: Vec<&str> = upstreams.iter().map(AsRef::as_ref).collect();
-        self.prop(crate::decide::workflow::graph::AFTER_KEY, list.join(","))
+        self.prop(super::after::AFTER_KEY, list.join(","))
     }
 
     /// Sets `shardcron.after.on`: whether the job runs after its upstreams' runs that all
     /// succeeded (the default) or after every ended run.
-    pub fn after_on(self, on: crate::decide::workflow::graph::RunWhen) -> Self {
-        self.prop(crate::decide::workflow::graph::AFTER_ON_KEY, on.as_str())
+    pub fn after_on(self, on: super::after::RunWhen) -> Self {
+        self.prop(super::after::AFTER_ON_KEY, on.as_str())
     }
 }

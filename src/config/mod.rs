@@ -11,21 +11,25 @@
 //! | `duration.rs` | [`parse_duration`]: `500ms`, `2s`, `5m`, `1h` |
 //! | `java.rs` | [`JobConfig::check_java_readable`]: what a Java ElasticJob 3.0.x instance loads |
 //! | `validate.rs` | [`JobConfig::validate`]: every problem at once, or a [`ValidatedConfig`] |
-//! | `untrusted.rs` | [`untrusted::check_yaml`]: size and alias bounds on YAML from outside, before it is parsed |
+//! | [`untrusted`] (`src/untrusted.rs`) | [`untrusted::check_yaml`]: size and alias bounds on YAML from outside, before it is parsed |
 //!
 //! A [`JobConfig`] is what the registry holds, possibly invalid and possibly written by another
 //! tool; a [`ValidatedConfig`] is what the engine runs, with the cron expression, time zone and
 //! item parameters already parsed.
 
+pub mod after;
 mod builder;
 mod concurrency;
 mod duration;
 mod items;
 mod java;
+pub mod notify;
 mod output;
 pub mod policy;
 mod redact;
-pub mod untrusted;
+pub mod retention;
+/// The bounds on YAML from outside, shared with the sharding labels: [`crate::untrusted`].
+pub use crate::untrusted;
 mod validate;
 mod yaml;
 

@@ -40,11 +40,9 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use super::after::{dependency_from_props, Dependency, DependencyError, AFTER_KEY, AFTER_ON_KEY};
 use super::duration::parse_duration;
 use super::{ConfigError, JobConfig};
-use crate::decide::workflow::graph::{
-    dependency_from_props, Dependency, DependencyError, AFTER_KEY, AFTER_ON_KEY,
-};
 
 /// `shardcron.timeout`.
 pub const TIMEOUT: &str = "shardcron.timeout";
@@ -71,8 +69,8 @@ pub const CATCHUP_WINDOW: &str = "shardcron.catchup.window";
 
 /// Every policy key.
 pub const POLICY_KEYS: [&str; 13] = [
-    crate::decide::workflow::graph::AFTER_KEY,
-    crate::decide::workflow::graph::AFTER_ON_KEY,
+    super::after::AFTER_KEY,
+    super::after::AFTER_ON_KEY,
     TIMEOUT,
     TIMEOUT_GRACE,
     RETRY_MAX,

@@ -299,8 +299,7 @@ impl JobConfig {
                 ),
             );
         }
-        let notifier =
-            crate::job::handlers::notify::NotifierSettings::from_props(handler, &self.props);
+        let notifier = super::notify::NotifierSettings::from_props(handler, &self.props);
         if let Some(Err(problems)) = notifier {
             for p in problems {
                 report(p.field, p.problem);
@@ -341,8 +340,8 @@ impl JobConfig {
                 ),
             );
         }
-        if let Some(window) = self.props.get(crate::history::RETENTION_PROP) {
-            if let Err(e) = crate::history::RetentionWindow::parse(window) {
+        if let Some(window) = self.props.get(super::retention::RETENTION_PROP) {
+            if let Err(e) = super::retention::RetentionWindow::parse(window) {
                 report("props.shardcron.history.retention", e.to_string());
             }
         }

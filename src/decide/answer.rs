@@ -2,7 +2,7 @@
 //! [`registration`](super::registration) branch on it: the interpreter classifies the registry's
 //! result with [`Answer::of`] and hands it back as the machine's next input.
 
-use crate::registry::RegistryError;
+use crate::model::RegistryError;
 
 /// The answer to one write (a plain call or a multi-op).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::OpKind;
+    use crate::model::OpKind;
 
     #[test]
     fn registry_results_are_classified_with_the_failed_operation() {

@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{JobName, ShardItem};
 
 /// How many cron instants [`latest_missed`] steps through at most (a bound on its work whatever

@@ -22,8 +22,8 @@
 
 use std::time::Duration;
 
+use crate::model::Op;
 use crate::paths::JobNode;
-use crate::registry::Op;
 use crate::types::{InstanceId, ShardItem};
 
 use super::answer::Answer;

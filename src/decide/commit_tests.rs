@@ -1,7 +1,7 @@
 //! Table tests of the sharding commit: every answer of every phase, on the returned steps.
 
 use super::*;
-use crate::registry::CreateMode;
+use crate::model::CreateMode;
 
 const PROCESSING: &str = "/orders/leader/sharding/processing";
 

@@ -13,7 +13,7 @@
 //! raising the flag again would reshard forever, so the follower says so and leaves it.
 
 use crate::decide::resharding::{flag, reconcile_reason, Rules};
-use crate::registry::Op;
+use crate::model::Op;
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
 

@@ -1,8 +1,8 @@
 //! Leader election: the first available instance to create the ephemeral
 //! `leader/election/instance` leads; a disabled leader steps down.
 
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{InstanceId, JobName};
 use crate::view::{JobView, ServerStatus};
 

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
 

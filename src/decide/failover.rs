@@ -24,8 +24,8 @@
 //! delete fails and nothing of its claim applies. Every multi-op here leaves the nodes a Java
 //! instance reads in a state the Java sequence of writes passes through.
 
+use crate::model::{CreateMode, Op, ANY_VERSION};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op, ANY_VERSION};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::{ItemView, JobView};
 

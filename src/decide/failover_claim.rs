@@ -16,8 +16,8 @@
 
 use std::sync::Arc;
 
+use crate::model::Op;
 use crate::paths::JobNode;
-use crate::registry::Op;
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::{JobView, ServerStatus};
 

@@ -25,8 +25,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::{JobView, ServerStatus};
 

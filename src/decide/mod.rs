@@ -38,7 +38,9 @@ pub mod failover_claim;
 pub mod guarantee;
 pub mod lifecycle;
 pub mod membership;
-pub mod namespace;
+/// The namespace's plan for NAMESPACE_BALANCE jobs: a sharding concern, kept in
+/// [`sharding::namespace_plan`](crate::sharding::namespace_plan) (the view's cache reads it).
+pub use crate::sharding::namespace_plan as namespace;
 pub mod prepare;
 pub mod reconcile;
 pub mod register;

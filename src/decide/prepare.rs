@@ -6,8 +6,8 @@
 //! Only items plainly free are marked: owned, enabled, not running here or elsewhere, no `misfire`
 //! flag, no marker at all. Anything else is decided at the instant, as before.
 
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;
 

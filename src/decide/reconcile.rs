@@ -2,8 +2,8 @@
 //! longer a live instance describe runs that are over. With failover on, a record is kept until the
 //! failover handling has marked or claimed its item, so that the item is re-run, not forgotten.
 
+use crate::model::Op;
 use crate::paths::JobNode;
-use crate::registry::Op;
 use crate::types::{InstanceId, JobName};
 use crate::view::JobView;
 

@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use crate::config::ValidatedConfig;
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{InstanceId, JobName};
 use crate::view::ServerStatus;
 

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ValidatedConfig;
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::sharding::{keep_owners, ShardingInput, ShardingPlan, ShardingStrategy};
 use crate::types::{InstanceId, JobName, ShardItem};
 use crate::view::JobView;

@@ -7,6 +7,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::record::ExecutionRecord;
 use super::{HistoryError, DEFAULT_SQLITE_FILE};
+use crate::config::retention::parse_age;
 use crate::types::ShardItem;
 
 /// Where a history lives.
@@ -144,23 +145,6 @@ pub fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, His
     }
     let age = parse_age(v).ok_or_else(invalid)?;
     now.checked_sub_signed(age).ok_or_else(invalid)
-}
-
-/// An age or a window: a whole number and a unit, `90s`, `15m`, `2h` or `7d`; `None` otherwise
-/// (negative or overflowing included).
-pub(crate) fn parse_age(v: &str) -> Option<chrono::Duration> {
-    // The unit is the last character, which may be several bytes (`5€` once panicked here).
-    let unit_at = v.char_indices().last()?.0;
-    let (number, unit) = v.split_at(unit_at);
-    let n: i64 = number.parse().ok()?;
-    match unit {
-        "s" => chrono::Duration::try_seconds(n),
-        "m" => chrono::Duration::try_minutes(n),
-        "h" => chrono::Duration::try_hours(n),
-        "d" => chrono::Duration::try_days(n),
-        _ => None,
-    }
-    .filter(|d| *d >= chrono::Duration::zero())
 }
 
 /// Parses `--item`.

@@ -80,8 +80,8 @@ pub use record::{
 pub use output::{OutputQuery, OutputRecord};
 pub use purge::PurgeHandle;
 pub use retention::{
-    windows_in, JobPurge, JobRetention, Retention, RetentionRecord, RetentionWindow,
-    DEFAULT_PURGE_BATCH, DEFAULT_PURGE_EVERY, RETENTION_PROP,
+    windows_in, JobPurge, JobRetention, Retention, RetentionError, RetentionRecord,
+    RetentionWindow, DEFAULT_PURGE_BATCH, DEFAULT_PURGE_EVERY, RETENTION_PROP,
 };
 
 pub use stats::{bucket, percentile, render_stats, Bucket, Granularity, JobStats, MAX_STATS_ROWS};
@@ -158,15 +158,6 @@ pub enum HistoryError {
         /// The driver's error.
         #[source]
         source: sqlx::Error,
-    },
-    /// Parsing a retention window (`--history-retention`, `shardcron.history.retention`).
-    #[error(
-        "history retention {value:?}: expected a window such as 30d, 12h, 90m or 3600s \
-         (--history-retention, props shardcron.history.retention)"
-    )]
-    InvalidRetention {
-        /// The value given.
-        value: String,
     },
     /// Parsing a `--by` value.
     #[error("--by {value:?}: expected hour or day")]

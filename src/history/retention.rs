@@ -17,76 +17,18 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::HistoryError;
 use crate::clock::{SharedClock, SystemClock};
+pub use crate::config::retention::{RetentionError, RetentionWindow, RETENTION_PROP};
 use crate::config::JobConfig;
 use crate::paths::JobNode;
 use crate::registry::mirror::Mirror;
 use crate::types::JobName;
-
-/// The `props` key of a job's own window (`30d`, `12h`, `90m`).
-pub const RETENTION_PROP: &str = "shardcron.history.retention";
 
 /// Rows one purge statement deletes at most.
 pub const DEFAULT_PURGE_BATCH: u32 = 500;
 
 /// How often a node purges.
 pub const DEFAULT_PURGE_EVERY: Duration = Duration::from_secs(600);
-
-/// How long a job's history is kept: a positive whole number of seconds, minutes, hours or days.
-///
-/// ```
-/// use shardcron::history::RetentionWindow;
-/// let w = RetentionWindow::parse("30d").unwrap();
-/// assert_eq!(w.seconds(), 30 * 86_400);
-/// assert_eq!(w.to_string(), "30d");
-/// assert!(RetentionWindow::parse("0d").is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct RetentionWindow(i64);
-
-impl RetentionWindow {
-    /// Parses `90s`, `15m`, `12h`, `30d`; refuses zero, negative and unitless values.
-    pub fn parse(value: &str) -> Result<Self, HistoryError> {
-        let invalid = || HistoryError::InvalidRetention {
-            value: value.to_owned(),
-        };
-        let age = super::cli::parse_age(value.trim()).ok_or_else(invalid)?;
-        Some(age.num_seconds())
-            .filter(|s| *s > 0)
-            .map(Self)
-            .ok_or_else(invalid)
-    }
-
-    /// A window of `seconds` (at least one).
-    pub fn from_seconds(seconds: i64) -> Self {
-        Self(seconds.max(1))
-    }
-
-    /// The window in seconds.
-    pub fn seconds(self) -> i64 {
-        self.0
-    }
-
-    /// The first instant still kept when it is `now`.
-    pub fn cutoff(self, now: DateTime<Utc>) -> DateTime<Utc> {
-        now.checked_sub_signed(chrono::Duration::seconds(self.0))
-            .unwrap_or(DateTime::<Utc>::MIN_UTC)
-    }
-}
-
-impl std::fmt::Display for RetentionWindow {
-    /// The largest unit that divides the window: `30d`, `36h`, `90m`, `45s`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self.0;
-        match () {
-            () if s % 86_400 == 0 => write!(f, "{}d", s / 86_400),
-            () if s % 3_600 == 0 => write!(f, "{}h", s / 3_600),
-            () if s % 60 == 0 => write!(f, "{}m", s / 60),
-            () => write!(f, "{s}s"),
-        }
-    }
-}
 
 /// A job's own window, looked up by job name at each purge (`None`: the default applies).
 pub type JobRetention = Arc<dyn Fn(&str) -> Option<RetentionWindow> + Send + Sync>;

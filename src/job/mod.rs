@@ -33,46 +33,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::types::{InstanceId, JobName, ShardItem};
 
+pub use crate::model::ExecutionSource;
 pub use fencing::FencingToken;
 pub use outcome::ItemOutcome;
 pub use stop::StopGrace;
-
-/// Why an item runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ExecutionSource {
-    /// The cron fired.
-    Normal,
-    /// Catch-up of a fire missed while the item was still running.
-    Misfire,
-    /// Taken over from a crashed instance.
-    Failover,
-    /// Triggered by an operator through `trigger/{instanceId}` or the API.
-    Manual,
-    /// A cron instant missed while no instance ran the item, run when an owner returned within
-    /// the job's `shardcron.catchup.window`.
-    CatchUp,
-    /// An instant of a backfill (`shardcronctl backfill`).
-    Backfill,
-    /// A step of a workflow run (`shardcron.after`): its upstreams ended the run; the scheduled
-    /// instant is the root fire's, which names the run.
-    Workflow,
-}
-
-impl ExecutionSource {
-    /// Lowercase name, used as a metric label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Normal => "normal",
-            Self::Misfire => "misfire",
-            Self::Failover => "failover",
-            Self::Manual => "manual",
-            Self::CatchUp => "catchup",
-            Self::Backfill => "backfill",
-            Self::Workflow => "workflow",
-        }
-    }
-}
 
 /// A flag the engine raises when the job needs resharding, so that a streaming dataflow job stops
 /// fetching. Cheap to clone and to read.

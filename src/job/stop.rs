@@ -19,9 +19,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// The grace a run gets when nobody asked for a shorter one: long enough for a script to flush
-/// and remove its temporary files, short enough for a node's shutdown.
-pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
+pub use crate::model::execution::DEFAULT_STOP_GRACE;
 
 /// How long a cancelled item's processes have between SIGTERM and SIGKILL; shared by clones.
 #[derive(Debug, Clone)]

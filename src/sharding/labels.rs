@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::untrusted::{check_yaml, UntrustedYamlError};
+use crate::untrusted::{check_yaml, UntrustedYamlError};
 use crate::InstanceId;
 
 /// Why a label was refused.

@@ -25,6 +25,7 @@ mod average;
 mod java_hash;
 mod labels;
 mod namespace_balance;
+pub mod namespace_plan;
 mod odevity;
 mod round_robin;
 mod single_balance;

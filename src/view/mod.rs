@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::paths::JobNode;
-use crate::registry::mirror::{Mirror, Under};
+use crate::store::{Mirror, Under};
 use crate::types::{InstanceId, JobName, ShardItem};
 
 mod namespace;
@@ -95,7 +95,7 @@ const PROCESSING: &str = "leader/sharding/processing";
 const SHARDING: &str = "sharding";
 const FAILOVER_ITEMS: &str = "leader/failover/items";
 
-fn instance_of(data: &[u8]) -> Option<InstanceId> {
+pub(crate) fn instance_of(data: &[u8]) -> Option<InstanceId> {
     std::str::from_utf8(data)
         .ok()
         .and_then(|s| InstanceId::parse(s.trim()).ok())
@@ -211,8 +211,9 @@ impl JobView {
     }
 }
 
-/// The [`Facts`](crate::decide::lifecycle::Facts) a job's state machine reads, taken from the
-/// mirror and the injected clock: no registry call.
+/// What a job's state machine reads ([`Facts`](crate::decide::lifecycle::Facts)), taken from the
+/// mirror and the injected clock: no registry call. The machine's side of it, the trait and its
+/// implementation for this struct, lives in `decide/lifecycle/mirror_facts.rs`.
 #[derive(Debug)]
 pub struct MirrorFacts<'a> {
     /// The local copy of the namespace.
@@ -228,139 +229,6 @@ pub struct MirrorFacts<'a> {
     /// The job's view, read at its first use: a machine's step reads it once, and a fire's step
     /// looks at it two or three times (tens of mirror lookups each, at every fire of every job).
     pub view: std::cell::OnceCell<std::rc::Rc<JobView>>,
-}
-
-impl crate::decide::lifecycle::Facts for MirrorFacts<'_> {
-    fn view(&self) -> std::rc::Rc<JobView> {
-        let read = || std::rc::Rc::new(JobView::read(self.mirror, self.job));
-        self.view.get_or_init(read).clone()
-    }
-
-    fn owns(&self, item: ShardItem) -> bool {
-        let path = JobNode::ShardingInstance(item).to_path(self.job);
-        self.mirror
-            .data(&path)
-            .and_then(|d| instance_of(&d))
-            .is_some_and(|o| &o == self.me)
-    }
-
-    fn marker_mirrored(&self, item: ShardItem) -> bool {
-        self.mirror
-            .exists(&JobNode::ShardingRunning(item).to_path(self.job))
-    }
-
-    fn instance_owner(&self) -> Option<i64> {
-        let path = JobNode::Instance(self.me.clone()).to_path(self.job);
-        self.mirror.get(&path).map(|n| n.stat.ephemeral_owner)
-    }
-
-    fn removed_instance_owner(&self) -> Option<i64> {
-        let path = JobNode::Instance(self.me.clone()).to_path(self.job);
-        self.mirror.removed_owner(&path)
-    }
-
-    fn has_failover_marks(&self) -> bool {
-        !self
-            .mirror
-            .children(&JobNode::LeaderFailoverItems.to_path(self.job))
-            .is_empty()
-    }
-
-    fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.clock.now()
-    }
-
-    fn clock_skew(&self) -> Option<std::time::Duration> {
-        self.skew
-    }
-
-    fn fired(&self) -> crate::decide::catchup::FiredRecord {
-        let parent = JobNode::Fired.to_path(self.job);
-        let mut record = crate::decide::catchup::FiredRecord {
-            parent: self.mirror.exists(&parent),
-            ..Default::default()
-        };
-        if record.parent {
-            for name in self.mirror.children(&parent) {
-                let Ok(item) = name.parse::<ShardItem>() else {
-                    continue;
-                };
-                let data = self
-                    .mirror
-                    .data(&JobNode::FiredItem(item).to_path(self.job));
-                let at = data.and_then(|d| crate::decide::catchup::parse_fired(&d));
-                record.items.insert(item, at);
-            }
-        }
-        record
-    }
-
-    fn fired_item(&self, item: ShardItem) -> Option<chrono::DateTime<chrono::Utc>> {
-        let data = self
-            .mirror
-            .data(&JobNode::FiredItem(item).to_path(self.job))?;
-        crate::decide::catchup::parse_fired(&data)
-    }
-
-    fn trigger_params(&self) -> Option<Vec<u8>> {
-        let path = JobNode::TriggerParamsFor(self.me.clone()).to_path(self.job);
-        self.mirror.data(&path).map(|d| d.to_vec())
-    }
-
-    fn backfill_request(&self) -> Option<Vec<u8>> {
-        let path = JobNode::Backfill.to_path(self.job);
-        self.mirror.data(&path).map(|d| d.to_vec())
-    }
-
-    fn backfill_progress(&self) -> std::collections::BTreeMap<ShardItem, Vec<u8>> {
-        let parent = JobNode::Backfill.to_path(self.job);
-        self.mirror
-            .children(&parent)
-            .into_iter()
-            .filter_map(|name| {
-                let item = name.parse::<ShardItem>().ok()?;
-                let data = self
-                    .mirror
-                    .data(&JobNode::BackfillItem(item).to_path(self.job))?;
-                Some((item, data.to_vec()))
-            })
-            .collect()
-    }
-
-    fn workflow_records(&self, job: &JobName) -> Vec<(String, Vec<u8>, i64)> {
-        let parent = JobNode::Workflow.to_path(job);
-        self.mirror
-            .children(&parent)
-            .into_iter()
-            .filter_map(|name| {
-                let node = self.mirror.get(&format!("{parent}/{name}"))?;
-                Some((name.to_string(), node.data.to_vec(), node.stat.czxid))
-            })
-            .collect()
-    }
-
-    fn item_total(&self, job: &JobName) -> u32 {
-        let sharding = JobNode::Sharding.to_path(job);
-        let items = self.mirror.children(&sharding).into_iter();
-        let count = items.filter(|n| n.parse::<ShardItem>().is_ok()).count();
-        u32::try_from(count).unwrap_or(u32::MAX)
-    }
-
-    fn job_exists(&self, job: &JobName) -> bool {
-        self.mirror.exists(&JobNode::Root.to_path(job))
-    }
-
-    fn downstream_since(&self, upstream: &JobName, downstream: &JobName) -> Option<i64> {
-        let path = JobNode::DownstreamJob(downstream.clone()).to_path(upstream);
-        self.mirror.get(&path).map(|n| n.stat.czxid)
-    }
-
-    fn has_downstream(&self) -> bool {
-        !self
-            .mirror
-            .children(&JobNode::Downstream.to_path(self.job))
-            .is_empty()
-    }
 }
 
 /// The owner of each item of `job` as the mirror has it, in item order (items without a readable
@@ -396,11 +264,8 @@ pub fn registered_for_session(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::registry::embedded::EmbeddedServer;
-    use crate::registry::{CreateMode, Registry};
+    use crate::model::Stat;
 
     #[test]
     fn paths_below_the_job_are_its_nodes() {
@@ -431,21 +296,33 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_instance_node_counts_as_registered_only_for_the_session_that_owns_it() {
-        let server = EmbeddedServer::new();
-        let old = Arc::new(server.connector("ready").open());
-        let new = Arc::new(server.connector("ready").open());
+    #[test]
+    fn an_instance_node_counts_as_registered_only_for_the_session_that_owns_it() {
+        let (old_id, new_id) = (0x11, 0x22);
         let (job, me) = (
             JobName::new("orders").unwrap(),
             InstanceId::parse("10.0.0.1@-@1").unwrap(),
         );
-        old.ensure_path("/orders/instances").await.unwrap();
-        let path = JobNode::Instance(me.clone()).to_path(&job);
-        old.create(&path, b"", CreateMode::Ephemeral).await.unwrap();
         let mirror = Mirror::new();
-        let _feed = mirror.feed(new.clone(), "/").await.unwrap();
-        let (old_id, new_id) = (old.session_info().id, new.session_info().id);
+        let path = JobNode::Instance(me.clone()).to_path(&job);
+        for (zxid, at) in [(1, "/"), (2, "/orders"), (3, "/orders/instances")] {
+            mirror.upsert(
+                at,
+                Vec::new(),
+                Stat {
+                    czxid: zxid,
+                    mzxid: zxid,
+                    ..Stat::default()
+                },
+            );
+        }
+        let owned = Stat {
+            czxid: 4,
+            mzxid: 4,
+            ephemeral_owner: old_id,
+            ..Stat::default()
+        };
+        mirror.upsert(&path, Vec::new(), owned);
         assert!(registered_for_session(&mirror, &job, &me, old_id));
         assert!(
             !registered_for_session(&mirror, &job, &me, new_id),

@@ -1,5 +1,5 @@
 //! [`NamespaceCache`]: the namespace as the jobs that balance over it see it
-//! ([`Namespace`](crate::decide::namespace::Namespace)), kept from the mirror job by job.
+//! ([`Namespace`](crate::sharding::namespace_plan::Namespace)), kept from the mirror job by job.
 //!
 //! Reading the whole namespace at every decision would read (and parse the config YAML of) every
 //! job for every balanced job sharded: quadratic in the number of jobs (1,000 one-item jobs, bench
@@ -15,10 +15,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::config::JobConfig;
-use crate::decide::namespace::{self, Member};
 use crate::paths::JobNode;
-use crate::registry::mirror::Mirror;
+use crate::sharding::namespace_plan::{self as namespace, Member};
 use crate::sharding::{ShardingPlan, ShardingStrategy, StrategyRegistry};
+use crate::store::Mirror;
 use crate::types::{InstanceId, JobName};
 
 use super::JobView;
@@ -282,99 +282,94 @@ fn settings_of(data: &[u8], strategies: &StrategyRegistry, job: &JobName) -> Opt
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
+    use std::sync::atomic::{AtomicI64, Ordering};
 
     use super::*;
-    use crate::registry::embedded::EmbeddedServer;
-    use crate::registry::{CreateMode, Registry};
+    use crate::model::Stat;
 
     fn id(n: u32) -> InstanceId {
         InstanceId::parse(format!("10.0.0.{n}@-@1")).unwrap()
     }
 
-    /// Writes `path` (creating its parents) and waits until the mirror shows `data` there.
-    async fn put(registry: &dyn Registry, mirror: &Mirror, path: &str, data: &[u8]) {
-        let parent = &path[..path.rfind('/').unwrap()];
-        registry.ensure_path(parent).await.unwrap();
-        match registry.create(path, data, CreateMode::Persistent).await {
-            Ok(_) => {}
-            Err(e) if e.is_node_exists() => {
-                registry.set(path, data, None).await.map(|_| ()).unwrap()
-            }
-            Err(e) => panic!("writing {path}: {e}"),
+    /// Mirrors `path` with `data`, and its missing parents as a registry listing shows them, each
+    /// write at a newer zxid.
+    fn put(mirror: &Mirror, path: &str, data: &[u8]) {
+        static ZXID: AtomicI64 = AtomicI64::new(1);
+        let mut at = String::new();
+        let mut parents = vec!["/".to_owned()];
+        for segment in path[1..].split('/') {
+            at.push('/');
+            at.push_str(segment);
+            parents.push(at.clone());
         }
-        let shown = async {
-            while mirror.data(path).as_deref() != Some(data) {
-                tokio::task::yield_now().await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(5), shown)
-            .await
-            .unwrap_or_else(|_| panic!("the mirror did not show {path} within 5 s"));
+        parents.pop();
+        for parent in parents.iter().filter(|p| !mirror.exists(p)) {
+            let zxid = ZXID.fetch_add(1, Ordering::Relaxed);
+            mirror.upsert(
+                parent,
+                Vec::new(),
+                Stat {
+                    czxid: zxid,
+                    mzxid: zxid,
+                    ..Stat::default()
+                },
+            );
+        }
+        let zxid = ZXID.fetch_add(1, Ordering::Relaxed);
+        let czxid = mirror.get(path).map_or(zxid, |n| n.stat.czxid);
+        mirror.upsert(
+            path,
+            data.to_vec(),
+            Stat {
+                czxid,
+                mzxid: zxid,
+                ..Stat::default()
+            },
+        );
     }
 
-    async fn report(registry: &dyn Registry, mirror: &Mirror, job: &str, owner: u32) {
+    fn report(mirror: &Mirror, job: &str, owner: u32) {
         let config = format!(
             "jobName: {job}\nshardingTotalCount: 1\njobShardingStrategyType: NAMESPACE_BALANCE\n"
         );
-        put(
-            registry,
-            mirror,
-            &format!("/{job}/config"),
-            config.as_bytes(),
-        )
-        .await;
+        put(mirror, &format!("/{job}/config"), config.as_bytes());
         for n in 1..=2 {
-            put(
-                registry,
-                mirror,
-                &format!("/{job}/instances/{}", id(n)),
-                b"",
-            )
-            .await;
+            put(mirror, &format!("/{job}/instances/{}", id(n)), b"");
         }
         let owner = id(owner);
         put(
-            registry,
             mirror,
             &format!("/{job}/sharding/0/instance"),
             owner.as_str().as_bytes(),
-        )
-        .await;
+        );
     }
 
-    #[tokio::test]
-    async fn the_cache_follows_touched_jobs_and_counts_other_strategies_as_fixed() {
-        let server = EmbeddedServer::new();
-        let registry = Arc::new(server.connector("cache").open());
+    #[test]
+    fn the_cache_follows_touched_jobs_and_counts_other_strategies_as_fixed() {
         let mirror = Mirror::new();
-        let _feed = mirror.feed(registry.clone(), "/").await.unwrap();
         let strategies = StrategyRegistry::new();
         // Both on instance 2: one of them is off the plan.
-        report(&*registry, &mirror, "a", 2).await;
-        report(&*registry, &mirror, "b", 2).await;
+        report(&mirror, "a", 2);
+        report(&mirror, "b", 2);
         let mut cache = NamespaceCache::new();
         let drifted = cache.drifted(&mirror, &strategies, 0);
         assert_eq!(drifted.len(), 1, "{drifted:?}");
         let moved = drifted[0].clone();
         let path = format!("/{moved}/sharding/0/instance");
-        put(&*registry, &mirror, &path, id(1).as_str().as_bytes()).await;
+        put(&mirror, &path, id(1).as_str().as_bytes());
         let before = cache.drifted(&mirror, &strategies, 0);
         assert_eq!(before, std::slice::from_ref(&moved), "not touched yet");
         cache.touch(&moved);
         assert!(cache.drifted(&mirror, &strategies, 0).is_empty());
         // A job of another strategy puts three items on instance 1: both reports belong on 2.
         put(
-            &*registry,
             &mirror,
             "/big/config",
             b"jobName: big\nshardingTotalCount: 3\n",
-        )
-        .await;
+        );
         for i in 0..3 {
             let path = format!("/big/sharding/{i}/instance");
-            put(&*registry, &mirror, &path, id(1).as_str().as_bytes()).await;
+            put(&mirror, &path, id(1).as_str().as_bytes());
         }
         cache.touch(&JobName::new("big").unwrap());
         assert_eq!(cache.drifted(&mirror, &strategies, 0), [moved]);

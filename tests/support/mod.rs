@@ -14,6 +14,7 @@
 //! | [`jobs_file`] | executable scripts and `SCRIPT` entries of a jobs file, for nodes as processes |
 //! | [`chaos`], [`example_bin`] | example nodes as processes, faults, and the verdict on their log |
 //! | [`step_log`] | workflow steps' scripts for node processes: start and end lines by workflow run, hold files |
+//! | [`imports`] | `module_imports`: a directory's module import graph, read from its `use` lines and paths |
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
 //! | [`console`] | the console started on a test's registry, with its base URL |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
@@ -29,6 +30,7 @@ pub mod embedded;
 pub mod events;
 pub mod example_bin;
 pub mod http;
+pub mod imports;
 pub mod java;
 pub mod jobs_file;
 pub mod mixed;

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::decide::backfill::{next_run, Progress, Request};
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::{CreateMode, NodeEventKind, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, NodeEventKind, Op};
 use crate::types::ShardItem;
 use crate::view::ServerStatus;
 

@@ -10,9 +10,9 @@ use chrono::{DateTime, Utc};
 use crate::config::ValidatedConfig;
 use crate::decide::catchup::{missed_before, plan, record_ops, take_back_ops, ItemFloor};
 use crate::decide::execution::LocalRuns;
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::{NodeEventKind, Op, SessionState};
 use crate::paths::JobNode;
-use crate::registry::{NodeEventKind, Op, SessionState};
 use crate::types::{InstanceId, ShardItem};
 use crate::view::{ItemView, ServerStatus};
 

@@ -83,7 +83,7 @@ impl FenceBudget {
     /// its items (fencing, resharding, shutdown): half the margin, so that a group fenced a margin
     /// before the earliest expiry is gone with half a margin to spare (`job::stop`).
     pub fn kill_grace(&self) -> Duration {
-        (self.margin() / 2).min(crate::job::stop::DEFAULT_STOP_GRACE)
+        (self.margin() / 2).min(crate::model::execution::DEFAULT_STOP_GRACE)
     }
 }
 

@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use crate::config::Overlap;
 use crate::decide::execution::{plan_run, FireSettings};
 use crate::decide::prepare::{plan_prepare, release_ops};
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::Op;
 use crate::paths::JobNode;
-use crate::registry::Op;
 use crate::types::ShardItem;
 use crate::view::ServerStatus;
 

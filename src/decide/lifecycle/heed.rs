@@ -14,8 +14,8 @@
 //! states with every event this drops and checks that nothing changes.
 
 use crate::decide::guarantee;
+use crate::model::NodeEventKind;
 use crate::paths::JobNode;
-use crate::registry::NodeEventKind;
 use crate::types::InstanceId;
 
 /// Whether the executor of a job on instance `me` needs the event `kind` on `node`: the events

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use crate::decide::trigger_params::TriggerParams;
 use crate::decide::workflow::run::RunId;
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::Op;
 use crate::paths::JobNode;
-use crate::registry::Op;
 
 use super::{Command, Facts, JobMachine, Manual, Purpose, WriteMode};
 

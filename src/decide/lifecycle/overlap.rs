@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Overlap;
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
 use crate::types::ShardItem;
 
 use super::{Command, Facts, JobMachine, SkipReason};

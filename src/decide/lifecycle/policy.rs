@@ -29,9 +29,9 @@
 //! markers vanish with its session and the items fail over as a crashed run's do.
 
 use crate::config::{Notify, Retry};
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::Op;
 use crate::paths::JobNode;
-use crate::registry::Op;
 use crate::types::{JobName, ShardItem};
 
 use super::{Command, Facts, JobMachine, Run, Timer};

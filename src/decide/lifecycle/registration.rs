@@ -12,8 +12,8 @@
 //! own node and create it again). A node an older session of this instance still holds
 //! is taken over at once (deleted and created in one multi-op), never waited for.
 
+use crate::model::{CreateMode, Op, SessionState};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op, SessionState};
 
 use super::{
     Command, Facts, JobMachine, Link, Outcome, Purpose, Registration, SkipReason, WriteMode,

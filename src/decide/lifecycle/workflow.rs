@@ -18,9 +18,9 @@ use crate::decide::execution::RunPlan;
 use crate::decide::workflow::graph::Dependency;
 use crate::decide::workflow::records::{parse_records, ItemRecord, RunRecords};
 use crate::decide::workflow::run::{ItemEnd, RunId};
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::{CreateMode, NodeEventKind, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, NodeEventKind, Op};
 use crate::types::{JobName, ShardItem};
 
 use super::{Command, Facts, Input, JobMachine, Purpose};

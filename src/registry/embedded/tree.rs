@@ -5,10 +5,10 @@
 //! under one zxid and rolls back on the first failure, so a single call and a multi-op share one
 //! code path and one set of rules.
 //!
-//! Storage: the mirror's path trie (`registry/trie.rs`), one 112-byte slot per node: its name
+//! Storage: the mirror's path trie (`store/trie.rs`), one 112-byte slot per node: its name
 //! inline when up to 22 bytes, up to two children inline and more as an exact boxed slice of slot
 //! indices sorted by name, its data (shared with every node holding the same value when short, see
-//! `registry/shared_data.rs`; never with spare capacity) and its metadata. A [`Stat`] is assembled
+//! `store/shared_data.rs`; never with spare capacity) and its metadata. A [`Stat`] is assembled
 //! on read: `num_children` is the length of the children slice, not a second copy. Ten thousand
 //! jobs mean about 150,000 nodes; the hash map keyed by full paths this replaced paid for each a
 //! bucket of 136 bytes (plus the load factor's slack), its path string, a boxed copy of its name
@@ -17,11 +17,11 @@
 
 use std::sync::Arc;
 
-use crate::registry::shared_data::SharedData;
-use crate::registry::trie::Trie;
 use crate::registry::{
     parent_path, CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result, Stat, ANY_VERSION,
 };
+use crate::store::shared_data::SharedData;
+use crate::store::trie::Trie;
 
 /// What the tree keeps of a node's [`Stat`] (all but the child count, which the trie holds),
 /// plus its sequence counter.

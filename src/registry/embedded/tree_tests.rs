@@ -2,8 +2,8 @@
 //! one zxid per transaction, ephemeral and non-empty refusals.
 
 use super::tree::{Node, Tree};
-use crate::registry::trie::Trie;
 use crate::registry::{CreateMode, NodeEventKind, Op, OpResult, RegistryError, Result};
+use crate::store::trie::Trie;
 
 fn create(tree: &mut Tree, path: &str, mode: CreateMode) -> Result<String> {
     let op = Op::create(path, b"x".to_vec(), mode);

@@ -9,10 +9,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::{Mirror, Upserted};
 use crate::registry::{
     NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
 };
+use crate::store::{Mirror, Upserted};
 
 /// The most node events applied as one batch.
 const MAX_BATCH: usize = 1024;
@@ -24,7 +24,7 @@ pub type LazyPaths = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 ///
 /// By default every created or changed node is read at once. Short-lived nodes whose data nobody
 /// needs at once (`running` markers: created and deleted around every run) can be read late: a
-/// creation event then records the node as [`MirrorNode::pending`](super::MirrorNode) and the read
+/// creation event then records the node as [`MirrorNode::pending`](crate::store::MirrorNode) and the read
 /// happens only if the node is still there after `settle`, or before the feed applies any other
 /// kind of event (so a consumer reacting to, say, an instance's departure sees every pending node's
 /// data). A node created and deleted within `settle` costs no read at all.

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::decide::lifecycle::heed::heeded;
-use crate::registry::SessionState;
+use crate::model::SessionState;
 
 /// Every kind of job node, for both instances and two items. The match makes a new kind of node
 /// a compile error here until it is listed.

@@ -20,7 +20,8 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use super::*;
 use crate::config::{JobConfig, JobKind, ValidationContext};
 use crate::decide::fixtures::*;
-use crate::registry::CreateMode;
+use crate::model::{CreateMode, NodeEventKind, SessionState};
+use crate::paths::JobNode;
 
 const SESSION: i64 = 0x20;
 const OLD_SESSION: i64 = 0x10;

@@ -8,9 +8,9 @@ use crate::decide::workflow::records::{
     prune, starts_due, Decision, ItemRecord, RunRecords, Upstream, KEEP_RUNS,
 };
 use crate::decide::workflow::run::{ItemEnd, RunId};
-use crate::job::ExecutionSource;
+use crate::model::ExecutionSource;
+use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
-use crate::registry::{CreateMode, Op};
 use crate::types::{JobName, ShardItem};
 use crate::view::ServerStatus;
 

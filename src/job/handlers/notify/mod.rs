@@ -12,7 +12,9 @@
 //! The settings of each job are installed when its config is validated for this node (at start, at
 //! registration and at every config change), so a job's notifier follows its live config.
 
-pub mod props;
+/// The notifiers' settings, read from `props`: config validation checks them, so they live in the
+/// core's [`config`](crate::config::notify).
+pub use crate::config::notify as props;
 pub mod send;
 
 use std::collections::BTreeMap;

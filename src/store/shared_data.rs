@@ -10,11 +10,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The longest data shared by value; longer data is stored as is.
-pub(super) const SHARED_DATA: usize = 96;
+pub(crate) const SHARED_DATA: usize = 96;
 
 /// The table of shared values. Not synchronised: its owner guards it.
 #[derive(Debug, Default)]
-pub(super) struct SharedData {
+pub(crate) struct SharedData {
     values: HashSet<Arc<[u8]>>,
     /// The size of `values` after its last sweep of values no one holds any more.
     swept: usize,
@@ -24,7 +24,7 @@ impl SharedData {
     /// `data` as shared bytes: empty and small values are stored once however many nodes hold
     /// them. Values held only here are swept out whenever the table has doubled since the last
     /// sweep, so it stays within twice the distinct values in use.
-    pub(super) fn share(&mut self, data: &[u8]) -> Arc<[u8]> {
+    pub(crate) fn share(&mut self, data: &[u8]) -> Arc<[u8]> {
         if data.len() > SHARED_DATA {
             return data.into();
         }
@@ -43,7 +43,7 @@ impl SharedData {
 
     /// The number of values in the table.
     #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.values.len()
     }
 }

@@ -1,5 +1,5 @@
 //! A path trie held in one vector of slots: the storage of both node trees, the mirror's
-//! (`mirror/tree.rs`) and the embedded server's (`embedded/tree.rs`).
+//! (`store/tree.rs`) and the embedded server's (`registry/embedded/tree.rs`).
 //!
 //! A slot holds one path segment, the indices of its children sorted by name, and optionally a
 //! node value `T` (a slot without one is a placeholder, which only the mirror makes). A lookup walks
@@ -17,7 +17,7 @@ use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use std::hash::BuildHasher;
 
 /// Index of the root slot, which always exists.
-pub(super) const ROOT: u32 = 0;
+pub(crate) const ROOT: u32 = 0;
 
 /// A node name: one path segment, stored inline when short (almost all are: `config`, `0`,
 /// `instance`, an IP address, an instance id, a job name).
@@ -150,7 +150,7 @@ impl<T> Slot<T> {
 }
 
 /// The segments of an absolute path (none for `/`).
-pub(super) fn segments(path: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn segments(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|s| !s.is_empty())
 }
 
@@ -164,7 +164,7 @@ type WideIndex = HashTable<u32>;
 
 /// The trie. Not synchronised: its owner guards it.
 #[derive(Debug)]
-pub(super) struct Trie<T> {
+pub(crate) struct Trie<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     /// The name indexes of wide slots, by slot: a few (a namespace root, a job with many
@@ -175,7 +175,7 @@ pub(super) struct Trie<T> {
 
 impl<T> Trie<T> {
     /// A trie holding only the root slot, with `root` as its value.
-    pub(super) fn new(root: Option<T>) -> Self {
+    pub(crate) fn new(root: Option<T>) -> Self {
         Self {
             slots: vec![Slot::new("", root)],
             free: Vec::new(),
@@ -220,7 +220,7 @@ impl<T> Trie<T> {
     }
 
     /// Where `name` is (`Ok`), or would be inserted (`Err`), among the children of `slot`.
-    pub(super) fn search(&self, slot: u32, name: &str) -> Result<usize, usize> {
+    pub(crate) fn search(&self, slot: u32, name: &str) -> Result<usize, usize> {
         self.slots[slot as usize]
             .kids
             .as_slice()
@@ -228,7 +228,7 @@ impl<T> Trie<T> {
     }
 
     /// The child of `slot` named `name`.
-    pub(super) fn child(&self, slot: u32, name: &str) -> Option<u32> {
+    pub(crate) fn child(&self, slot: u32, name: &str) -> Option<u32> {
         if self.kids(slot).len() >= WIDE / 2 {
             if let Some(table) = self.wide.get(&slot) {
                 let hash = Self::hash(&self.hasher, name.as_bytes());
@@ -241,17 +241,17 @@ impl<T> Trie<T> {
     }
 
     /// The slot at `path`, placeholder or not.
-    pub(super) fn find(&self, path: &str) -> Option<u32> {
+    pub(crate) fn find(&self, path: &str) -> Option<u32> {
         self.find_from(ROOT, path)
     }
 
     /// The slot at `path` taken relative to `slot` (`""` is `slot` itself).
-    pub(super) fn find_from(&self, slot: u32, path: &str) -> Option<u32> {
+    pub(crate) fn find_from(&self, slot: u32, path: &str) -> Option<u32> {
         segments(path).try_fold(slot, |at, seg| self.child(at, seg))
     }
 
     /// The slots from the root down to `path`, both included, or `None` when it is absent.
-    pub(super) fn chain(&self, path: &str) -> Option<Vec<u32>> {
+    pub(crate) fn chain(&self, path: &str) -> Option<Vec<u32>> {
         // Room for the deepest job node below a namespace: one allocation, not three.
         let mut chain = Vec::with_capacity(8);
         chain.push(ROOT);
@@ -263,41 +263,41 @@ impl<T> Trie<T> {
     }
 
     /// The children of `slot`, sorted by name.
-    pub(super) fn kids(&self, slot: u32) -> &[u32] {
+    pub(crate) fn kids(&self, slot: u32) -> &[u32] {
         self.slots[slot as usize].kids.as_slice()
     }
 
     /// The name (last segment) of `slot`; `""` for the root.
-    pub(super) fn name(&self, slot: u32) -> &str {
+    pub(crate) fn name(&self, slot: u32) -> &str {
         self.slots[slot as usize].name.as_str()
     }
 
     /// The names of the children of `slot`, sorted.
-    pub(super) fn kid_names(&self, slot: u32) -> impl Iterator<Item = &str> {
+    pub(crate) fn kid_names(&self, slot: u32) -> impl Iterator<Item = &str> {
         self.kids(slot).iter().map(|k| self.name(*k))
     }
 
-    pub(super) fn value(&self, slot: u32) -> Option<&T> {
+    pub(crate) fn value(&self, slot: u32) -> Option<&T> {
         self.slots[slot as usize].value.as_ref()
     }
 
-    pub(super) fn value_mut(&mut self, slot: u32) -> Option<&mut T> {
+    pub(crate) fn value_mut(&mut self, slot: u32) -> Option<&mut T> {
         self.slots[slot as usize].value.as_mut()
     }
 
     /// Stores `value` in `slot` and returns the one it replaced.
-    pub(super) fn put(&mut self, slot: u32, value: T) -> Option<T> {
+    pub(crate) fn put(&mut self, slot: u32, value: T) -> Option<T> {
         self.slots[slot as usize].value.replace(value)
     }
 
     /// Takes the value out of `slot`, leaving a placeholder.
-    pub(super) fn take(&mut self, slot: u32) -> Option<T> {
+    pub(crate) fn take(&mut self, slot: u32) -> Option<T> {
         self.slots[slot as usize].value.take()
     }
 
     /// Adds a child `name` to `parent` at position `at` of its children (as [`Trie::search`]
     /// found it) and returns its slot, a freed one when there is one.
-    pub(super) fn add_child(
+    pub(crate) fn add_child(
         &mut self,
         parent: u32,
         at: usize,
@@ -325,7 +325,7 @@ impl<T> Trie<T> {
 
     /// Removes the child at position `at` of `parent`'s children, which must have none of its
     /// own, frees its slot and returns its value.
-    pub(super) fn remove_child(&mut self, parent: u32, at: usize) -> Option<T> {
+    pub(crate) fn remove_child(&mut self, parent: u32, at: usize) -> Option<T> {
         let index = self.kids(parent)[at];
         self.index_child(parent, index, false);
         self.slots[parent as usize].kids.remove(at);
@@ -340,7 +340,7 @@ impl<T> Trie<T> {
 
     /// `slot` (whose path is `path`) and every slot below it with its path, parents first
     /// (breadth first), children in name order.
-    pub(super) fn below(&self, slot: u32, path: &str) -> Vec<(String, u32)> {
+    pub(crate) fn below(&self, slot: u32, path: &str) -> Vec<(String, u32)> {
         let mut out = vec![(path.to_owned(), slot)];
         let mut next = 0;
         while next < out.len() {
@@ -356,19 +356,19 @@ impl<T> Trie<T> {
 
     /// The number of slots in use, placeholders and the root included.
     #[cfg(test)]
-    pub(super) fn slots_in_use(&self) -> usize {
+    pub(crate) fn slots_in_use(&self) -> usize {
         self.slots.len() - self.free.len()
     }
 
     /// The size of one slot.
     #[cfg(test)]
-    pub(super) fn slot_bytes() -> usize {
+    pub(crate) fn slot_bytes() -> usize {
         std::mem::size_of::<Slot<T>>()
     }
 
     /// The number of slots allocated, free ones included.
     #[cfg(test)]
-    pub(super) fn slots_allocated(&self) -> usize {
+    pub(crate) fn slots_allocated(&self) -> usize {
         self.slots.len()
     }
 }

@@ -1,4 +1,4 @@
-//! The mirror's storage: a path trie held in one vector of slots (`registry/trie.rs`, shared with
+//! The mirror's storage: a path trie held in one vector of slots (`trie.rs`, shared with
 //! the embedded server's tree), each slot 88 bytes with its [`MirrorNode`].
 //!
 //! A slot holds one path segment and the indices of its children sorted by name, so a lookup
@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
+use super::shared_data::SharedData;
+use super::trie::{segments, Trie, ROOT};
 use super::MirrorNode;
-use crate::registry::shared_data::SharedData;
-use crate::registry::trie::{segments, Trie, ROOT};
 
 /// The trie. Not synchronised: the mirror wraps it in a lock.
 #[derive(Debug)]
@@ -136,7 +136,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::registry::mirror::MirrorStat;
+    use crate::store::MirrorStat;
 
     fn node(version: i32) -> MirrorNode {
         MirrorNode {

@@ -1,4 +1,6 @@
-//! Batching the run markers of every job that starts (or ends) at the same moment into one multi-op.
+//! A session's registry writes: a list of operations applied as one call or one multi-op
+//! ([`apply_ops`]), op by op tolerating nodes already as wanted ([`apply_each_tolerant`]), and
+//! batched with the writes of every job that starts (or ends) at the same moment ([`WriteBatcher`]).
 //!
 //! At a busy instant hundreds of executors write their `running` markers together. Each one hands
 //! its operations to the session's [`WriteBatcher`] and waits for its own answer; the batcher's task
@@ -12,8 +14,6 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::registry::{Op, Registry, RegistryError};
-
-use super::context::apply_ops;
 
 /// The most operations one combined multi-op carries (ZooKeeper refuses requests past 1 MiB).
 const MAX_OPS: usize = 1000;
@@ -143,6 +143,39 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
             }
         }
     }
+}
+
+/// Applies operations: nothing for none, a plain call for one, a multi-op for several. The
+/// result is the registry's error, typed, so callers can tell a lost race from a failure.
+pub(crate) async fn apply_ops(registry: &dyn Registry, ops: &[Op]) -> Result<(), RegistryError> {
+    match ops {
+        [] => Ok(()),
+        [Op::Create { path, data, mode }] => registry.create(path, data, *mode).await.map(|_| ()),
+        [Op::Set {
+            path,
+            data,
+            version,
+        }] => registry.set(path, data, *version).await.map(|_| ()),
+        [Op::Delete { path, version }] => registry.delete(path, *version).await,
+        _ => registry.multi(ops).await.map(|_| ()),
+    }
+}
+
+/// Applies operations one by one, tolerating nodes that are already as wanted (created by someone
+/// else, or already gone). For clean-ups after a failed multi-op, where markers may have vanished
+/// with an old session.
+pub(crate) async fn apply_each_tolerant(
+    registry: &dyn Registry,
+    ops: &[Op],
+) -> Result<(), RegistryError> {
+    for op in ops {
+        match apply_ops(registry, std::slice::from_ref(op)).await {
+            Ok(()) => {}
+            Err(e) if e.is_no_node() || e.is_node_exists() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

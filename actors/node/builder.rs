@@ -1,52 +1,27 @@
-//! The node: [`NodeBuilder`] starts one instance, [`NodeHandle`] steers it, and the NodeActor at
-//! the root of its tree restarts the RegistryActor when it fails.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use shardcron::config::JobConfig;
-//! use shardcron::job::{FnJob, JobError, ShardingContext};
-//! use shardcron::registry::embedded::EmbeddedServer;
-//! use shardcron::node::NodeBuilder;
-//!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = EmbeddedServer::new();
-//! let node = NodeBuilder::new(Arc::new(server.connector("demo")))
-//!     .instance_id("127.0.0.1@-@1".parse()?)
-//!     .job(
-//!         JobConfig::new("orders", 3).cron("0/5 * * * * ?"),
-//!         "orders",
-//!         Arc::new(FnJob(|ctx: ShardingContext| async move {
-//!             println!("item {}", ctx.sharding_item);
-//!             Ok::<(), JobError>(())
-//!         })),
-//!     )
-//!     .start()
-//!     .await?;
-//! node.shutdown().await;
-//! # Ok(()) }
-//! ```
+//! [`NodeBuilder`]: a node's jobs, registry, identity and endpoints, checked and started.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::Actor;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::JobConfig;
 use crate::decide::adopt::{AdoptPolicy, Adoption};
-use crate::events::{EventBus, Subscription};
+use crate::events::EventBus;
 use crate::job::handlers::HandlerRegistry;
 use crate::job::SharedHandler;
 use crate::registry::mirror::Mirror;
 use crate::registry::Connector;
 use crate::sharding::StrategyRegistry;
-use crate::types::{InstanceId, JobName};
+use crate::types::InstanceId;
 
-use super::context::{JobSpec, JobType, NodeContext, NodeOptions};
-use super::endpoints::{is_ready, Endpoints};
-pub use super::error::EngineError;
-use super::registry::{RegistryActor, RegistryMsg};
+use super::handle::{with_labels, NodeHandle};
+use super::{EngineError, NodeActor};
+use crate::actors::context::NodeContext;
+use crate::actors::endpoints::Endpoints;
+use crate::actors::spec::{JobSpec, JobType, NodeOptions};
 
 static NODE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -260,7 +235,7 @@ impl NodeBuilder {
         });
         for mut spec in self.jobs {
             with_labels(&mut spec, &labels);
-            let v = super::register::validate(&node, &spec.config, &spec.job_type)?;
+            let v = crate::actors::context::validate(&node, &spec.config, &spec.job_type)?;
             jobs.insert(v.job_name().clone(), Arc::new(spec));
         }
         *node.jobs.lock().unwrap_or_else(|p| p.into_inner()) = jobs;
@@ -280,6 +255,7 @@ impl NodeBuilder {
             None => Actor::spawn(name, NodeActor, node.clone()).await,
         };
         let (actor, _) = spawned.map_err(|e| EngineError::Actor(e.to_string()))?;
+        endpoints.attach(actor.clone());
         Ok(NodeHandle {
             actor,
             node,
@@ -332,248 +308,6 @@ fn default_instance_id() -> InstanceId {
         .unwrap_or_else(|_| "127.0.0.1".to_owned());
     InstanceId::new(&ip, &std::process::id().to_string())
         .unwrap_or_else(|_| InstanceId::parse("127.0.0.1@-@0").expect("constant id parses"))
-}
-
-/// Steers a running node.
-#[derive(Debug, Clone)]
-pub struct NodeHandle {
-    actor: ActorRef<NodeMsg>,
-    node: Arc<NodeContext>,
-    endpoints: Arc<Endpoints>,
-    labels: Arc<[String]>,
-}
-
-/// Gives a job's spec the node's labels, unless the spec names its own, and a fixed time zone
-/// its Java spelling (`UTC` is written `GMT`: see [`JobConfig::spell_time_zone_for_java`]).
-fn with_labels(spec: &mut JobSpec, labels: &[String]) {
-    if spec.config.instance_labels.is_empty() && !labels.is_empty() {
-        Arc::make_mut(&mut spec.config).instance_labels = labels.to_vec();
-    }
-    let zone = spec.config.time_zone.as_deref().map(str::trim);
-    if zone.and_then(crate::timezone::java_spelling).is_some() {
-        Arc::make_mut(&mut spec.config).spell_time_zone_for_java();
-    }
-}
-
-impl NodeHandle {
-    /// This node's instance id.
-    pub fn instance_id(&self) -> &InstanceId {
-        &self.node.instance_id
-    }
-
-    /// This node's labels ([`NodeBuilder::labels`]).
-    pub fn labels(&self) -> &[String] {
-        &self.labels
-    }
-
-    /// The node's mirror of the namespace (read-only use).
-    pub fn mirror(&self) -> &Mirror {
-        &self.node.mirror
-    }
-
-    /// The registered name of one of this node's actors: `node`, `registry`, `trigger`, `leader`,
-    /// `sharding` or `failover` (names are scoped per node, so several nodes and the host's own
-    /// actors share a process without collisions). The per-job executors are unnamed (a name would
-    /// cost memory per job): reach one through [`NodeHandle::executor`].
-    pub fn actor_name(&self, what: &str) -> String {
-        self.node.actor_name(what)
-    }
-
-    /// The root actor, for linking into a host's supervision tree.
-    pub fn actor(&self) -> &ActorRef<NodeMsg> {
-        &self.actor
-    }
-
-    async fn ask<T: Send + 'static>(
-        &self,
-        make: impl FnOnce(RpcReplyPort<Result<T, EngineError>>) -> RegistryMsg,
-    ) -> Result<T, EngineError> {
-        let reg = self.registry().ok_or(EngineError::NoSession)?;
-        reg.call(make, None)
-            .await
-            .map_err(|e| EngineError::Actor(e.to_string()))?
-            .success_or(EngineError::Actor("no reply".into()))?
-    }
-
-    fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
-        ActorRef::where_is(self.node.actor_name("registry"))
-    }
-
-    /// Adds a job at runtime.
-    pub async fn add_job(&self, mut spec: JobSpec) -> Result<(), EngineError> {
-        with_labels(&mut spec, &self.labels);
-        self.ask(|r| RegistryMsg::AddJob(Box::new(spec), r)).await
-    }
-
-    /// Removes a job from this node (the job stays in the registry for the other instances).
-    pub async fn remove_job(&self, job: &JobName) -> Result<(), EngineError> {
-        let job = job.clone();
-        self.ask(|r| RegistryMsg::RemoveJob(job, r)).await
-    }
-
-    /// Runs every item this instance owns of `job` once, now (queued behind a running run).
-    pub async fn trigger(&self, job: &JobName) -> Result<(), EngineError> {
-        let job = job.clone();
-        self.ask(|r| RegistryMsg::Trigger(job, r)).await
-    }
-
-    /// The cell of `job`'s ExecutorActor on the current session, for supervision and diagnostics:
-    /// a host may monitor it, read its status, or kill it to exercise the engine's restart. The
-    /// executor is unnamed, so this is the way to it; the cell is that of the executor running now
-    /// (a restart, or a new session, replaces it). Fails with [`EngineError::NoSession`] while no
-    /// session is open and [`EngineError::UnknownJob`] for a job this node does not run.
-    pub async fn executor(&self, job: &JobName) -> Result<ractor::ActorCell, EngineError> {
-        let job = job.clone();
-        self.ask(|r| RegistryMsg::Executor(job, r)).await
-    }
-
-    /// Subscribes to the node's events with a queue of `capacity`; overflow is counted, never
-    /// blocking a job.
-    pub fn subscribe(&self, name: &str, capacity: usize) -> Subscription {
-        self.node.events.subscribe(name, capacity)
-    }
-
-    /// Whether the node is ready as `/readyz` answers: a session is open, the mirror in sync, and
-    /// every job of the node registered on that session.
-    pub async fn is_ready(&self) -> bool {
-        is_ready(&self.node).await
-    }
-
-    /// The address `GET /metrics` is served on, when [`NodeBuilder::metrics`] asked for it.
-    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
-        self.endpoints.metrics.as_ref().map(|s| s.local_addr())
-    }
-
-    /// The address of the admin endpoints, when [`NodeBuilder::admin`] asked for them.
-    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
-        self.endpoints.admin.as_ref().map(|s| s.local_addr())
-    }
-
-    /// Stops gracefully: stop firing, let running items finish (up to the shutdown timeout), then
-    /// close the session so this instance's ephemerals go at once.
-    pub async fn shutdown(&self) {
-        let _ = self
-            .actor
-            .stop_and_wait(Some("shutdown".into()), None)
-            .await;
-        // After the drain, so scrapes and probes answer while items finish.
-        self.endpoints.shutdown().await;
-    }
-}
-
-/// The NodeActor: the root of a node's tree.
-#[derive(Debug)]
-pub struct NodeActor;
-
-/// Messages of the NodeActor (it only supervises; the API talks to the RegistryActor).
-#[derive(Debug)]
-pub enum NodeMsg {}
-
-/// State of the NodeActor.
-#[derive(Debug)]
-pub struct NodeState {
-    node: Arc<NodeContext>,
-    registry: Option<ActorRef<RegistryMsg>>,
-    restarts: std::collections::VecDeque<tokio::time::Instant>,
-}
-
-/// More restarts of the registry actor than this within [`RESTART_WINDOW`] fail the node, so the
-/// host's supervisor learns that the subtree cannot recover on its own.
-const MAX_RESTARTS: usize = 5;
-/// See [`MAX_RESTARTS`].
-const RESTART_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
-
-impl NodeState {
-    async fn restart_registry(
-        &mut self,
-        myself: &ActorRef<NodeMsg>,
-        why: &str,
-    ) -> Result<(), ActorProcessingErr> {
-        let now = tokio::time::Instant::now();
-        self.restarts
-            .retain(|t| now.duration_since(*t) < RESTART_WINDOW);
-        if self.restarts.len() >= MAX_RESTARTS {
-            return Err(format!(
-                "registry actor ended {} times within {RESTART_WINDOW:?} (last: {why}); giving up",
-                self.restarts.len() + 1
-            )
-            .into());
-        }
-        self.restarts.push_back(now);
-        tracing::warn!(reason = %why, "registry actor ended; restarting it with a new session");
-        self.spawn_registry(myself).await
-    }
-
-    async fn spawn_registry(
-        &mut self,
-        myself: &ActorRef<NodeMsg>,
-    ) -> Result<(), ActorProcessingErr> {
-        let (r, _) = Actor::spawn_linked(
-            Some(self.node.actor_name("registry")),
-            RegistryActor,
-            self.node.clone(),
-            myself.get_cell(),
-        )
-        .await?;
-        self.registry = Some(r);
-        Ok(())
-    }
-}
-
-impl Actor for NodeActor {
-    type Msg = NodeMsg;
-    type State = NodeState;
-    type Arguments = Arc<NodeContext>;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        node: Arc<NodeContext>,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        let mut state = NodeState {
-            node,
-            registry: None,
-            restarts: Default::default(),
-        };
-        state.spawn_registry(&myself).await?;
-        Ok(state)
-    }
-
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        evt: SupervisionEvent,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let current = state.registry.as_ref().map(|r| r.get_id());
-        let why = match &evt {
-            SupervisionEvent::ActorFailed(cell, e) if Some(cell.get_id()) == current => {
-                e.to_string()
-            }
-            SupervisionEvent::ActorTerminated(cell, _, reason)
-                if Some(cell.get_id()) == current =>
-            {
-                reason.clone().unwrap_or_else(|| "terminated".to_owned())
-            }
-            _ => return Ok(()),
-        };
-        // One helper for failed and terminated alike; past the restart intensity this returns an
-        // error, which fails the node and tells the host's supervisor.
-        state.restart_registry(&myself, &why).await?;
-        Ok(())
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(r) = state.registry.take() {
-            // The registry actor drains the executors and closes the session in its post_stop.
-            let _ = r.stop_and_wait(Some("node stopping".into()), None).await;
-        }
-        Ok(())
-    }
 }
 
 /// Refuses to start jobs whose `shardcron.after` make a cycle among themselves, naming it (a

@@ -1,0 +1,88 @@
+//! The RegistryActor's link to its session: opening it with the mirror's first listing (on a task),
+//! and forwarding the mirror feed's events and the session's states to the actor as messages.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::ActorRef;
+
+use crate::paths::JobNode;
+use crate::registry::mirror::{FeedOptions, MirrorEvent};
+use crate::registry::SessionState;
+
+use super::context::NodeContext;
+use super::mail::{Opened, RegistryMsg};
+
+/// How long a `running` marker may stay in the mirror with its data unread.
+const RUN_MARKER_SETTLE: Duration = Duration::from_secs(1);
+
+/// `running` markers come and go around every run; nobody needs their data (the owner's id) at
+/// once, so the mirror reads it only for markers that outlive [`RUN_MARKER_SETTLE`], or before it
+/// applies any other change. A run then costs the mirror no registry read.
+fn feed_options() -> FeedOptions {
+    FeedOptions {
+        lazy_data: Some(Arc::new(|path: &str| {
+            // The suffix first: most paths are not markers, and parsing one allocates.
+            path.ends_with("/running")
+                && matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_))))
+        })),
+        settle: RUN_MARKER_SETTLE,
+    }
+}
+
+/// Opens a session and lists the namespace into the mirror (on a task of its own).
+pub(super) async fn open(node: &NodeContext) -> Opened {
+    let registry = (node.connector.connect().await).map_err(|e| e.to_string())?;
+    let feed = (node
+        .mirror
+        .feed_with(registry.clone(), "/", feed_options())
+        .await)
+        .map_err(|e| e.to_string())?;
+    Ok((registry, feed))
+}
+
+/// Forwards the feed's events and the session's state changes to the actor. Session states come
+/// straight from the session's own state channel, never through the feed: the feed may be stuck
+/// on a read (a `get_many` of a partitioned session waits for its call timeout), and a node that
+/// must stop its items when cut off cannot wait behind it. The feed's own copies of non-terminal
+/// states are dropped (they arrive late or not at all); a terminal state may come either way,
+/// the first one tears the session down and the actor ignores the other (its generation is gone).
+pub(super) async fn forward(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<MirrorEvent>,
+    mut states: tokio::sync::watch::Receiver<SessionState>,
+    me: ActorRef<RegistryMsg>,
+    generation: u64,
+) {
+    let mut states_open = true;
+    loop {
+        let ev = tokio::select! {
+            biased;
+            changed = states.changed(), if states_open => {
+                if changed.is_err() {
+                    // The session dropped its state channel: the feed reports its end.
+                    states_open = false;
+                    continue;
+                }
+                MirrorEvent::Session(*states.borrow_and_update())
+            }
+            ev = events.recv() => match ev {
+                Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
+                Some(ev) => ev,
+                None => {
+                    // Stopped forwarding states here used to leave the node on a session nobody
+                    // watched: when it expired, nothing opened another (no instance node, no
+                    // runs, ready). A feed that ended after a terminal state names a generation
+                    // the actor has already left, and is ignored.
+                    let _ = me.send_message(RegistryMsg::FeedEnded(generation));
+                    break;
+                }
+            },
+        };
+        if me
+            .send_message(RegistryMsg::MirrorChanged(generation, ev))
+            .is_err()
+        {
+            break;
+        }
+    }
+}

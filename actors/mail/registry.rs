@@ -1,0 +1,46 @@
+//! The RegistryActor's messages.
+
+use std::sync::Arc;
+
+use ractor::{ActorCell, RpcReplyPort};
+
+use crate::registry::mirror::{MirrorEvent, MirrorFeed};
+use crate::registry::Registry;
+use crate::types::JobName;
+
+use super::{EngineError, JobSpec};
+
+/// What a connection attempt opened: the session and the feed that listed the mirror, or the
+/// error that stopped it.
+pub(crate) type Opened = Result<(Arc<dyn Registry>, MirrorFeed), String>;
+
+/// Messages of the RegistryActor.
+#[derive(Debug)]
+pub(crate) enum RegistryMsg {
+    /// Open a session (at start, after an expiry, or after a failed attempt).
+    Connect,
+    /// The connection attempt's task ended: the session and its mirror feed, or why not.
+    Opened(Box<Opened>),
+    /// The mirror feed of session `generation` changed something.
+    MirrorChanged(u64, MirrorEvent),
+    /// Add a job to this node (and to the current session, if any).
+    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
+    /// Remove a job from this node.
+    RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// Run every item this instance owns of a job once, now.
+    Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
+    /// The cell of a job's ExecutorActor on the current session (supervision, diagnostics).
+    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
+    /// The id of the connected session, when its mirror is synced (`None` otherwise).
+    ReadySession(RpcReplyPort<Option<i64>>),
+    /// The current session, for a read that must reach the registry itself (a dump).
+    Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
+    /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
+    CheckClock,
+    /// An adopted job was drained and removed from this node (`actors/adopt.rs`).
+    Dropped(JobName),
+    /// The mirror feed of session `generation` ended without a terminal session state (its
+    /// recursive watch could not be renewed after a reconnect): the mirror no longer follows the
+    /// registry, so the session is given up and a new one opened.
+    FeedEnded(u64),
+}

@@ -1,0 +1,24 @@
+//! The TriggerActor's messages.
+
+use ractor::ActorRef;
+
+use crate::config::ValidatedConfig;
+use crate::types::JobName;
+
+use super::ExecutorMsg;
+
+/// Messages of the TriggerActor.
+#[derive(Debug)]
+pub(crate) enum TriggerMsg {
+    /// Schedule (or reschedule) a job by its configuration's cron and time zone, firing its
+    /// executor; a job without cron is unscheduled.
+    Schedule(
+        JobName,
+        std::sync::Arc<ValidatedConfig>,
+        ActorRef<ExecutorMsg>,
+    ),
+    /// Stop firing a job.
+    Unschedule(JobName),
+    /// The timer of arming `generation` rang.
+    Tick(u64),
+}

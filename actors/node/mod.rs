@@ -1,0 +1,190 @@
+//! The node: [`NodeBuilder`] starts one instance, [`NodeHandle`] steers it, and the NodeActor at
+//! the root of its tree restarts the RegistryActor when it fails.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use shardcron::config::JobConfig;
+//! use shardcron::job::{FnJob, JobError, ShardingContext};
+//! use shardcron::registry::embedded::EmbeddedServer;
+//! use shardcron::node::NodeBuilder;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = EmbeddedServer::new();
+//! let node = NodeBuilder::new(Arc::new(server.connector("demo")))
+//!     .instance_id("127.0.0.1@-@1".parse()?)
+//!     .job(
+//!         JobConfig::new("orders", 3).cron("0/5 * * * * ?"),
+//!         "orders",
+//!         Arc::new(FnJob(|ctx: ShardingContext| async move {
+//!             println!("item {}", ctx.sharding_item);
+//!             Ok::<(), JobError>(())
+//!         })),
+//!     )
+//!     .start()
+//!     .await?;
+//! node.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod builder;
+mod handle;
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+use super::context::NodeContext;
+use super::mail::RegistryMsg;
+use super::registry::RegistryActor;
+
+pub use super::error::EngineError;
+pub use super::mail::NodeMsg;
+pub use builder::NodeBuilder;
+pub use handle::NodeHandle;
+
+/// The NodeActor: the root of a node's tree.
+#[derive(Debug)]
+pub struct NodeActor;
+
+/// State of the NodeActor.
+#[derive(Debug)]
+pub struct NodeState {
+    node: Arc<NodeContext>,
+    registry: Option<ActorRef<RegistryMsg>>,
+    restarts: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+/// More restarts of the registry actor than this within [`RESTART_WINDOW`] fail the node, so the
+/// host's supervisor learns that the subtree cannot recover on its own.
+const MAX_RESTARTS: usize = 5;
+/// See [`MAX_RESTARTS`].
+const RESTART_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl NodeState {
+    async fn restart_registry(
+        &mut self,
+        myself: &ActorRef<NodeMsg>,
+        why: &str,
+    ) -> Result<(), ActorProcessingErr> {
+        let now = tokio::time::Instant::now();
+        self.restarts
+            .retain(|t| now.duration_since(*t) < RESTART_WINDOW);
+        if self.restarts.len() >= MAX_RESTARTS {
+            return Err(format!(
+                "registry actor ended {} times within {RESTART_WINDOW:?} (last: {why}); giving up",
+                self.restarts.len() + 1
+            )
+            .into());
+        }
+        self.restarts.push_back(now);
+        tracing::warn!(reason = %why, "registry actor ended; restarting it with a new session");
+        self.spawn_registry(myself).await
+    }
+
+    async fn spawn_registry(
+        &mut self,
+        myself: &ActorRef<NodeMsg>,
+    ) -> Result<(), ActorProcessingErr> {
+        let (r, _) = Actor::spawn_linked(
+            Some(self.node.actor_name("registry")),
+            RegistryActor,
+            self.node.clone(),
+            myself.get_cell(),
+        )
+        .await?;
+        self.registry = Some(r);
+        Ok(())
+    }
+}
+
+impl Actor for NodeActor {
+    type Msg = NodeMsg;
+    type State = NodeState;
+    type Arguments = Arc<NodeContext>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        node: Arc<NodeContext>,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let mut state = NodeState {
+            node,
+            registry: None,
+            restarts: Default::default(),
+        };
+        state.spawn_registry(&myself).await?;
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: NodeMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Reply ports go on to the current RegistryActor; none while it restarts.
+        let Some(registry) = &state.registry else {
+            answer_without_registry(msg);
+            return Ok(());
+        };
+        let forwarded = match msg {
+            NodeMsg::AddJob(spec, reply) => RegistryMsg::AddJob(spec, reply),
+            NodeMsg::RemoveJob(job, reply) => RegistryMsg::RemoveJob(job, reply),
+            NodeMsg::Trigger(job, reply) => RegistryMsg::Trigger(job, reply),
+            NodeMsg::Executor(job, reply) => RegistryMsg::Executor(job, reply),
+            NodeMsg::ReadySession(reply) => RegistryMsg::ReadySession(reply),
+            NodeMsg::Session(reply) => RegistryMsg::Session(reply),
+        };
+        // A registry actor that just ended drops the reply port: the caller hears "no reply".
+        let _ = registry.send_message(forwarded);
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let current = state.registry.as_ref().map(|r| r.get_id());
+        let why = match &evt {
+            SupervisionEvent::ActorFailed(cell, e) if Some(cell.get_id()) == current => {
+                e.to_string()
+            }
+            SupervisionEvent::ActorTerminated(cell, _, reason)
+                if Some(cell.get_id()) == current =>
+            {
+                reason.clone().unwrap_or_else(|| "terminated".to_owned())
+            }
+            _ => return Ok(()),
+        };
+        // One helper for failed and terminated alike; past the restart intensity this returns an
+        // error, which fails the node and tells the host's supervisor.
+        state.restart_registry(&myself, &why).await?;
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(r) = state.registry.take() {
+            // The registry actor drains the executors and closes the session in its post_stop.
+            let _ = r.stop_and_wait(Some("node stopping".into()), None).await;
+        }
+        Ok(())
+    }
+}
+
+/// Answers a request that came while the RegistryActor restarts.
+fn answer_without_registry(msg: NodeMsg) {
+    match msg {
+        NodeMsg::AddJob(_, r) | NodeMsg::RemoveJob(_, r) | NodeMsg::Trigger(_, r) => {
+            let _ = r.send(Err(EngineError::NoSession));
+        }
+        NodeMsg::Executor(_, r) => drop(r.send(Err(EngineError::NoSession))),
+        NodeMsg::ReadySession(r) => drop(r.send(None)),
+        NodeMsg::Session(r) => drop(r.send(None)),
+    }
+}
