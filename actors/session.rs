@@ -360,34 +360,16 @@ impl Actor for SessionActor {
         ] {
             state.spawn(&cell, child).await?;
         }
-        Ok(state)
-    }
-
-    /// The replay of the node's jobs on this session, after the spawn returned (its parent waits
-    /// for none of it): each executor registers its job as its first step, side by side with the
-    /// others (at most REGISTERING_AT_ONCE at a time), and this waits for their answers before
-    /// the first message, so the registrations' own events are routed afterwards, as one backlog
-    /// to executors that exist, not one by one while the registrations still write. A job that
-    /// cannot register keeps no other from running.
-    async fn post_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let cell = myself.get_cell();
+        // Each executor registers its job as its first step, side by side with the others (at
+        // most REGISTERING_AT_ONCE at a time); a job that cannot register keeps no other from
+        // running.
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
-        let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            match state.spawn_job(&cell, &job, Some(tx.into())).await {
-                Ok(()) => answers.push(rx),
-                Err(e) => tracing::error!(%job, error = %e, "job not started on this session"),
+            if let Err(e) = state.spawn_job(&cell, &job, None).await {
+                tracing::error!(%job, error = %e, "job not started on this session");
             }
         }
-        // Each executor answers once (registered, or refused and stopping); one that died first
-        // drops its port, which ends the wait for it just the same.
-        futures::future::join_all(answers).await;
-        Ok(())
+        Ok(state)
     }
 
     async fn handle(
