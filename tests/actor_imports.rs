@@ -8,7 +8,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use support::imports::module_imports;
+use support::imports::{circle, module_imports};
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -60,37 +60,6 @@ fn drawn() -> Graph {
         graph.insert(module.trim().to_owned(), imports);
     }
     graph
-}
-
-/// A circle of imports, if there is one (as the modules on it).
-fn circle(graph: &Graph) -> Option<Vec<String>> {
-    fn visit(
-        graph: &Graph,
-        module: &str,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|m| m == module) {
-            let mut found = path[at..].to_vec();
-            found.push(module.to_owned());
-            return Some(found);
-        }
-        if !done.insert(module.to_owned()) {
-            return None;
-        }
-        path.push(module.to_owned());
-        for next in graph.get(module).into_iter().flatten() {
-            if let Some(found) = visit(graph, next, path, done) {
-                return Some(found);
-            }
-        }
-        path.pop();
-        None
-    }
-    let mut done = BTreeSet::new();
-    graph
-        .keys()
-        .find_map(|m| visit(graph, m, &mut Vec::new(), &mut done))
 }
 
 #[test]

@@ -34,6 +34,37 @@ pub fn module_imports(dir: &Path, crate_prefix: &str) -> BTreeMap<String, BTreeS
     graph
 }
 
+/// A circle of imports, if there is one (as the modules on it).
+pub fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        module: &str,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|m| m == module) {
+            let mut found = path[at..].to_vec();
+            found.push(module.to_owned());
+            return Some(found);
+        }
+        if !done.insert(module.to_owned()) {
+            return None;
+        }
+        path.push(module.to_owned());
+        for next in graph.get(module).into_iter().flatten() {
+            if let Some(found) = visit(graph, next, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|m| visit(graph, m, &mut Vec::new(), &mut done))
+}
+
 /// Every `.rs` file under `dir`, recursively, in a stable order.
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
