@@ -5,8 +5,6 @@
 //! ensemble's notifications, requests and CPU, instance memory, and the time every instance needs
 //! to re-list after the ensemble's leader is killed. One table row per N.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -15,82 +13,21 @@ use crate::child::Results;
 use crate::fleet;
 use crate::probe;
 use crate::report::{dur, Table};
+use crate::scale_node::Instance;
 use crate::server::ZkEnsemble;
 
 /// Every job's cron period, in seconds.
 pub(crate) const PERIOD_S: i64 = 2;
 
-/// One instance: its process and the pipes the parent looks through.
-struct Instance {
-    n: u32,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Instance {
-    /// Starts instance `n` of `ns` with `jobs` jobs (it dies with this process).
-    fn start(connect: &str, ns: &str, n: u32, jobs: usize) -> Instance {
-        let exe = std::env::current_exe().expect("the bench binary's own path");
-        let mut cmd = Command::new(exe);
-        cmd.args(["--child", "scale"])
-            .arg(format!("zk={connect}"))
-            .arg(format!("ns={ns}"))
-            .arg(format!("n={n}"))
-            .arg(format!("jobs={jobs}"))
-            .arg(format!("period={PERIOD_S}"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped());
-        let mut child =
-            crate::server::spawn_dying_with_process(cmd).expect("starting a scale instance");
-        let stdin = child.stdin.take().expect("a piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("a piped stdout"));
-        Instance {
-            n,
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    /// The next `result` line the instance prints; panics when it exited instead.
-    fn answer(&mut self) -> Results {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = self.stdout.read_line(&mut line).unwrap_or(0);
-            if read == 0 {
-                let status = self.child.wait().map(|s| s.to_string());
-                panic!("scale instance {} exited ({status:?})", self.n);
-            }
-            if let Some(r) = Results::parse(&line) {
-                return r;
-            }
-        }
-    }
-
-    /// The instance's figures now.
-    fn look(&mut self) -> Results {
-        writeln!(self.stdin, "look").expect("asking a scale instance");
-        self.answer()
-    }
-
-    /// Shuts the node down (its session closes) and waits for the process.
-    fn stop(mut self) {
-        // A pipe already closed: the process is ending anyway.
-        let _ = writeln!(self.stdin, "stop");
-        drop(self.stdin);
-        let _ = self.child.wait();
-    }
-}
-
 /// The ensemble's counters summed over its servers.
 #[derive(Debug, Default, Clone, Copy)]
 struct EnsembleLook {
+    /// Client packets in (`zk_packets_received`): requests and pings.
     received: f64,
+    /// Client packets out (`zk_packets_sent`): one response per packet in, and the watch
+    /// notifications. (`mntr`'s `zk_sum_node_*_watch_count` counts the watchers a change
+    /// triggers, a third of them not delivered to a recursive watch: 3 per run here, 2 sent.)
     sent: f64,
-    /// Watchers triggered (`mntr` `zk_sum_node_*_watch_count`): the notifications sent.
-    notifications: f64,
     cpu: Duration,
     watches: u64,
 }
@@ -103,10 +40,6 @@ impl EnsembleLook {
             let get = |k: &str| m.get(k).copied().unwrap_or(0.0);
             look.received += get("zk_packets_received");
             look.sent += get("zk_packets_sent");
-            look.notifications += ["created", "deleted", "changed", "children"]
-                .map(|k| get(&format!("zk_sum_node_{k}_watch_count")))
-                .iter()
-                .sum::<f64>();
             look.cpu += e
                 .pid(i)
                 .map_or(Duration::ZERO, |p| probe::cpu_time_of(&p.to_string()));
@@ -131,6 +64,8 @@ struct Point {
     own: u64,
     other: u64,
     runs: u64,
+    /// CPU time of the instances.
+    cpu_us: u64,
     /// Runs expected: every job of every instance at every fire of the window.
     expected_runs: u64,
     before: EnsembleLook,
@@ -209,6 +144,7 @@ fn measure(e: &ZkEnsemble, n: u32, jobs: usize, window: Duration, again: bool) -
         own: delta("own"),
         other: delta("other"),
         runs: delta("runs"),
+        cpu_us: delta("cpu_us"),
         expected_runs: u64::from(n) * jobs as u64 * window.as_secs() / PERIOD_S as u64,
         before,
         after,
@@ -276,13 +212,14 @@ fn report(p: &Point, table: &mut Table) {
     let value = format!(
         "events / own item run {:.2} own + {:.2} others ({share:.0} % others); \
          ensemble {:.0} notifications/s, {:.0} requests/s, {packets:.2} packets / own item run, \
-         CPU {cpu:.0} % of a core, {} watches; instance RSS {:.1} MiB (max {:.1}), mirror {} nodes; \
+         CPU {cpu:.0} % of a core, {} watches; instance CPU {:.1} % of a core, RSS {:.1} MiB (max {:.1}), mirror {} nodes; \
          re-list after leader kill max {} (mean {}, {}/{} disconnected); own runs {}/{}",
         p.own as f64 / runs,
         p.other as f64 / runs,
-        rate(|l| l.notifications),
+        rate(|l| l.sent - l.received),
         rate(|l| l.received),
         p.after.watches,
+        100.0 * p.cpu_us as f64 / 1e6 / secs / f64::from(p.n),
         p.rss_mean_kib as f64 / 1024.0,
         p.rss_max_kib as f64 / 1024.0,
         p.mirror_nodes,
