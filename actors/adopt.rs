@@ -5,10 +5,10 @@
 //! The RegistryActor hands it the mirror events of a job's root, `config` and `adoptable` nodes,
 //! and every job after a re-list ([`resynced`]). It reads the job's facts from the mirror, asks
 //! [`Adoption::step`](crate::decide::adopt::Adoption::step) what to do, and carries that out
-//! through the node's own paths: an adopted job is a `RegistryMsg::AddJob` to the RegistryActor
+//! through the node's own paths: an adopted job is a `NodeMsg::AddJob` request to the RegistryActor
 //! itself (so it is replayed on every new session, as every job of the node is); a dropped one
 //! is drained on a task (its running items get the shutdown timeout to end, no new fire starts),
-//! then a `RegistryMsg::RemoveJob`. Config changes of an adopted job need nothing here: its
+//! then a `NodeMsg::RemoveJob` request. Config changes of an adopted job need nothing here: its
 //! executor follows them, and SCRIPT and HTTP handlers read their props at every run.
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,7 +22,7 @@ use crate::types::JobName;
 
 use super::context::{lock_jobs, JobEvent, NodeContext};
 use super::error::EngineError;
-use super::mail::{ExecutorMsg, RegistryMsg};
+use super::mail::{ExecutorMsg, NodeMsg, RegistryMsg};
 use super::spec::{JobSpec, JobType};
 
 fn lock(slot: &Mutex<Adoption>) -> MutexGuard<'_, Adoption> {
@@ -156,7 +156,7 @@ fn adopt(
     };
     tracing::info!(%job, %kind, "adopting a job created at runtime");
     let (reply, answer) = reply_port();
-    let _ = registry.send_message(RegistryMsg::AddJob(Box::new(spec), reply));
+    let _ = registry.send_message(RegistryMsg::Request(NodeMsg::AddJob(Box::new(spec), reply)));
     tokio::spawn(async move {
         if let Ok(Err(e)) = answer.await {
             tracing::warn!(%job, error = %e, "an adopted job did not start on this session; it starts with the next");
@@ -172,7 +172,10 @@ fn drop_job(node: &NodeContext, registry: &ActorRef<RegistryMsg>, job: JobName) 
     tracing::info!(%job, "stopping an adopted job: it was removed");
     tokio::spawn(async move {
         let executor = registry
-            .call(|r| RegistryMsg::Executor(job.clone(), r), None)
+            .call(
+                |r| RegistryMsg::Request(NodeMsg::Executor(job.clone(), r)),
+                None,
+            )
             .await;
         if let Ok(ractor::rpc::CallResult::Success(Ok(cell))) = executor {
             let executor: ActorRef<ExecutorMsg> = cell.into();
@@ -182,7 +185,7 @@ fn drop_job(node: &NodeContext, registry: &ActorRef<RegistryMsg>, job: JobName) 
             }
         }
         let (reply, answer) = reply_port();
-        let _ = registry.send_message(RegistryMsg::RemoveJob(job.clone(), reply));
+        let _ = registry.send_message(RegistryMsg::Request(NodeMsg::RemoveJob(job.clone(), reply)));
         let _ = answer.await;
         let _ = registry.send_message(RegistryMsg::Dropped(job));
     });

@@ -71,3 +71,15 @@ pub enum EngineError {
     #[error("operations endpoint could not start")]
     Endpoint(#[source] crate::admin::AdminError),
 }
+
+/// The child a supervision event says ended, failed or terminated, and why (empty when a
+/// terminated child gave no reason); `None` for the other events.
+pub(crate) fn child_ended(evt: &ractor::SupervisionEvent) -> Option<(&ractor::ActorCell, String)> {
+    match evt {
+        ractor::SupervisionEvent::ActorFailed(cell, e) => Some((cell, e.to_string())),
+        ractor::SupervisionEvent::ActorTerminated(cell, _, reason) => {
+            Some((cell, reason.clone().unwrap_or_default()))
+        }
+        _ => None,
+    }
+}

@@ -292,8 +292,9 @@ pub(crate) fn registration_failed(retry: bool) -> &'static str {
 }
 
 impl ExecutorState {
-    /// The executor's first step: registers the job (at most
-    /// [`REGISTERING_AT_ONCE`](super::context::REGISTERING_AT_ONCE) jobs of the session at a time), then schedules it and announces it to its peers. The reply port of
+    /// The executor's first step (once it holds one of the session's
+    /// [`REGISTERING_AT_ONCE`](super::context::REGISTERING_AT_ONCE) permits): registers the job,
+    /// then schedules it and announces it to its peers. The reply port of
     /// the `AddJob` that started it, if any, hears the outcome.
     async fn register(
         myself: &ActorRef<ExecutorMsg>,
@@ -305,11 +306,7 @@ impl ExecutorState {
             peers,
             reply,
         } = args;
-        let registered = {
-            let _permit = ctx.registering.acquire().await;
-            register(&ctx, &spec).await
-        };
-        let registered = match registered {
+        let registered = match register(&ctx, &spec).await {
             Ok(r) => r,
             Err(e) => {
                 let job = spec.config.job_name.clone();
@@ -378,10 +375,16 @@ impl Actor for ExecutorActor {
         myself: ActorRef<Self::Msg>,
         phase: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ExecutorPhase::Registering(args) = phase else {
+        let ExecutorPhase::Registering(Some(args)) = phase else {
             return Ok(());
         };
-        let Some(args) = args.take() else {
+        // The permit first: the registration's future (kilobytes) exists only for the jobs
+        // registering now, not for every job of a new session at once.
+        let registering = args.ctx.registering.clone();
+        let _permit = registering.acquire_owned().await;
+        let ExecutorPhase::Registering(Some(args)) =
+            std::mem::replace(phase, ExecutorPhase::Registering(None))
+        else {
             return Ok(());
         };
         // Boxed for the same reason as the handler's future below.

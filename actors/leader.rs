@@ -10,8 +10,9 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use crate::decide::answer::Answer;
 use crate::decide::drift::{self, Drift, Seen};
-use crate::decide::election::{self, ElectionDecision};
+use crate::decide::election::{self, ElectionDecision, Stood};
 use crate::decide::failover_claim;
 use crate::decide::membership::{Look, MembershipMemo};
 use crate::decide::{reconcile, resharding};
@@ -164,30 +165,30 @@ async fn evaluate(
     let mut leading = view.leader.as_ref() == Some(&me);
     match election::decide(&view, job, &me) {
         ElectionDecision::Nothing => {}
-        ElectionDecision::Stand(op) => match ctx.apply(&[op]).await {
-            Ok(()) => {
-                tracing::info!(%job, instance = %me, "elected leader");
-                ctx.node
-                    .events
-                    .emit(EngineEvent::LeadershipGained { job: job.clone() });
-                crate::metrics::election_won(&me, job);
-                leading = true;
+        ElectionDecision::Stand(op) => {
+            match election::stood(&Answer::of(&ctx.apply(&[op]).await)) {
+                Stood::Won => {
+                    tracing::info!(%job, instance = %me, "elected leader");
+                    ctx.node
+                        .events
+                        .emit(EngineEvent::LeadershipGained { job: job.clone() });
+                    crate::metrics::election_won(&me, job);
+                    leading = true;
+                }
+                Stood::Lost => {}
+                Stood::Failed(why) => {
+                    tracing::warn!(%job, error = %why, "standing for leadership failed")
+                }
             }
-            Err(e) if e.is_node_exists() => {
-                // Somebody stood first, or the mirror does not show yet that this instance won a
-                // moment ago: the node's event brings the answer (and another evaluation).
-            }
-            Err(e) => tracing::warn!(%job, error = %e, "standing for leadership failed"),
-        },
+        }
         ElectionDecision::Abdicate(op) => {
             tracing::info!(%job, "server disabled: stepping down as leader");
             ctx.node
                 .events
                 .emit(EngineEvent::LeadershipLost { job: job.clone() });
-            if let Err(e) = ctx.apply(&[op]).await {
-                if !e.is_no_node() {
-                    tracing::warn!(%job, error = %e, "stepping down failed");
-                }
+            let answer = Answer::of(&ctx.apply(&[op]).await);
+            if let Some(why) = election::abdication_failed(&answer) {
+                tracing::warn!(%job, error = %why, "stepping down failed");
             }
             return Memory::Keep;
         }

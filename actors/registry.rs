@@ -14,8 +14,8 @@ use crate::registry::mirror::{FeedHandle, MirrorEvent, MirrorFeed};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
 use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
-use super::error::EngineError;
-use super::mail::RegistryMsg;
+use super::error::{child_ended, EngineError};
+use super::mail::{NodeMsg, RegistryMsg};
 use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
 use super::spec::{job_name, JobSpec};
 use super::writes::WriteBatcher;
@@ -212,10 +212,12 @@ impl Actor for RegistryActor {
                 }
             }
             // A request that comes while a session opens waits for it (parked, not awaited).
-            request @ (RegistryMsg::AddJob(..)
-            | RegistryMsg::RemoveJob(..)
-            | RegistryMsg::Trigger(..)
-            | RegistryMsg::Executor(..)
+            request @ (RegistryMsg::Request(
+                NodeMsg::AddJob(..)
+                | NodeMsg::RemoveJob(..)
+                | NodeMsg::Trigger(..)
+                | NodeMsg::Executor(..),
+            )
             | RegistryMsg::Dropped(_)) => {
                 if state.connecting {
                     state.parked.push(request);
@@ -251,7 +253,7 @@ impl Actor for RegistryActor {
                     });
                 }
             }
-            RegistryMsg::ReadySession(reply) => {
+            RegistryMsg::Request(NodeMsg::ReadySession(reply)) => {
                 let session = state.active.as_ref().and_then(|a| {
                     let connected = *a.registry.session_state().borrow() == SessionState::Connected;
                     (connected && state.node.mirror.is_synced())
@@ -259,7 +261,7 @@ impl Actor for RegistryActor {
                 });
                 let _ = reply.send(session);
             }
-            RegistryMsg::Session(reply) => {
+            RegistryMsg::Request(NodeMsg::Session(reply)) => {
                 let _ = reply.send(state.active.as_ref().map(|a| a.registry.clone()));
             }
         }
@@ -272,16 +274,10 @@ impl Actor for RegistryActor {
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let failed = match &evt {
-            SupervisionEvent::ActorFailed(cell, e) => Some((cell.get_id(), e.to_string())),
-            SupervisionEvent::ActorTerminated(cell, _, reason) => {
-                Some((cell.get_id(), reason.clone().unwrap_or_default()))
-            }
-            _ => None,
-        };
-        let Some((id, reason)) = failed else {
+        let Some((cell, reason)) = child_ended(&evt) else {
             return Ok(());
         };
+        let id = cell.get_id();
         let is_current = state
             .active
             .as_ref()
@@ -348,7 +344,7 @@ fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
 /// so this waits for no registration; with no session, a job is kept for the next one.
 fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: RegistryMsg) {
     match msg {
-        RegistryMsg::AddJob(spec, reply) => match job_name(&spec.config) {
+        RegistryMsg::Request(NodeMsg::AddJob(spec, reply)) => match job_name(&spec.config) {
             Err(e) => drop(reply.send(Err(e))),
             Ok(name) => {
                 let spec: Arc<JobSpec> = Arc::from(spec);
@@ -359,7 +355,7 @@ fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: Re
                 }
             }
         },
-        RegistryMsg::RemoveJob(job, reply) => {
+        RegistryMsg::Request(NodeMsg::RemoveJob(job, reply)) => {
             lock_jobs(&state.node).remove(&job);
             match &state.active {
                 Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
@@ -367,7 +363,7 @@ fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: Re
             }
         }
         RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, myself, &job),
-        RegistryMsg::Trigger(job, reply) => match &state.active {
+        RegistryMsg::Request(NodeMsg::Trigger(job, reply)) => match &state.active {
             Some(a) => {
                 let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
             }
@@ -375,7 +371,7 @@ fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: Re
                 let _ = reply.send(Err(EngineError::NoSession));
             }
         },
-        RegistryMsg::Executor(job, reply) => match &state.active {
+        RegistryMsg::Request(NodeMsg::Executor(job, reply)) => match &state.active {
             Some(a) => {
                 let _ = a.session.send_message(SessionMsg::Executor(job, reply));
             }

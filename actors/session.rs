@@ -16,7 +16,7 @@ use crate::registry::{NodeEventKind, SessionState};
 use crate::types::JobName;
 
 use super::context::{lock_jobs, JobEvent, SessionCtx};
-use super::error::EngineError;
+use super::error::{child_ended, EngineError};
 use super::executor::{registration_failed, ExecutorActor, ExecutorArgs, JOB_REMOVED};
 use super::failover::{FailoverActor, FailoverArgs, Reaction as FailoverReaction};
 use super::leader::{LeaderActor, Reaction as LeaderReaction};
@@ -360,16 +360,34 @@ impl Actor for SessionActor {
         ] {
             state.spawn(&cell, child).await?;
         }
-        // Each executor registers its job as its first step, side by side with the others (at
-        // most REGISTERING_AT_ONCE at a time); a job that cannot register keeps no other from
-        // running.
+        Ok(state)
+    }
+
+    /// The replay of the node's jobs on this session, after the spawn returned (its parent waits
+    /// for none of it): each executor registers its job as its first step, side by side with the
+    /// others (at most REGISTERING_AT_ONCE at a time), and this waits for their answers before
+    /// the first message, so the registrations' own events are routed afterwards, as one backlog
+    /// to executors that exist, not one by one while the registrations still write. A job that
+    /// cannot register keeps no other from running.
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let cell = myself.get_cell();
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
+        let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
-            if let Err(e) = state.spawn_job(&cell, &job, None).await {
-                tracing::error!(%job, error = %e, "job not started on this session");
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            match state.spawn_job(&cell, &job, Some(tx.into())).await {
+                Ok(()) => answers.push(rx),
+                Err(e) => tracing::error!(%job, error = %e, "job not started on this session"),
             }
         }
-        Ok(state)
+        // Each executor answers once (registered, or refused and stopping); one that died first
+        // drops its port, which ends the wait for it just the same.
+        futures::future::join_all(answers).await;
+        Ok(())
     }
 
     async fn handle(
@@ -549,13 +567,10 @@ impl Actor for SessionActor {
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, reason) = match &evt {
-            SupervisionEvent::ActorFailed(cell, e) => (cell.clone(), e.to_string()),
-            SupervisionEvent::ActorTerminated(cell, _, r) => {
-                (cell.clone(), r.clone().unwrap_or_default())
-            }
-            _ => return Ok(()),
+        let Some((cell, reason)) = child_ended(&evt) else {
+            return Ok(());
         };
+        let cell = cell.clone();
         let Some(child) = state.children.remove(&cell.get_id()) else {
             return Ok(());
         };

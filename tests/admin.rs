@@ -7,6 +7,7 @@
 mod support;
 
 use support::cluster;
+use support::prometheus::sample_sum;
 use support::wait::{wait_until, wait_until_changed};
 
 use std::net::SocketAddr;
@@ -24,6 +25,35 @@ use tokio::net::TcpStream;
 
 const NAMESPACE: &str = "admin-tests";
 const WAIT: Duration = Duration::from_secs(20);
+
+/// The prelude of every test here: tracing on, a registry, a recorder on the system clock.
+fn prelude() -> (EmbeddedServer, Recorder) {
+    init_tracing();
+    (EmbeddedServer::new(), Recorder::real_time())
+}
+
+/// A cron that never fires during a test: for nodes there for their servers alone.
+const NEVER: &str = "0 0 0 1 1 ? 2099";
+/// Every second.
+const EACH_SECOND: &str = "0/1 * * * * ?";
+
+/// The [`prelude`] and node `n` running the one-item job `job` that never fires: for its servers.
+async fn idle_node(n: u32, job: &str) -> (EmbeddedServer, Recorder, NodeHandle) {
+    let (server, rec) = prelude();
+    let node = one_item_node(&server, &rec, n, job, NEVER).await;
+    (server, rec, node)
+}
+
+/// Node `n` running the one-item job `job` on `cron`.
+async fn one_item_node(
+    server: &EmbeddedServer,
+    rec: &Recorder,
+    n: u32,
+    job: &str,
+    cron: &str,
+) -> NodeHandle {
+    start(server, rec, n, JobConfig::test(job).items(1).cron(cron)).await
+}
 
 /// A node on `server` running `config` (recorded by `rec`), with both endpoints on free ports.
 async fn start(server: &EmbeddedServer, rec: &Recorder, n: u32, config: JobConfig) -> NodeHandle {
@@ -82,6 +112,17 @@ impl Answer {
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
             .map(str::trim)
     }
+}
+
+/// A `method` request for `/metrics`, keeping the connection open.
+fn on_metrics(method: &str) -> String {
+    format!("{method} /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+}
+
+/// Sends `request` on `stream` and reads the answer (a HEAD's has no body).
+async fn ask(stream: &mut TcpStream, request: &str, head_only: bool) -> Answer {
+    stream.write_all(request.as_bytes()).await.expect("sent");
+    read_answer(stream, head_only).await
 }
 
 /// Reads one answer from `stream`: the head, then `Content-Length` bytes of body (none after a
@@ -152,16 +193,6 @@ async fn get(addr: SocketAddr, target: &str) -> (u16, String) {
     .await
 }
 
-/// The sum of the samples of `metric` whose labels contain every one of `labels`.
-fn sample_sum(scrape: &str, metric: &str, labels: &[&str]) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| l.starts_with(&format!("{metric}{{")))
-        .filter(|l| labels.iter().all(|want| l.contains(want)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 /// The session that owns the node's `instances/{id}` registration, read through another session.
 async fn node_session(admin: &EmbeddedSession, job: &str, node: &NodeHandle) -> i64 {
     let path = format!("/{job}/instances/{}", node.instance_id());
@@ -182,16 +213,8 @@ async fn wait_synced(synced: &mut tokio::sync::watch::Receiver<bool>, want: bool
 
 #[tokio::test]
 async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histogram() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        1,
-        JobConfig::test("metered").items(1).cron("0/1 * * * * ?"),
-    )
-    .await;
+    let (server, rec) = prelude();
+    let node = one_item_node(&server, &rec, 1, "metered", EACH_SECOND).await;
     let addr = node.metrics_addr().expect("metrics asked for");
     assert_eq!(node.admin_addr().map(|a| a.ip()), Some(addr.ip()));
 
@@ -282,9 +305,7 @@ async fn scrapes_show_the_jobs_executions_growing_beside_the_trigger_delay_histo
 
 #[tokio::test]
 async fn a_fire_skipped_under_overlap_skip_shows_in_the_scrape_as_a_missed_fire() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
+    let (server, rec) = prelude();
     // Every second, each run 2.5 s: the fires in between find the item running.
     let config = JobConfig::test("overlapping")
         .items(1)
@@ -313,16 +334,8 @@ async fn a_fire_skipped_under_overlap_skip_shows_in_the_scrape_as_a_missed_fire(
 
 #[tokio::test]
 async fn readyz_answers_503_while_the_session_is_cut_and_200_again_once_resynced() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        2,
-        JobConfig::test("ready").items(1).cron("0/1 * * * * ?"),
-    )
-    .await;
+    let (server, rec) = prelude();
+    let node = one_item_node(&server, &rec, 2, "ready", EACH_SECOND).await;
     let addr = node.admin_addr().expect("admin asked for");
 
     tracing::info!("--- a running node is healthy and ready");
@@ -351,9 +364,7 @@ async fn readyz_answers_503_while_the_session_is_cut_and_200_again_once_resynced
 #[tokio::test]
 async fn a_dump_lists_the_jobs_nodes_without_secrets_and_the_mirror_alone_while_the_session_is_cut()
 {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
+    let (server, rec) = prelude();
     // Without execution monitoring a fire writes nothing, so the mirror stays equal to the
     // registry once the first item has run.
     let config = JobConfig::test("orders")
@@ -440,16 +451,7 @@ async fn a_dump_lists_the_jobs_nodes_without_secrets_and_the_mirror_alone_while_
 
 #[tokio::test]
 async fn the_server_refuses_garbage_unknown_paths_other_methods_and_huge_heads() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        4,
-        JobConfig::test("quiet").items(1).cron("0 0 0 1 1 ? 2099"),
-    )
-    .await;
+    let (_server, _rec, node) = idle_node(4, "quiet").await;
     let (admin, metrics) = (node.admin_addr().unwrap(), node.metrics_addr().unwrap());
 
     assert_eq!(get(admin, "/nowhere").await.0, 404);
@@ -476,9 +478,7 @@ async fn the_server_refuses_garbage_unknown_paths_other_methods_and_huge_heads()
 
 #[tokio::test]
 async fn a_second_node_in_the_process_reuses_the_recorder_and_reports_its_own_gauges() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
+    let (server, rec) = prelude();
     let quiet = || JobConfig::test("twice").items(2).cron("0 0 0 1 1 ? 2099");
     let first = start(&server, &rec, 5, quiet()).await;
     let second = start(&server, &rec, 6, quiet()).await;
@@ -500,16 +500,7 @@ async fn a_second_node_in_the_process_reuses_the_recorder_and_reports_its_own_ga
 
 #[tokio::test]
 async fn one_connection_carries_several_requests_and_head_answers_without_a_body() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        7,
-        JobConfig::test("alive").items(1).cron("0 0 0 1 1 ? 2099"),
-    )
-    .await;
+    let (_server, _rec, node) = idle_node(7, "alive").await;
     let (admin, metrics) = (node.admin_addr().unwrap(), node.metrics_addr().unwrap());
 
     tracing::info!("--- two requests, then a HEAD, then a GET on one admin connection");
@@ -524,29 +515,20 @@ async fn one_connection_carries_several_requests_and_head_answers_without_a_body
         ("HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n", true, ""),
         ("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n", false, "ok\n"),
     ] {
-        stream.write_all(request.as_bytes()).await.expect("sent");
-        let answer = read_answer(&mut stream, head_only).await;
+        let answer = ask(&mut stream, request, head_only).await;
         assert_eq!(answer.body, want, "{request:?}: {answer:?}");
         assert_ne!(answer.header("connection"), Some("close"), "{answer:?}");
     }
 
     tracing::info!("--- HEAD /metrics: the GET's head, no body; the connection goes on");
     let mut stream = TcpStream::connect(metrics).await.expect("connects");
-    stream
-        .write_all(b"HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
-        .await
-        .unwrap();
-    let head = read_answer(&mut stream, true).await;
+    let head = ask(&mut stream, &on_metrics("HEAD"), true).await;
     assert_eq!(head.status, 200, "{head:?}");
     assert_eq!(
         head.header("content-type"),
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
-        .await
-        .unwrap();
-    let get = read_answer(&mut stream, false).await;
+    let get = ask(&mut stream, &on_metrics("GET"), false).await;
     assert_eq!(get.status, 200);
     assert!(
         get.body.contains("# TYPE shardcron_mirror_nodes gauge"),
@@ -554,11 +536,7 @@ async fn one_connection_carries_several_requests_and_head_answers_without_a_body
     );
 
     tracing::info!("--- other methods: 405 naming the allowed ones");
-    stream
-        .write_all(b"DELETE /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
-        .await
-        .unwrap();
-    let refused = read_answer(&mut stream, false).await;
+    let refused = ask(&mut stream, &on_metrics("DELETE"), false).await;
     assert_eq!(refused.status, 405);
     let allow = refused.header("allow").unwrap_or_default().to_owned();
     assert!(
@@ -573,9 +551,7 @@ async fn one_connection_carries_several_requests_and_head_answers_without_a_body
 /// naming a job that is not registered is decided by `admin::ready` (table tests there).
 #[tokio::test]
 async fn readyz_is_ready_once_an_earlier_sessions_instance_node_is_taken_over() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
+    let (server, rec) = prelude();
     let me = instance(8);
 
     tracing::info!("--- another session holds the node's instances/{{id}} of job 'held'");
@@ -592,13 +568,7 @@ async fn readyz_is_ready_once_an_earlier_sessions_instance_node_is_taken_over() 
         .await
         .unwrap();
     let earlier = admin.session_info().id;
-    let node = start(
-        &server,
-        &rec,
-        8,
-        JobConfig::test("held").items(1).cron("0 0 0 1 1 ? 2099"),
-    )
-    .await;
+    let node = one_item_node(&server, &rec, 8, "held", NEVER).await;
     let addr = node.admin_addr().expect("admin asked for");
     let metrics = node.metrics_addr().expect("metrics asked for");
 
@@ -628,18 +598,7 @@ async fn readyz_is_ready_once_an_earlier_sessions_instance_node_is_taken_over() 
 
 #[tokio::test]
 async fn a_client_that_never_finishes_its_request_head_is_disconnected() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        9,
-        JobConfig::test("slowloris")
-            .items(1)
-            .cron("0 0 0 1 1 ? 2099"),
-    )
-    .await;
+    let (_server, _rec, node) = idle_node(9, "slowloris").await;
     let addr = node.admin_addr().unwrap();
     let mut stream = TcpStream::connect(addr).await.expect("connects");
     stream
@@ -672,16 +631,7 @@ async fn connect_from(from: [u8; 4], addr: SocketAddr) -> TcpStream {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_answers_while_slow_clients_hold_every_connection() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        10,
-        JobConfig::test("crowded").items(1).cron("0 0 0 1 1 ? 2099"),
-    )
-    .await;
+    let (_server, _rec, node) = idle_node(10, "crowded").await;
     let addr = node.admin_addr().unwrap();
 
     tracing::info!(
@@ -730,16 +680,7 @@ async fn healthz_answers_while_slow_clients_hold_every_connection() {
 
 #[tokio::test]
 async fn a_request_announcing_a_huge_body_is_refused_unread() {
-    init_tracing();
-    let server = EmbeddedServer::new();
-    let rec = Recorder::real_time();
-    let node = start(
-        &server,
-        &rec,
-        11,
-        JobConfig::test("bodies").items(1).cron("0 0 0 1 1 ? 2099"),
-    )
-    .await;
+    let (_server, _rec, node) = idle_node(11, "bodies").await;
     let addr = node.admin_addr().unwrap();
     let (status, _) = exchange(
         addr,

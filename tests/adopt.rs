@@ -7,10 +7,10 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use support::example_bin::ctl_binary;
+use support::example_bin::{on_zk, run_ctl_blocking};
+use support::jobs_file::write_script;
 use support::node_proc::{NodeProcess, Output};
 use support::wait::wait_until_blocking;
 use support::Peer;
@@ -51,19 +51,8 @@ fn now() -> f64 {
 
 /// Runs `shardcronctl --zk .. --namespace .. ARGS`, returning its exit code and stdout.
 fn ctl(connect: &str, namespace: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(ctl_binary())
-        .args(["--zk", connect, "--namespace", namespace])
-        .args(args)
-        .env_remove("SHARDCRON_ZK_AUTH")
-        .env_remove("SHARDCRON_ZK_AUTH_FILE")
-        .env_remove("SHARDCRON_AUDIT_DB")
-        .output()
-        .expect("running shardcronctl");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run_ctl_blocking(&on_zk(connect, namespace, args), &[]);
+    (out.code, out.stdout, out.stderr)
 }
 
 fn instances_of(connect: &str, namespace: &str, job: &str) -> Option<BTreeSet<String>> {
@@ -90,20 +79,16 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
     let script = dir.path().join("record.sh");
-    std::fs::write(
+    write_script(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\n# $1: the version of the command line; the context JSON comes last.\n\
              printf 'start %s %s %s\\n' \"$(date +%s.%N)\" \"$1\" \"$SHARDCRON_TEST_INSTANCE\" >> '{log}'\n\
              sleep 0.4\n\
              printf 'end %s %s %s\\n' \"$(date +%s.%N)\" \"$1\" \"$SHARDCRON_TEST_INSTANCE\" >> '{log}'\n",
             log = log.display()
         ),
-    )
-    .unwrap();
-    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&script, permissions).unwrap();
+    );
     // Every node runs one compiled job of its own, which must outlive the adopted one.
     let jobs = dir.path().join("jobs.yaml");
     std::fs::write(
@@ -115,16 +100,8 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
     let mut output = Output::new();
     let start = |label: &str, adopt: Option<&str>, output: &Output| {
         let instance = format!("127.0.0.1@-@adopt-{label}");
-        let mut args = vec![
-            "--zk",
-            connect.as_str(),
-            "--namespace",
-            namespace.as_str(),
-            "--jobs",
-            jobs.to_str().unwrap(),
-            "--instance-id",
-            instance.as_str(),
-        ];
+        let node_args = ["--jobs", jobs.to_str().unwrap(), "--instance-id", &instance];
+        let mut args = on_zk(&connect, &namespace, &node_args);
         if let Some(policy) = adopt {
             args.extend(["--adopt", policy]);
         }

@@ -4,8 +4,7 @@
 
 mod support;
 
-use support::cluster::init_tracing;
-use support::script_runs::{namespace, node, of, runs, script, wait_runs, Run, WITHIN};
+use support::script_runs::{node, of, runs, script, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -41,10 +40,8 @@ fn backfilled(runs: &[Run], item: u32) -> Vec<DateTime<Utc>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("backfill", "backfill");
     let out = dir.path().join("runs");
-    let ns = namespace("backfill", "backfill");
     // Hourly: no cron fire comes during the test.
     let config = script("reports", 3, &out).cron("0 0 * * * ?");
     let nodes = [node(&ns, 1, &config).await, node(&ns, 2, &config).await];
@@ -99,10 +96,8 @@ async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_whose_items_move_to_another_instance_midway_runs_each_instant_once_per_item() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("backfill", "backfill-move");
     let out = dir.path().join("runs");
-    let ns = namespace("backfill", "backfill-move");
     // Each run takes a moment, so that the items move while runs are under way.
     let line = format!(
         "/bin/sh -c 'printf \"%s\\n\" \"$0\" >> {}; sleep 0.2'",

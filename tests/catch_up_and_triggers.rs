@@ -4,8 +4,7 @@
 
 mod support;
 
-use support::cluster::init_tracing;
-use support::script_runs::{namespace, node, of, runs, script, wait_past, wait_runs, Run, WITHIN};
+use support::script_runs::{node, of, runs, script, wait_past, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};
 
 use std::time::Duration;
@@ -23,10 +22,8 @@ const EVERY_2S: &str = "0/2 * * * * ?";
 async fn every_node_stopped_over_three_fires_and_back_within_the_window_runs_one_catch_up_per_item_with_the_latest_missed_instant(
 ) {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("catchup", "back");
     let out = dir.path().join("runs");
-    let ns = namespace("catchup", "back");
     let config = script("reports", ITEMS as i32, &out)
         .cron(EVERY_2S)
         .catchup_window(Duration::from_secs(30));
@@ -102,10 +99,8 @@ async fn every_node_stopped_over_three_fires_and_back_within_the_window_runs_one
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instant_missed_longer_ago_than_the_window_is_not_caught_up() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("catchup", "beyond");
     let out = dir.path().join("runs");
-    let ns = namespace("catchup", "beyond");
     let config = script("reports", 2, &out)
         .cron("0/10 * * * * ?")
         .catchup_window(Duration::from_secs(2));
@@ -148,10 +143,8 @@ async fn an_instant_missed_longer_ago_than_the_window_is_not_caught_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("catchup", "param");
     let out = dir.path().join("runs");
-    let ns = namespace("catchup", "param");
     let config = script("reports", 2, &out)
         .one_off()
         .job_parameter("from-config");
@@ -206,8 +199,7 @@ async fn a_trigger_with_a_parameter_reaches_the_script_as_its_job_parameter() {
 async fn a_node_that_joins_while_the_first_one_back_runs_its_catch_ups_catches_up_the_items_it_takes(
 ) {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("catchup", "join");
     let (out, begun, gates) = (
         dir.path().join("runs"),
         dir.path().join("begun"),
@@ -219,7 +211,6 @@ async fn a_node_that_joins_while_the_first_one_back_runs_its_catch_ups_catches_u
             std::fs::write(gates.join(i.to_string()), "").unwrap();
         }
     };
-    let ns = namespace("catchup", "join");
     // A run of item i says it began, waits for gate i, then records itself: a run cancelled
     // meanwhile (its item moved) records nothing.
     let line = format!(

@@ -14,6 +14,7 @@
 
 mod support;
 
+use support::jobs_file::{entries, script_job};
 use support::Peer;
 
 use support::chaos;
@@ -368,41 +369,26 @@ fn a_node_joining_and_another_leaving_gracefully_reshard_at_the_next_fire() {
 
 /// The extra jobs of the bad-input scenario: a job whose config gets broken, a script that hangs,
 /// a script that does not exist.
-const BAD_INPUT_JOBS: &str = "  - type: SCRIPT
-    jobName: victim
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 2
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{record}'
-  - type: SCRIPT
-    jobName: hang
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 1
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{hang}'
-  - type: SCRIPT
-    jobName: missing
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 1
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: /nonexistent/chaos-missing.sh
-";
+fn bad_input_jobs() -> String {
+    let job = |name, items, command| {
+        script_job(name, items, command)
+            .cron("* * * * * ?")
+            .key("misfire", "false")
+            .key("overwrite", "true")
+    };
+    entries(&[
+        job("victim", 2, "'{record}'"),
+        job("hang", 1, "'{hang}'"),
+        job("missing", 1, "/nonexistent/chaos-missing.sh"),
+    ])
+}
 
 #[test]
 fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() {
     require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
-    let mut cluster = Cluster::new(&zk.connect_string(), "bad-input", BAD_INPUT_JOBS);
+    let mut cluster = Cluster::new(&zk.connect_string(), "bad-input", &bad_input_jobs());
     let (connect, ns) = (cluster.connect.clone(), cluster.namespace.clone());
     phase("two nodes run the healthy job beside the ones about to break");
     let from = start_all(&mut cluster, &["a", "b"]);
@@ -455,7 +441,7 @@ fn a_huge_item_count_is_reported_and_costs_the_healthy_job_nothing() {
     require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
-    let mut cluster = Cluster::new(&zk.connect_string(), "huge-count", BAD_INPUT_JOBS);
+    let mut cluster = Cluster::new(&zk.connect_string(), "huge-count", &bad_input_jobs());
     let (connect, ns) = (cluster.connect.clone(), cluster.namespace.clone());
     phase("two nodes run the healthy job beside victim");
     let from = start_all(&mut cluster, &["a", "b"]);
@@ -593,16 +579,13 @@ fn phase(what: &str) {
     eprintln!("[chaos] --- {what}");
 }
 
-const ORPHAN_JOBS: &str = "  - type: SCRIPT
-    jobName: orphan
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 1
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{orphan}'
-";
+fn orphan_jobs() -> String {
+    script_job("orphan", 1, "'{orphan}'")
+        .cron("* * * * * ?")
+        .key("misfire", "false")
+        .key("overwrite", "true")
+        .yaml()
+}
 
 /// The pids `{orphan}` logged so far.
 fn orphan_pids(cluster: &Cluster) -> Vec<libc::pid_t> {
@@ -643,7 +626,7 @@ fn a_frozen_or_killed_nodes_script_children_die_before_its_session_can_expire() 
     require!(Peer::ZooKeeper);
     let _serial = serial();
     let zk = ZkServer::start();
-    let mut cluster = Cluster::with_jobs(&zk.connect_string(), "orphans", ORPHAN_JOBS);
+    let mut cluster = Cluster::with_jobs(&zk.connect_string(), "orphans", &orphan_jobs());
     phase("one node runs a script that ignores what becomes of its node");
     cluster.start("a");
     let first = new_orphan(&cluster, &[]);

@@ -9,6 +9,9 @@
 
 mod support;
 
+use support::console::{start_console, with_history};
+use support::events::recorded_history;
+use support::example_bin::run_ctl_blocking;
 use support::wait::{next_matching, wait_until_woken};
 use support::Peer;
 
@@ -28,10 +31,8 @@ use serde_json::{json, Value};
 use shardcron::config::JobConfig;
 use shardcron::console::{Console, ConsoleOptions};
 use shardcron::events::EventBus;
-use shardcron::history::History;
 use shardcron::node::{NodeBuilder, NodeHandle};
 use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
 use shardcron::secret::Secret;
 use shardcron::{InstanceId, JobSpec, JobType, NodeOptions, ShardItem};
@@ -105,14 +106,9 @@ const MAP: &str = r#"(() => {
 async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_on_the_node() {
     require!(Peer::ZooKeeper);
     require!(Peer::Chromium);
-    cluster::init_tracing();
-    let ns = format!("console-{}", std::process::id());
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db").display().to_string();
-    let history = History::open(&db).await.expect("history opens");
-    let bus = EventBus::new();
-    let recording = history.attach(&bus);
+    let (dir, ns) = support::prelude("console", "map");
+    let conn = zk::connector(&ns);
+    let (db, _history, bus, recording) = recorded_history(dir.path()).await;
     let rec = Recorder::real_time();
     let orders = every_second("orders", 3).description("orders of the day");
     let reports = JobConfig::new("reports", 2)
@@ -123,16 +119,7 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
         start_node(&conn, instance(1), &jobs, &rec, &bus).await,
         start_node(&conn, instance(2), &jobs, &rec, &bus).await,
     ];
-    let console = Console::start(
-        conn.clone(),
-        ConsoleOptions {
-            history: Some(db.clone()),
-            ..ConsoleOptions::loopback(&ns)
-        },
-    )
-    .await
-    .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(conn.clone(), with_history(&ns, &db)).await;
     let browser = Browser::start().await;
 
     tracing::info!("--- the jobs page lists both jobs with their next fires");
@@ -404,137 +391,79 @@ async fn console_get(base: &str, path: &str) -> Value {
 async fn with_a_token_every_api_request_needs_it_and_writes_must_be_same_origin_json() {
     let server = EmbeddedServer::new();
     let conn: Arc<dyn Connector> = Arc::new(server.connector("guarded"));
-    let console = Console::start(
-        conn,
-        ConsoleOptions {
-            token: Some(Secret::new("s3cret".into())),
-            ..ConsoleOptions::loopback("guarded")
-        },
-    )
-    .await
-    .unwrap();
-    let base = format!("http://{}", console.local_addr());
+    let options = ConsoleOptions {
+        token: Some(Secret::new("s3cret".into())),
+        ..ConsoleOptions::loopback("guarded")
+    };
+    let (console, base) = start_console(conn, options).await;
     let http = reqwest::Client::new();
-    let status = |r: reqwest::Response| r.status().as_u16();
-
-    let page = http.get(format!("{base}/")).send().await.unwrap();
-    assert_eq!(status(page), 200, "the page itself is public");
-    let no_token = http
-        .get(format!("{base}/api/overview"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(no_token), 401);
-    let wrong = http
-        .get(format!("{base}/api/overview"))
-        .bearer_auth("guess")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(wrong), 401);
-    let read = http
-        .get(format!("{base}/api/overview"))
-        .bearer_auth("s3cret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(read), 200);
-    // A token never travels in a URL: the page's event stream carries the login cookie instead
-    // (tests/console_security.rs).
-    let stream = http
-        .get(format!("{base}/api/events?token=s3cret"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(stream), 400);
-    let stream = http.get(format!("{base}/api/events")).send().await.unwrap();
-    assert_eq!(status(stream), 401);
-    let with_header = http
-        .get(format!("{base}/api/events"))
-        .bearer_auth("s3cret")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(with_header), 200);
-    let write_without_token = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .header("Content-Type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(write_without_token), 401);
-    let form_post = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .bearer_auth("s3cret")
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body("x=1")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(form_post), 403, "a cross-site form cannot write");
-    let other_origin = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .bearer_auth("s3cret")
-        .header("Content-Type", "application/json")
-        .header("Origin", "http://evil.example")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(other_origin), 403);
-    let unknown_job = http
-        .post(format!("{base}/api/jobs/orders/trigger"))
-        .bearer_auth("s3cret")
-        .header("Content-Type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        status(unknown_job),
-        404,
-        "past the guard: the job is unknown"
+    const JSON: &str = "application/json";
+    const FORM: &str = "application/x-www-form-urlencoded";
+    const TRIGGER: &str = "/api/jobs/orders/trigger";
+    const EVIL: &str = "http://evil.example";
+    /// Why, a write?, the path, the token, the content type and body, the origin, the status.
+    type Case = (
+        &'static str,
+        bool,
+        &'static str,
+        Option<&'static str>,
+        Option<(&'static str, &'static str)>,
+        Option<&'static str>,
+        u16,
     );
+    #[rustfmt::skip]
+    let cases: [Case; 11] = [
+        ("the page itself is public", false, "/", None, None, None, 200),
+        ("no token", false, "/api/overview", None, None, None, 401),
+        ("a wrong token", false, "/api/overview", Some("guess"), None, None, 401),
+        ("the token", false, "/api/overview", Some("s3cret"), None, None, 200),
+        // A token never travels in a URL: the page's event stream carries the login cookie
+        // instead (tests/console_security.rs).
+        ("a token in the URL", false, "/api/events?token=s3cret", None, None, None, 400),
+        ("a stream without a token", false, "/api/events", None, None, None, 401),
+        ("a stream with the header", false, "/api/events", Some("s3cret"), None, None, 200),
+        ("a write without a token", true, TRIGGER, None, Some((JSON, "{}")), None, 401),
+        ("a cross-site form cannot write", true, TRIGGER, Some("s3cret"), Some((FORM, "x=1")), None, 403),
+        ("another origin", true, TRIGGER, Some("s3cret"), Some((JSON, "{}")), Some(EVIL), 403),
+        ("past the guard: the job is unknown", true, TRIGGER, Some("s3cret"), Some((JSON, "{}")), None, 404),
+    ];
+    for (why, write, path, token, body, origin, want) in cases {
+        let url = format!("{base}{path}");
+        let mut request = if write { http.post(url) } else { http.get(url) };
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some((kind, body)) = body {
+            request = request.header("Content-Type", kind).body(body);
+        }
+        if let Some(origin) = origin {
+            request = request.header("Origin", origin);
+        }
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status().as_u16(), want, "{why}");
+    }
     console.stop().await;
 }
 
 #[test]
 fn the_cli_refuses_a_console_off_loopback_without_a_token_and_prints_completions() {
-    let ctl = example_bin::ctl_binary();
-    let out = std::process::Command::new(&ctl)
-        .args(["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"])
-        .env_remove("SHARDCRON_CONSOLE_TOKEN")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--listen") && stderr.contains("token"),
-        "{stderr}"
-    );
+    let off_loopback = ["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"];
+    run_ctl_blocking(&off_loopback, &[]).refused_naming(2, &["--listen", "token"]);
 
     for shell in ["bash", "zsh", "fish"] {
-        let out = std::process::Command::new(&ctl)
-            .args(["completions", shell])
-            .output()
-            .unwrap();
-        let script = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let out = run_ctl_blocking(&["completions", shell], &[]);
+        assert_eq!(out.code, 0, "{shell}");
         assert!(
-            script.contains("shardcronctl") && script.contains("disable"),
+            out.stdout.contains("shardcronctl") && out.stdout.contains("disable"),
             "{shell} completion names the program and its commands"
         );
     }
-    let help = std::process::Command::new(&ctl)
-        .arg("--help")
-        .output()
-        .unwrap();
-    assert_eq!(help.status.code(), Some(0));
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = run_ctl_blocking(&["--help"], &[]);
+    assert_eq!(help.code, 0);
     assert!(
-        help.contains("console") && help.contains("exit codes"),
-        "{help}"
+        help.stdout.contains("console") && help.stdout.contains("exit codes"),
+        "{}",
+        help.stdout
     );
 }
 
@@ -578,11 +507,8 @@ async fn the_console_reads_and_operates_a_java_elasticjob_namespace() {
         .kill_on_drop(true)
         .spawn()
         .expect("the Java peer starts");
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
-    let console = Console::start(conn, ConsoleOptions::loopback(&ns))
-        .await
-        .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    let conn = zk::connector(&ns);
+    let (console, base) = start_console(conn, ConsoleOptions::loopback(&ns)).await;
     let mut changes = console_changes(&base).await;
 
     let job = changes
@@ -771,13 +697,11 @@ async fn the_new_job_form_creates_a_job_an_adopting_node_runs_and_names_a_bad_fi
         .start()
         .await
         .expect("an adopting node starts with no job");
-    let console = Console::start(
+    let (console, base) = start_console(
         Arc::new(server.connector("form")),
         ConsoleOptions::loopback("form"),
     )
-    .await
-    .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    .await;
     let browser = Browser::start().await;
 
     tracing::info!("--- a bad cron is refused, the field named, nothing written");

@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::console::start_console;
+use support::example_bin::run_ctl_blocking;
 use support::Peer;
 
 use support::example_bin;
@@ -59,7 +61,7 @@ async fn console(history: Option<String>) -> (Console, String, Arc<dyn Registry>
     let conn: Arc<dyn Connector> = Arc::new(server.connector("sec"));
     let session: Arc<dyn Registry> = Arc::new(server.connector("sec").open());
     create_job(session.as_ref()).await;
-    let console = Console::start(
+    let (console, base) = start_console(
         conn,
         ConsoleOptions {
             token: Some(Secret::new(OPERATOR.into())),
@@ -69,9 +71,7 @@ async fn console(history: Option<String>) -> (Console, String, Arc<dyn Registry>
             ..ConsoleOptions::loopback("sec")
         },
     )
-    .await
-    .expect("the console starts");
-    let base = format!("http://{}", console.local_addr());
+    .await;
     (console, base, session)
 }
 
@@ -85,6 +85,42 @@ impl JsonBody for reqwest::RequestBuilder {
         self.header("Content-Type", "application/json")
             .body(value.to_string())
     }
+}
+
+/// Job `mail`'s config as the console shows it to the operator (`yaml`, `version`).
+async fn shown_config(http: &reqwest::Client, base: &str) -> Value {
+    let text = http
+        .get(format!("{base}/api/jobs/mail/config"))
+        .bearer_auth(OPERATOR)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Saves `yaml` over `version` of job `mail`'s config, with `token`.
+async fn save_config(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    yaml: &str,
+    version: Value,
+) -> reqwest::Response {
+    http.put(format!("{base}/api/jobs/mail/config"))
+        .bearer_auth(token)
+        .json_body(&json!({ "yaml": yaml, "version": version }))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Asserts a save answered 200, showing the answer otherwise.
+async fn assert_saved(saved: reqwest::Response) {
+    let status = saved.status().as_u16();
+    assert_eq!(status, 200, "{}", saved.text().await.unwrap());
 }
 
 fn http() -> reqwest::Client {
@@ -378,15 +414,7 @@ async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps
     let job = get("/api/jobs/mail").await.unwrap().text().await.unwrap();
     assert_no_secret("the job", &job);
     assert!(job.contains("***") && job.contains("smtp.example"), "{job}");
-    let config: Value = serde_json::from_str(
-        &get("/api/jobs/mail/config")
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let config = shown_config(&http, &base).await;
     let shown = config["yaml"].as_str().unwrap().to_owned();
     assert_no_secret("the config editor", &shown);
     let overview = get("/api/overview").await.unwrap().text().await.unwrap();
@@ -398,19 +426,8 @@ async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps
 
     tracing::info!("--- saving the shown config with another cron keeps both secrets");
     let edited = shown.replace("0 0 1 * * ?", "0 0 2 * * ?");
-    let saved = http
-        .put(format!("{base}/api/jobs/mail/config"))
-        .bearer_auth(OPERATOR)
-        .json_body(&json!({ "yaml": edited, "version": config["version"] }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        saved.status().as_u16(),
-        200,
-        "{}",
-        saved.text().await.unwrap()
-    );
+    let saved = save_config(&http, &base, OPERATOR, &edited, json!(config["version"])).await;
+    assert_saved(saved).await;
     let (data, _) = session.get("/mail/config").await.unwrap();
     let stored = String::from_utf8_lossy(&data);
     assert!(stored.contains("0 0 2 * * ?"), "{stored}");
@@ -426,41 +443,15 @@ async fn no_secret_value_reaches_the_console_api_or_its_stream_and_an_edit_keeps
 async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
     let (console, base, _session) = console(Some(target.clone())).await;
     let http = http();
-    let config: Value = http
-        .get(format!("{base}/api/jobs/mail/config"))
-        .bearer_auth(OPERATOR)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .map(|t| serde_json::from_str(&t).unwrap())
-        .unwrap();
+    let config = shown_config(&http, &base).await;
     let edited = config["yaml"]
         .as_str()
         .unwrap()
         .replace("0 0 1 * * ?", "0 30 1 * * ?")
         .replace("smtp.example", "smtp2.example");
-    let saved = http
-        .put(format!("{base}/api/jobs/mail/config"))
-        .bearer_auth(OPERATOR)
-        .json_body(&json!({ "yaml": edited, "version": config["version"] }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        saved.status().as_u16(),
-        200,
-        "{}",
-        saved.text().await.unwrap()
-    );
-    let refused = http
-        .put(format!("{base}/api/jobs/mail/config"))
-        .bearer_auth(VIEWER)
-        .json_body(&json!({ "yaml": edited, "version": 99 }))
-        .send()
-        .await
-        .unwrap();
+    let saved = save_config(&http, &base, OPERATOR, &edited, json!(config["version"])).await;
+    assert_saved(saved).await;
+    let refused = save_config(&http, &base, VIEWER, &edited, json!(99)).await;
     assert_eq!(refused.status().as_u16(), 403);
 
     let shown = http
@@ -600,24 +591,9 @@ async fn shardcronctl_config_set_keeps_unchanged_secrets_and_is_audited_as_the_o
 
 #[test]
 fn shardcronctl_console_takes_tokens_from_files_or_the_environment_never_argv() {
-    let ctl = example_bin::ctl_binary();
-    let out = std::process::Command::new(&ctl)
-        .args(["--zk", "127.0.0.1:1", "console", "--token", "s3cret"])
-        .env_remove("SHARDCRON_CONSOLE_TOKEN")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--token") && stderr.contains("ps"),
-        "{stderr}"
-    );
-    let out = std::process::Command::new(&ctl)
-        .args(["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"])
-        .args(["--token-file", "/nonexistent/token"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--token-file"), "{stderr}");
+    let in_argv = ["--zk", "127.0.0.1:1", "console", "--token", "s3cret"];
+    run_ctl_blocking(&in_argv, &[]).refused_naming(2, &["--token", "ps"]);
+    let listen = ["--zk", "127.0.0.1:1", "console", "--listen", "0.0.0.0:0"];
+    let missing_file = [&listen[..], &["--token-file", "/nonexistent/token"]].concat();
+    run_ctl_blocking(&missing_file, &[]).refused_naming(2, &["--token-file"]);
 }

@@ -6,7 +6,9 @@
 mod support;
 
 use support::browser::Browser;
-use support::cluster::{self, instance, Recorder};
+use support::cluster::{instance, Recorder};
+use support::console::{start_console, with_history};
+use support::events::recorded_history;
 use support::{wait, zk, Peer};
 
 use std::sync::Arc;
@@ -14,12 +16,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use shardcron::config::JobConfig;
-use shardcron::console::{Console, ConsoleOptions};
-use shardcron::events::EventBus;
-use shardcron::history::History;
 use shardcron::node::NodeBuilder;
-use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::registry::Connector;
 use shardcron::{JobSpec, JobType, NodeOptions};
 
 const WITHIN: Duration = Duration::from_secs(40);
@@ -49,14 +46,9 @@ async fn the_workflow_page_draws_both_steps_with_their_state_and_links_each_to_i
 ) {
     require!(Peer::ZooKeeper);
     require!(Peer::Chromium);
-    cluster::init_tracing();
-    let ns = format!("console-workflow-{}", std::process::id());
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db").display().to_string();
-    let history = History::open(&db).await.expect("history opens");
-    let bus = EventBus::new();
-    let recording = history.attach(&bus);
+    let (dir, ns) = support::prelude("console-workflow", "graph");
+    let conn = zk::connector(&ns);
+    let (db, _history, bus, recording) = recorded_history(dir.path()).await;
     let rec = Recorder::real_time();
     let import = JobConfig::new("wf-import", 2)
         .cron("0/4 * * * * ?")
@@ -78,16 +70,7 @@ async fn the_workflow_page_draws_both_steps_with_their_state_and_links_each_to_i
         });
     }
     let node = builder.start().await.expect("node starts");
-    let console = Console::start(
-        conn.clone(),
-        ConsoleOptions {
-            history: Some(db.clone()),
-            ..ConsoleOptions::loopback(&ns)
-        },
-    )
-    .await
-    .expect("console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(conn.clone(), with_history(&ns, &db)).await;
 
     tracing::info!("--- the API reports both steps, report one layer below import, after a run");
     let run = wait::wait_until(

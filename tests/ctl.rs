@@ -5,16 +5,16 @@
 
 mod support;
 
+use support::namespace;
 use support::Peer;
 
 use support::cluster;
-use support::example_bin;
+use support::example_bin::{self, ctl_command, on_zk, run_ctl, CtlOutput};
 use support::wait::wait_until_woken;
 use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,20 +25,10 @@ use shardcron::job::ExecutionSource;
 use shardcron::node::NodeHandle;
 use shardcron::ops::{ItemStatus, JobStatus, Ops, OpsError, RemoveMode};
 use shardcron::registry::mirror::{Mirror, MirrorFeed};
-use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::{Connector, CreateMode};
 use shardcron::{JobName, ShardItem};
 
 const WITHIN: Duration = Duration::from_secs(30);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "ctl-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 fn every_second(name: &str, items: i32) -> JobConfig {
     JobConfig::new(name, items)
@@ -63,8 +53,8 @@ struct Cluster {
 impl Cluster {
     async fn new(test: &str) -> Self {
         cluster::init_tracing();
-        let ns = namespace(test);
-        let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+        let ns = namespace("ctl", test);
+        let conn = zk::connector(&ns);
         let ops = Ops::new(conn.connect().await.expect("operator session"));
         let watch = Watch::new(&conn).await;
         Self {
@@ -125,44 +115,13 @@ impl Watch {
     }
 }
 
-/// What a CLI run printed and how it exited.
-#[derive(Debug)]
-struct CtlOutput {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl CtlOutput {
-    /// Asserts exit code `code`, showing the output otherwise.
-    fn expect(self, code: i32) -> Self {
-        assert_eq!(self.code, code, "ctl exited with {}: {self:#?}", self.code);
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("ctl printed no JSON ({e}): {self:#?}"))
-    }
-}
-
 /// The CLI binary: a binary target of the package, which cargo builds before this test.
 fn ctl_binary() -> PathBuf {
     example_bin::ctl_binary()
 }
 
 async fn ctl(ns: &str, args: &[&str]) -> CtlOutput {
-    let out = tokio::process::Command::new(ctl_binary())
-        .args(["--zk", &zk::server().connect_string(), "--namespace", ns])
-        .args(args)
-        .output()
-        .await
-        .expect("ctl runs");
-    CtlOutput {
-        code: out.status.code().expect("ctl exited, not killed"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_ctl(&on_zk(&zk::server().connect_string(), ns, args)).await
 }
 
 /// Fire seconds (of `Normal` runs) in which every one of `items` items ran, ascending.
@@ -743,16 +702,11 @@ async fn the_cli_exits_with_2_on_bad_input_naming_it_and_1_when_refused() {
 
 /// ctl without a registry (`cron next`, `history`): the binary's own answer and exit code.
 fn ctl_offline(args: &[&str], cwd: &std::path::Path) -> CtlOutput {
-    let out = std::process::Command::new(ctl_binary())
-        .args(args)
+    let out = ctl_command(args, &[])
         .current_dir(cwd)
         .output()
         .expect("ctl runs");
-    CtlOutput {
-        code: out.status.code().expect("ctl exited, not killed"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    CtlOutput::from_output(out)
 }
 
 #[test]

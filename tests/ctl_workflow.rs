@@ -6,31 +6,20 @@
 mod support;
 
 use support::cluster::{self, instance, start_node_with_clock, Recorder};
-use support::{example_bin, wait, zk, Peer};
+use support::example_bin::{on_zk, run_ctl};
+use support::{wait, zk, Peer};
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use shardcron::config::JobConfig;
-use shardcron::registry::zookeeper::ZkConnector;
-use shardcron::registry::Connector;
 
 const WITHIN: Duration = Duration::from_secs(40);
 
 /// The CLI on namespace `ns`: exit code, stdout, stderr.
 async fn ctl(ns: &str, args: &[&str]) -> (i32, String, String) {
-    let out = tokio::process::Command::new(example_bin::ctl_binary())
-        .args(["--zk", &zk::server().connect_string(), "--namespace", ns])
-        .args(args)
-        .output()
-        .await
-        .expect("ctl runs");
-    (
-        out.status.code().expect("ctl exited, not killed"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run_ctl(&on_zk(&zk::server().connect_string(), ns, args)).await;
+    (out.code, out.stdout, out.stderr)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,7 +27,7 @@ async fn workflow_show_draws_the_graph_with_each_steps_last_run_and_runs_lists_t
     require!(Peer::ZooKeeper);
     cluster::init_tracing();
     let ns = format!("ctl-workflow-{}", std::process::id());
-    let conn: Arc<dyn Connector> = Arc::new(ZkConnector::new(zk::backend().config(&ns)));
+    let conn = zk::connector(&ns);
     let rec = Recorder::real_time();
     let import = JobConfig::new("wfc-import", 2)
         .cron("0/2 * * * * ?")

@@ -138,9 +138,7 @@ fn count(log: &[(u64, Seen)], f: impl Fn(&Seen) -> bool) -> usize {
 
 #[tokio::test(start_paused = true)]
 async fn the_hooks_run_once_per_fire_across_three_instances_before_any_item_and_after_every_item() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let (_server, conn, _) = cluster::embedded("engine");
     let journal = Journal::new();
     let mut nodes = Vec::new();
     for n in [1, 2, 3] {

@@ -17,7 +17,6 @@ use shardcron::embed::{forward_events, ActorJob};
 use shardcron::events::{Delivered, EngineEvent, EventBus};
 use shardcron::job::{JobError, ShardingContext};
 use shardcron::node::{NodeBuilder, NodeHandle};
-use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::Connector;
 use shardcron::{JobSpec, JobType};
 use tokio::sync::mpsc;
@@ -71,9 +70,7 @@ fn builder(conn: Arc<dyn Connector>, n: u32) -> NodeBuilder {
 
 #[tokio::test(start_paused = true)]
 async fn the_host_supervisor_sees_the_subtree_terminate_and_fail() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (_server, conn, _) = cluster::embedded("embed");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (host, _) = Actor::spawn(None, Host, tx).await.unwrap();
     tracing::info!("--- a node stopped on purpose: the host sees its termination");
@@ -149,9 +146,7 @@ impl Actor for Worker {
 
 #[tokio::test(start_paused = true)]
 async fn a_job_actor_receives_every_item_and_a_restarted_actor_gets_the_next_fire() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (_server, conn, _) = cluster::embedded("embed");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (worker, _) = Actor::spawn(Some("billing-worker".into()), Worker, tx.clone())
         .await
@@ -197,9 +192,7 @@ async fn a_job_actor_receives_every_item_and_a_restarted_actor_gets_the_next_fir
 
 #[tokio::test(start_paused = true)]
 async fn a_subscriber_sees_leadership_and_a_reshard_in_order() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (_server, conn, _) = cluster::embedded("embed");
     let (tx, mut rx) = mpsc::unbounded_channel::<Delivered>();
     struct Sink;
     impl Actor for Sink {
@@ -310,9 +303,7 @@ impl Actor for Hoarder {
 #[tokio::test(start_paused = true)]
 async fn killing_the_job_actor_fails_its_in_flight_items_and_the_restarted_actor_takes_the_next_fire(
 ) {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (_server, conn, _) = cluster::embedded("embed");
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (hoarder, _) = Actor::spawn(Some("slow-worker".into()), Hoarder, tx)
         .await
@@ -373,9 +364,7 @@ async fn killing_the_job_actor_fails_its_in_flight_items_and_the_restarted_actor
 
 #[tokio::test(start_paused = true)]
 async fn two_nodes_and_the_hosts_own_named_actors_share_one_process() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("embed"));
+    let (_server, conn, _) = cluster::embedded("embed");
     // Host actors with the plain names the engine's actors would have without scoping.
     let (tx, _rx) = mpsc::unbounded_channel();
     let (_t, _) = Actor::spawn(Some("trigger".into()), Worker, tx.clone())

@@ -9,12 +9,56 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{assignment, complete_fires, every_second, instance, start_node, start_nodes};
+use cluster::{
+    assignment, complete_fires, every_second, instance, start_node, start_nodes, Recorder,
+};
 use shardcron::config::JobConfig;
 use shardcron::job::ExecutionSource;
+use shardcron::node::NodeHandle;
+use shardcron::registry::{Connector, Registry};
 use shardcron::ShardItem;
 
 const WITHIN: Duration = Duration::from_secs(60);
+
+/// Writes `yaml` as the `orders` config, then waits for four complete fires after the write;
+/// returns their seconds.
+async fn fires_after_writing(
+    admin: &Arc<dyn Registry>,
+    rec: &Recorder,
+    yaml: &str,
+    what: &str,
+) -> Vec<i64> {
+    admin
+        .set("/orders/config", yaml.as_bytes(), None)
+        .await
+        .unwrap();
+    let start = rec.all().len();
+    let log = rec
+        .wait_until(what, WITHIN, |log| {
+            complete_fires(&log[start..], 2).len() >= 4
+        })
+        .await;
+    complete_fires(&log[start..], 2)
+}
+
+/// Asserts that `fires` after the first come `every` seconds apart.
+fn assert_spaced(fires: &[i64], every: i64, what: &str) {
+    for w in fires[1..].windows(2) {
+        assert_eq!(w[1] - w[0], every, "{what}: {fires:?}");
+    }
+}
+
+/// Instance 1 running `orders` (2 items every second), once it completed a fire.
+async fn orders_at_work(conn: &Arc<dyn Connector>, rec: &Recorder) -> NodeHandle {
+    let node = rec
+        .start(conn, 1, every_second("orders", 2), Duration::ZERO)
+        .await;
+    rec.wait_until("a complete fire", WITHIN, |log| {
+        !complete_fires(log, 2).is_empty()
+    })
+    .await;
+    node
+}
 
 #[tokio::test(start_paused = true)]
 async fn three_instances_share_eight_items_as_the_spec_says_and_each_item_runs_once_per_fire() {
@@ -74,12 +118,8 @@ async fn a_fourth_instance_joining_gets_items_at_the_next_fire() {
     .await;
     tracing::info!("--- a fourth instance joins");
     nodes.push(
-        start_node(
-            conn.clone(),
-            instance(4),
-            vec![(every_second("orders", 8), rec.handler(Duration::ZERO))],
-        )
-        .await,
+        rec.start(&conn, 4, every_second("orders", 8), Duration::ZERO)
+            .await,
     );
     let four = instance(4);
     rec.wait_until("the fourth instance runs items", WITHIN, |log| {
@@ -295,16 +335,7 @@ async fn a_manual_trigger_runs_every_item_once_and_a_one_off_job_runs_only_when_
 #[tokio::test(start_paused = true)]
 async fn killed_engine_actors_are_restarted_and_back_at_work() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
-    rec.wait_until("a complete fire", WITHIN, |log| {
-        !complete_fires(log, 2).is_empty()
-    })
-    .await;
+    let node = orders_at_work(&conn, &rec).await;
     for what in ["trigger", "executor", "leader", "sharding"] {
         tracing::info!("--- kill the {what} actor");
         let cell = match what {
@@ -315,11 +346,11 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
             _ => ractor::registry::where_is(node.actor_name(what)).expect("actor is registered"),
         };
         cell.kill();
-        let before = complete_fires(&rec.all(), 2).len();
-        rec.wait_until(
+        rec.wait_more_fires(
             &format!("two more complete fires after killing {what}"),
+            2,
+            2,
             WITHIN,
-            |log| complete_fires(log, 2).len() >= before + 2,
         )
         .await;
     }
@@ -329,16 +360,7 @@ async fn killed_engine_actors_are_restarted_and_back_at_work() {
 #[tokio::test(start_paused = true)]
 async fn a_killed_session_actor_is_rebuilt_and_its_old_executor_is_gone_beside_the_new_one() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
-    rec.wait_until("a complete fire", WITHIN, |log| {
-        !complete_fires(log, 2).is_empty()
-    })
-    .await;
+    let node = orders_at_work(&conn, &rec).await;
     let orders = shardcron::JobName::new("orders").unwrap();
     let old = node.executor(&orders).await.expect("the job's executor");
     tracing::info!(
@@ -347,12 +369,12 @@ async fn a_killed_session_actor_is_rebuilt_and_its_old_executor_is_gone_beside_t
     let session = ractor::registry::where_is(node.actor_name("session-1"))
         .expect("the first session actor is registered");
     session.kill();
-    let before = complete_fires(&rec.all(), 2).len();
     let log = rec
-        .wait_until(
+        .wait_more_fires(
             "two more complete fires after killing the session actor",
+            2,
+            2,
             WITHIN,
-            |log| complete_fires(log, 2).len() >= before + 2,
         )
         .await;
     let new = node
@@ -384,16 +406,7 @@ async fn a_killed_session_actor_is_rebuilt_and_its_old_executor_is_gone_beside_t
 #[tokio::test(start_paused = true)]
 async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
-    rec.wait_until("a complete fire", WITHIN, |log| {
-        !complete_fires(log, 2).is_empty()
-    })
-    .await;
+    let node = orders_at_work(&conn, &rec).await;
     let admin = conn.connect().await.unwrap();
     tracing::info!("--- someone writes YAML that does not parse, then a config with a bad cron");
     admin
@@ -404,11 +417,8 @@ async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept(
         )
         .await
         .unwrap();
-    let before = complete_fires(&rec.all(), 2).len();
-    rec.wait_until("fires go on with the last valid config", WITHIN, |log| {
-        complete_fires(log, 2).len() >= before + 3
-    })
-    .await;
+    rec.wait_more_fires("fires go on with the last valid config", 2, 3, WITHIN)
+        .await;
     let bad_cron = every_second("orders", 2)
         .cron("61 * * * * ?")
         .to_yaml()
@@ -417,51 +427,23 @@ async fn invalid_config_in_the_registry_is_reported_and_the_last_valid_one_kept(
         .set("/orders/config", bad_cron.as_bytes(), None)
         .await
         .unwrap();
-    let before = complete_fires(&rec.all(), 2).len();
-    rec.wait_until("fires go on after a bad cron", WITHIN, |log| {
-        complete_fires(log, 2).len() >= before + 3
-    })
-    .await;
+    rec.wait_more_fires("fires go on after a bad cron", 2, 3, WITHIN)
+        .await;
     tracing::info!("--- a valid change to every 5 seconds reschedules");
     let slower = JobConfig::new("orders", 2)
         .cron("0/5 * * * * ?")
         .time_zone("GMT")
         .to_yaml()
         .unwrap();
-    admin
-        .set("/orders/config", slower.as_bytes(), None)
-        .await
-        .unwrap();
-    let start = rec.all().len();
-    let log = rec
-        .wait_until("three fires on the new cron", WITHIN, |log| {
-            complete_fires(&log[start..], 2).len() >= 4
-        })
-        .await;
-    let fires = complete_fires(&log[start..], 2);
-    for w in fires[1..].windows(2) {
-        assert_eq!(
-            w[1] - w[0],
-            5,
-            "every 5 seconds after the change: {fires:?}"
-        );
-    }
+    let fires = fires_after_writing(&admin, &rec, &slower, "three fires on the new cron").await;
+    assert_spaced(&fires, 5, "every 5 seconds after the change");
     node.shutdown().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_config_whose_job_name_differs_from_its_path_is_refused_on_reload() {
     let (_server, conn, rec) = cluster::embedded("engine");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
-    rec.wait_until("a complete fire", WITHIN, |log| {
-        !complete_fires(log, 2).is_empty()
-    })
-    .await;
+    let node = orders_at_work(&conn, &rec).await;
     tracing::info!("--- someone stores billing's config (every 5 s) under /orders/config");
     let renamed = JobConfig::new("billing", 2)
         .cron("0/5 * * * * ?")
@@ -469,26 +451,9 @@ async fn a_config_whose_job_name_differs_from_its_path_is_refused_on_reload() {
         .to_yaml()
         .unwrap();
     let admin = conn.connect().await.unwrap();
-    admin
-        .set("/orders/config", renamed.as_bytes(), None)
-        .await
-        .unwrap();
-    let start = rec.all().len();
-    let log = rec
-        .wait_until(
-            "fires go on every second with the last valid config",
-            WITHIN,
-            |log| complete_fires(&log[start..], 2).len() >= 4,
-        )
-        .await;
-    let fires = complete_fires(&log[start..], 2);
-    for w in fires[1..].windows(2) {
-        assert_eq!(
-            w[1] - w[0],
-            1,
-            "the renamed config is not applied: {fires:?}"
-        );
-    }
+    let what = "fires go on every second with the last valid config";
+    let fires = fires_after_writing(&admin, &rec, &renamed, what).await;
+    assert_spaced(&fires, 1, "the renamed config is not applied");
     node.shutdown().await;
 }
 

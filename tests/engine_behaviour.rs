@@ -9,10 +9,8 @@ use support::wait::wait_until_woken;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{complete_fires, every_second, instance, start_node, Recorder};
+use cluster::{complete_fires, every_second, instance, start_node};
 use shardcron::config::JobConfig;
-use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::registry::Connector;
 use shardcron::ShardItem;
 
 const WITHIN: Duration = Duration::from_secs(60);
@@ -35,10 +33,7 @@ impl shardcron::job::handlers::ErrorHandler for Collect {
 
 #[tokio::test(start_paused = true)]
 async fn a_clock_far_from_the_registrys_refuses_runs_through_the_error_handler() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let collect = Arc::new(Collect::default());
     let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
     handlers
@@ -81,16 +76,10 @@ async fn a_clock_far_from_the_registrys_refuses_runs_through_the_error_handler()
 
 #[tokio::test(start_paused = true)]
 async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
-    let first = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(every_second("orders", 2), rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let first = rec
+        .start(&conn, 1, every_second("orders", 2), Duration::ZERO)
+        .await;
     rec.wait_until("the first instance runs", WITHIN, |log| !log.is_empty())
         .await;
     let other = shardcron::JobSpec {
@@ -110,17 +99,9 @@ async fn a_job_root_of_another_running_type_is_refused_with_a_clear_error() {
 
 #[tokio::test(start_paused = true)]
 async fn a_trigger_that_arrives_during_a_run_is_queued_for_after_it() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let job = JobConfig::new("batch", 1).one_off();
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(job, rec.handler(Duration::from_secs(5)))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, job, Duration::from_secs(5)).await;
     let name = shardcron::JobName::new("batch").unwrap();
     node.trigger(&name).await.unwrap();
     rec.wait_until("the first run starts", WITHIN, |log| log.len() == 1)
@@ -163,10 +144,7 @@ impl shardcron::job::handlers::JobListener for CountingListener {
 
 #[tokio::test(start_paused = true)]
 async fn listeners_named_in_the_config_hear_before_and_after_each_run() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let listener = Arc::new(CountingListener::default());
     let mut handlers = shardcron::job::handlers::HandlerRegistry::new();
     handlers
@@ -203,10 +181,7 @@ async fn listeners_named_in_the_config_hear_before_and_after_each_run() {
 
 #[tokio::test(start_paused = true)]
 async fn turning_failover_off_clears_the_failover_records() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let node = start_node(
         conn.clone(),
         instance(1),
@@ -283,12 +258,9 @@ async fn a_leaving_node_cancels_an_item_past_its_shutdown_timeout_before_handing
 async fn leave_while_an_item_runs(work: Duration, shutdown_timeout: Duration) {
     let (_server, conn, rec) = cluster::embedded("leave");
     let job = every_second("orders", 2);
-    let stays = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(job.clone(), rec.handler(Duration::from_millis(100)))],
-    )
-    .await;
+    let stays = rec
+        .start(&conn, 1, job.clone(), Duration::from_millis(100))
+        .await;
     let leaves = cluster::start_node_with(
         conn.clone(),
         instance(2),

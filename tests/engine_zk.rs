@@ -3,13 +3,13 @@
 
 mod support;
 
+use support::namespace;
 use support::Peer;
 
 use support::cluster;
 use support::zk;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,23 +19,9 @@ use cluster::{
 use shardcron::config::JobConfig;
 use shardcron::job::ExecutionSource;
 use shardcron::node::NodeHandle;
-use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
 
 const WITHIN: Duration = Duration::from_secs(30);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "engine-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn connector(ns: &str) -> Arc<dyn Connector> {
-    Arc::new(ZkConnector::new(zk::backend().config(ns)))
-}
 
 fn no_item_twice_per_fire(log: &[Execution]) {
     let mut seen = BTreeSet::new();
@@ -58,7 +44,7 @@ async fn start(rec: &Recorder, conn: &Arc<dyn Connector>, n: u32, job: JobConfig
 async fn on_zookeeper_three_instances_share_eight_items_as_the_spec_says() {
     require!(Peer::ZooKeeper);
     cluster::init_tracing();
-    let conn = connector(&namespace("spec"));
+    let conn = zk::connector(&namespace("engine", "spec"));
     let rec = Recorder::real_time();
     let mut nodes = Vec::new();
     for n in [1, 2, 3] {
@@ -86,7 +72,7 @@ async fn on_zookeeper_three_instances_share_eight_items_as_the_spec_says() {
 async fn on_zookeeper_a_joining_instance_and_a_count_change_reshard() {
     require!(Peer::ZooKeeper);
     cluster::init_tracing();
-    let conn = connector(&namespace("reshard"));
+    let conn = zk::connector(&namespace("engine", "reshard"));
     let rec = Recorder::real_time();
     let mut nodes = Vec::new();
     for n in [1, 2] {
@@ -128,7 +114,7 @@ async fn on_zookeeper_a_joining_instance_and_a_count_change_reshard() {
 async fn on_zookeeper_a_graceful_leave_hands_items_to_the_others_at_once() {
     require!(Peer::ZooKeeper);
     cluster::init_tracing();
-    let conn = connector(&namespace("leave"));
+    let conn = zk::connector(&namespace("engine", "leave"));
     let rec = Recorder::real_time();
     let a = start(&rec, &conn, 1, every_second("orders", 4)).await;
     let b = start(&rec, &conn, 2, every_second("orders", 4)).await;

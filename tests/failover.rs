@@ -54,10 +54,7 @@ struct Cluster {
 }
 
 async fn three_instances(failover: bool) -> Cluster {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (server, conn, rec) = cluster::embedded("engine");
     let mut nodes = Vec::new();
     for n in [1, 2, 3] {
         let job = (orders(failover), rec.handler(WORK));
@@ -216,9 +213,7 @@ async fn when_the_taker_crashes_during_a_failover_run_the_item_fails_over_again(
 
 #[tokio::test(start_paused = true)]
 async fn the_first_instance_back_after_a_cluster_outage_reruns_items_left_running_by_the_dead() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let (_server, conn, _) = cluster::embedded("engine");
     tracing::info!("--- the registry as a cluster left it: instance 9 was running item 1");
     let admin = conn.connect().await.unwrap();
     let dead = instance(9);
@@ -252,12 +247,7 @@ async fn the_first_instance_back_after_a_cluster_outage_reruns_items_left_runnin
         .unwrap();
     tracing::info!("--- one instance starts");
     let rec = Recorder::default();
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(orders(true), rec.handler(WORK))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, orders(true), WORK).await;
     let log = rec
         .wait_until("a failover run", WITHIN, |log| !failovers(log).is_empty())
         .await;

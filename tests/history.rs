@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::cluster::init_tracing;
+use support::events::item_finished;
 use support::postgres::PgServer;
 use support::wait::wait_until_woken;
 use support::Peer;
@@ -25,7 +26,7 @@ use shardcron::events::{EngineEvent, EventBus, RunState};
 use shardcron::history::{
     ExecutionRecord, History, HistoryHandle, HistoryQuery, HistoryWrite, StatusQuery, StatusRecord,
 };
-use shardcron::job::{ExecutionSource, FnJob, ItemOutcome, JobError, ShardingContext};
+use shardcron::job::{ExecutionSource, FnJob, JobError, ShardingContext};
 use shardcron::node::NodeBuilder;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::{InstanceId, JobName, ShardItem};
@@ -391,28 +392,10 @@ async fn wait_for<T>(
     wait_until_woken(check, wake, what, WITHIN).await
 }
 
-/// An `ItemFinished` of item `n` of `job`.
+/// An `ItemFinished` of item `n` of `job`, at second `n` after a fixed instant.
 fn finished(job: &str, n: u32, failure: Option<String>) -> EngineEvent {
     let at: DateTime<Utc> = DateTime::from_timestamp(1_770_000_000 + i64::from(n), 0).unwrap();
-    EngineEvent::ItemFinished {
-        execution_id: format!("{job}@-@{n}@-@x@-@{n}"),
-        job: JobName::new(job).unwrap(),
-        item: ShardItem(n),
-        instance: InstanceId::parse("10.0.0.9@-@9").unwrap(),
-        source: ExecutionSource::Normal,
-        task_id: format!("{job}@-@{n}@-@x"),
-        started_at: at,
-        finished_at: at,
-        outcome: if failure.is_some() {
-            ItemOutcome::Failed
-        } else {
-            ItemOutcome::Success
-        },
-        failure,
-        scheduled_at: None,
-        attempt: 1,
-        workflow_run: None,
-    }
+    item_finished(job, n, at, failure)
 }
 
 #[tokio::test]

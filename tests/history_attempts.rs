@@ -43,6 +43,20 @@ fn naive(s: i64) -> NaiveDateTime {
     at(s).naive_utc()
 }
 
+/// Creates [`OLDER_TABLE`] on `pool` (SQLite or PostgreSQL: one text, two pool types) with
+/// [`JAVA_ROW`] in it, then closes the pool.
+macro_rules! older_table_with_a_java_row {
+    ($pool:expr) => {
+        sqlx::query(OLDER_TABLE).execute(&$pool).await.unwrap();
+        sqlx::query(JAVA_ROW)
+            .bind(naive(0))
+            .execute(&$pool)
+            .await
+            .unwrap();
+        $pool.close().await;
+    };
+}
+
 #[tokio::test]
 async fn an_older_sqlite_table_gains_attempt_and_outcome_and_keeps_its_rows() {
     init_tracing();
@@ -53,13 +67,7 @@ async fn an_older_sqlite_table_gains_attempt_and_outcome_and_keeps_its_rows() {
         .filename(&path)
         .create_if_missing(true);
     let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-    sqlx::query(OLDER_TABLE).execute(&pool).await.unwrap();
-    sqlx::query(JAVA_ROW)
-        .bind(naive(0))
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
+    older_table_with_a_java_row!(pool);
 
     let history = History::sqlite(&path).await.expect("the history opens it");
     attempts_and_outcomes_are_recorded_beside_older_rows(history).await;
@@ -72,13 +80,7 @@ async fn an_older_postgresql_table_gains_attempt_and_outcome_and_keeps_its_rows(
     let server = PgServer::start(&bin);
     tracing::info!("--- a table without the columns, with one row a Java instance wrote");
     let pool = sqlx::PgPool::connect(&server.url()).await.unwrap();
-    sqlx::query(OLDER_TABLE).execute(&pool).await.unwrap();
-    sqlx::query(JAVA_ROW)
-        .bind(naive(0))
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
+    older_table_with_a_java_row!(pool);
 
     let history = History::postgres(&server.url())
         .await

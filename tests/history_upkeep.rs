@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::cluster::init_tracing;
+use support::events::item_finished;
 use support::postgres;
 use support::Peer;
 
@@ -12,15 +14,15 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use shardcron::config::JobConfig;
-use shardcron::events::{EngineEvent, EventBus};
+use shardcron::events::EventBus;
 use shardcron::history::{
     bucket, Bucket, ExecutionRecord, Granularity, History, HistoryQuery, HistoryWrite, Retention,
     RetentionWindow, StatusQuery, StatusRecord,
 };
-use shardcron::job::{ExecutionSource, FnJob, ItemOutcome, JobError, ShardingContext};
+use shardcron::job::{FnJob, JobError, ShardingContext};
 use shardcron::node::NodeBuilder;
 use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::{InstanceId, JobName, ShardItem};
+use shardcron::{InstanceId, JobName};
 
 /// Old rows per job: several batches' worth.
 const OLD_ROWS: u32 = 300;
@@ -28,16 +30,6 @@ const OLD_ROWS: u32 = 300;
 const FRESH: u32 = 200;
 /// A bound on the wait for the fresh rows (real IO).
 const WITHIN: Duration = Duration::from_secs(60);
-
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("shardcron=info,warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
 
 #[tokio::test]
 async fn rows_older_than_the_window_are_purged_from_sqlite_while_writes_go_on() {
@@ -85,7 +77,7 @@ async fn old_rows_go_while_fresh_rows_are_written(history: History) {
     retention.pause = Duration::from_millis(2);
     let writer = async {
         for n in 0..FRESH {
-            bus.emit(finished("orders", 10_000 + n, Utc::now()));
+            bus.emit(item_finished("orders", 10_000 + n, Utc::now(), None));
             tokio::task::yield_now().await;
         }
     };
@@ -377,24 +369,5 @@ fn status(job: &str, n: u32, at: DateTime<Utc>) -> StatusRecord {
         state: "TASK_FINISHED".to_owned(),
         message: String::new(),
         creation_time: at,
-    }
-}
-
-/// An `ItemFinished` of item `n` of `job` at `at`.
-fn finished(job: &str, n: u32, at: DateTime<Utc>) -> EngineEvent {
-    EngineEvent::ItemFinished {
-        execution_id: format!("{job}@-@{n}@-@x@-@{n}"),
-        job: JobName::new(job).unwrap(),
-        item: ShardItem(n),
-        instance: InstanceId::parse("10.0.0.9@-@9").unwrap(),
-        source: ExecutionSource::Normal,
-        task_id: format!("{job}@-@{n}@-@x"),
-        started_at: at,
-        finished_at: at,
-        failure: None,
-        scheduled_at: None,
-        attempt: 1,
-        workflow_run: None,
-        outcome: ItemOutcome::Success,
     }
 }

@@ -8,11 +8,9 @@ use support::cluster;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cluster::{instance, start_node, Recorder};
+use cluster::{instance, start_node};
 use shardcron::config::JobConfig;
 use shardcron::job::{FencingToken, FnJob, JobError, ShardingContext};
-use shardcron::registry::embedded::EmbeddedServer;
-use shardcron::registry::Connector;
 use shardcron::{InstanceId, ShardItem};
 use tokio::sync::{watch, Notify};
 
@@ -27,10 +25,7 @@ fn orders(items: i32, pool: &str) -> JobConfig {
 
 #[tokio::test(start_paused = true)]
 async fn a_single_thread_job_runs_its_items_one_after_the_other_in_item_order() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let job = (
         orders(3, "SINGLE_THREAD"),
         rec.handler(Duration::from_secs(2)),
@@ -52,10 +47,7 @@ async fn a_single_thread_job_runs_its_items_one_after_the_other_in_item_order() 
 
 #[tokio::test(start_paused = true)]
 async fn raising_the_pool_size_live_starts_the_waiting_items_at_once() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
-    let rec = Recorder::default();
+    let (_server, conn, rec) = cluster::embedded("engine");
     let job = (orders(3, "1"), rec.handler(Duration::from_secs(40)));
     let node = start_node(conn.clone(), instance(1), vec![job]).await;
     let first = rec
@@ -109,9 +101,7 @@ impl FencedStore {
 
 #[tokio::test(start_paused = true)]
 async fn a_paused_old_owners_late_write_is_refused_by_the_fencing_token() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("engine"));
+    let (server, conn, _) = cluster::embedded("engine");
     let store = Arc::new(Mutex::new(FencedStore::default()));
     let refused = watch::channel(Vec::<(InstanceId, FencingToken)>::new()).0;
     let accepted = watch::channel(Vec::<(InstanceId, FencingToken)>::new()).0;

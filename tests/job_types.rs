@@ -5,6 +5,10 @@
 //! this binary starts a process: a script written while another thread forks can inherit a
 //! writable descriptor in the child and fail to exec with "text file busy".
 
+mod support;
+
+use support::cluster::item_context;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -16,33 +20,17 @@ use async_trait::async_trait;
 use serde_json::Value;
 use shardcron::job::dataflow::{Dataflow, DataflowJob, STREAMING_PROP};
 use shardcron::job::script::ScriptJob;
-use shardcron::job::{
-    ExecutionSource, ItemHandler, JobError, ReshardingFlag, ShardingContext, SharedHandler, Simple,
-    SimpleJob,
-};
-use shardcron::{InstanceId, JobName, ShardItem};
-use tokio_util::sync::CancellationToken;
+use shardcron::job::{ItemHandler, JobError, ShardingContext, SharedHandler, Simple, SimpleJob};
+use shardcron::{InstanceId, ShardItem};
 
 /// Item 1 of 3 of job `orders`, parameters set so that each JSON field is visible.
 fn context() -> ShardingContext {
     ShardingContext {
-        job_name: JobName::new("orders").unwrap(),
         task_id: "orders@-@1@-@NORMAL@-@192.0.2.1@-@42@-@7".into(),
-        sharding_total_count: 3,
         job_parameter: "region=eu".into(),
-        sharding_item: ShardItem(1),
         sharding_parameter: "Shanghai".into(),
-        scheduled_at: None,
-        workflow_run: None,
-        fencing_token: Default::default(),
-        source: ExecutionSource::Normal,
         instance_id: InstanceId::parse("192.0.2.1@-@42").unwrap(),
-        cancellation: CancellationToken::new(),
-        resharding: ReshardingFlag::default(),
-        props: Default::default(),
-        child_lease: None,
-        stop_grace: Default::default(),
-        output: None,
+        ..item_context("orders", 1, 3)
     }
 }
 

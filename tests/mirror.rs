@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use shardcron::registry::mirror::{Mirror, MirrorEvent, MirrorFeed};
 use shardcron::registry::{CreateMode, Op, OpKind, Registry, RegistryError, SessionState};
 use support::backend::Backend;
-use support::conformance::{unique_namespace, wait_for};
+use support::conformance::wait_for;
+use support::namespace;
 
 /// What the comparison looks at: data, data version, creating and modifying zxid.
 type Comparable = BTreeMap<String, (Vec<u8>, i32, i64, i64)>;
@@ -121,7 +122,7 @@ async fn random_changes(s: &dyn Registry, rng: &mut Rng, count: usize) {
 
 /// Random creates, sets, deletes and multi-ops on a deep tree leave the mirror equal to a listing.
 async fn the_mirror_equals_a_listing_after_random_changes(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("mirror-random")).await.registry;
+    let s = b.open(&namespace("conf", "mirror-random")).await.registry;
     let mirror = Mirror::new();
     let mut feed = mirror
         .feed(s.clone(), "/")
@@ -141,7 +142,7 @@ async fn the_mirror_equals_a_listing_after_random_changes(b: &dyn Backend) {
 
 /// An event arrives after the mirror holds the change it announces.
 async fn an_event_arrives_after_the_mirror_holds_its_change(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("mirror-order")).await.registry;
+    let s = b.open(&namespace("conf", "mirror-order")).await.registry;
     let mirror = Mirror::new();
     let mut feed = mirror
         .feed(s.clone(), "/")
@@ -165,7 +166,7 @@ async fn an_event_arrives_after_the_mirror_holds_its_change(b: &dyn Backend) {
 
 /// Changes another session makes while the feed's session is cut are found by the re-list.
 async fn the_mirror_converges_after_a_disconnect(b: &dyn Backend) {
-    let ns = unique_namespace("mirror-gap");
+    let ns = namespace("conf", "mirror-gap");
     let fed = b.open(&ns).await;
     let other = b.open(&ns).await.registry;
     for p in ["/keep", "/change", "/drop", "/drop/child"] {
@@ -240,7 +241,7 @@ async fn the_mirror_converges_after_a_disconnect(b: &dyn Backend) {
 /// After an expiry the feed ends; a feed on a new session re-lists into the same mirror and
 /// reports what changed, including the expired session's vanished ephemerals.
 async fn a_new_session_after_expiry_re_lists_into_the_same_mirror(b: &dyn Backend) {
-    let ns = unique_namespace("mirror-expiry");
+    let ns = namespace("conf", "mirror-expiry");
     let first = b.open(&ns).await;
     let other = b.open(&ns).await.registry;
     first
@@ -336,7 +337,7 @@ mirror_tests!(zookeeper, support::zk::backend(), requires support::Peer::ZooKeep
 #[tokio::test]
 async fn a_failed_read_is_repaired_by_a_re_list_on_the_next_event() {
     let backend = support::embedded::backend();
-    let session = std::sync::Arc::new(backend.open_embedded(&unique_namespace("mirror-fault")));
+    let session = std::sync::Arc::new(backend.open_embedded(&namespace("conf", "mirror-fault")));
     let mirror = Mirror::new();
     let mut feed = mirror
         .feed(session.clone(), "/")

@@ -11,7 +11,8 @@ use std::time::Duration;
 use shardcron::registry::embedded::EmbeddedServer;
 use shardcron::registry::mirror::{FeedOptions, Mirror, MirrorEvent, MirrorFeed};
 use shardcron::registry::{CreateMode, OpKind, Registry};
-use support::conformance::{unique_namespace, wait_for};
+use support::conformance::wait_for;
+use support::namespace;
 
 const MARKER: &str = "/orders/sharding/0/running";
 
@@ -31,9 +32,17 @@ fn reads(server: &EmbeddedServer) -> u64 {
 }
 
 /// A session with `/orders/sharding/0` and `/orders/instances/a`, and a mirror fed with `options`.
+/// Creates the run marker, as an executor would.
+async fn create_marker(session: &Arc<dyn Registry>, mode: CreateMode) {
+    session
+        .create(MARKER, b"10.0.0.1@-@1", mode)
+        .await
+        .expect("the marker is created");
+}
+
 async fn fed(options: FeedOptions) -> (EmbeddedServer, Arc<dyn Registry>, Mirror, MirrorFeed) {
     let server = EmbeddedServer::new();
-    let session: Arc<dyn Registry> = Arc::new(server.connector(&unique_namespace("lazy")).open());
+    let session: Arc<dyn Registry> = Arc::new(server.connector(&namespace("conf", "lazy")).open());
     for p in ["/orders/sharding/0", "/orders/instances/a"] {
         session
             .ensure_path(p)
@@ -68,10 +77,7 @@ async fn next_event_on(feed: &mut MirrorFeed, path: &str, what: &str) -> MirrorE
 async fn a_run_marker_created_and_deleted_costs_the_mirror_no_read() {
     let (server, session, mirror, mut feed) = fed(lazy_markers(Duration::from_secs(60))).await;
     let before = reads(&server);
-    session
-        .create(MARKER, b"10.0.0.1@-@1", CreateMode::Ephemeral)
-        .await
-        .unwrap();
+    create_marker(&session, CreateMode::Ephemeral).await;
     let created = next_event_on(&mut feed, MARKER, "the marker's creation").await;
     assert_eq!(
         created,
@@ -100,10 +106,7 @@ async fn a_run_marker_created_and_deleted_costs_the_mirror_no_read() {
 async fn a_marker_that_outlives_the_settle_window_is_read() {
     let (server, session, mirror, mut feed) = fed(lazy_markers(Duration::from_millis(50))).await;
     let before = reads(&server);
-    session
-        .create(MARKER, b"10.0.0.1@-@1", CreateMode::Ephemeral)
-        .await
-        .unwrap();
+    create_marker(&session, CreateMode::Ephemeral).await;
     next_event_on(&mut feed, MARKER, "the marker's creation").await;
     let changed = next_event_on(&mut feed, MARKER, "the marker's data, read late").await;
     assert_eq!(
@@ -120,10 +123,7 @@ async fn a_marker_that_outlives_the_settle_window_is_read() {
 #[tokio::test]
 async fn a_pending_marker_is_read_before_another_kind_of_event_is_applied() {
     let (_server, session, mirror, mut feed) = fed(lazy_markers(Duration::from_secs(60))).await;
-    session
-        .create(MARKER, b"10.0.0.1@-@1", CreateMode::Persistent)
-        .await
-        .unwrap();
+    create_marker(&session, CreateMode::Persistent).await;
     session.delete("/orders/instances/a", None).await.unwrap();
     let gone = next_event_on(&mut feed, "/orders/instances/a", "the instance's departure").await;
     assert_eq!(
@@ -143,10 +143,7 @@ async fn a_pending_marker_is_read_before_another_kind_of_event_is_applied() {
 async fn without_lazy_paths_every_created_node_is_read_at_once() {
     let (server, session, mirror, mut feed) = fed(FeedOptions::default()).await;
     let before = reads(&server);
-    session
-        .create(MARKER, b"10.0.0.1@-@1", CreateMode::Ephemeral)
-        .await
-        .unwrap();
+    create_marker(&session, CreateMode::Ephemeral).await;
     next_event_on(&mut feed, MARKER, "the marker's creation").await;
     assert!(!mirror.is_pending(MARKER));
     assert_eq!(mirror.data(MARKER).as_deref(), Some(&b"10.0.0.1@-@1"[..]));

@@ -8,10 +8,48 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use support::node_proc::{run_to_exit, Line, NodeProcess, Output};
+use support::jobs_file::{script_job, write_jobs, write_script, ScriptEntry};
+use support::node_proc::{run_to_exit, Line, NodeProcess, Output, ZkJobs};
 use support::Peer;
+
+/// Node processes on the test ZooKeeper running one script job whose `record.sh` appends
+/// `{time} {instance} {context JSON}` to `log` for every item.
+struct Recording {
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+    zk: ZkJobs,
+}
+
+impl Recording {
+    /// Writes the script and a jobs file holding `job` running it, on a namespace `{tag}-{pid}`.
+    fn new(tag: &str, job: ScriptEntry) -> Recording {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs.log");
+        let script = dir.path().join("record.sh");
+        write_script(
+            &script,
+            &format!(
+                "#!/bin/sh\n# One line per item: the time, the instance, the context JSON (last argument).\n\
+                 printf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
+                log.display()
+            ),
+        );
+        let command = format!("'{}'", script.display());
+        let zk = ZkJobs {
+            connect: support::zk::server().connect_string(),
+            namespace: format!("{tag}-{}", std::process::id()),
+            jobs: write_jobs(dir.path(), &[job.command(&command)]),
+        };
+        Recording { _dir: dir, log, zk }
+    }
+
+    /// Starts a node process `label` as `instance`.
+    fn start(&self, label: &str, instance: &str, output: &Output) -> NodeProcess {
+        self.zk.spawn(label, instance, instance, output)
+    }
+}
 
 #[test]
 fn the_example_without_arguments_runs_every_demo_item_and_exits_zero_on_sigterm() {
@@ -260,8 +298,9 @@ fn unix_seconds() -> u64 {
         .as_secs()
 }
 
-/// Fire seconds whose normal runs covered items 0..4 exactly once, run by both instances.
-fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
+/// Fire seconds whose normal runs covered items `0..items` exactly once, run by `instances`
+/// instances.
+fn fires_split(runs: &[ScriptRun], items: u64, instances: usize) -> Vec<u64> {
     let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.source == "NORMAL") {
         by_second.entry(run.second).or_default().push(run);
@@ -269,10 +308,10 @@ fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
     by_second
         .into_iter()
         .filter(|(_, runs)| {
-            let mut items: Vec<u64> = runs.iter().map(|r| r.item).collect();
-            items.sort_unstable();
-            let instances: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
-            items == [0, 1, 2, 3] && instances.len() == 2
+            let mut ran: Vec<u64> = runs.iter().map(|r| r.item).collect();
+            ran.sort_unstable();
+            let by: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
+            ran == (0..items).collect::<Vec<_>>() && by.len() == instances
         })
         .map(|(second, _)| second)
         .collect()
@@ -281,58 +320,15 @@ fn split_fires(runs: &[ScriptRun]) -> Vec<u64> {
 #[test]
 fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire() {
     require!(Peer::ZooKeeper);
-    let server = support::zk::server();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("runs.log");
-    let script = dir.path().join("record.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\n# One line per item: the time, the instance, the context JSON (last argument).\n\
-             printf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&script, permissions).unwrap();
-    let jobs = dir.path().join("jobs.yaml");
-    std::fs::write(
-        &jobs,
-        format!(
-            "jobs:\n  - type: SCRIPT\n    jobName: ticks\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
-             shardingTotalCount: 4\n    props:\n      script.command.line: '{}'\n",
-            script.display()
-        ),
-    )
-    .unwrap();
-    let namespace = format!("node-process-{}", std::process::id());
-    let connect = server.connect_string();
+    let zk = Recording::new(
+        "node-process",
+        script_job("ticks", 4, "").cron("* * * * * ?"),
+    );
+    let log = &zk.log;
     let mut output = Output::new();
-    let start = |label: &str, instance: &str, output: &Output| {
-        let args = [
-            "--zk",
-            connect.as_str(),
-            "--namespace",
-            namespace.as_str(),
-            "--jobs",
-            jobs.to_str().unwrap(),
-            "--instance-id",
-            instance,
-            "--session-timeout-ms",
-            "4000",
-        ];
-        NodeProcess::spawn(
-            label,
-            &args,
-            &[("SHARDCRON_TEST_INSTANCE", instance)],
-            output,
-        )
-    };
 
     // --- one process alone runs every item
-    let mut a = start("a", "127.0.0.1@-@node-a", &output);
+    let mut a = zk.start("a", "127.0.0.1@-@node-a", &output);
     output.wait_until("process a to run items 0..4", &[&a], |lines| {
         let items: BTreeSet<&str> = Output::of_kind(lines, "exec")
             .map(|l| l.field("item"))
@@ -342,13 +338,13 @@ fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire
 
     // --- a second process joins, and the items are resharded between the two
     let joined = unix_seconds();
-    let mut b = start("b", "127.0.0.1@-@node-b", &output);
+    let mut b = zk.start("b", "127.0.0.1@-@node-b", &output);
     output.wait_until(
         "a fire of items 0..4 split between both processes after b joined",
         &[&a, &b],
         |lines| {
             Output::of_kind(lines, "exec").any(|l| l.node == "b")
-                && split_fires(&script_runs(&log))
+                && fires_split(&script_runs(log), 4, 2)
                     .iter()
                     .any(|second| *second > joined)
         },
@@ -370,7 +366,7 @@ fn two_processes_on_zookeeper_split_a_script_job_and_run_each_item_once_per_fire
             node.stderr()
         );
     }
-    let runs = script_runs(&log);
+    let runs = script_runs(log);
     let items: BTreeSet<u64> = runs.iter().map(|r| r.item).collect();
     assert_eq!(items, BTreeSet::from([0, 1, 2, 3]), "every item ran");
     let mut per_fire: BTreeMap<(u64, u64), Vec<&str>> = BTreeMap::new();
@@ -398,87 +394,28 @@ fn printed_at(line: &Line) -> f64 {
     at.timestamp_millis() as f64 / 1000.0
 }
 
-/// Fire seconds whose normal runs covered items 0..3 exactly once, run by three instances.
-fn fires_over_three(runs: &[ScriptRun]) -> Vec<u64> {
-    let mut by_second: BTreeMap<u64, Vec<&ScriptRun>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.source == "NORMAL") {
-        by_second.entry(run.second).or_default().push(run);
-    }
-    by_second
-        .into_iter()
-        .filter(|(_, runs)| {
-            let mut items: Vec<u64> = runs.iter().map(|r| r.item).collect();
-            items.sort_unstable();
-            let instances: BTreeSet<&str> = runs.iter().map(|r| r.instance.as_str()).collect();
-            items == [0, 1, 2] && instances.len() == 3
-        })
-        .map(|(second, _)| second)
-        .collect()
-}
-
 #[test]
 fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_around_every_item() {
     require!(Peer::ZooKeeper);
-    let server = support::zk::server();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("runs.log");
-    let script = dir.path().join("record.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nprintf '%s %s %s\\n' \"$(date +%s.%N)\" \"$SHARDCRON_TEST_INSTANCE\" \"$1\" >> '{}'\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&script, permissions).unwrap();
-    let jobs = dir.path().join("jobs.yaml");
-    std::fs::write(
-        &jobs,
-        format!(
-            "jobs:\n  - type: SCRIPT\n    jobName: once\n    cron: '0/2 * * * * ?'\n    timeZone: GMT\n    \
-             shardingTotalCount: 3\n    jobListenerTypes: [ONCE_LOG]\n    props:\n      \
-             script.command.line: '{}'\n",
-            script.display()
-        ),
-    )
-    .unwrap();
-    let namespace = format!("node-process-once-{}", std::process::id());
-    let connect = server.connect_string();
+    let zk = Recording::new(
+        "node-process-once",
+        script_job("once", 3, "")
+            .cron("0/2 * * * * ?")
+            .key("jobListenerTypes", "[ONCE_LOG]"),
+    );
+    let log = &zk.log;
     let mut output = Output::new();
-    let start = |label: &str, instance: &str, output: &Output| {
-        let args = [
-            "--zk",
-            connect.as_str(),
-            "--namespace",
-            namespace.as_str(),
-            "--jobs",
-            jobs.to_str().unwrap(),
-            "--instance-id",
-            instance,
-            "--session-timeout-ms",
-            "4000",
-        ];
-        NodeProcess::spawn(
-            label,
-            &args,
-            &[("SHARDCRON_TEST_INSTANCE", instance)],
-            output,
-        )
-    };
     let mut nodes = vec![
-        start("a", "127.0.0.1@-@once-a", &output),
-        start("b", "127.0.0.1@-@once-b", &output),
-        start("c", "127.0.0.1@-@once-c", &output),
+        zk.start("a", "127.0.0.1@-@once-a", &output),
+        zk.start("b", "127.0.0.1@-@once-b", &output),
+        zk.start("c", "127.0.0.1@-@once-c", &output),
     ];
     let joined = unix_seconds();
     // --- three fires split over the three processes, each with its after hook printed
     {
         let refs: Vec<&NodeProcess> = nodes.iter().collect();
         output.wait_until("three fires over three processes, heard", &refs, |lines| {
-            let fires: Vec<u64> = fires_over_three(&script_runs(&log))
+            let fires: Vec<u64> = fires_split(&script_runs(log), 3, 3)
                 .into_iter()
                 .filter(|s| *s > joined)
                 .collect();
@@ -486,8 +423,8 @@ fn three_processes_on_zookeeper_hear_a_distribute_once_listener_once_per_fire_ar
             fires.len() >= 3 && afters.filter(|l| printed_at(l) > fires[2] as f64).count() >= 1
         });
     }
-    let runs = script_runs(&log);
-    let fires: Vec<u64> = fires_over_three(&runs)
+    let runs = script_runs(log);
+    let fires: Vec<u64> = fires_split(&runs, 3, 3)
         .into_iter()
         .filter(|s| *s > joined)
         .take(3)

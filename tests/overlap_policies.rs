@@ -5,10 +5,9 @@
 mod support;
 
 use support::cluster::init_tracing;
-use support::policy_node::{namespace, records, start, WITHIN};
-use support::Peer;
-
-use std::time::{Duration, Instant};
+use support::namespace;
+use support::policy_node::{records, start, WITHIN};
+use support::{wait, Peer};
 
 use shardcron::config::JobConfig;
 use shardcron::history::ExecutionRecord;
@@ -19,20 +18,16 @@ async fn finished_runs(config: JobConfig, count: usize) -> Vec<ExecutionRecord> 
     let dir = tempfile::tempdir().unwrap();
     let config = config.cron("* * * * * ?").time_zone("GMT");
     let overlap = config.props["shardcron.overlap"].clone();
-    let (node, history, recording) = start(&namespace(&overlap), config, dir.path()).await;
+    let (node, history, recording) =
+        start(&namespace("policies", &overlap), config, dir.path()).await;
     let finished =
         |all: &[ExecutionRecord]| all.iter().filter(|r| r.complete_time.is_some()).count();
-    let started = Instant::now();
-    loop {
-        if finished(&records(&history, "slow").await) >= count {
-            break;
-        }
-        assert!(
-            started.elapsed() < WITHIN,
-            "{count} runs did not end under {overlap}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::wait_until(
+        async || finished(&records(&history, "slow").await) >= count,
+        &format!("{count} runs ended under {overlap}"),
+        WITHIN,
+    )
+    .await;
     node.shutdown().await;
     recording.close().await;
     let mut all: Vec<ExecutionRecord> = records(&history, "slow")

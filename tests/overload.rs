@@ -8,6 +8,7 @@
 
 mod support;
 
+use support::jobs_file::{entries, script_job};
 use support::Peer;
 
 use support::chaos;
@@ -28,27 +29,14 @@ const RECOVERY: Duration = Duration::from_secs(60);
 const LABELS: [&str; 2] = ["a", "b"];
 
 /// `healthy` and `heavy`, two items each every second; `heavy` is the one overloaded.
-const JOBS: &str = "  - type: SCRIPT
-    jobName: healthy
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 2
-    failover: true
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{track} 2 0.1'
-  - type: SCRIPT
-    jobName: heavy
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 2
-    failover: true
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{track} 2 0.1'
-";
+fn jobs() -> String {
+    let job = |name| {
+        script_job(name, 2, "'{track} 2 0.1'")
+            .cron("* * * * * ?")
+            .resilient()
+    };
+    entries(&[job("healthy"), job("heavy")])
+}
 
 /// Zombie children of `pid` now (exited, not reaped), from `/proc`.
 fn zombies(pid: libc::pid_t) -> usize {
@@ -75,7 +63,7 @@ fn zombies(pid: libc::pid_t) -> usize {
 fn a_job_far_beyond_the_machine_degrades_and_after_its_repair_both_jobs_run_on_every_node() {
     require!(Peer::ZooKeeper);
     let zk = ZkServer::start();
-    let mut cluster = Cluster::with_jobs(&zk.connect_string(), "overload", JOBS);
+    let mut cluster = Cluster::with_jobs(&zk.connect_string(), "overload", &jobs());
     let (connect, ns) = (cluster.connect.clone(), cluster.namespace.clone());
     let ids: Vec<String> = LABELS.iter().map(|l| instance(l)).collect();
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();

@@ -11,13 +11,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use support::browser::Browser;
-use support::example_bin::ctl_binary;
+use support::console::{start_console, with_history};
+use support::example_bin::{ctl_binary, on_zk, run_ctl};
+use support::jobs_file::{script_job, write_jobs, write_script};
 use support::node_proc::{NodeProcess, Output};
 use support::postgres::PgServer;
 use support::wait::wait_until;
 use support::{zk, Peer};
 
-use shardcron::console::{Console, ConsoleOptions};
+use shardcron::console::Console;
 use shardcron::history::{ExecutionRecord, History, HistoryQuery, HistoryWrite, OutputRecord};
 use shardcron::registry::zookeeper::ZkConnector;
 use shardcron::registry::Connector;
@@ -62,37 +64,23 @@ async fn a_scripts_output_is_printed_by_shardcronctl_logs_and_followed_live_on_p
 
 async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     let script = dir.join("run.sh");
-    std::fs::write(&script, SCRIPT).unwrap();
-    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&script, permissions).unwrap();
-    let jobs = dir.join("jobs.yaml");
-    std::fs::write(
-        &jobs,
-        format!(
-            "jobs:\n\
-             - type: SCRIPT\n  jobName: ticks\n  cron: '* * * * * ?'\n  timeZone: GMT\n  \
-             shardingTotalCount: 1\n  props:\n    script.command.line: '{script}'\n    \
-             shardcron.output: 4\n\
-             - type: SCRIPT\n  jobName: quiet\n  cron: '* * * * * ?'\n  timeZone: GMT\n  \
-             shardingTotalCount: 1\n  props:\n    script.command.line: 'echo unseen'\n",
-            script = script.display()
-        ),
-    )
-    .unwrap();
+    write_script(&script, SCRIPT);
+    let every_second = |name, command: &str| script_job(name, 1, command).cron("* * * * * ?");
+    let jobs = write_jobs(
+        dir,
+        &[
+            every_second("ticks", &format!("'{}'", script.display())).prop("shardcron.output", "4"),
+            every_second("quiet", "'echo unseen'"),
+        ],
+    );
     let namespace = format!("run-output-{}-{}", std::process::id(), in_browser);
     let connect = zk::server().connect_string();
     let node_output = Output::new();
-    let args = [
-        "--zk",
-        connect.as_str(),
-        "--namespace",
-        namespace.as_str(),
-        "--jobs",
-        jobs.to_str().unwrap(),
-        "--history",
-        db,
-    ];
+    let args = on_zk(
+        &connect,
+        &namespace,
+        &["--jobs", jobs.to_str().unwrap(), "--history", db],
+    );
     // Opened (its tables created) before the node opens it too: two first migrations of one
     // SQLite file at once may both add the same column.
     let history = History::open(db).await.expect("the history opens");
@@ -123,7 +111,7 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     .await;
 
     tracing::info!("--- shardcronctl logs prints the finished run: stdout and stderr apart");
-    let out = ctl(&["logs", "ticks", "--db", db, "--run", &first.id]).await;
+    let out = run_ctl(&["logs", "ticks", "--db", db, "--run", &first.id]).await;
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stdout, "run 1 starts\n", "{out:#?}");
     assert!(out.stderr.contains("run 1 warns"), "{out:#?}");
@@ -132,11 +120,11 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
         "{out:#?}"
     );
     let run_number = first.task_id.rsplit("@-@").next().unwrap();
-    let by_number = ctl(&["logs", "ticks", "--db", db, "--run", run_number]).await;
+    let by_number = run_ctl(&["logs", "ticks", "--db", db, "--run", run_number]).await;
     assert_eq!(by_number.stdout, out.stdout, "{by_number:#?}");
 
     tracing::info!("--- without --run: the newest execution, still running");
-    let out = ctl(&["logs", "ticks", "--db", db, "--item", "0"]).await;
+    let out = run_ctl(&["logs", "ticks", "--db", db, "--item", "0"]).await;
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stdout, "run 2 starts\n", "{out:#?}");
     assert!(out.stderr.contains("RUNNING"), "{out:#?}");
@@ -149,7 +137,7 @@ async fn output_of_a_script(dir: &Path, db: &str, in_browser: bool) {
     )
     .await;
     assert_eq!(history.output(&quiet.id).await.unwrap(), None);
-    let out = ctl(&["logs", "quiet", "--db", db]).await;
+    let out = run_ctl(&["logs", "quiet", "--db", db]).await;
     assert_eq!(out.code, 1, "{out:#?}");
     assert!(out.stderr.contains("shardcron.output"), "{out:#?}");
 
@@ -220,16 +208,7 @@ async fn viewer_of(
 ) -> (Browser, Console) {
     let connector: std::sync::Arc<dyn Connector> =
         std::sync::Arc::new(ZkConnector::new(zk::backend().config(namespace)));
-    let console = Console::start(
-        connector,
-        ConsoleOptions {
-            history: Some(db.to_owned()),
-            ..ConsoleOptions::loopback(namespace)
-        },
-    )
-    .await
-    .expect("the console starts");
-    let base = format!("http://{}", console.local_addr());
+    let (console, base) = start_console(connector, with_history(namespace, db)).await;
     let browser = Browser::start().await;
 
     tracing::info!("--- the History tab links each run to its output; run 1's is shown");
@@ -294,26 +273,6 @@ async fn viewer_lines(browser: &Browser, what: &str, ready: &str) -> Vec<String>
 async fn executions(history: &History, job: &str) -> Vec<ExecutionRecord> {
     let query = HistoryQuery::job(JobName::new(job).unwrap());
     history.query(&query).await.unwrap()
-}
-
-#[derive(Debug)]
-struct CtlOutput {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn ctl(args: &[&str]) -> CtlOutput {
-    let out = tokio::process::Command::new(ctl_binary())
-        .args(args)
-        .output()
-        .await
-        .expect("shardcronctl runs");
-    CtlOutput {
-        code: out.status.code().expect("shardcronctl exited, not killed"),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 #[tokio::test]

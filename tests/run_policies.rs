@@ -7,7 +7,8 @@
 mod support;
 
 use support::cluster::init_tracing;
-use support::policy_node::{namespace, records, start, start_with, WITHIN};
+use support::namespace;
+use support::policy_node::{records, start, start_with, WITHIN};
 use support::{wait, Peer};
 
 use std::path::{Path, PathBuf};
@@ -78,10 +79,9 @@ async fn trigger_sleeper(node: &NodeHandle, child: &Path, grandchild: &Path) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history_says_timeout() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("policies", "timeout");
     let (config, child, grandchild) = sleeper(dir.path());
-    let (node, history, recording) = start(&namespace("timeout"), config, dir.path()).await;
+    let (node, history, recording) = start(&ns, config, dir.path()).await;
 
     tracing::info!("--- triggered: the script and its grandchild start");
     let triggered = Instant::now();
@@ -92,14 +92,15 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
     wait_until("the script ended", left, || (!alive(script)).then_some(())).await;
 
     tracing::info!("--- the history says the item timed out");
-    let record = loop {
-        let found = records(&history, "sleeper").await;
-        if let Some(r) = found.into_iter().find(|r| r.complete_time.is_some()) {
-            break r;
-        }
-        assert!(triggered.elapsed() < WITHIN, "no finished record");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let record = wait::wait_until(
+        async || {
+            let found = records(&history, "sleeper").await;
+            found.into_iter().find(|r| r.complete_time.is_some())
+        },
+        "a finished record",
+        WITHIN,
+    )
+    .await;
     assert!(!record.is_success, "{record:#?}");
     assert_eq!(
         record.failure_cause.as_deref(),
@@ -119,10 +120,9 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("policies", "group");
     let (config, child, grandchild) = sleeper(dir.path());
-    let (node, _history, _recording) = start(&namespace("group"), config, dir.path()).await;
+    let (node, _history, _recording) = start(&ns, config, dir.path()).await;
     let triggered = Instant::now();
     let pids = trigger_sleeper(&node, &child, &grandchild).await;
     let left = (TIMEOUT + GRACE + Duration::from_secs(1)).saturating_sub(triggered.elapsed());
@@ -136,8 +136,7 @@ async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_configured_gaps() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("policies", "retry");
     let runs = dir.path().join("runs");
     let line = format!(
         "/bin/sh -c 'date +%s%N >> {r}; [ \"$(wc -l < {r})\" -ge 3 ]'",
@@ -148,19 +147,22 @@ async fn a_script_failing_twice_then_succeeding_runs_three_times_with_the_config
         .script_command_line(&line)
         .retry(2)
         .retry_backoff(Duration::from_secs(1), Duration::from_secs(10));
-    let (node, history, recording) = start(&namespace("retry"), config, dir.path()).await;
+    let (node, history, recording) = start(&ns, config, dir.path()).await;
     let job = JobName::new("flaky").unwrap();
 
     tracing::info!("--- triggered: two failures, then a success");
     node.trigger(&job).await.expect("the trigger is taken");
-    let finished = loop {
-        let found = records(&history, "flaky").await;
-        if found.iter().filter(|r| r.complete_time.is_some()).count() >= 3 {
-            break found;
-        }
-        assert!(found.len() <= 3, "no more than three attempts: {found:#?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let finished = wait::wait_until(
+        async || {
+            let found = records(&history, "flaky").await;
+            assert!(found.len() <= 3, "no more than three attempts: {found:#?}");
+            let ended = found.iter().filter(|r| r.complete_time.is_some()).count();
+            (ended >= 3).then_some(found)
+        },
+        "three finished attempts",
+        WITHIN,
+    )
+    .await;
     let mut outcomes: Vec<(bool, chrono::DateTime<chrono::Utc>)> = finished
         .iter()
         .map(|r| (r.is_success, r.start_time))
@@ -225,7 +227,7 @@ async fn failures_heard(notify: Notify, want: usize) -> Vec<String> {
     handlers
         .register_error_handler("HEARD", heard.clone())
         .unwrap();
-    let ns = namespace("notify");
+    let ns = namespace("policies", "notify");
     let (node, history, recording) = start_with(&ns, config, dir.path(), handlers).await;
     node.trigger(&JobName::new("failing").unwrap())
         .await

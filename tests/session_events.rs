@@ -13,10 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cluster::{instance, start_node, Recorder};
-use shardcron::config::JobConfig;
+use cluster::Recorder;
 use shardcron::events::EngineEvent;
-use shardcron::job::{FnJob, JobError, ShardingContext, SharedHandler};
 use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
 use shardcron::registry::{
     Connector, CreateMode, ListedNode, Op, OpResult, Registry, Result, SessionInfo, SessionState,
@@ -112,29 +110,6 @@ impl Connector for StallingConnector {
     }
 }
 
-/// A handler that records, runs `work` unless cancelled, and counts cancellations.
-fn cancellable(
-    rec: &Recorder,
-    work: Duration,
-    cancelled: Arc<watch::Sender<usize>>,
-) -> SharedHandler {
-    let inner = rec.handler(Duration::ZERO);
-    Arc::new(FnJob(move |ctx: ShardingContext| {
-        let (inner, cancelled) = (inner.clone(), cancelled.clone());
-        async move {
-            let token = ctx.cancellation.clone();
-            inner.run_item(ctx).await?;
-            tokio::select! {
-                _ = tokio::time::sleep(work) => Ok(()),
-                _ = token.cancelled() => {
-                    cancelled.send_modify(|n| *n += 1);
-                    Err(JobError::Cancelled("session lost".into()))
-                }
-            }
-        }
-    }))
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_disconnection_is_seen_and_fences_running_items_while_the_mirror_feed_is_stuck_on_a_read()
 {
@@ -154,23 +129,10 @@ async fn a_disconnection_is_seen_and_fences_running_items_while_the_mirror_feed_
         last: Mutex::new(None),
     });
     let rec = Recorder::default();
-    let cancelled = Arc::new(watch::channel(0usize).0);
-    let mut cancellations = cancelled.subscribe();
-    let job = JobConfig::new("long", 1)
-        .cron("0/10 * * * * ?")
-        .time_zone("GMT");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(
-            job,
-            cancellable(&rec, Duration::from_secs(30), cancelled.clone()),
-        )],
-    )
-    .await;
-    let mut events = node.subscribe("test", 4096);
-    rec.wait_until("the long item starts", WITHIN, |log| !log.is_empty())
+    let (node, mut cancellations) = rec
+        .start_long_item(conn.clone(), Duration::from_secs(30), WITHIN)
         .await;
+    let mut events = node.subscribe("test", 4096);
 
     tracing::info!("--- the feed gets stuck reading a changed node");
     gate.held.send_replace(true);

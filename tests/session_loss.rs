@@ -13,10 +13,8 @@ use std::time::Duration;
 use cluster::{instance, start_node, Recorder};
 use shardcron::config::JobConfig;
 use shardcron::decide::lifecycle::FenceBudget;
-use shardcron::job::{FnJob, JobError, ShardingContext, SharedHandler};
 use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
 use shardcron::registry::{Connector, Registry};
-use tokio::sync::watch;
 
 const WITHIN: Duration = Duration::from_secs(120);
 
@@ -31,29 +29,6 @@ async fn session_of(admin: &Arc<dyn Registry>, job: &str, n: u32) -> i64 {
         .ephemeral_owner
 }
 
-/// A handler that records, runs `work` unless cancelled, and counts cancellations.
-fn cancellable(
-    rec: &Recorder,
-    work: Duration,
-    cancelled: Arc<watch::Sender<usize>>,
-) -> SharedHandler {
-    let inner = rec.handler(Duration::ZERO);
-    Arc::new(FnJob(move |ctx: ShardingContext| {
-        let (inner, cancelled) = (inner.clone(), cancelled.clone());
-        async move {
-            let token = ctx.cancellation.clone();
-            inner.run_item(ctx).await?;
-            tokio::select! {
-                _ = tokio::time::sleep(work) => Ok(()),
-                _ = token.cancelled() => {
-                    cancelled.send_modify(|n| *n += 1);
-                    Err(JobError::Cancelled("session lost".into()))
-                }
-            }
-        }
-    }))
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_disconnection_cancels_running_items_before_expiry_and_a_reconnection_resumes() {
     cluster::init_tracing();
@@ -64,21 +39,8 @@ async fn a_disconnection_cancels_running_items_before_expiry_and_a_reconnection_
     let conn: Arc<dyn Connector> = Arc::new(conn);
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
-    let cancelled = Arc::new(watch::channel(0usize).0);
-    let mut cancellations = cancelled.subscribe();
-    let job = JobConfig::new("long", 1)
-        .cron("0/10 * * * * ?")
-        .time_zone("GMT");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(
-            job,
-            cancellable(&rec, Duration::from_secs(8), cancelled.clone()),
-        )],
-    )
-    .await;
-    rec.wait_until("the long item starts", WITHIN, |log| !log.is_empty())
+    let (node, mut cancellations) = rec
+        .start_long_item(conn.clone(), Duration::from_secs(8), WITHIN)
         .await;
     tracing::info!("--- the node's connection drops during the run");
     let session = session_of(&admin, "long", 1).await;
@@ -126,12 +88,7 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
     let job = JobConfig::new("orders", 2)
         .cron("* * * * * ?")
         .time_zone("GMT");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(job, rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, job, Duration::ZERO).await;
     rec.wait_until("first runs", WITHIN, |log| log.len() >= 4)
         .await;
     let old = session_of(&admin, "orders", 1).await;
@@ -159,9 +116,7 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
 
 #[tokio::test(start_paused = true)]
 async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_the_others_running() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("loss"));
+    let (_server, conn, _) = cluster::embedded("loss");
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
     let orders = JobConfig::new("orders", 1)
@@ -209,20 +164,13 @@ async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_th
 
 #[tokio::test(start_paused = true)]
 async fn a_node_whose_watch_ends_while_its_session_lives_opens_a_new_session_and_runs_on() {
-    cluster::init_tracing();
-    let server = EmbeddedServer::new();
-    let conn: Arc<dyn Connector> = Arc::new(server.connector("loss"));
+    let (server, conn, _) = cluster::embedded("loss");
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
     let orders = JobConfig::new("orders", 1)
         .cron("* * * * * ?")
         .time_zone("GMT");
-    let node = start_node(
-        conn.clone(),
-        instance(1),
-        vec![(orders, rec.handler(Duration::ZERO))],
-    )
-    .await;
+    let node = rec.start(&conn, 1, orders, Duration::ZERO).await;
     rec.wait_until("the job runs", WITHIN, |log| !log.is_empty())
         .await;
     let first = session_of(&admin, "orders", 1).await;

@@ -5,12 +5,10 @@
 
 mod support;
 
-use support::cluster::init_tracing;
 use support::{wait, zk, Peer};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,15 +22,6 @@ use shardcron::{InstanceId, JobName, JobSpec, JobType};
 
 /// A bound on every wait: ten upstream fires every 2 s, and the start of the nodes.
 const WITHIN: Duration = Duration::from_secs(60);
-
-fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "workflow-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 /// One run of one item, as its script recorded it.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,10 +106,8 @@ fn by_instant(runs: &[Run]) -> BTreeMap<String, Vec<Run>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_downstream_without_a_cron_runs_once_per_upstream_fire_after_every_upstream_item_ended() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("workflow", "two-steps");
     let (up_out, down_out) = (dir.path().join("up"), dir.path().join("down"));
-    let ns = namespace("two-steps");
     let upstream = script("import", UP_ITEMS as i32, &up_out, true).cron("0/2 * * * * ?");
     let downstream = script("report", DOWN_ITEMS as i32, &down_out, false).after(&["import"]);
 
@@ -203,10 +190,8 @@ async fn a_config_write_that_closes_a_cycle_is_refused_with_its_path() {
     use shardcron::ops::{NewJob, Ops, OpsError};
     use shardcron::registry::Connector;
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("workflow", "cycle");
     let out = dir.path().join("runs");
-    let ns = namespace("cycle");
     let connector = ZkConnector::new(zk::backend().config(&ns));
     let ops = Ops::new(connector.connect().await.expect("an operator session"));
     let job = |name: &str, after: &[&str]| {
@@ -244,10 +229,8 @@ async fn a_config_write_that_closes_a_cycle_is_refused_with_its_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_diamond_of_four_jobs_runs_each_step_once_per_root_run() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("workflow", "diamond");
     let out = |name: &str| dir.path().join(name);
-    let ns = namespace("diamond");
     let root = script("root", 2, &out("root"), true).cron("0/2 * * * * ?");
     let left = script("left", 1, &out("left"), true).after(&["root"]);
     let right = script("right", 2, &out("right"), true).after(&["root"]);
@@ -293,10 +276,8 @@ async fn a_diamond_of_four_jobs_runs_each_step_once_per_root_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trigger_of_the_root_by_hand_starts_a_workflow_run_that_its_downstream_runs_once() {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("workflow", "by-hand");
     let (up_out, down_out) = (dir.path().join("up"), dir.path().join("down"));
-    let ns = namespace("by-hand");
     // Neither job has a cron: the upstream runs when triggered, the downstream after it.
     let upstream = script("import", UP_ITEMS as i32, &up_out, true);
     let downstream = script("report", DOWN_ITEMS as i32, &down_out, false).after(&["import"]);

@@ -4,8 +4,7 @@
 
 mod support;
 
-use support::cluster::init_tracing;
-use support::script_runs::{namespace, node, of, script, wait_runs, WITHIN};
+use support::script_runs::{node, of, script, wait_runs, WITHIN};
 use support::{wait, zk, Peer};
 
 use shardcron::config::JobConfig;
@@ -18,10 +17,8 @@ use shardcron::JobName;
 async fn a_config_written_at_runtime_that_names_an_upstream_not_there_yet_runs_after_it_once_it_appears(
 ) {
     require!(Peer::ZooKeeper);
-    init_tracing();
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ns) = support::prelude("workflow", "runtime");
     let (up_out, down_out) = (dir.path().join("up"), dir.path().join("down"));
-    let ns = namespace("workflow", "runtime");
     let report = JobName::new("report").unwrap();
 
     tracing::info!("--- a node runs the report, a job without a cron and without upstreams");

@@ -9,7 +9,8 @@
 mod support;
 
 use support::chaos::registry;
-use support::node_proc::{NodeProcess, Output};
+use support::jobs_file::{script_job, write_jobs};
+use support::node_proc::{NodeProcess, Output, ZkJobs};
 use support::step_log::{self, by_run, lines, Line};
 use support::wait::{poll_blocking, POLL};
 use support::Peer;
@@ -20,23 +21,18 @@ use std::time::Duration;
 
 /// The two jobs: `import` (4 items every 3 s) and `report` (2 items after `import`).
 fn jobs_file(dir: &Path, up: &Path, down: &Path) -> PathBuf {
-    let jobs = dir.join("jobs.yaml");
-    std::fs::write(
-        &jobs,
-        format!(
-            "jobs:\n\
-             \x20 - type: SCRIPT\n    jobName: import\n    cron: '0/3 * * * * ?'\n    timeZone: GMT\n    \
-             shardingTotalCount: 4\n    failover: true\n    misfire: false\n    props:\n      \
-             script.command.line: '{}'\n\
-             \x20 - type: SCRIPT\n    jobName: report\n    timeZone: GMT\n    \
-             shardingTotalCount: 2\n    failover: true\n    props:\n      script.command.line: '{}'\n      \
-             shardcron.after: import\n",
-            up.display(),
-            down.display()
-        ),
+    write_jobs(
+        dir,
+        &[
+            script_job("import", 4, &format!("'{}'", up.display()))
+                .cron("0/3 * * * * ?")
+                .key("failover", "true")
+                .key("misfire", "false"),
+            script_job("report", 2, &format!("'{}'", down.display()))
+                .key("failover", "true")
+                .prop("shardcron.after", "import"),
+        ],
     )
-    .expect("writing the jobs file");
-    jobs
 }
 
 /// The test's world: the two logs, the jobs file, the nodes' arguments.
@@ -44,9 +40,7 @@ struct World {
     dir: tempfile::TempDir,
     up_log: PathBuf,
     down_log: PathBuf,
-    jobs: PathBuf,
-    connect: String,
-    namespace: String,
+    zk: ZkJobs,
     output: Output,
 }
 
@@ -66,30 +60,18 @@ impl World {
             dir,
             up_log,
             down_log,
-            jobs,
-            connect,
-            namespace: format!("{test}-{}", std::process::id()),
+            zk: ZkJobs {
+                connect,
+                namespace: format!("{test}-{}", std::process::id()),
+                jobs,
+            },
             output: Output::new(),
         }
     }
 
     /// Starts the node labelled `label` (instance `127.0.0.1@-@node-{label}`).
     fn start(&self, label: &str) -> NodeProcess {
-        let instance = id(label);
-        let args = [
-            "--zk",
-            self.connect.as_str(),
-            "--namespace",
-            self.namespace.as_str(),
-            "--jobs",
-            self.jobs.to_str().expect("a UTF-8 temp path"),
-            "--instance-id",
-            instance.as_str(),
-            "--session-timeout-ms",
-            "4000",
-        ];
-        let env = [("SHARDCRON_TEST_INSTANCE", label)];
-        NodeProcess::spawn(label, &args, &env, &self.output)
+        self.zk.spawn(label, &id(label), label, &self.output)
     }
 }
 
@@ -194,8 +176,8 @@ enum Moment {
 
 /// The data of `path`, or `None` while it is not there.
 fn record(world: &World, path: &str) -> Option<String> {
-    registry::exists(&world.connect, &world.namespace, path)
-        .then(|| registry::get_data(&world.connect, &world.namespace, path))
+    registry::exists(&world.zk.connect, &world.zk.namespace, path)
+        .then(|| registry::get_data(&world.zk.connect, &world.zk.namespace, path))
 }
 
 /// The newest workflow run whose root fired after `after` (ns since the epoch) and whose
@@ -329,7 +311,7 @@ fn the_downstream_leader_killed_at_the_moment_of_completion_still_gives_one_down
     let mut nodes = [Some(world.start("a")), Some(world.start("b"))];
     let ids = [id("a"), id("b")];
     let live: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let (ns, connect) = (world.namespace.as_str(), world.connect.as_str());
+    let (ns, connect) = (world.zk.namespace.as_str(), world.zk.connect.as_str());
     let (mut since, mut first) = (0, None);
     for moment in [
         Moment::BeforeCompletion,

@@ -6,6 +6,7 @@
 mod support;
 
 use support::cluster::{init_tracing, instance, Recorder};
+use support::prometheus::sample_sum;
 use support::wait::wait_until;
 
 use std::collections::BTreeMap;
@@ -30,16 +31,6 @@ async fn scrape(addr: SocketAddr) -> String {
         .text()
         .await
         .expect("scrape body")
-}
-
-/// The sum of the samples of `metric` whose labels contain every one of `labels`.
-fn sample_sum(scrape: &str, metric: &str, labels: &[&str]) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| l.starts_with(&format!("{metric}{{")))
-        .filter(|l| labels.iter().all(|want| l.contains(want)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

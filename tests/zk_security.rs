@@ -9,10 +9,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use support::example_bin;
+use support::example_bin::{self, on_zk, run_ctl_blocking, CtlOutput};
 use support::node_proc::{NodeProcess, Output};
 use support::zk::server::ZkServer;
 use support::zk::tls::TestPki;
@@ -29,28 +28,8 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime for the raw ZooKeeper client")
 }
 
-/// What a `shardcronctl` run printed and how it exited.
-#[derive(Debug)]
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn ctl(connect: &str, ns: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let out = Command::new(example_bin::ctl_binary())
-        .args(["--zk", connect, "--namespace", ns])
-        .args(args)
-        .env_remove("SHARDCRON_ZK_AUTH")
-        .env_remove("SHARDCRON_ZK_AUTH_FILE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("shardcronctl runs");
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn ctl(connect: &str, ns: &str, args: &[&str], env: &[(&str, &str)]) -> CtlOutput {
+    run_ctl_blocking(&on_zk(connect, ns, args), env)
 }
 
 /// Waits for the first `exec` line of `job` from `node`.
@@ -202,7 +181,7 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
         "--- shardcronctl with the credentials reads and writes, from the variable or a file"
     );
     let listed = ctl(&connect, &ns, &["--json", "jobs"], &env);
-    assert_eq!(listed.code, Some(0), "{listed:#?}");
+    assert_eq!(listed.code, 0, "{listed:#?}");
     assert!(listed.stdout.contains("\"orders\""), "{listed:#?}");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("zk-auth");
@@ -211,7 +190,7 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
     for command in [&["disable", "orders"][..], &["enable", "orders"]] {
         let args = [&["--zk-auth-file", file_flag][..], command].concat();
         let ran = ctl(&connect, &ns, &args, &[]);
-        assert_eq!(ran.code, Some(0), "{command:?}: {ran:#?}");
+        assert_eq!(ran.code, 0, "{command:?}: {ran:#?}");
     }
     assert!(
         !ran_argv_has(&password),
@@ -220,7 +199,7 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
 
     tracing::info!("--- without them, shardcronctl, a second node and the console exit saying why");
     let refused = ctl(&connect, &ns, &["jobs"], &[]);
-    assert_refused_for_no_auth("shardcronctl jobs", refused.code, &refused.stderr);
+    assert_refused_for_no_auth("shardcronctl jobs", Some(refused.code), &refused.stderr);
     let mut intruder = NodeProcess::spawn(
         "intruder",
         &[
@@ -334,10 +313,10 @@ fn the_node_shardcronctl_and_the_console_work_on_a_zookeeper_that_speaks_only_mu
         ("SHARDCRON_ZK_TLS_KEY", path(&key)),
     ];
     let listed = ctl(&connect, ns, &["--json", "jobs"], &env);
-    assert_eq!(listed.code, Some(0), "{listed:#?}");
+    assert_eq!(listed.code, 0, "{listed:#?}");
     assert!(listed.stdout.contains("\"orders\""), "{listed:#?}");
     let triggered = ctl(&connect, ns, &["trigger", "inventory"], &env);
-    assert_eq!(triggered.code, Some(0), "{triggered:#?}");
+    assert_eq!(triggered.code, 0, "{triggered:#?}");
 
     tracing::info!("--- the console serves the namespace over the same TLS");
     let (mut console, url) = start_console(&mut output, &connect, ns, &flags, &[]);
@@ -347,10 +326,10 @@ fn the_node_shardcronctl_and_the_console_work_on_a_zookeeper_that_speaks_only_mu
 
     tracing::info!("--- without a client certificate, or without a CA, the server is not reached");
     let no_cert = ctl(&connect, ns, &["jobs", "--zk-tls-ca", path(&ca)], &[]);
-    assert_eq!(no_cert.code, Some(1), "{no_cert:#?}");
+    assert_eq!(no_cert.code, 1, "{no_cert:#?}");
     assert!(no_cert.stderr.contains("connecting to"), "{no_cert:#?}");
     let no_ca = ctl(&connect, ns, &["jobs"], &[]);
-    assert_eq!(no_ca.code, Some(2), "{no_ca:#?}");
+    assert_eq!(no_ca.code, 2, "{no_ca:#?}");
     assert!(no_ca.stderr.contains("no CA is given"), "{no_ca:#?}");
 
     assert_eq!(node.terminate().code(), Some(0), "{}", node.stderr());

@@ -4,9 +4,9 @@
 
 mod support;
 
+use support::namespace;
 use support::Peer;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector};
@@ -17,18 +17,26 @@ use shardcron::registry::{
 use support::backend::SessionControl;
 use support::{wait, zk};
 
-/// A namespace no other test of this binary uses.
-fn namespace(tag: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("zk-{}-{n}-{tag}", std::process::id())
+/// An address nobody listens on (a port bound, then freed).
+fn dead_address() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// A session of `backend` on a namespace of its own (`tag`), its connection cut, once the client
+/// has seen `state`.
+async fn cut_off(backend: zk::ZkBackend, tag: &str, state: SessionState) -> zk::ZkTestSession {
+    let t = backend.open_zk(&namespace("zk", tag)).await;
+    t.control.disconnect().await;
+    t.control.wait_state(state).await;
+    t
 }
 
 #[tokio::test]
 async fn connecting_creates_a_nested_namespace_and_chroots_into_it() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let parent = namespace("chroot");
+    let parent = namespace("zk", "chroot");
     let nested = format!("{parent}/inner");
     tracing::info!("--- a session on a namespace whose parents do not exist yet");
     let s = ZkConnector::new(backend.config(&nested))
@@ -52,7 +60,7 @@ async fn connecting_creates_a_nested_namespace_and_chroots_into_it() {
 async fn digest_auth_refuses_another_identity_with_no_auth() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let ns = namespace("digest");
+    let ns = namespace("zk", "digest");
     let as_user = |who: &str| ZkConnector::new(backend.config(&ns).with_digest(who).unwrap());
     tracing::info!("--- alice creates the namespace and a node, creator-only");
     let alice = as_user("alice:secret").connect().await.unwrap();
@@ -87,10 +95,7 @@ async fn digest_auth_refuses_another_identity_with_no_auth() {
 async fn a_dead_host_in_the_connect_string_is_skipped() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = dead_address();
     let live = backend.server().connect_string();
     // The client shuffles its hosts, so a few sessions try both orders.
     for (i, connect) in [format!("{dead},{live}"), format!("{live},{dead}")]
@@ -98,7 +103,7 @@ async fn a_dead_host_in_the_connect_string_is_skipped() {
         .enumerate()
     {
         for _ in 0..2 {
-            let config = backend.config_via(connect, &namespace("hosts"));
+            let config = backend.config_via(connect, &namespace("zk", "hosts"));
             let s = ZkConnector::new(config)
                 .connect()
                 .await
@@ -112,10 +117,7 @@ async fn a_dead_host_in_the_connect_string_is_skipped() {
 async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = dead_address();
     let connector = ZkConnector::new(backend.config_via(&dead.to_string(), "dead"));
     match connector.connect().await {
         Err(RegistryError::Connect { target, .. }) => assert!(target.contains(&dead.to_string())),
@@ -127,11 +129,9 @@ async fn connecting_to_dead_hosts_fails_with_a_connect_error_naming_them() {
 async fn calls_are_bounded_by_the_call_timeout() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend().with_call_timeout(Duration::from_millis(300));
-    let t = backend.open_zk(&namespace("timeout")).await;
-    t.control.disconnect().await;
     // A call sent before the client notices fails fast with ConnectionLoss; one sent while it
     // reconnects waits, and that wait is what the bound is for.
-    t.control.wait_state(SessionState::Disconnected).await;
+    let t = cut_off(backend, "timeout", SessionState::Disconnected).await;
     let started = Instant::now();
     match t.session.get("/job").await {
         Err(RegistryError::Timeout {
@@ -155,7 +155,7 @@ async fn calls_are_bounded_by_the_call_timeout() {
 async fn an_expired_session_fails_every_call_with_session_expired() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let ns = namespace("expired");
+    let ns = namespace("zk", "expired");
     let t = backend.open_zk(&ns).await;
     t.session
         .create("/mine", b"", CreateMode::Ephemeral)
@@ -188,9 +188,7 @@ async fn an_expired_session_fails_every_call_with_session_expired() {
 async fn a_session_cut_off_longer_than_its_timeout_expires() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend().with_session_timeout(Duration::from_millis(800));
-    let t = backend.open_zk(&namespace("cutoff")).await;
-    t.control.disconnect().await;
-    t.control.wait_state(SessionState::Expired).await;
+    let t = cut_off(backend, "cutoff", SessionState::Expired).await;
     t.control.reconnect().await;
     assert!(matches!(
         t.session.children("/").await,
@@ -202,7 +200,7 @@ async fn a_session_cut_off_longer_than_its_timeout_expires() {
 async fn closing_ends_the_session_and_later_calls_fail_with_closed() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let ns = namespace("close");
+    let ns = namespace("zk", "close");
     let s = ZkConnector::new(backend.config(&ns))
         .connect()
         .await
@@ -227,7 +225,7 @@ async fn session_info_reports_the_negotiated_timeout() {
     require!(Peer::ZooKeeper);
     // The server caps sessions at 60 s; asking for more gets the cap.
     let backend = zk::backend().with_session_timeout(Duration::from_secs(100));
-    let s = ZkConnector::new(backend.config(&namespace("info")))
+    let s = ZkConnector::new(backend.config(&namespace("zk", "info")))
         .connect()
         .await
         .unwrap();
@@ -240,7 +238,7 @@ async fn session_info_reports_the_negotiated_timeout() {
 async fn op_counts_split_calls_by_kind_and_outcome() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let connector = ZkConnector::new(backend.config(&namespace("counts")));
+    let connector = ZkConnector::new(backend.config(&namespace("zk", "counts")));
     let s = connector.connect_session().await.unwrap();
     s.create("/a", b"", CreateMode::Persistent).await.unwrap();
     s.get("/a").await.unwrap();
@@ -257,7 +255,7 @@ async fn list_subtree_reads_twenty_thousand_nodes_in_pipelined_batches() {
     const PARENTS: usize = 200;
     const CHILDREN: usize = 100;
     let backend = zk::backend();
-    let connector = ZkConnector::new(backend.config(&namespace("list")));
+    let connector = ZkConnector::new(backend.config(&namespace("zk", "list")));
     let s = connector.connect_session().await.unwrap();
     tracing::info!("--- {PARENTS} parents with {CHILDREN} children each, one multi-op per parent");
     s.create("/job", b"root", CreateMode::Persistent)
@@ -309,7 +307,7 @@ async fn list_subtree_reads_twenty_thousand_nodes_in_pipelined_batches() {
 async fn a_recursive_watch_keeps_reporting_after_a_reconnect_without_duplicates() {
     require!(Peer::ZooKeeper);
     let backend = zk::backend();
-    let t = backend.open_zk(&namespace("rewatch")).await;
+    let t = backend.open_zk(&namespace("zk", "rewatch")).await;
     let s = t.session.clone();
     let mut watch = s.watch_recursive("/").await.unwrap();
     for round in 0..2 {

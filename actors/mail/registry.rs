@@ -2,13 +2,11 @@
 
 use std::sync::Arc;
 
-use ractor::{ActorCell, RpcReplyPort};
-
 use crate::registry::mirror::{MirrorEvent, MirrorFeed};
 use crate::registry::Registry;
 use crate::types::JobName;
 
-use super::{EngineError, JobSpec};
+use super::NodeMsg;
 
 /// What a connection attempt opened: the session and the feed that listed the mirror, or the
 /// error that stopped it.
@@ -23,18 +21,8 @@ pub(crate) enum RegistryMsg {
     Opened(Box<Opened>),
     /// The mirror feed of session `generation` changed something.
     MirrorChanged(u64, MirrorEvent),
-    /// Add a job to this node (and to the current session, if any).
-    AddJob(Box<JobSpec>, RpcReplyPort<Result<(), EngineError>>),
-    /// Remove a job from this node.
-    RemoveJob(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// Run every item this instance owns of a job once, now.
-    Trigger(JobName, RpcReplyPort<Result<(), EngineError>>),
-    /// The cell of a job's ExecutorActor on the current session (supervision, diagnostics).
-    Executor(JobName, RpcReplyPort<Result<ActorCell, EngineError>>),
-    /// The id of the connected session, when its mirror is synced (`None` otherwise).
-    ReadySession(RpcReplyPort<Option<i64>>),
-    /// The current session, for a read that must reach the registry itself (a dump).
-    Session(RpcReplyPort<Option<Arc<dyn Registry>>>),
+    /// A request of the node's API or endpoints, as the NodeActor got it (or of adoption).
+    Request(NodeMsg),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).
     CheckClock,
     /// An adopted job was drained and removed from this node (`actors/adopt.rs`).

@@ -37,6 +37,7 @@ use super::context::NodeContext;
 use super::mail::RegistryMsg;
 use super::registry::RegistryActor;
 
+use super::error::child_ended;
 pub use super::error::EngineError;
 pub use super::mail::NodeMsg;
 pub use builder::NodeBuilder;
@@ -127,16 +128,8 @@ impl Actor for NodeActor {
             answer_without_registry(msg);
             return Ok(());
         };
-        let forwarded = match msg {
-            NodeMsg::AddJob(spec, reply) => RegistryMsg::AddJob(spec, reply),
-            NodeMsg::RemoveJob(job, reply) => RegistryMsg::RemoveJob(job, reply),
-            NodeMsg::Trigger(job, reply) => RegistryMsg::Trigger(job, reply),
-            NodeMsg::Executor(job, reply) => RegistryMsg::Executor(job, reply),
-            NodeMsg::ReadySession(reply) => RegistryMsg::ReadySession(reply),
-            NodeMsg::Session(reply) => RegistryMsg::Session(reply),
-        };
         // A registry actor that just ended drops the reply port: the caller hears "no reply".
-        let _ = registry.send_message(forwarded);
+        let _ = registry.send_message(RegistryMsg::Request(msg));
         Ok(())
     }
 
@@ -147,16 +140,13 @@ impl Actor for NodeActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let current = state.registry.as_ref().map(|r| r.get_id());
-        let why = match &evt {
-            SupervisionEvent::ActorFailed(cell, e) if Some(cell.get_id()) == current => {
-                e.to_string()
-            }
-            SupervisionEvent::ActorTerminated(cell, _, reason)
-                if Some(cell.get_id()) == current =>
-            {
-                reason.clone().unwrap_or_else(|| "terminated".to_owned())
-            }
-            _ => return Ok(()),
+        let Some((_, why)) = child_ended(&evt).filter(|(c, _)| Some(c.get_id()) == current) else {
+            return Ok(());
+        };
+        let why = if why.is_empty() {
+            "terminated".to_owned()
+        } else {
+            why
         };
         // One helper for failed and terminated alike; past the restart intensity this returns an
         // error, which fails the node and tells the host's supervisor.

@@ -384,15 +384,7 @@ async fn history(
     Query(filter): Query<HistoryFilter>,
 ) -> ApiResult<Value> {
     let job = job_name(&name)?;
-    let Some(history) = &state.history else {
-        return Err(ApiError {
-            status: StatusCode::NOT_FOUND,
-            body: json!({
-                "error": "no history: start the console with --history DB",
-                "class": "BAD_INPUT",
-            }),
-        });
-    };
+    let history = super::stats::history_of(&state)?;
     let mut query = HistoryQuery::job(job.clone());
     if let Some(item) = filter.item.as_deref().filter(|i| !i.trim().is_empty()) {
         query.item = Some(crate::history::parse_item(item).map_err(ApiError::bad_input)?);

@@ -26,15 +26,8 @@ pub(super) async fn audit(
     State(state): State<ConsoleState>,
     Query(filter): Query<AuditFilter>,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(history) = &state.history else {
-        return Err(ApiError {
-            status: StatusCode::NOT_FOUND,
-            body: json!({
-                "error": "no audit log: start the console with --history DB",
-                "class": "BAD_INPUT",
-            }),
-        });
-    };
+    let history = (state.history.as_ref())
+        .ok_or_else(|| ApiError::not_found("no audit log: start the console with --history DB"))?;
     let job = match filter
         .job
         .as_deref()

@@ -1,6 +1,7 @@
 //! Leader election: the first available instance to create the ephemeral
 //! `leader/election/instance` leads; a disabled leader steps down.
 
+use crate::decide::answer::Answer;
 use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
 use crate::types::{InstanceId, JobName};
@@ -33,6 +34,37 @@ pub fn decide(view: &JobView, job: &JobName, me: &InstanceId) -> ElectionDecisio
             CreateMode::Ephemeral,
         )),
         None => ElectionDecision::Nothing,
+    }
+}
+
+/// What standing for leadership came to, from the create's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stood {
+    /// The node is ours: the rest of this evaluation runs as leader (the mirror shows the win
+    /// only a moment later).
+    Won,
+    /// Somebody stood first, or the mirror does not show yet that this instance won a moment
+    /// ago: the node's event brings the answer (and another evaluation).
+    Lost,
+    /// The registry failed: say so; the next evaluation stands again.
+    Failed(String),
+}
+
+/// Reads the answer to [`ElectionDecision::Stand`]'s create.
+pub fn stood(answer: &Answer) -> Stood {
+    match answer {
+        Answer::Done => Stood::Won,
+        Answer::Exists { .. } => Stood::Lost,
+        other => Stood::Failed(other.describe()),
+    }
+}
+
+/// Whether stepping down's delete failed in a way worth a warning (a node already gone is not),
+/// with what to say.
+pub fn abdication_failed(answer: &Answer) -> Option<String> {
+    match answer {
+        Answer::Done | Answer::Missing { .. } => None,
+        other => Some(other.describe()),
     }
 }
 
@@ -86,5 +118,34 @@ mod tests {
         for (name, v, want) in cases {
             assert_eq!(decide(&v, &job(), &a), want, "{name}");
         }
+    }
+
+    #[test]
+    fn standing_is_won_on_success_lost_to_an_existing_node_and_failed_otherwise() {
+        let cases = [
+            (Answer::Done, Stood::Won),
+            (Answer::Exists { at: None }, Stood::Lost),
+            (
+                Answer::Failed("connection loss".into()),
+                Stood::Failed(Answer::Failed("connection loss".into()).describe()),
+            ),
+            (
+                Answer::Missing { at: None },
+                Stood::Failed(Answer::Missing { at: None }.describe()),
+            ),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(stood(&answer), want, "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn stepping_down_warns_only_when_the_delete_failed_for_another_reason_than_a_missing_node() {
+        assert_eq!(abdication_failed(&Answer::Done), None);
+        assert_eq!(abdication_failed(&Answer::Missing { at: None }), None);
+        let failed = Answer::Failed("timeout".into());
+        assert_eq!(abdication_failed(&failed), Some(failed.describe()));
+        let version = Answer::BadVersion { at: None };
+        assert_eq!(abdication_failed(&version), Some(version.describe()));
     }
 }

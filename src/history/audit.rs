@@ -11,7 +11,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Serialize;
 use sqlx::Row;
 
-use super::sql::{from_db, to_db, Param, Store};
+use super::sql::{bind_all, fetch_rows, from_db, on_pool, to_db, Param, Store};
 use super::HistoryError;
 use crate::types::JobName;
 
@@ -123,18 +123,10 @@ impl Store {
             Param::OptText(r.config_before.clone()),
             Param::OptText(r.config_after.clone()),
         ];
-        let result = match self {
-            Self::Sqlite(pool) => crate::history::sql::bind_all!(sqlx::query(INSERT_AUDIT), params)
-                .execute(pool)
-                .await
-                .map(drop),
-            Self::Postgres(pool) => {
-                crate::history::sql::bind_all!(sqlx::query(INSERT_AUDIT), params)
-                    .execute(pool)
-                    .await
-                    .map(drop)
-            }
-        };
+        let result = on_pool!(self, pool => bind_all!(sqlx::query(INSERT_AUDIT), params)
+            .execute(pool)
+            .await
+            .map(drop));
         result.map_err(|source| HistoryError::Write {
             table: "SHARDCRON_AUDIT_LOG",
             id: r.id.clone(),
@@ -152,32 +144,7 @@ impl Store {
         }
         params.push(Param::BigInt(i64::from(q.limit)));
         sql += &format!(" ORDER BY audit_time DESC, id DESC LIMIT ${}", params.len());
-        let fail = |source| HistoryError::Query {
-            table: "SHARDCRON_AUDIT_LOG",
-            source,
-        };
-        match self {
-            Self::Sqlite(pool) => {
-                let rows = crate::history::sql::bind_all!(sqlx::query(&sql), params)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(fail)?;
-                rows.iter()
-                    .map(|row| audit_from_row!(row))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)
-            }
-            Self::Postgres(pool) => {
-                let rows = crate::history::sql::bind_all!(sqlx::query(&sql), params)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(fail)?;
-                rows.iter()
-                    .map(|row| audit_from_row!(row))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)
-            }
-        }
+        fetch_rows!(self, &sql, params, "SHARDCRON_AUDIT_LOG", audit_from_row)
     }
 }
 

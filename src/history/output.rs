@@ -15,7 +15,7 @@ use sqlx::Row;
 
 use super::record::ExecutionRecord;
 use super::sql::EXECUTION_COLUMNS;
-use super::sql::{bind_all, execution_from_row, from_db, item_to_db, to_db, Param, Store};
+use super::sql::{bind_all, execution_from_row, from_db, item_to_db, on_pool, to_db, Param, Store};
 use super::{History, HistoryError};
 use crate::job::output::OutputSnapshot;
 use crate::types::{JobName, ShardItem};
@@ -170,16 +170,10 @@ impl Store {
             Param::Int(i32::from(r.complete)),
             Param::Time(to_db(r.update_time)),
         ];
-        let result = match self {
-            Self::Sqlite(pool) => bind_all!(sqlx::query(UPSERT_OUTPUT), params)
+        let result = on_pool!(self, pool => bind_all!(sqlx::query(UPSERT_OUTPUT), params)
                 .execute(pool)
                 .await
-                .map(drop),
-            Self::Postgres(pool) => bind_all!(sqlx::query(UPSERT_OUTPUT), params)
-                .execute(pool)
-                .await
-                .map(drop),
-        };
+                .map(drop));
         result.map_err(|source| HistoryError::Write {
             table: "SHARDCRON_EXECUTION_OUTPUT",
             id: r.id.clone(),
@@ -196,22 +190,13 @@ impl Store {
             table: "JOB_EXECUTION_LOG",
             source,
         };
-        let row = match self {
-            Self::Sqlite(pool) => bind_all!(sqlx::query(sql), params)
+        let row = on_pool!(self, pool => bind_all!(sqlx::query(sql), params)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
                 .map(|row| execution_from_row!(&row))
                 .transpose()
-                .map_err(fail)?,
-            Self::Postgres(pool) => bind_all!(sqlx::query(sql), params)
-                .fetch_optional(pool)
-                .await
-                .map_err(fail)?
-                .map(|row| execution_from_row!(&row))
-                .transpose()
-                .map_err(fail)?,
-        };
+                .map_err(fail)?);
         Ok(row)
     }
 
@@ -221,24 +206,14 @@ impl Store {
             table: "SHARDCRON_EXECUTION_OUTPUT",
             source,
         };
-        let row = match self {
-            Self::Sqlite(pool) => sqlx::query(&sql)
+        let row = on_pool!(self, pool => sqlx::query(&sql)
                 .bind(id)
                 .fetch_optional(pool)
                 .await
                 .map_err(fail)?
                 .map(|row| output_from_row!(&row))
                 .transpose()
-                .map_err(fail)?,
-            Self::Postgres(pool) => sqlx::query(&sql)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-                .map_err(fail)?
-                .map(|row| output_from_row!(&row))
-                .transpose()
-                .map_err(fail)?,
-        };
+                .map_err(fail)?);
         Ok(row)
     }
 }

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::retention::{JobPurge, Retention, RetentionRecord, RetentionWindow};
-use super::sql::Store;
+use super::sql::{on_pool, Store};
 use super::{History, HistoryError};
 
 impl History {
@@ -167,10 +167,7 @@ impl Store {
             table: "JOB_EXECUTION_LOG",
             source,
         };
-        match self {
-            Self::Sqlite(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await.map_err(fail),
-            Self::Postgres(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await.map_err(fail),
-        }
+        on_pool!(self, pool => sqlx::query_scalar(SQL).fetch_all(pool).await.map_err(fail))
     }
 
     /// Deletes at most `batch` rows of `job` older than `before`; returns how many.
@@ -192,22 +189,13 @@ impl Store {
             source,
         };
         let limit = i64::from(batch.max(1));
-        let done = match self {
-            Self::Sqlite(pool) => sqlx::query(&sql)
+        let done = on_pool!(self, pool => sqlx::query(&sql)
                 .bind(job)
                 .bind(before)
                 .bind(limit)
                 .execute(pool)
                 .await
-                .map(|r| r.rows_affected()),
-            Self::Postgres(pool) => sqlx::query(&sql)
-                .bind(job)
-                .bind(before)
-                .bind(limit)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected()),
-        };
+                .map(|r| r.rows_affected()));
         done.map_err(fail)
     }
 
@@ -223,24 +211,14 @@ impl Store {
             source,
         };
         let window = p.window.seconds();
-        match self {
-            Self::Sqlite(pool) => sqlx::query(SQL)
+        on_pool!(self, pool => sqlx::query(SQL)
                 .bind(&p.job_name)
                 .bind(window)
                 .bind(before)
                 .bind(at)
                 .execute(pool)
                 .await
-                .map(drop),
-            Self::Postgres(pool) => sqlx::query(SQL)
-                .bind(&p.job_name)
-                .bind(window)
-                .bind(before)
-                .bind(at)
-                .execute(pool)
-                .await
-                .map(drop),
-        }
+                .map(drop))
         .map_err(fail)
     }
 
@@ -252,11 +230,9 @@ impl Store {
             table: "SHARDCRON_HISTORY_RETENTION",
             source,
         };
-        let row: Option<Row> = match self {
-            Self::Sqlite(pool) => sqlx::query_as(SQL).bind(job).fetch_optional(pool).await,
-            Self::Postgres(pool) => sqlx::query_as(SQL).bind(job).fetch_optional(pool).await,
-        }
-        .map_err(fail)?;
+        let row: Option<Row> =
+            on_pool!(self, pool => sqlx::query_as(SQL).bind(job).fetch_optional(pool).await)
+                .map_err(fail)?;
         Ok(row.map(|(window, before, at)| RetentionRecord {
             window: RetentionWindow::from_seconds(window),
             purged_before: before.and_utc(),

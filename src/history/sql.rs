@@ -152,6 +152,39 @@ macro_rules! bind_all {
 }
 pub(super) use bind_all;
 
+/// `$body` with `$pool` bound to the pool `$store` holds: one text, typed for each backend.
+macro_rules! on_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match $store {
+            Store::Sqlite($pool) => $body,
+            Store::Postgres($pool) => $body,
+        }
+    };
+}
+pub(super) use on_pool;
+
+/// Every row `$sql` with `$params` answers on `$store`, each read with `$from_row!`; a failure
+/// names `$table`.
+macro_rules! fetch_rows {
+    ($store:expr, $sql:expr, $params:expr, $table:literal, $from_row:ident) => {{
+        let fail = |source| HistoryError::Query {
+            table: $table,
+            source,
+        };
+        on_pool!($store, pool => {
+            let rows = bind_all!(sqlx::query($sql), $params)
+                .fetch_all(pool)
+                .await
+                .map_err(fail)?;
+            rows.iter()
+                .map(|row| $from_row!(row))
+                .collect::<Result<_, _>>()
+                .map_err(fail)
+        })
+    }};
+}
+pub(super) use fetch_rows;
+
 /// Reads an [`ExecutionRecord`] from a row of either backend.
 macro_rules! execution_from_row {
     ($row:expr) => {{
@@ -341,16 +374,10 @@ impl Store {
                 status_params(r),
             ),
         };
-        let result = match self {
-            Self::Sqlite(pool) => bind_all!(sqlx::query(&sql), params)
+        let result = on_pool!(self, pool => bind_all!(sqlx::query(&sql), params)
                 .execute(pool)
                 .await
-                .map(drop),
-            Self::Postgres(pool) => bind_all!(sqlx::query(&sql), params)
-                .execute(pool)
-                .await
-                .map(drop),
-        };
+                .map(drop));
         result.map_err(|source| HistoryError::Write {
             table,
             id: id.clone(),
@@ -384,32 +411,7 @@ impl Store {
         }
         params.push(Param::BigInt(i64::from(q.limit)));
         sql += &format!(" ORDER BY start_time DESC, id DESC LIMIT ${}", params.len());
-        let fail = |source| HistoryError::Query {
-            table: "JOB_EXECUTION_LOG",
-            source,
-        };
-        match self {
-            Self::Sqlite(pool) => {
-                let rows = bind_all!(sqlx::query(&sql), params)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(fail)?;
-                rows.iter()
-                    .map(|row| execution_from_row!(row))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)
-            }
-            Self::Postgres(pool) => {
-                let rows = bind_all!(sqlx::query(&sql), params)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(fail)?;
-                rows.iter()
-                    .map(|row| execution_from_row!(row))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)
-            }
-        }
+        fetch_rows!(self, &sql, params, "JOB_EXECUTION_LOG", execution_from_row)
     }
 
     /// One job's status changes, newest first.
@@ -429,40 +431,12 @@ impl Store {
             " ORDER BY creation_time DESC, id DESC LIMIT ${}",
             params.len()
         );
-        let fail = |source| HistoryError::Query {
-            table: "JOB_STATUS_TRACE_LOG",
-            source,
-        };
-        match self {
-            Self::Sqlite(pool) => {
-                let rows = bind_all!(sqlx::query(&sql), params)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(fail)?;
-                rows.iter()
-                    .map(|row| status_from_row!(row))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)
-            }
-            Self::Postgres(pool) => {
-                let rows = bind_all!(sqlx::query(&sql), params)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(fail)?;
-                rows.iter()
-                    .map(|row| status_from_row!(row))
-                    .collect::<Result<_, _>>()
-                    .map_err(fail)
-            }
-        }
+        fetch_rows!(self, &sql, params, "JOB_STATUS_TRACE_LOG", status_from_row)
     }
 
     /// Closes the pool, waiting for its connections to finish.
     pub(super) async fn close(&self) {
-        match self {
-            Self::Sqlite(pool) => pool.close().await,
-            Self::Postgres(pool) => pool.close().await,
-        }
+        on_pool!(self, pool => pool.close().await)
     }
 }
 

@@ -147,12 +147,7 @@ impl Ops {
 
     /// Parses and validates a new config for `job`, naming every bad field.
     async fn checked_config(&self, job: &JobName, yaml: &str) -> Result<JobConfig, OpsError> {
-        if yaml.len() > MAX_CONFIG_BYTES {
-            return Err(OpsError::ConfigTooLarge {
-                job: job.clone(),
-                bytes: yaml.len(),
-            });
-        }
+        within_limit(job, yaml)?;
         let mut config = JobConfig::from_yaml(yaml).map_err(|source| OpsError::ConfigYaml {
             job: job.clone(),
             source,
@@ -205,17 +200,7 @@ impl Ops {
         config: &JobConfig,
         version: i32,
     ) -> Result<i32, OpsError> {
-        // Written in the Java layout (sorted keys, nulls left out) with unknown fields kept.
-        let yaml = config.to_yaml().map_err(|source| OpsError::ConfigYaml {
-            job: job.clone(),
-            source,
-        })?;
-        if yaml.len() > MAX_CONFIG_BYTES {
-            return Err(OpsError::ConfigTooLarge {
-                job: job.clone(),
-                bytes: yaml.len(),
-            });
-        }
+        let yaml = stored_yaml(job, config)?;
         match self
             .registry
             .set(
@@ -235,6 +220,28 @@ impl Ops {
             })),
         }
     }
+}
+
+/// `config` as stored: the Java layout (sorted keys, nulls left out) with unknown fields kept,
+/// within [`MAX_CONFIG_BYTES`].
+pub(super) fn stored_yaml(job: &JobName, config: &JobConfig) -> Result<String, OpsError> {
+    let yaml = config.to_yaml().map_err(|source| OpsError::ConfigYaml {
+        job: job.clone(),
+        source,
+    })?;
+    within_limit(job, &yaml)?;
+    Ok(yaml)
+}
+
+/// Refuses a config text longer than [`MAX_CONFIG_BYTES`] (a registry node holds 1 MiB).
+fn within_limit(job: &JobName, yaml: &str) -> Result<(), OpsError> {
+    if yaml.len() > MAX_CONFIG_BYTES {
+        return Err(OpsError::ConfigTooLarge {
+            job: job.clone(),
+            bytes: yaml.len(),
+        });
+    }
+    Ok(())
 }
 
 fn read_error(job: JobName, source: RegistryError) -> OpsError {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::audit::Entry;
-use super::{Ops, OpsError, MAX_CONFIG_BYTES};
+use super::{Ops, OpsError};
 use crate::config::{ConfigError, ConfigErrors, JobConfig};
 use crate::decide::adopt::{Marker, RuntimeType};
 use crate::job::http;
@@ -227,16 +227,7 @@ impl Ops {
             }
         })?;
         self.check_workflow(job, &config).await?;
-        let yaml = config.to_yaml().map_err(|source| OpsError::ConfigYaml {
-            job: job.clone(),
-            source,
-        })?;
-        if yaml.len() > MAX_CONFIG_BYTES {
-            return Err(OpsError::ConfigTooLarge {
-                job: job.clone(),
-                bytes: yaml.len(),
-            });
-        }
+        let yaml = super::configure::stored_yaml(job, &config)?;
         let ops = [
             Op::create(
                 JobNode::Root.to_path(job),

@@ -145,6 +145,78 @@ impl Recorder {
         .await
     }
 
+    /// Waits for `more` complete fires (every one of `items` items ran, see [`complete_fires`])
+    /// beyond those recorded now.
+    pub async fn wait_more_fires(
+        &self,
+        what: &str,
+        items: u32,
+        more: usize,
+        within: Duration,
+    ) -> Vec<Execution> {
+        let before = complete_fires(&self.all(), items).len();
+        self.wait_until(what, within, |log| {
+            complete_fires(log, items).len() >= before + more
+        })
+        .await
+    }
+
+    /// Starts instance `n` on `conn` running `job` with [`Recorder::handler`]`(work)`.
+    pub async fn start(
+        &self,
+        conn: &Arc<dyn Connector>,
+        n: u32,
+        job: JobConfig,
+        work: Duration,
+    ) -> NodeHandle {
+        start_node(conn.clone(), instance(n), vec![(job, self.handler(work))]).await
+    }
+
+    /// A handler that records, runs `work` unless cancelled, and counts cancellations in
+    /// `cancelled` (failing a cancelled item with "session lost").
+    pub fn cancellable(
+        &self,
+        work: Duration,
+        cancelled: Arc<watch::Sender<usize>>,
+    ) -> SharedHandler {
+        let inner = self.handler(Duration::ZERO);
+        Arc::new(FnJob(move |ctx: ShardingContext| {
+            let (inner, cancelled) = (inner.clone(), cancelled.clone());
+            async move {
+                let token = ctx.cancellation.clone();
+                inner.run_item(ctx).await?;
+                tokio::select! {
+                    _ = tokio::time::sleep(work) => Ok(()),
+                    _ = token.cancelled() => {
+                        cancelled.send_modify(|n| *n += 1);
+                        Err(JobError::Cancelled("session lost".into()))
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Starts instance 1 on `conn` running the one-item job `long` (every 10 s) with
+    /// [`Recorder::cancellable`]`(work)` and waits until its item starts; returns the node and the
+    /// count of cancellations.
+    pub async fn start_long_item(
+        &self,
+        conn: Arc<dyn Connector>,
+        work: Duration,
+        within: Duration,
+    ) -> (NodeHandle, watch::Receiver<usize>) {
+        let cancelled = Arc::new(watch::channel(0usize).0);
+        let cancellations = cancelled.subscribe();
+        let job = JobConfig::new("long", 1)
+            .cron("0/10 * * * * ?")
+            .time_zone("GMT");
+        let handler = self.cancellable(work, cancelled);
+        let node = start_node(conn, instance(1), vec![(job, handler)]).await;
+        self.wait_until("the long item starts", within, |log| !log.is_empty())
+            .await;
+        (node, cancellations)
+    }
+
     /// A handler recording each item, then taking `work` of (tokio) time; the end of each run is
     /// recorded too ([`Recorder::spans`]).
     pub fn handler(&self, work: Duration) -> SharedHandler {
@@ -365,8 +437,7 @@ pub async fn start_nodes(
 ) -> Vec<NodeHandle> {
     let mut nodes = Vec::new();
     for n in instances {
-        let jobs = vec![(job.clone(), rec.handler(work))];
-        nodes.push(start_node(conn.clone(), instance(*n), jobs).await);
+        nodes.push(rec.start(conn, *n, job.clone(), work).await);
     }
     nodes
 }

@@ -12,6 +12,82 @@ pub fn ctl_binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_shardcronctl"))
 }
 
+/// What a `shardcronctl` run printed and how it exited.
+#[derive(Debug)]
+pub struct CtlOutput {
+    /// The exit code; -1 when a signal ended it.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CtlOutput {
+    /// The output of a finished run.
+    pub fn from_output(out: std::process::Output) -> CtlOutput {
+        CtlOutput {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Asserts exit code `code`, showing the output otherwise.
+    pub fn expect(self, code: i32) -> Self {
+        assert_eq!(self.code, code, "ctl exited with {}: {self:#?}", self.code);
+        self
+    }
+
+    /// Asserts exit code `code` and a stderr naming every one of `words`.
+    pub fn refused_naming(self, code: i32, words: &[&str]) -> Self {
+        assert_eq!(self.code, code, "ctl exited with {}: {self:#?}", self.code);
+        for word in words {
+            assert!(self.stderr.contains(word), "stderr names {word}: {self:#?}");
+        }
+        self
+    }
+
+    /// Stdout as JSON (after `--json`).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("ctl printed no JSON ({e}): {self:#?}"))
+    }
+}
+
+/// `shardcronctl ARGS` with `env` added; the registry credentials, console token and audit
+/// database of the test's own environment removed.
+pub fn ctl_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(ctl_binary());
+    command
+        .args(args)
+        .env_remove("SHARDCRON_ZK_AUTH")
+        .env_remove("SHARDCRON_ZK_AUTH_FILE")
+        .env_remove("SHARDCRON_AUDIT_DB")
+        .env_remove("SHARDCRON_CONSOLE_TOKEN")
+        .envs(env.iter().copied());
+    command
+}
+
+/// Runs [`ctl_command`] to its end, blocking.
+pub fn run_ctl_blocking(args: &[&str], env: &[(&str, &str)]) -> CtlOutput {
+    CtlOutput::from_output(ctl_command(args, env).output().expect("shardcronctl runs"))
+}
+
+/// Runs [`ctl_command`] to its end.
+pub async fn run_ctl(args: &[&str]) -> CtlOutput {
+    let out = tokio::process::Command::from(ctl_command(args, &[]))
+        .output()
+        .await
+        .expect("shardcronctl runs");
+    CtlOutput::from_output(out)
+}
+
+/// `["--zk", connect, "--namespace", namespace, args...]`.
+pub fn on_zk<'a>(connect: &'a str, namespace: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--zk", connect, "--namespace", namespace];
+    all.extend_from_slice(args);
+    all
+}
+
 /// The example node's binary.
 pub fn example_binary() -> PathBuf {
     example("node")

@@ -112,6 +112,41 @@ impl Output {
     }
 }
 
+/// Where example nodes on ZooKeeper find their work: the server, a namespace, a jobs file.
+#[derive(Debug, Clone)]
+pub struct ZkJobs {
+    pub connect: String,
+    pub namespace: String,
+    pub jobs: std::path::PathBuf,
+}
+
+impl ZkJobs {
+    /// Spawns the example node `label` as `instance` (4 s sessions); its scripts see
+    /// `SHARDCRON_TEST_INSTANCE={test_instance}`.
+    pub fn spawn(
+        &self,
+        label: &str,
+        instance: &str,
+        test_instance: &str,
+        output: &Output,
+    ) -> NodeProcess {
+        let args = [
+            "--zk",
+            self.connect.as_str(),
+            "--namespace",
+            self.namespace.as_str(),
+            "--jobs",
+            self.jobs.to_str().expect("a UTF-8 temp path"),
+            "--instance-id",
+            instance,
+            "--session-timeout-ms",
+            "4000",
+        ];
+        let env = [("SHARDCRON_TEST_INSTANCE", test_instance)];
+        NodeProcess::spawn(label, &args, &env, output)
+    }
+}
+
 /// A running example process; killed (SIGKILL) if the test ends without stopping it.
 pub struct NodeProcess {
     pub label: String,

@@ -3,7 +3,6 @@
 //! (`tests/run_policies.rs`, `tests/overlap_policies.rs`).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,15 +19,6 @@ use super::zk;
 
 /// A bound on every wait that is not the one under test.
 pub const WITHIN: Duration = Duration::from_secs(30);
-
-pub fn namespace(test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "policies-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 /// A node on ZooKeeper namespace `ns` running the script job `config`, its events recorded in a
 /// SQLite history.

@@ -25,6 +25,17 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 const INSTALL_HINT: &str =
     "run `scripts/test`, which installs the Debian `prometheus` package (promtool included)";
 
+/// The sum of the samples of `metric` in a `/metrics` text whose labels contain every one of
+/// `labels`.
+pub fn sample_sum(scrape: &str, metric: &str, labels: &[&str]) -> f64 {
+    scrape
+        .lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 /// A Prometheus server process. Killed on drop.
 #[derive(Debug)]
 pub struct PrometheusServer {

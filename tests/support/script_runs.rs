@@ -6,7 +6,6 @@ use super::wait;
 use super::zk;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,15 +18,6 @@ use shardcron::{InstanceId, JobSpec, JobType};
 
 /// A bound on every wait.
 pub const WITHIN: Duration = Duration::from_secs(40);
-
-pub fn namespace(kind: &str, test: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{kind}-{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 /// One run of one item, from the context JSON its script received.
 #[derive(Debug, Clone, PartialEq)]

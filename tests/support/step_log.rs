@@ -13,6 +13,7 @@
 //! workflow run (the root fire's instant in epoch ms), which every step of the run shares. Lines
 //! of runs outside any workflow (a root's fires before a downstream registered) are left out.
 
+use super::jobs_file::write_script;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -65,22 +66,16 @@ pub fn script(dir: &Path, name: &str, log: &Path, work: f64) -> PathBuf {
         )
     };
     let hold = format!("{}/hold-$SHARDCRON_TEST_INSTANCE", dir.display());
-    std::fs::write(
+    write_script(
         &path,
-        format!(
+        &format!(
             "#!/bin/sh\n{start}if [ -e \"{hold}\" ]; then\n{held}  while [ -e \"{hold}\" ]; do \
              sleep 0.02; done\nfi\nsleep {work}\n{end}",
             start = line("start"),
             held = line("held"),
             end = line("end"),
         ),
-    )
-    .expect("writing a step script");
-    let mut permissions = std::fs::metadata(&path)
-        .expect("a script just written")
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&path, permissions).expect("making a script executable");
+    );
     path
 }
 

@@ -51,16 +51,22 @@ pub(crate) enum LogsError {
     },
 }
 
-/// Runs `logs`.
-pub(crate) async fn logs(args: LogsArgs, json: bool) -> Result<(), LogsError> {
-    let db = args
-        .db
-        .clone()
+/// Opens the history `db` (else `$SHARDCRON_HISTORY`) to read it. Reading never creates a
+/// database: a missing file or folder is said, not made.
+pub(crate) async fn open_to_read<E>(db: Option<String>) -> Result<History, E>
+where
+    E: From<HistoryError> + From<HistoryLookupError>,
+{
+    let db = db
         .or_else(|| std::env::var(HISTORY_ENV).ok())
         .unwrap_or_default();
-    // Reading never creates a database: a missing file or folder is said, not made.
     HistoryTarget::parse(&db).require_existing()?;
-    let history = History::open(&db).await?;
+    Ok(History::open(&db).await?)
+}
+
+/// Runs `logs`.
+pub(crate) async fn logs(args: LogsArgs, json: bool) -> Result<(), LogsError> {
+    let history = open_to_read::<LogsError>(args.db.clone()).await?;
     let result = print_output(&history, &args, json).await;
     history.close().await;
     result

@@ -434,24 +434,8 @@ async fn execute(
                 format!("job {job} triggered on {}", names.join(", ")),
             );
         }
-        Command::Disable(args) => {
-            let target = target(args.server, args.item);
-            let done = ops.disable(&args.job, target).await?;
-            report(
-                json,
-                json!({ "jobName": args.job, "disabled": done }),
-                format!("job {}: disabled {}", args.job, describe(&done)),
-            );
-        }
-        Command::Enable(args) => {
-            let target = target(args.server, args.item);
-            let done = ops.enable(&args.job, target).await?;
-            report(
-                json,
-                json!({ "jobName": args.job, "enabled": done }),
-                format!("job {}: enabled {}", args.job, describe(&done)),
-            );
-        }
+        Command::Disable(args) => switch(ops, args, false, json).await?,
+        Command::Enable(args) => switch(ops, args, true, json).await?,
         Command::Shutdown(args) => {
             let scope = match args.instance {
                 Some(id) => ShutdownScope::Instance(id),
@@ -552,6 +536,24 @@ fn target(server: Option<String>, item: Option<shardcron::ShardItem>) -> Target 
         (None, Some(item)) => Target::Item(item),
         (None, None) => Target::AllServers,
     }
+}
+
+/// `disable` (`on` false) or `enable` (`on` true) a server or an item of a job.
+async fn switch(ops: &Ops, args: cli::SwitchArgs, on: bool, json: bool) -> Result<(), OpsError> {
+    let target = target(args.server, args.item);
+    let (done, word) = if on {
+        (ops.enable(&args.job, target).await?, "enabled")
+    } else {
+        (ops.disable(&args.job, target).await?, "disabled")
+    };
+    let mut answer = json!({ "jobName": args.job });
+    answer[word] = json!(done);
+    report(
+        json,
+        answer,
+        format!("job {}: {word} {}", args.job, describe(&done)),
+    );
+    Ok(())
 }
 
 /// `backfill`: the instants listed (a dry run) or requested, or the backfill cancelled.
@@ -694,12 +696,7 @@ async fn stats(args: cli::StatsArgs, json: bool) -> Result<(), CtlError> {
         };
         chrono::Utc::now() - back
     });
-    let db = args
-        .db
-        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
-        .unwrap_or_default();
-    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
-    let history = History::open(&db).await?;
+    let history = logs::open_to_read::<CtlError>(args.db).await?;
     let stats = history.stats(&args.job, since, args.by).await?;
     let retention = history.retention_of(args.job.as_str()).await?;
     history.close().await;
@@ -729,13 +726,7 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
     query.since = args.since;
     query.failed_only = args.failed;
     query.workflow_run = args.workflow_run;
-    // Reading never creates a database: a missing file or folder is said, not made.
-    let db = args
-        .db
-        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
-        .unwrap_or_default();
-    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
-    let history = History::open(&db).await?;
+    let history = logs::open_to_read::<CtlError>(args.db).await?;
     let records = history.query(&query).await?;
     let retention = history.retention_of(query.job.as_str()).await?;
     history.close().await;
@@ -755,12 +746,7 @@ async fn history(args: cli::HistoryArgs, json: bool) -> Result<(), CtlError> {
 
 /// `audit`: reads the audit log directly; no registry is involved.
 async fn audit(args: cli::AuditArgs, json: bool) -> Result<(), CtlError> {
-    let db = args
-        .db
-        .or_else(|| std::env::var(shardcron::history::HISTORY_ENV).ok())
-        .unwrap_or_default();
-    shardcron::history::HistoryTarget::parse(&db).require_existing()?;
-    let history = History::open(&db).await?;
+    let history = logs::open_to_read::<CtlError>(args.db).await?;
     let query = AuditQuery {
         job: args.job,
         limit: args.limit,

@@ -35,6 +35,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use self::log::{Expect, Report, Run};
 use self::process::NodeProc;
+use crate::support::jobs_file::{script_job, write_script};
 use crate::support::wait::{wait_until_blocking, Later};
 
 /// The session timeout every node asks for.
@@ -103,11 +104,11 @@ impl Cluster {
     /// on, misfire off) followed by `extra_jobs` (YAML list entries; `{record}`, `{slow}` and
     /// `{hang}` name the scripts).
     pub fn new(connect: &str, scenario: &str, extra_jobs: &str) -> Cluster {
-        let chaos = format!(
-            "  - type: SCRIPT\n    jobName: {JOB}\n    cron: '* * * * * ?'\n    timeZone: GMT\n    \
-             shardingTotalCount: {ITEMS}\n    failover: true\n    misfire: false\n    overwrite: true\n    \
-             props:\n      script.command.line: '{{record}}'\n{extra_jobs}"
-        );
+        let chaos = script_job(JOB, ITEMS, "'{record}'")
+            .cron("* * * * * ?")
+            .resilient()
+            .yaml()
+            + extra_jobs;
         Self::with_jobs(connect, scenario, &chaos)
     }
 
@@ -372,13 +373,4 @@ impl Cluster {
         }
         text
     }
-}
-
-fn write_script(path: &std::path::Path, text: &str) {
-    std::fs::write(path, text).expect("writing a script");
-    let mut permissions = std::fs::metadata(path)
-        .expect("a script just written")
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(path, permissions).expect("making a script executable");
 }

@@ -19,6 +19,7 @@
 //! `SHARDCRON_SOAK_SEED` sets the seed (random otherwise, always printed) and
 //! `SHARDCRON_SOAK_SECONDS` how long faults are injected.
 
+use crate::support::jobs_file::{entries, script_job};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -45,28 +46,17 @@ pub const LABELS: [&str; 4] = ["a", "b", "c", "d"];
 
 /// The jobs: `chaos` (4 short items every second) and `slow` (2 items of 6 s every 10 s, so that
 /// faults land in the middle of runs), both with failover, misfire off; the workflow of
-/// [`workflow::JOBS`] follows them.
-pub const JOBS: &str = "  - type: SCRIPT
-    jobName: chaos
-    cron: '* * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 4
-    failover: true
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{track} 3 0.1'
-  - type: SCRIPT
-    jobName: slow
-    cron: '0/10 * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 2
-    failover: true
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{track} 30 0.2'
-";
+/// [`workflow::jobs`] follows them.
+pub fn jobs() -> String {
+    entries(&[
+        script_job("chaos", 4, "'{track} 3 0.1'")
+            .cron("* * * * * ?")
+            .resilient(),
+        script_job("slow", 2, "'{track} 30 0.2'")
+            .cron("0/10 * * * * ?")
+            .resilient(),
+    ])
+}
 
 /// The jobs the verdict checks.
 pub fn checks() -> Vec<JobCheck> {
@@ -253,7 +243,7 @@ impl Soak {
     /// jobs run.
     pub fn start(seed: u64, scenario: &str) -> Soak {
         let ensemble = ZkEnsemble::start();
-        let jobs = format!("{JOBS}{}", workflow::JOBS);
+        let jobs = jobs() + &workflow::jobs();
         let cluster = Cluster::with_jobs(&ensemble.connect_string(), scenario, &jobs);
         let mut proxies = BTreeMap::new();
         for label in LABELS {

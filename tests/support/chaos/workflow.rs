@@ -15,6 +15,7 @@
 //! Failover re-runs of a step item are not duplicates, as for fires: an owner cut off from the
 //! registry may end a run it cannot report, and the survivors take it over. They are counted.
 
+use crate::support::jobs_file::{entries, script_job};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -24,29 +25,18 @@ use crate::support::wait::wait_until_blocking_every;
 /// The workflow's jobs, as YAML list entries for [`super::Cluster::with_jobs`]: `flow` (4 items of
 /// 1 s every 5 s) and `flow_report` (4 items of 0.3 s after it), both with failover: an item on
 /// each of the soak's four nodes, so that every node fault lands on both.
-pub const JOBS: &str = "  - type: SCRIPT
-    jobName: flow
-    cron: '0/5 * * * * ?'
-    timeZone: GMT
-    shardingTotalCount: 4
-    failover: true
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{track} 5 0.2'
-  - type: SCRIPT
-    jobName: flow_report
-    timeZone: GMT
-    shardingTotalCount: 4
-    failover: true
-    misfire: false
-    overwrite: true
-    props:
-      script.command.line: '{track} 3 0.1'
-      shardcron.after: flow
-";
+pub fn jobs() -> String {
+    entries(&[
+        script_job("flow", 4, "'{track} 5 0.2'")
+            .cron("0/5 * * * * ?")
+            .resilient(),
+        script_job("flow_report", 4, "'{track} 3 0.1'")
+            .resilient()
+            .prop("shardcron.after", "flow"),
+    ])
+}
 
-/// The root, its item count and cron period, and the step and its item count, of [`JOBS`].
+/// The root, its item count and cron period, and the step and its item count, of [`jobs`].
 pub const FLOW: FlowCheck = FlowCheck {
     root: "flow",
     root_items: 4,

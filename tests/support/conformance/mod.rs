@@ -7,7 +7,6 @@
 //! what it expected.
 
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shardcron::registry::{NodeEventKind, WatchEvent};
@@ -27,13 +26,6 @@ pub use sessions::*;
 
 /// How long a wait may take before the test fails; generous for a real ZooKeeper's session expiry.
 pub const WAIT: Duration = Duration::from_secs(30);
-
-/// A namespace no other case of this process (or a concurrent test binary) uses.
-pub fn unique_namespace(tag: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("conf-{}-{n}-{tag}", std::process::id())
-}
 
 /// Receives until an item matches `pred`, failing with `what` and everything seen on a timeout or
 /// when the channel ends.

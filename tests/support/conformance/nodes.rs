@@ -1,13 +1,14 @@
 //! Conformance cases on node semantics: round trips, typed refusals, sequences, multi-ops.
 
+use crate::support::namespace;
 use shardcron::registry::{CreateMode, Op, OpKind, OpResult, RegistryError, ANY_VERSION};
 
-use super::{now_millis, unique_namespace};
+use super::now_millis;
 use crate::support::backend::Backend;
 
 /// create, get, set (data version and mzxid move on), exists, delete.
 pub async fn create_get_set_delete_round_trip(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("roundtrip")).await.registry;
+    let s = b.open(&namespace("conf", "roundtrip")).await.registry;
     let before = now_millis();
     assert_eq!(
         s.create("/job", b"v0", CreateMode::Persistent)
@@ -37,7 +38,7 @@ pub async fn create_get_set_delete_round_trip(b: &dyn Backend) {
 
 /// Children are names, sorted; `list_subtree` puts parents before children.
 pub async fn children_are_sorted_names_and_listings_put_parents_first(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("children")).await.registry;
+    let s = b.open(&namespace("conf", "children")).await.registry;
     for p in ["/p", "/p/b", "/p/a", "/p/c", "/p/a/x"] {
         s.create(p, p.as_bytes(), CreateMode::Persistent)
             .await
@@ -58,7 +59,7 @@ pub async fn children_are_sorted_names_and_listings_put_parents_first(b: &dyn Ba
 pub async fn get_many_reads_every_path_in_order_and_a_missing_one_is_its_own_no_node(
     b: &dyn Backend,
 ) {
-    let s = b.open(&unique_namespace("getmany")).await.registry;
+    let s = b.open(&namespace("conf", "getmany")).await.registry;
     s.create("/m", b"", CreateMode::Persistent).await.unwrap();
     // More paths than one multi-read request holds.
     let mut paths = Vec::new();
@@ -90,7 +91,7 @@ pub async fn get_many_reads_every_path_in_order_and_a_missing_one_is_its_own_no_
 
 /// A create whose parent is missing fails with NoNode.
 pub async fn creating_under_a_missing_parent_fails_with_no_node(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("noparent")).await.registry;
+    let s = b.open(&namespace("conf", "noparent")).await.registry;
     let err = s
         .create("/a/b", b"", CreateMode::Persistent)
         .await
@@ -100,7 +101,7 @@ pub async fn creating_under_a_missing_parent_fails_with_no_node(b: &dyn Backend)
 
 /// A second create of one path fails with NodeExists.
 pub async fn creating_an_existing_node_fails_with_node_exists(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("exists")).await.registry;
+    let s = b.open(&namespace("conf", "exists")).await.registry;
     s.create("/a", b"1", CreateMode::Persistent).await.unwrap();
     let err = s
         .create("/a", b"2", CreateMode::Ephemeral)
@@ -112,7 +113,7 @@ pub async fn creating_an_existing_node_fails_with_node_exists(b: &dyn Backend) {
 
 /// Versioned set and delete with a stale version fail with BadVersion and change nothing.
 pub async fn stale_versions_fail_with_bad_version(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("badversion")).await.registry;
+    let s = b.open(&namespace("conf", "badversion")).await.registry;
     s.create("/a", b"1", CreateMode::Persistent).await.unwrap();
     s.set("/a", b"2", None).await.unwrap();
     let err = s.set("/a", b"3", Some(0)).await.unwrap_err();
@@ -124,7 +125,7 @@ pub async fn stale_versions_fail_with_bad_version(b: &dyn Backend) {
 
 /// Deleting a node that has children fails with NotEmpty.
 pub async fn deleting_a_node_with_children_fails_with_not_empty(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("notempty")).await.registry;
+    let s = b.open(&namespace("conf", "notempty")).await.registry;
     s.create("/a", b"", CreateMode::Persistent).await.unwrap();
     s.create("/a/b", b"", CreateMode::Persistent).await.unwrap();
     let err = s.delete("/a", None).await.unwrap_err();
@@ -135,7 +136,7 @@ pub async fn deleting_a_node_with_children_fails_with_not_empty(b: &dyn Backend)
 
 /// Sequential creates append increasing, zero-padded 10-digit numbers.
 pub async fn sequential_creates_get_increasing_ten_digit_suffixes(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("sequence")).await.registry;
+    let s = b.open(&namespace("conf", "sequence")).await.registry;
     s.create("/q", b"", CreateMode::Persistent).await.unwrap();
     let mut numbers = Vec::new();
     for mode in [
@@ -158,7 +159,7 @@ pub async fn sequential_creates_get_increasing_ten_digit_suffixes(b: &dyn Backen
 
 /// A create under an ephemeral fails with NoChildrenForEphemerals.
 pub async fn ephemeral_nodes_cannot_have_children(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("ephkids")).await.registry;
+    let s = b.open(&namespace("conf", "ephkids")).await.registry;
     s.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
     let err = s
         .create("/e/c", b"", CreateMode::Persistent)
@@ -176,7 +177,7 @@ pub async fn ephemeral_nodes_cannot_have_children(b: &dyn Backend) {
 pub async fn a_check_at_any_version_needs_only_the_node_and_a_create_delete_pair_asserts_absence(
     b: &dyn Backend,
 ) {
-    let s = b.open(&unique_namespace("anyversion")).await.registry;
+    let s = b.open(&namespace("conf", "anyversion")).await.registry;
     s.create("/r", b"", CreateMode::Persistent).await.unwrap();
     s.set("/r", b"v1", None).await.unwrap();
     let guarded = |proof: &str| {
@@ -206,7 +207,7 @@ pub async fn a_check_at_any_version_needs_only_the_node_and_a_create_delete_pair
 
 /// A multi-op with a failing operation applies nothing and names the first failing one.
 pub async fn a_failing_multi_applies_nothing_and_names_the_failing_op(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("multifail")).await.registry;
+    let s = b.open(&namespace("conf", "multifail")).await.registry;
     s.create("/m", b"orig", CreateMode::Persistent)
         .await
         .unwrap();
@@ -248,7 +249,7 @@ pub async fn a_failing_multi_applies_nothing_and_names_the_failing_op(b: &dyn Ba
 
 /// A successful multi-op applies every operation in order and reports each result.
 pub async fn a_successful_multi_applies_every_op_in_order(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("multiok")).await.registry;
+    let s = b.open(&namespace("conf", "multiok")).await.registry;
     let ops = [
         Op::create("/t", b"".to_vec(), CreateMode::Persistent),
         Op::create("/t/a", b"".to_vec(), CreateMode::Persistent),

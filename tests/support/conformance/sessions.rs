@@ -1,14 +1,15 @@
 //! Conformance cases on sessions and watches: ephemerals dying with their session, recursive
 //! watch order and scope, disconnects, expiry, the registry clock, namespaces.
 
+use crate::support::namespace;
 use shardcron::registry::{CreateMode, NodeEventKind, Op, RegistryError, SessionState, WatchEvent};
 
-use super::{ev, node_events, now_millis, unique_namespace, wait_for, WAIT};
+use super::{ev, node_events, now_millis, wait_for, WAIT};
 use crate::support::backend::Backend;
 
 /// An ephemeral node belongs to its session and goes when that session closes.
 pub async fn ephemeral_nodes_vanish_when_their_session_closes(b: &dyn Backend) {
-    let ns = unique_namespace("close");
+    let ns = namespace("conf", "close");
     let owner = b.open(&ns).await.registry;
     let other = b.open(&ns).await.registry;
     let path = owner
@@ -36,7 +37,7 @@ pub async fn ephemeral_nodes_vanish_when_their_session_closes(b: &dyn Backend) {
 
 /// An ephemeral node goes when its session expires, and the expired session is dead for good.
 pub async fn ephemeral_nodes_vanish_when_their_session_expires(b: &dyn Backend) {
-    let ns = unique_namespace("expire");
+    let ns = namespace("conf", "expire");
     let doomed = b.open(&ns).await;
     let other = b.open(&ns).await.registry;
     doomed
@@ -80,7 +81,7 @@ pub async fn ephemeral_nodes_vanish_when_their_session_expires(b: &dyn Backend) 
 /// A recursive watch reports creates, changes and deletes of nested nodes and of multi-ops, in
 /// the order they were applied.
 pub async fn recursive_watches_see_every_change_below_them_in_order(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("watchorder")).await.registry;
+    let s = b.open(&namespace("conf", "watchorder")).await.registry;
     let mut watch = s.watch_recursive("/w").await.unwrap();
     s.create("/w", b"", CreateMode::Persistent).await.unwrap();
     s.create("/w/a", b"", CreateMode::Persistent).await.unwrap();
@@ -113,7 +114,7 @@ pub async fn recursive_watches_see_every_change_below_them_in_order(b: &dyn Back
 
 /// Changes outside the watched subtree, including siblings sharing a name prefix, are not seen.
 pub async fn recursive_watches_do_not_see_changes_outside_their_subtree(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("watchscope")).await.registry;
+    let s = b.open(&namespace("conf", "watchscope")).await.registry;
     s.create("/a", b"", CreateMode::Persistent).await.unwrap();
     let mut watch = s.watch_recursive("/a").await.unwrap();
     s.create("/ab", b"", CreateMode::Persistent).await.unwrap();
@@ -129,7 +130,7 @@ pub async fn recursive_watches_do_not_see_changes_outside_their_subtree(b: &dyn 
 /// A cut connection is reported as Disconnected then Connected, and the session and its watch
 /// work again afterwards.
 pub async fn a_disconnected_session_reconnects_and_works_again(b: &dyn Backend) {
-    let ns = unique_namespace("reconnect");
+    let ns = namespace("conf", "reconnect");
     let session = b.open(&ns).await;
     let s = session.registry.clone();
     s.create("/eph", b"", CreateMode::Ephemeral).await.unwrap();
@@ -165,7 +166,7 @@ pub async fn a_disconnected_session_reconnects_and_works_again(b: &dyn Backend) 
 
 /// The registry clock read through a node's mtime is close to the wall clock.
 pub async fn server_time_is_close_to_the_wall_clock(b: &dyn Backend) {
-    let s = b.open(&unique_namespace("time")).await.registry;
+    let s = b.open(&namespace("conf", "time")).await.registry;
     let server = s.server_time_millis("/systemTime/current").await.unwrap();
     let skew = (server - now_millis()).abs();
     assert!(
@@ -178,7 +179,7 @@ pub async fn server_time_is_close_to_the_wall_clock(b: &dyn Backend) {
 /// A connector opens sessions that see its namespace as `/`, created on connect, and namespaces
 /// do not see each other.
 pub async fn connectors_open_sessions_rooted_at_their_namespace(b: &dyn Backend) {
-    let (ns1, ns2) = (unique_namespace("ns1"), unique_namespace("ns2"));
+    let (ns1, ns2) = (namespace("conf", "ns1"), namespace("conf", "ns2"));
     let one = b.connector(&ns1).await.connect().await.unwrap();
     let two = b.connector(&ns2).await.connect().await.unwrap();
     one.create("/only-in-one", b"", CreateMode::Persistent)

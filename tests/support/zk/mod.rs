@@ -189,6 +189,11 @@ impl SessionControl for ZkSessionControl {
     }
 }
 
+/// A connector on namespace `ns` of the shared server.
+pub fn connector(ns: &str) -> Arc<dyn Connector> {
+    Arc::new(ZkConnector::new(backend().config(ns)))
+}
+
 #[async_trait]
 impl Backend for ZkBackend {
     fn name(&self) -> &'static str {
