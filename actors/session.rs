@@ -101,6 +101,9 @@ pub(crate) enum SessionMsg {
     /// The watchdog's tick, with the instant its timer fired: a late one means the node was not scheduled (SIGSTOP, a stalled
     /// runtime) and may have outlived its session.
     Watchdog(tokio::time::Instant),
+    /// Every job of the session's replay has registered (or failed to): the events held
+    /// meanwhile are routed.
+    Replayed,
 }
 
 /// A child of the SessionActor.
@@ -143,6 +146,10 @@ pub(crate) struct SessionActorState {
     fence: FenceBudget,
     /// The watchdog's period and its last tick.
     watchdog: (std::time::Duration, tokio::time::Instant),
+    /// `Some` while the new session's jobs register: the mirror's events meanwhile, routed once
+    /// every registration has answered (each actor then sees each job's state as registered,
+    /// not every step of it).
+    held: Option<Vec<JobEvent>>,
 }
 
 impl SessionActorState {
@@ -263,6 +270,61 @@ impl SessionActorState {
         Ok(())
     }
 
+    /// Hands a mirror event to the actors that react to it.
+    fn route(&mut self, ev: JobEvent) {
+        // Each actor gets the events it reacts to (its own `reaction`, the executor's
+        // `heeded`): most of a registration's or a fire's events concern one of them.
+        let leads = super::leader::reaction(&ev.node, ev.kind);
+        if let (Some(r), false) = (&self.leader, leads == LeaderReaction::Nothing) {
+            let _ = r.send_message(LeaderMsg::Job(ev.clone()));
+        }
+        let shards = super::sharding::reaction(&ev.node, ev.kind).any();
+        if let (Some(r), true) = (&self.sharding, shards) {
+            let _ = r.send_message(ShardingMsg::Job(ev.clone()));
+        }
+        let fails_over = super::failover::reaction(&ev, self.ctx.me());
+        if let (Some(r), false) = (&self.failover, fails_over == FailoverReaction::Nothing) {
+            let _ = r.send_message(FailoverMsg::Job(ev.clone()));
+        }
+        if let (JobNode::Config, NodeEventKind::Created | NodeEventKind::DataChanged) =
+            (&ev.node, ev.kind)
+        {
+            // A config written at runtime may name upstreams that do not exist yet.
+            self.note_upstreams_written(&ev.job);
+        }
+        if let (JobNode::Config, NodeEventKind::Created) = (&ev.node, ev.kind) {
+            // An upstream job appeared: the jobs here that run after it register under it.
+            for down in self.downstream.get(&ev.job).cloned().unwrap_or_default() {
+                if let Some(r) = self.executors.get(&down) {
+                    let _ = r.send_message(ExecutorMsg::Job(JobEvent {
+                        job: down,
+                        node: JobNode::Workflow,
+                        kind: NodeEventKind::Created,
+                    }));
+                }
+            }
+        }
+        if let JobNode::WorkflowRecord(_) = &ev.node {
+            // The jobs that run after this one watch its workflow records.
+            let under = JobNode::Downstream.to_path(&ev.job);
+            for down in self.ctx.mirror().children(&under) {
+                let Ok(down) = JobName::new(down.as_str()) else {
+                    continue;
+                };
+                if let Some(r) = self.executors.get(&down) {
+                    let _ = r.send_message(ExecutorMsg::Job(JobEvent {
+                        job: down,
+                        node: ev.node.clone(),
+                        kind: ev.kind,
+                    }));
+                }
+            }
+        }
+        let heeded = heeded(&ev.node, ev.kind, self.ctx.me());
+        if let (Some(r), true) = (self.executors.get(&ev.job), heeded) {
+            let _ = r.send_message(ExecutorMsg::Job(ev));
+        }
+    }
     /// Builds the executors' handles once the four session actors run, and hands new ones to
     /// every executor after one of them restarted.
     fn hand_down_peers(&mut self) {
@@ -348,6 +410,7 @@ impl Actor for SessionActor {
             downstream: HashMap::new(),
             fence,
             watchdog: (period, tokio::time::Instant::now()),
+            held: Some(Vec::new()),
         };
         // The instant is taken when the timer fires, so a busy mailbox does not look like a pause.
         myself.send_interval(period, || SessionMsg::Watchdog(tokio::time::Instant::now()));
@@ -364,11 +427,23 @@ impl Actor for SessionActor {
         // most REGISTERING_AT_ONCE at a time); a job that cannot register keeps no other from
         // running.
         let jobs: Vec<JobName> = lock_jobs(&state.ctx.node).keys().cloned().collect();
+        let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
-            if let Err(e) = state.spawn_job(&cell, &job, None).await {
+            let (reply, answer) = ractor::concurrency::oneshot();
+            answers.push(answer);
+            if let Err(e) = state.spawn_job(&cell, &job, Some(reply.into())).await {
                 tracing::error!(%job, error = %e, "job not started on this session");
             }
         }
+        // The registrations' answers are awaited off the handler; every one comes (a registry
+        // call has its timeout, a failed spawn drops its port).
+        let me = myself.clone();
+        tokio::spawn(async move {
+            for answer in answers {
+                let _ = answer.await;
+            }
+            let _ = me.send_message(SessionMsg::Replayed);
+        });
         Ok(state)
     }
 
@@ -379,61 +454,15 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionMsg::Job(ev) => {
-                // Each actor gets the events it reacts to (its own `reaction`, the executor's
-                // `heeded`): most of a registration's or a fire's events concern one of them.
-                let leads = super::leader::reaction(&ev.node, ev.kind);
-                if let (Some(r), false) = (&state.leader, leads == LeaderReaction::Nothing) {
-                    let _ = r.send_message(LeaderMsg::Job(ev.clone()));
-                }
-                let shards = super::sharding::reaction(&ev.node, ev.kind).any();
-                if let (Some(r), true) = (&state.sharding, shards) {
-                    let _ = r.send_message(ShardingMsg::Job(ev.clone()));
-                }
-                let fails_over = super::failover::reaction(&ev, state.ctx.me());
-                if let (Some(r), false) = (&state.failover, fails_over == FailoverReaction::Nothing)
-                {
-                    let _ = r.send_message(FailoverMsg::Job(ev.clone()));
-                }
-                if let (JobNode::Config, NodeEventKind::Created | NodeEventKind::DataChanged) =
-                    (&ev.node, ev.kind)
-                {
-                    // A config written at runtime may name upstreams that do not exist yet.
-                    state.note_upstreams_written(&ev.job);
-                }
-                if let (JobNode::Config, NodeEventKind::Created) = (&ev.node, ev.kind) {
-                    // An upstream job appeared: the jobs here that run after it register under it.
-                    for down in state.downstream.get(&ev.job).cloned().unwrap_or_default() {
-                        if let Some(r) = state.executors.get(&down) {
-                            let _ = r.send_message(ExecutorMsg::Job(JobEvent {
-                                job: down,
-                                node: JobNode::Workflow,
-                                kind: NodeEventKind::Created,
-                            }));
-                        }
-                    }
-                }
-                if let JobNode::WorkflowRecord(_) = &ev.node {
-                    // The jobs that run after this one watch its workflow records.
-                    let under = JobNode::Downstream.to_path(&ev.job);
-                    for down in state.ctx.mirror().children(&under) {
-                        let Ok(down) = JobName::new(down.as_str()) else {
-                            continue;
-                        };
-                        if let Some(r) = state.executors.get(&down) {
-                            let _ = r.send_message(ExecutorMsg::Job(JobEvent {
-                                job: down,
-                                node: ev.node.clone(),
-                                kind: ev.kind,
-                            }));
-                        }
-                    }
-                }
-                let heeded = heeded(&ev.node, ev.kind, state.ctx.me());
-                if let (Some(r), true) = (state.executors.get(&ev.job), heeded) {
-                    let _ = r.send_message(ExecutorMsg::Job(ev));
+            SessionMsg::Replayed => {
+                for ev in state.held.take().unwrap_or_default() {
+                    state.route(ev);
                 }
             }
+            SessionMsg::Job(ev) => match &mut state.held {
+                Some(held) => held.push(ev),
+                None => state.route(ev),
+            },
             SessionMsg::Resynced => state.broadcast(|| {
                 (
                     LeaderMsg::Resynced,

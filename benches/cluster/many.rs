@@ -35,9 +35,11 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     let node = fleet::start_node(c.connector.clone(), fleet::instance(1), configs).await;
     let registered = fleet::wait_registered(&node, &names, Duration::from_secs(120)).await;
     let register = started.elapsed();
+    let calls_registered = c.counts();
     // The fire is measured once every job is sharded: a fire before its first plan waits for it.
     let sharded = fleet::wait_sharded(&node, &names, Duration::from_secs(120)).await;
     let ready = started.elapsed();
+    let calls_ready = c.counts();
     let rss_ready = probe::status_field("VmRSS");
     // SAFETY: mallinfo2 only reads the allocator's counters.
     let heap_ready = unsafe { libc::mallinfo2() };
@@ -95,6 +97,10 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     r.put("threads", probe::status_field("Threads"));
     r.put("server_watches", total_watches);
     r.put("watch_calls", c.counts().watches);
+    r.put("writes_registered", calls_registered.writes);
+    r.put("reads_registered", calls_registered.reads);
+    r.put("writes_ready", calls_ready.writes);
+    r.put("reads_ready", calls_ready.reads);
     r.print();
     // Exit without a graceful shutdown of thousands of jobs: the figures are taken, and the
     // session's ephemerals go with the process.
@@ -168,6 +174,17 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
         format!("{}; {}", r.get("server_watches"), r.get("watch_calls")),
         "1",
         r.get("server_watches") == 1 && r.get("watch_calls") == 1,
+    );
+    table.info(
+        &s,
+        "  registry calls until registered / until ready: writes (a multi once), reads",
+        format!(
+            "{} / {}, {} / {}",
+            r.get("writes_registered"),
+            r.get("writes_ready"),
+            r.get("reads_registered"),
+            r.get("reads_ready")
+        ),
     );
     table.info(
         &s,
