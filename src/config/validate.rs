@@ -275,29 +275,27 @@ impl JobConfig {
                 BTreeMap::new()
             }
         };
-        let strategy = self.strategy_name();
-        if !BUILTIN_STRATEGIES.contains(&strategy) && !ctx.strategies.contains(&strategy) {
-            report(
-                "jobShardingStrategyType",
-                unknown_name(
-                    "sharding strategy",
-                    strategy,
-                    &BUILTIN_STRATEGIES,
-                    ctx.strategies,
-                ),
-            );
-        }
         let handler = self.error_handler_name();
-        if !BUILTIN_ERROR_HANDLERS.contains(&handler) && !ctx.error_handlers.contains(&handler) {
-            report(
+        let plugins = [
+            (
+                "jobShardingStrategyType",
+                "sharding strategy",
+                self.strategy_name(),
+                &BUILTIN_STRATEGIES[..],
+                ctx.strategies,
+            ),
+            (
                 "jobErrorHandlerType",
-                unknown_name(
-                    "error handler",
-                    handler,
-                    &BUILTIN_ERROR_HANDLERS,
-                    ctx.error_handlers,
-                ),
-            );
+                "error handler",
+                handler,
+                &BUILTIN_ERROR_HANDLERS[..],
+                ctx.error_handlers,
+            ),
+        ];
+        for (field, what, name, builtin, registered) in plugins {
+            if let Some(problem) = unknown_name(what, name, builtin, registered) {
+                report(field, problem);
+            }
         }
         let notifier = super::notify::NotifierSettings::from_props(handler, &self.props);
         if let Some(Err(problems)) = notifier {
@@ -381,12 +379,19 @@ impl JobConfig {
     }
 }
 
-fn unknown_name(what: &str, name: &str, builtin: &[&str], registered: &[&str]) -> String {
+/// `None` when `name` is built in or registered; else the problem, listing the known names.
+fn unknown_name(what: &str, name: &str, builtin: &[&str], registered: &[&str]) -> Option<String> {
+    if builtin.contains(&name) || registered.contains(&name) {
+        return None;
+    }
     let mut known: Vec<&str> = Vec::new();
     for name in builtin.iter().chain(registered) {
         if !known.contains(name) {
             known.push(name);
         }
     }
-    format!("unknown {what} {name:?}; known: {}", known.join(", "))
+    Some(format!(
+        "unknown {what} {name:?}; known: {}",
+        known.join(", ")
+    ))
 }
