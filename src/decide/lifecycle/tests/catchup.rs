@@ -69,10 +69,7 @@ fn an_owner_back_within_the_window_runs_the_latest_missed_instant_once_per_item(
     // Another look (the plan's other item event, a run ending) starts nothing more.
     assert_eq!(m.step(plan_committed(), &f), vec![]);
     m.step(finished(1, &[]), &f);
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![], "the instant is not run twice");
 }
 
@@ -128,13 +125,7 @@ fn the_cron_fire_of_an_instant_already_caught_up_is_coalesced_and_later_ones_run
     m.step(plan_committed(), &f);
     m.step(written(Purpose::Start), &f);
     m.step(finished(1, &[]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    m.step(run_done(1), &f);
     // The trigger's own fire of 15, racing the look that caught it up.
     let again = m.step(Input::Fire { scheduled: t(15) }, &f);
     assert!(
@@ -263,10 +254,7 @@ fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_ca
     );
     f.now = t(16);
     m.step(finished(1, &[]), &f);
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![start(begins(&[0, 1]))]);
     assert_eq!(
         m.step(written(Purpose::Start), &f),
@@ -274,10 +262,7 @@ fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_ca
         "10 runs; the record keeps 15"
     );
     m.step(finished(2, &[]), &f);
-    let ended = Input::RunEnded {
-        run_id: 2,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(2);
     assert_eq!(m.step(ended, &f), vec![], "owed once");
 }
 

@@ -112,24 +112,12 @@ fn a_trigger_queued_behind_a_run_keeps_its_parameters_and_the_next_cron_fire_has
     assert_eq!(m.step(trigger_created(), &f), vec![take(true)]);
     f.params = None;
     m.step(finished(1, &[]), &f);
-    let ended = m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    let ended = m.step(run_done(1), &f);
     assert_eq!(ended, vec![start(begins(&[0, 1]))]);
     let launched = m.step(written(Purpose::Start), &f);
     assert_eq!(launched, vec![manual(2, &[0, 1], Some("rerun"))]);
     m.step(finished(2, &[]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 2,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    m.step(run_done(2), &f);
     m.step(Input::Fire { scheduled: t(5) }, &f);
     assert_eq!(
         m.step(written(Purpose::Start), &f),

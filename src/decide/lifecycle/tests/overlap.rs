@@ -79,12 +79,12 @@ fn buffer_all_owes_one_run_per_fire_up_to_its_bound_and_runs_them_one_after_anot
         (
             "the third finds the buffer full: missed, counted with its own reason",
             vec![fire(3)],
-            vec![Command::Skipped {
-                reason: SkipReason::BufferFull,
-                items: 2,
-                missed: Some(MissReason::OverlapBufferFull),
-                warn: false,
-            }],
+            vec![skip(
+                SkipReason::BufferFull,
+                2,
+                Some(MissReason::OverlapBufferFull),
+                false,
+            )],
         ),
         (
             "the run ends: the first catch-up starts, removing the flags",

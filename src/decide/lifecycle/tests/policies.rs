@@ -84,10 +84,7 @@ fn the_timeout_transitions_give_the_commands_the_table_says() {
                     run_id: 1,
                     failed: vec![],
                 },
-                Input::RunEnded {
-                    run_id: 1,
-                    outcome: Outcome::Done,
-                },
+                run_done(1),
                 fired(Timer::Timeout),
             ],
             vec![],
@@ -101,10 +98,7 @@ fn the_timeout_transitions_give_the_commands_the_table_says() {
                     run_id: 1,
                     failed: vec![],
                 },
-                Input::RunEnded {
-                    run_id: 1,
-                    outcome: Outcome::Done,
-                },
+                run_done(1),
                 fired(Timer::Grace),
             ],
             vec![],
@@ -318,13 +312,7 @@ fn a_backoff_holds_its_item_so_the_next_fire_finds_it_running() {
     let f = fake();
     let mut m = retrying(&f);
     m.step(finished(1, &[1]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    m.step(run_done(1), &f);
     assert!(m.running().contains(&ShardItem(1)) && !m.is_idle());
     m.step(Input::Fire { scheduled: t(5) }, &f);
     let launched = m.step(written(Purpose::Start), &f);
@@ -396,13 +384,7 @@ fn overlap_cancel_other_cancels_the_items_running_here_and_runs_them_once_they_e
     assert_eq!(cancel[1..], one[..], "then as buffer_one");
     m.step(written(Purpose::Start), &f);
     m.step(finished(1, &[0, 1]), &f);
-    let ended = m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    let ended = m.step(run_done(1), &f);
     assert!(
         matches!(
             ended.first(),

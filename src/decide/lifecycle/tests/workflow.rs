@@ -110,6 +110,23 @@ fn skip_records() -> Command {
     }
 }
 
+/// The tolerant write that registers `orders` under its upstream `up`.
+fn register_under_up() -> Command {
+    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
+    Command::Write {
+        ops: vec![
+            create("/up/shardcron"),
+            create("/up/shardcron/workflow"),
+            create("/up/shardcron/downstream"),
+            create("/up/shardcron/downstream/orders"),
+            create("/orders/shardcron"),
+            create("/orders/shardcron/workflow"),
+        ],
+        mode: WriteMode::Tolerant,
+        then: Purpose::WorkflowEnsure,
+    }
+}
+
 fn downstream_of(upstreams: &[&str], on: RunWhen) -> JobMachine {
     machine_with(
         Registration::Confirmed,
@@ -273,10 +290,7 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
 fn a_start_another_instance_created_first_is_no_error() {
     let f = fake();
     let mut m = downstream_of(&["up"], RunWhen::Success);
-    let lost = Input::Written {
-        purpose: Purpose::WorkflowStart,
-        outcome: Outcome::Conflict,
-    };
+    let lost = answered(Purpose::WorkflowStart, Outcome::Conflict);
     assert_eq!(m.step(lost, &f), vec![]);
 }
 
@@ -305,10 +319,7 @@ fn a_started_run_runs_this_instances_items_once_each_as_a_workflow_step_at_the_r
         }]
     );
     // Ended: the items are launched for this run already (the mirror catches up later).
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![]);
 }
 
@@ -371,20 +382,8 @@ fn a_downstream_registers_under_each_upstream_once_and_reports_a_missing_one() {
         ..fake().under("done")
     };
     let out = m.step(Input::Resynced, &f);
-    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
     assert!(out.contains(&Command::Warn(
         "shardcron.after names job gone, which does not exist: this job waits for it".into()
     )));
-    assert!(out.contains(&Command::Write {
-        ops: vec![
-            create("/up/shardcron"),
-            create("/up/shardcron/workflow"),
-            create("/up/shardcron/downstream"),
-            create("/up/shardcron/downstream/orders"),
-            create("/orders/shardcron"),
-            create("/orders/shardcron/workflow"),
-        ],
-        mode: WriteMode::Tolerant,
-        then: Purpose::WorkflowEnsure,
-    }));
+    assert!(out.contains(&register_under_up()), "{out:?}");
 }

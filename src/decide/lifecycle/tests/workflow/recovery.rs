@@ -47,22 +47,7 @@ fn a_config_that_comes_to_name_an_upstream_registers_under_it() {
     let f = fake();
     let mut m = machine(Registration::Confirmed);
     let out = m.step(Input::Config(config(|c| c.after(&["up"]))), &f);
-    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
-    assert!(
-        out.contains(&Command::Write {
-            ops: vec![
-                create("/up/shardcron"),
-                create("/up/shardcron/workflow"),
-                create("/up/shardcron/downstream"),
-                create("/up/shardcron/downstream/orders"),
-                create("/orders/shardcron"),
-                create("/orders/shardcron/workflow"),
-            ],
-            mode: WriteMode::Tolerant,
-            then: Purpose::WorkflowEnsure,
-        }),
-        "{out:?}"
-    );
+    assert!(out.contains(&register_under_up()), "{out:?}");
 }
 
 #[test]
