@@ -218,6 +218,14 @@ impl JobConfig {
         self.check(ctx, || Arc::new(self.clone()))
     }
 
+    /// The config validated as a simple job knowing only the built-in plugins, shared: a fixture
+    /// of the decision tests.
+    #[cfg(test)]
+    pub(crate) fn validated(self) -> Arc<ValidatedConfig> {
+        let ctx = ValidationContext::builtin(JobKind::Simple);
+        Arc::new(self.validate(&ctx).expect("a valid test config"))
+    }
+
     /// [`validate`](Self::validate) for a shared config: the validated one holds `this` itself,
     /// not a copy.
     pub fn validate_shared(

@@ -3,15 +3,10 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::config::{JobConfig, JobKind, ValidationContext};
+use crate::config::JobConfig;
 
 fn config(f: impl FnOnce(JobConfig) -> JobConfig) -> Arc<ValidatedConfig> {
-    let ctx = ValidationContext::builtin(JobKind::Simple);
-    Arc::new(
-        f(JobConfig::test("orders").items(2))
-            .validate(&ctx)
-            .unwrap(),
-    )
+    f(JobConfig::test("orders").items(2)).validated()
 }
 
 fn me() -> InstanceId {

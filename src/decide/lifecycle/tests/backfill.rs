@@ -136,13 +136,7 @@ fn a_cancelled_backfill_cancels_its_run_and_starts_no_further_instant() {
     let end = m.step(finished(1, &[0, 1]), &f);
     assert_eq!(
         end,
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: vec![
-                Op::delete("/orders/sharding/0/running"),
-                Op::delete("/orders/sharding/1/running"),
-            ]
-        }],
+        vec![submit_end(1, unmark(&[0, 1]))],
         "no progress for a cancelled backfill"
     );
     assert_eq!(m.step(run_done(1), &f), vec![], "no next instant");

@@ -106,8 +106,7 @@ fn a_trigger_queued_behind_a_run_keeps_its_parameters_and_the_next_cron_fire_has
     };
     let data = params.encode();
     let (mut m, mut f) = (machine(Registration::Confirmed), triggered(Some(&data)));
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     // Queued: run 1 still runs.
     assert_eq!(m.step(trigger_created(), &f), vec![take(true)]);
     f.params = None;
@@ -118,9 +117,8 @@ fn a_trigger_queued_behind_a_run_keeps_its_parameters_and_the_next_cron_fire_has
     assert_eq!(launched, vec![manual(2, &[0, 1], Some("rerun"))]);
     m.step(finished(2, &[]), &f);
     m.step(run_done(2), &f);
-    m.step(Input::Fire { scheduled: t(5) }, &f);
     assert_eq!(
-        m.step(written(Purpose::Start), &f),
+        started(&mut m, t(5), &f),
         vec![launch(3, ExecutionSource::Normal, Some(t(5)), &[0, 1])]
     );
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::*;
-use crate::config::{JobConfig, JobKind, ValidationContext};
+use crate::config::JobConfig;
 use crate::decide::fixtures::*;
 use crate::model::{CreateMode, NodeEventKind, SessionState};
 use crate::paths::JobNode;
@@ -117,12 +117,7 @@ fn at_ms(ms: i64) -> DateTime<Utc> {
 }
 
 fn config(f: impl FnOnce(JobConfig) -> JobConfig) -> Arc<ValidatedConfig> {
-    let ctx = ValidationContext::builtin(JobKind::Simple);
-    Arc::new(
-        f(JobConfig::test("orders").items(2))
-            .validate(&ctx)
-            .unwrap(),
-    )
+    f(JobConfig::test("orders").items(2)).validated()
 }
 
 /// A committed plan: every item has its owner node.
@@ -240,6 +235,34 @@ fn run_done(run_id: u64) -> Input {
     }
 }
 
+/// What `m` answers to the last of `inputs`, stepped in order on `f`.
+fn last_step(m: &mut JobMachine, inputs: Vec<Input>, f: &Fake) -> Vec<Command> {
+    let mut last = Vec::new();
+    for input in inputs {
+        last = m.step(input, f);
+    }
+    last
+}
+
+/// What `m` answers once the fire at `scheduled` has its start written.
+fn started(m: &mut JobMachine, scheduled: DateTime<Utc>, f: &Fake) -> Vec<Command> {
+    m.step(Input::Fire { scheduled }, f);
+    m.step(written(Purpose::Start), f)
+}
+
+/// The deletes of the `running` markers of `items`.
+fn unmark(items: &[u32]) -> Vec<Op> {
+    items
+        .iter()
+        .map(|i| Op::delete(format!("/orders/sharding/{i}/running")))
+        .collect()
+}
+
+/// Run `run_id`'s end, written with `ops`.
+fn submit_end(run_id: u64, ops: Vec<Op>) -> Command {
+    Command::SubmitEnd { run_id, ops }
+}
+
 /// The write for `purpose` answered `outcome`.
 fn answered(purpose: Purpose, outcome: Outcome) -> Input {
     Input::Written { purpose, outcome }
@@ -315,10 +338,7 @@ fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_mo
             },
             &f
         ),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: ends
-        }]
+        vec![submit_end(1, ends)]
     );
     let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![]);
@@ -661,8 +681,7 @@ fn a_resumed_node_cancels_what_it_may_have_lost_before_anything_else() {
     ];
     for (pause_ms, expected) in cases {
         let (mut m, f) = (machine(Registration::Confirmed), fake());
-        m.step(Input::Fire { scheduled: t(0) }, &f);
-        m.step(written(Purpose::Start), &f);
+        started(&mut m, t(0), &f);
         let out = m.step(Input::Paused(Duration::from_millis(pause_ms)), &f);
         assert_eq!(out, expected, "paused {pause_ms} ms");
     }
@@ -671,8 +690,7 @@ fn a_resumed_node_cancels_what_it_may_have_lost_before_anything_else() {
 #[test]
 fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadline() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     assert_eq!(
         m.step(Input::Session(SessionState::Disconnected), &f),
         vec![]
@@ -700,8 +718,7 @@ fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadl
 #[test]
 fn a_job_that_cannot_keep_up_warns_once_per_streak_and_counts_every_skip() {
     let (mut m, mut f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     let mut warns = Vec::new();
     for s in 1..4 {
         f.now = t(s);
@@ -743,8 +760,7 @@ fn a_changed_cron_reschedules_and_an_unchanged_config_only_re_evaluates() {
 #[test]
 fn an_item_moved_away_by_a_new_plan_is_cancelled_here() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     let f = Fake {
         view: owned(two_items(), &[(1, &other())]),
         ..fake()

@@ -132,10 +132,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                     failed: vec![],
                 },
             ],
-            vec![Command::SubmitEnd {
-                run_id: 1,
-                ops: failover_ends,
-            }],
+            vec![submit_end(1, failover_ends)],
         ),
         (
             "markers written ahead make the fire need no write",
@@ -191,11 +188,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
         } else {
             machine(Registration::Confirmed)
         };
-        let mut last = Vec::new();
-        for input in inputs {
-            last = m.step(input, &f);
-        }
-        assert_eq!(last, expected, "{name}");
+        assert_eq!(last_step(&mut m, inputs, &f), expected, "{name}");
     }
 }
 

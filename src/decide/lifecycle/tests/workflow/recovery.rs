@@ -22,13 +22,7 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
     );
     let mut end = crate::decide::failover::finish_ops(&job(), &[ShardItem(1)]);
     end.push(record_end(1, "success"));
-    assert_eq!(
-        m.step(finished(1, &[]), &f),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: end
-        }]
-    );
+    assert_eq!(m.step(finished(1, &[]), &f), vec![submit_end(1, end)]);
     // A record naming a live instance is not taken over: the claim runs outside the workflow.
     let live = fake().record(
         "orders",
