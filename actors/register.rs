@@ -3,14 +3,15 @@
 //! `instances/{id}`, and the removal of this instance's stale `running` markers.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ractor::ActorRef;
 
 use crate::config::{JobConfig, ValidatedConfig};
 use crate::decide;
 use crate::decide::answer::Answer;
-use crate::decide::lifecycle::{FenceBudget, Input, JobMachine, Registration};
+use crate::decide::lifecycle::{
+    FenceBudget, Input, JobMachine, Registration, SESSION_CHECK_TIMEOUT,
+};
 use crate::decide::register::{Failure, Register, RegisterFacts, RegisterStep};
 use crate::paths::JobNode;
 use crate::registry::{Op, OpKind, RegistryError};
@@ -243,9 +244,6 @@ pub(crate) fn config_input(
         }
     }
 }
-
-/// How long a session check may take before the session counts as lost.
-const SESSION_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Checks, off the executor's handler, that the session still answers (one round trip); the
 /// answer comes back to `executor` as [`Input::SessionChecked`].

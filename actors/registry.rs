@@ -199,6 +199,10 @@ impl Actor for RegistryActor {
                     }
                     other => {
                         if let Some(ev) = route(&other) {
+                            crate::metrics::registry_event(
+                                &state.node.instance_id,
+                                lock_jobs(&state.node).contains_key(&ev.job),
+                            );
                             if state.node.adoption.is_some() && super::adopt::concerns(&ev) {
                                 super::adopt::heard(&state.node, &myself, &ev.job);
                             }

@@ -66,6 +66,8 @@ pub const WORKFLOW_RUNS: &str = "shardcron_workflow_runs_total";
 pub const EVENTS_DROPPED: &str = "shardcron_events_dropped_total";
 /// `shardcron_registry_operations_total`.
 pub const REGISTRY_OPERATIONS: &str = "shardcron_registry_operations_total";
+/// `shardcron_registry_events_total`.
+pub const REGISTRY_EVENTS: &str = "shardcron_registry_events_total";
 /// `shardcron_history_write_errors_total`.
 pub const HISTORY_WRITE_ERRORS: &str = "shardcron_history_write_errors_total";
 
@@ -194,13 +196,21 @@ pub fn registry_operation(backend: &'static str, kind: OpKind, ok: bool) {
     .increment(1);
 }
 
+/// The node's mirror told it of a change to a job's node (a watch event, or a difference a re-list
+/// found); `own` when this node runs that job. What a node pays for the rest of the namespace.
+pub fn registry_event(me: &InstanceId, own: bool) {
+    ::metrics::counter!(REGISTRY_EVENTS, INSTANCE_LABEL => me.shared(),
+        "scope" => if own { "own" } else { "other" })
+    .increment(1);
+}
+
 /// Writing an execution to the history failed (process series).
 pub fn history_write_failed() {
     ::metrics::counter!(HISTORY_WRITE_ERRORS).increment(1);
 }
 
 /// The `# HELP` text of every counter and histogram family, for the recorder to describe.
-pub const DESCRIPTIONS: [(&str, &str); 16] = [
+pub const DESCRIPTIONS: [(&str, &str); 17] = [
     (
         EXECUTIONS,
         "Item executions that ended, by instance_id, job_name, item, outcome (success, failure, timeout) \
@@ -268,6 +278,12 @@ pub const DESCRIPTIONS: [(&str, &str); 16] = [
         REGISTRY_OPERATIONS,
         "Registry calls that finished, by backend (zookeeper, embedded), kind and outcome \
          (ok, error); a multi-op counts once (whole process).",
+    ),
+    (
+        REGISTRY_EVENTS,
+        "Changes to jobs' nodes the node's mirror told it of (watch events and differences found \
+         by a re-list), by instance_id and scope (own: a job this node runs; other: any other job \
+         of the namespace).",
     ),
     (
         HISTORY_WRITE_ERRORS,

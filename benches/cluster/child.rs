@@ -28,7 +28,8 @@ impl Results {
         println!("result {}", fields.join(" "));
     }
 
-    fn parse(line: &str) -> Option<Results> {
+    /// The figures of a `result` line; `None` for any other line.
+    pub(crate) fn parse(line: &str) -> Option<Results> {
         let rest = line.strip_prefix("result ")?;
         Some(Results(
             rest.split_whitespace()

@@ -9,11 +9,13 @@
 //! | `throughput` | 5 one node: 1,000 jobs a second on ZooKeeper; item executions a second embedded |
 //! | `versus` | 6 beside tokio-cron-scheduler, each in a child process |
 //! | `balance` | 7 balance across jobs: one-item jobs with NAMESPACE_BALANCE on 4 instances |
+//! | `scale` | 8 cluster scale: N node processes x J one-item jobs on a 3-server ensemble (`scale_node`: one instance) |
 //!
 //! Support: `fleet` (backends, nodes, op counters), `probe` (the delay-recording handler, `/proc`,
 //! four-letter words), `report` (the table, percentiles), `child` (re-running this binary).
 //!
-//! A real ZooKeeper is started as the tests start it (`tests/support/zk/server.rs`). `cargo test`
+//! A real ZooKeeper is started as the tests start it (`tests/support/zk/server.rs`), when a scenario
+//! of 1-7 runs; scenario 8 starts its own ensemble from the same file. `cargo test`
 //! runs bench targets without `--bench`; the binary then only says how to run it, so the test
 //! suite does not pay for the benchmark.
 
@@ -25,6 +27,8 @@ mod fleet;
 mod many;
 mod probe;
 mod report;
+mod scale;
+mod scale_node;
 // Formatted with the tests it belongs to, not from here.
 #[rustfmt::skip]
 #[allow(dead_code, unreachable_pub)]
@@ -56,6 +60,10 @@ struct Sizes {
     window_s: u64,
     versus: [usize; 2],
     balance_jobs: usize,
+    /// Scenario 8: the N measured, the jobs per instance, the window.
+    scale_instances: &'static [u32],
+    scale_jobs: usize,
+    scale_window_s: u64,
 }
 
 const FULL: Sizes = Sizes {
@@ -68,6 +76,9 @@ const FULL: Sizes = Sizes {
     window_s: 10,
     versus: [1_000, 10_000],
     balance_jobs: 1_000,
+    scale_instances: &[1, 2, 4, 8],
+    scale_jobs: 25,
+    scale_window_s: 20,
 };
 
 const QUICK: Sizes = Sizes {
@@ -80,6 +91,9 @@ const QUICK: Sizes = Sizes {
     window_s: 2,
     versus: [100, 1_000],
     balance_jobs: 200,
+    scale_instances: &[1, 4],
+    scale_jobs: 25,
+    scale_window_s: 6,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -104,46 +118,28 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').filter_map(|n| n.parse().ok()).collect())
-        .unwrap_or_else(|| (1..=7).collect());
+        .unwrap_or_else(|| (1..=8).collect());
     let sizes = if quick { QUICK } else { FULL };
     let started = Instant::now();
     eprintln!(
-        "cluster bench ({} mode): starting ZooKeeper",
+        "cluster bench ({} mode)",
         if quick { "quick" } else { "full" }
     );
-    let zk = server::ZkServer::start();
-    let addr = zk.addr();
     let mut table = report::Table::default();
     let rt = runtime();
-    if only.contains(&1) || only.contains(&2) {
-        eprintln!("--- 1, 2: trigger delay and registry traffic");
-        rt.block_on(delay::run(addr, sizes.fires, &mut table));
+    if only.iter().any(|n| (1..=7).contains(n)) {
+        eprintln!("starting ZooKeeper");
+        let zk = server::ZkServer::start();
+        run_standalone(&rt, zk.addr(), &only, sizes, &mut table);
     }
-    if only.contains(&3) {
-        eprintln!("--- 3: failover and graceful leave");
-        rt.block_on(failover::run(addr, sizes.failover_rounds, &mut table));
-    }
-    if only.contains(&4) {
-        eprintln!("--- 4: many jobs on one node");
-        many::run(addr, sizes.many_jobs, sizes.many_period_s, &mut table);
-    }
-    if only.contains(&5) {
-        eprintln!("--- 5: throughput");
-        rt.block_on(throughput::run(
-            addr,
-            sizes.zk_jobs,
-            sizes.embedded_jobs,
-            sizes.window_s,
+    if only.contains(&8) {
+        eprintln!("--- 8: cluster scale");
+        scale::run(
+            sizes.scale_instances,
+            sizes.scale_jobs,
+            sizes.scale_window_s,
             &mut table,
-        ));
-    }
-    if only.contains(&6) {
-        eprintln!("--- 6: beside tokio-cron-scheduler");
-        versus::run(&sizes.versus, sizes.window_s, &mut table);
-    }
-    if only.contains(&7) {
-        eprintln!("--- 7: balance across jobs");
-        rt.block_on(balance::run(addr, sizes.balance_jobs, &mut table));
+        );
     }
     drop(rt);
     println!("{}", table.render());
@@ -155,6 +151,46 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu_model()
     );
+}
+
+/// Scenarios 1-7 of `only`, on the standalone server at `addr`.
+fn run_standalone(
+    rt: &tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    only: &BTreeSet<u32>,
+    sizes: Sizes,
+    table: &mut report::Table,
+) {
+    if only.contains(&1) || only.contains(&2) {
+        eprintln!("--- 1, 2: trigger delay and registry traffic");
+        rt.block_on(delay::run(addr, sizes.fires, table));
+    }
+    if only.contains(&3) {
+        eprintln!("--- 3: failover and graceful leave");
+        rt.block_on(failover::run(addr, sizes.failover_rounds, table));
+    }
+    if only.contains(&4) {
+        eprintln!("--- 4: many jobs on one node");
+        many::run(addr, sizes.many_jobs, sizes.many_period_s, table);
+    }
+    if only.contains(&5) {
+        eprintln!("--- 5: throughput");
+        rt.block_on(throughput::run(
+            addr,
+            sizes.zk_jobs,
+            sizes.embedded_jobs,
+            sizes.window_s,
+            table,
+        ));
+    }
+    if only.contains(&6) {
+        eprintln!("--- 6: beside tokio-cron-scheduler");
+        versus::run(&sizes.versus, sizes.window_s, table);
+    }
+    if only.contains(&7) {
+        eprintln!("--- 7: balance across jobs");
+        rt.block_on(balance::run(addr, sizes.balance_jobs, table));
+    }
 }
 
 /// Runs the child scenario named by `args[0]`.
@@ -175,6 +211,13 @@ fn run_child(args: &[String]) {
             num("period") as i64,
             // Optional: fires before the memory figure (1 in the table).
             kv.get("fires").and_then(|v| v.parse().ok()).unwrap_or(1),
+        )),
+        "scale" => rt.block_on(scale_node::child(
+            kv["zk"],
+            kv["ns"],
+            num("n") as u32,
+            num("jobs") as usize,
+            num("period") as i64,
         )),
         "versus" => rt.block_on(versus::child(
             kv["system"],

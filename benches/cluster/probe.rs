@@ -208,7 +208,13 @@ pub(crate) fn put_heap(r: &mut crate::child::Results) {
 
 /// The process's user plus system CPU time so far.
 pub(crate) fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    cpu_time_of("self")
+}
+
+/// The user plus system CPU time so far of process `pid` (`self`, or a child's id): zero when it
+/// is gone.
+pub(crate) fn cpu_time_of(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces, hence the last ')'): utime and stime
     // are fields 14 and 15 of the whole line, so 12 and 13 after it.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);

@@ -15,8 +15,8 @@ use crate::types::ShardItem;
 use crate::view::ServerStatus;
 
 use super::{
-    Command, Facts, JobMachine, Link, MissReason, Parked, Purpose, Registration, Run, SkipReason,
-    Starting, WriteMode,
+    Command, Facts, Held, JobMachine, Link, MissReason, Parked, Purpose, Registration, Run,
+    SkipReason, Starting, WriteMode, SESSION_CHECK_LOST_AFTER,
 };
 
 impl JobMachine {
@@ -130,7 +130,7 @@ impl JobMachine {
                 return;
             }
             Link::Suspect => {
-                self.hold(source, scheduled, out);
+                self.hold(source, scheduled, facts, out);
                 return;
             }
             Link::Connected => {}
@@ -141,7 +141,7 @@ impl JobMachine {
         if late && only.is_none() {
             // Resumed from a pause (SIGSTOP, a stalled runtime)? Check the session first.
             self.link = Link::Suspect;
-            self.hold(source, scheduled, out);
+            self.hold(source, scheduled, facts, out);
             return;
         }
         if let Registration::Older(_) = self.registration {
@@ -239,19 +239,34 @@ impl JobMachine {
         }
     }
 
-    /// Holds a fire until the session check answers (one check at a time).
+    /// Holds a fire until the session check answers (one check at a time, asked again when
+    /// its answer is [`SESSION_CHECK_LOST_AFTER`] late).
     fn hold(
         &mut self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
+        facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
-        if self.held.is_some() {
-            // The held fire runs (or is dropped) for both.
+        let now = facts.now();
+        if let Some(held) = &self.held {
+            let waited = (now - held.asked).to_std().unwrap_or_default();
+            if waited < SESSION_CHECK_LOST_AFTER {
+                // The held fire runs (or is dropped) for both.
+                self.skipped(SkipReason::AlreadyHeld, 0, out);
+                return;
+            }
+            // The answer is lost: this fire takes the held one's place and asks again.
             self.skipped(SkipReason::AlreadyHeld, 0, out);
-            return;
+            out.push(Command::Warn(format!(
+                "the session check asked {waited:?} ago never answered: asking again"
+            )));
         }
-        self.held = Some(Box::new((source, scheduled)));
+        self.held = Some(Box::new(Held {
+            source,
+            scheduled,
+            asked: now,
+        }));
         out.push(Command::CheckSession);
     }
 

@@ -50,6 +50,7 @@ use chrono::{DateTime, Utc};
 pub use fence::FenceBudget;
 pub use protocol::{
     Command, Input, Link, MissReason, Outcome, Purpose, Registration, SkipReason, Timer, WriteMode,
+    SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT,
 };
 
 use crate::config::ValidatedConfig;
@@ -175,6 +176,15 @@ struct Parked {
     taken: BTreeSet<ShardItem>,
 }
 
+/// A fire held until the session check asked for it answers.
+#[derive(Debug, Clone)]
+struct Held {
+    source: ExecutionSource,
+    scheduled: Option<DateTime<Utc>>,
+    /// When the check was asked.
+    asked: DateTime<Utc>,
+}
+
 /// One job's state on one instance, for one session.
 #[derive(Debug)]
 pub struct JobMachine {
@@ -188,7 +198,7 @@ pub struct JobMachine {
     next_run: u64,
     starting: Option<Box<Starting>>,
     parked: Option<Box<Parked>>,
-    held: Option<Box<(ExecutionSource, Option<DateTime<Utc>>)>>,
+    held: Option<Box<Held>>,
     link: Link,
     registration: Registration,
     trigger_queued: bool,

@@ -12,6 +12,16 @@ use crate::model::{ExecutionSource, NodeEventKind, Op, RegistryError, SessionSta
 use crate::paths::JobNode;
 use crate::types::ShardItem;
 
+/// How long the round trip of a [`Command::CheckSession`] may take before its answer is
+/// `alive: false`.
+pub const SESSION_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A fire held for a session check whose answer has not come after this long asks again: the
+/// answer may have been lost (an executor's mailbox that outgrew a stall, a runtime that
+/// starved the check's task), and one lost answer must not hold every later fire.
+pub const SESSION_CHECK_LOST_AFTER: Duration =
+    Duration::from_secs(3 * SESSION_CHECK_TIMEOUT.as_secs());
+
 /// What a write came to, as the machine branches on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -286,8 +296,8 @@ pub enum Command {
     Unschedule,
     /// Ask the ShardingActor to reshard now (this instance leads).
     AskReshard,
-    /// Check the session (one registry round trip, off the handler), answer with
-    /// [`Input::SessionChecked`].
+    /// Check the session (one registry round trip, off the handler, given up after
+    /// [`SESSION_CHECK_TIMEOUT`]), answer with [`Input::SessionChecked`].
     CheckSession,
     /// Raise or lower the resharding flag items see.
     SetResharding(bool),

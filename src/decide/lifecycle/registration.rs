@@ -16,7 +16,7 @@ use crate::model::{CreateMode, Op, SessionState};
 use crate::paths::JobNode;
 
 use super::{
-    Command, Facts, JobMachine, Link, Outcome, Purpose, Registration, SkipReason, WriteMode,
+    Command, Facts, Held, JobMachine, Link, Outcome, Purpose, Registration, SkipReason, WriteMode,
 };
 
 impl JobMachine {
@@ -89,7 +89,9 @@ impl JobMachine {
             return;
         }
         if let Some(held) = self.held.take() {
-            let (source, scheduled) = *held;
+            let Held {
+                source, scheduled, ..
+            } = *held;
             let only = facts.view().items_owned_by(&self.me).into_iter().collect();
             self.fire_only(source, scheduled, Some(only), facts, out);
         }

@@ -672,6 +672,49 @@ fn a_late_fire_waits_for_a_session_check_and_runs_only_if_the_session_lives() {
 }
 
 #[test]
+fn a_session_check_whose_answer_never_comes_is_asked_again_by_a_later_fire() {
+    let mut m = machine(Registration::Confirmed);
+    let now = |ms| Fake {
+        now: at_ms(ms),
+        ..fake()
+    };
+    let held = |out: &[Command]| {
+        out.iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Command::Skipped {
+                        reason: SkipReason::AlreadyHeld,
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    // A late fire is held and asks; its answer is lost.
+    let out = m.step(Input::Fire { scheduled: t(0) }, &now(2_000));
+    assert_eq!(out, vec![Command::CheckSession]);
+    // Fires while the check may still answer join the held one: no second check.
+    let out = m.step(Input::Fire { scheduled: t(10) }, &now(10_000));
+    assert_eq!((held(&out), out.len()), (1, 1), "{out:?}");
+    // Past the bound the latest fire takes the held one's place and asks again.
+    let lost = 2_000 + SESSION_CHECK_LOST_AFTER.as_millis() as i64;
+    let out = m.step(
+        Input::Fire {
+            scheduled: at_ms(lost),
+        },
+        &now(lost),
+    );
+    assert_eq!(held(&out), 1, "{out:?}");
+    assert!(out.iter().any(|c| matches!(c, Command::Warn(_))), "{out:?}");
+    assert_eq!(out.last(), Some(&Command::CheckSession), "{out:?}");
+    // Its answer runs that fire.
+    let out = m.step(Input::SessionChecked { alive: true }, &now(lost + 100));
+    assert_eq!(out, vec![start(begins(&[0, 1]))]);
+    assert_eq!(m.link(), Link::Connected);
+}
+
+#[test]
 fn a_resumed_node_cancels_what_it_may_have_lost_before_anything_else() {
     // Budget for a 4 s session: cancel after 1.8 s, check after 0.6 s.
     let cases: [(u64, Vec<Command>); 3] = [
