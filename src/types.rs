@@ -9,6 +9,50 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+/// A newtype over shared text (`struct X(Arc<str>)`, checked by `X::$check`) and what it has
+/// besides its own methods: the shared string, `Display`, parsing, and serde's conversions.
+macro_rules! shared_text {
+    ($(#[$doc:meta])* pub struct $name:ident, checked by $check:ident;) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(Arc<str>);
+
+        impl $name {
+            /// The shared string itself (a metric label without a copy).
+            pub(crate) fn shared(&self) -> Arc<str> {
+                self.0.clone()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::$check(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                Self::$check(s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(n: $name) -> String {
+                n.0.to_string()
+            }
+        }
+    };
+}
+
 /// Why an identifier was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
@@ -36,11 +80,11 @@ pub enum IdError {
     BadShardItem(String),
 }
 
-/// The name of a job; it is one path segment under the namespace. Shared text: a clone is a
-/// reference count, and a job's name is cloned into every message, run and context about it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct JobName(Arc<str>);
+shared_text! {
+    /// The name of a job; it is one path segment under the namespace. Shared text: a clone is a
+    /// reference count, and a job's name is cloned into every message, run and context about it.
+    pub struct JobName, checked by new;
+}
 
 impl JobName {
     /// Validates `name` as a job name: as in ElasticJob, any ZooKeeper node name without `/`
@@ -75,37 +119,6 @@ impl JobName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// The shared string itself (a metric label without a copy).
-    pub(crate) fn shared(&self) -> Arc<str> {
-        self.0.clone()
-    }
-}
-
-impl fmt::Display for JobName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for JobName {
-    type Err = IdError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::new(s)
-    }
-}
-
-impl TryFrom<String> for JobName {
-    type Error = IdError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        Self::new(s)
-    }
-}
-
-impl From<JobName> for String {
-    fn from(n: JobName) -> String {
-        n.0.to_string()
-    }
 }
 
 /// Whether ZooKeeper allows `c` in a path segment (its `PathUtils.validatePath`, plus `/`).
@@ -117,14 +130,14 @@ fn zookeeper_allows(c: char) -> bool {
 /// The separator ElasticJob puts between the IP and the process id of an instance id.
 pub const INSTANCE_ID_SEPARATOR: &str = "@-@";
 
-/// One running instance of a job: `{ip}@-@{pid}` (ElasticJob's `jobInstanceId`).
-///
-/// The part after the separator is usually the process id; several instances in one process (the
-/// embedded demo, tests) use `{pid}-{n}` or any other non-empty suffix. Shared text, as
-/// [`JobName`].
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct InstanceId(Arc<str>);
+shared_text! {
+    /// One running instance of a job: `{ip}@-@{pid}` (ElasticJob's `jobInstanceId`).
+    ///
+    /// The part after the separator is usually the process id; several instances in one process (the
+    /// embedded demo, tests) use `{pid}-{n}` or any other non-empty suffix. Shared text, as
+    /// [`JobName`].
+    pub struct InstanceId, checked by parse;
+}
 
 impl InstanceId {
     /// Parses an instance id of the form `{ip}@-@{suffix}`.
@@ -174,37 +187,6 @@ impl InstanceId {
     /// The whole id.
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-
-    /// The shared string itself (a metric label without a copy).
-    pub(crate) fn shared(&self) -> Arc<str> {
-        self.0.clone()
-    }
-}
-
-impl fmt::Display for InstanceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for InstanceId {
-    type Err = IdError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
-
-impl TryFrom<String> for InstanceId {
-    type Error = IdError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        Self::parse(s)
-    }
-}
-
-impl From<InstanceId> for String {
-    fn from(n: InstanceId) -> String {
-        n.0.to_string()
     }
 }
 

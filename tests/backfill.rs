@@ -37,6 +37,19 @@ fn backfilled(runs: &[Run], item: u32) -> Vec<DateTime<Utc>> {
         .collect()
 }
 
+/// An operator's [`Ops`] on the namespace `ns`.
+async fn operator(ns: &str) -> Ops {
+    let connector = ZkConnector::new(zk::backend().config(ns));
+    Ops::new(connector.connect().await.expect("an operator session"))
+}
+
+/// The first and the last of the `n` whole hours before the current one.
+fn last_hours(n: i32) -> (DateTime<Utc>, DateTime<Utc>) {
+    let hour = TimeDelta::hours(1);
+    let last = Utc::now().duration_trunc(hour).unwrap() - hour;
+    (last - hour * (n - 1), last)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() {
     require!(Peer::ZooKeeper);
@@ -45,12 +58,9 @@ async fn a_backfill_of_five_instants_runs_each_instant_once_per_item_in_order() 
     // Hourly: no cron fire comes during the test.
     let config = script("reports", 3, &out).cron("0 0 * * * ?");
     let nodes = [node(&ns, 1, &config).await, node(&ns, 2, &config).await];
-    let connector = ZkConnector::new(zk::backend().config(&ns));
-    let ops = Ops::new(connector.connect().await.expect("an operator session"));
-    let job = JobName::new("reports").unwrap();
+    let (ops, job) = (operator(&ns).await, JobName::new("reports").unwrap());
     let hour = TimeDelta::hours(1);
-    let last = Utc::now().duration_trunc(hour).unwrap() - hour;
-    let (from, to) = (last - hour * 4, last);
+    let (from, to) = last_hours(5);
 
     tracing::info!("--- a dry run lists the five instants; a range of years is refused");
     let dry = ops.backfill(&job, from, to, true).await.expect("planned");
@@ -109,12 +119,9 @@ async fn a_backfill_whose_items_move_to_another_instance_midway_runs_each_instan
         .script_command_line(line);
     let first = node(&ns, 1, &config).await;
     let second = node(&ns, 2, &config).await;
-    let connector = ZkConnector::new(zk::backend().config(&ns));
-    let ops = Ops::new(connector.connect().await.expect("an operator session"));
-    let job = JobName::new("reports").unwrap();
+    let (ops, job) = (operator(&ns).await, JobName::new("reports").unwrap());
     let hour = TimeDelta::hours(1);
-    let last = Utc::now().duration_trunc(hour).unwrap() - hour;
-    let (from, to) = (last - hour * 9, last);
+    let (from, to) = last_hours(10);
     let expected: Vec<DateTime<Utc>> = (0..10).map(|n| from + hour * n).collect();
     wait::wait_until(
         async || ops.backfill(&job, from, to, false).await.ok(),

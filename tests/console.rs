@@ -378,12 +378,7 @@ async fn the_console_shows_the_live_sharding_map_and_disabling_an_item_stops_it_
 }
 
 async fn console_get(base: &str, path: &str) -> Value {
-    let text = reqwest::get(format!("{base}{path}"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = support::http::get_text(&format!("{base}{path}"), path).await;
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"))
 }
 

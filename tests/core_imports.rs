@@ -61,6 +61,22 @@ fn engine_names() -> BTreeSet<String> {
     names
 }
 
+/// The edges `module -> import` of `graph` from the modules `from` keeps into `targets`.
+fn edges_into(
+    graph: BTreeMap<String, BTreeSet<String>>,
+    from: impl Fn(&str) -> bool,
+    targets: &BTreeSet<String>,
+) -> Vec<String> {
+    (graph.iter())
+        .filter(|(module, _)| from(module))
+        .flat_map(|(module, imports)| {
+            (imports.iter())
+                .filter(|i| targets.contains(*i))
+                .map(move |i| format!("{module} -> {i}"))
+        })
+        .collect()
+}
+
 #[test]
 fn every_module_of_src_is_core_or_adapter_as_architecture_md_lists_it() {
     let (core, adapters) = (layer("Core"), layer("Adapters"));
@@ -88,16 +104,7 @@ fn every_module_of_src_is_core_or_adapter_as_architecture_md_lists_it() {
 #[test]
 fn no_core_module_imports_an_adapter_module() {
     let (core, adapters) = (layer("Core"), layer("Adapters"));
-    let crossings: Vec<String> = src_graph()
-        .iter()
-        .filter(|(module, _)| core.contains(*module))
-        .flat_map(|(module, imports)| {
-            imports
-                .iter()
-                .filter(|i| adapters.contains(*i))
-                .map(move |i| format!("{module} -> {i}"))
-        })
-        .collect();
+    let crossings = edges_into(src_graph(), |module| core.contains(module), &adapters);
     assert!(
         crossings.is_empty(),
         "core modules importing adapters: {crossings:#?}"
@@ -123,15 +130,7 @@ fn the_core_modules_import_one_another_without_a_cycle() {
 #[test]
 fn no_module_of_src_imports_the_engine() {
     let engine = engine_names();
-    let found: Vec<String> = src_graph()
-        .iter()
-        .flat_map(|(module, imports)| {
-            imports
-                .iter()
-                .filter(|i| engine.contains(*i))
-                .map(move |i| format!("{module} -> {i}"))
-        })
-        .collect();
+    let found = edges_into(src_graph(), |_| true, &engine);
     assert!(
         found.is_empty(),
         "src/ importing the engine (actors/): {found:#?}"

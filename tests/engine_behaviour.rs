@@ -261,15 +261,13 @@ async fn leave_while_an_item_runs(work: Duration, shutdown_timeout: Duration) {
     let stays = rec
         .start(&conn, 1, job.clone(), Duration::from_millis(100))
         .await;
-    let leaves = cluster::start_node_with(
-        conn.clone(),
-        instance(2),
-        vec![(job, rec.handler(work))],
-        rec.clock(),
-        &[],
+    let shape = cluster::NodeShape {
         shutdown_timeout,
-    )
-    .await;
+        ..Default::default()
+    };
+    let jobs = vec![(job, rec.handler(work))];
+    let leaves =
+        cluster::start_node_with(conn.clone(), instance(2), jobs, rec.clock(), shape).await;
     let (one, two) = (instance(1), instance(2));
     let log = rec
         .wait_until("instance 2 starts an item", WITHIN, |log| {

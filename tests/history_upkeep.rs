@@ -43,8 +43,7 @@ async fn rows_older_than_the_window_are_purged_from_sqlite_while_writes_go_on() 
 async fn rows_older_than_the_window_are_purged_from_postgresql_while_writes_go_on() {
     init_tracing();
     let bin = require!(Peer::PostgreSql);
-    let server = postgres::PgServer::start(&bin);
-    let history = History::postgres(&server.url()).await.unwrap();
+    let (_server, history) = postgres::PgServer::with_history(&bin).await;
     old_rows_go_while_fresh_rows_are_written(history).await;
 }
 
@@ -146,8 +145,7 @@ async fn statistics_match_the_rows_in_sqlite() {
 async fn statistics_match_the_rows_in_postgresql() {
     init_tracing();
     let bin = require!(Peer::PostgreSql);
-    let server = postgres::PgServer::start(&bin);
-    let history = History::postgres(&server.url()).await.unwrap();
+    let (_server, history) = postgres::PgServer::with_history(&bin).await;
     statistics_match_the_rows(&history).await;
     history.close().await;
 }

@@ -16,11 +16,20 @@ use tokio::sync::{watch, Notify};
 
 const WITHIN: Duration = Duration::from_secs(120);
 
+/// The writes a store accepted, or refused: who wrote, with which token.
+type Writes = Vec<(InstanceId, FencingToken)>;
+
 fn orders(items: i32, pool: &str) -> JobConfig {
     JobConfig::new("orders", items)
         .cron("0 * * * * ?")
         .time_zone("GMT")
         .thread_pool_size_provider(pool)
+}
+
+/// The first write `log` holds, once it holds one.
+async fn first_write(log: &watch::Sender<Writes>, what: &str) -> (InstanceId, FencingToken) {
+    let mut rx = log.subscribe();
+    support::wait::wait_until_changed(&mut rx, |l| l.first().cloned(), what, WITHIN).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -103,8 +112,8 @@ impl FencedStore {
 async fn a_paused_old_owners_late_write_is_refused_by_the_fencing_token() {
     let (server, conn, _) = cluster::embedded("engine");
     let store = Arc::new(Mutex::new(FencedStore::default()));
-    let refused = watch::channel(Vec::<(InstanceId, FencingToken)>::new()).0;
-    let accepted = watch::channel(Vec::<(InstanceId, FencingToken)>::new()).0;
+    let refused = watch::channel(Writes::new()).0;
+    let accepted = watch::channel(Writes::new()).0;
     let resume = Arc::new(Notify::new());
     let paused_once = Arc::new(Mutex::new(false));
     let stalled = watch::channel(None::<InstanceId>).0;
@@ -161,20 +170,10 @@ async fn a_paused_old_owners_late_write_is_refused_by_the_fencing_token() {
     server.expire(stat.ephemeral_owner);
     // The taker may be the other instance or the owner itself, back on a new session while its
     // old run stalls (it is idle there): either way a run after the expiry, with a newer token.
-    let mut rx = accepted.subscribe();
-    let new = tokio::time::timeout(WITHIN, rx.wait_for(|l| !l.is_empty()))
-        .await
-        .expect("the new owner wrote within the time")
-        .unwrap()[0]
-        .clone();
+    let new = first_write(&accepted, "the new owner wrote").await;
     tracing::info!("--- the stalled old owner resumes and writes with its old token");
     resume.notify_one();
-    let mut rx = refused.subscribe();
-    let late = tokio::time::timeout(WITHIN, rx.wait_for(|l| !l.is_empty()))
-        .await
-        .expect("the late write was refused within the time")
-        .unwrap()[0]
-        .clone();
+    let late = first_write(&refused, "the late write was refused").await;
     assert_eq!(late.0, owner, "the refused write is the old owner's");
     assert!(late.1 < new.1, "old token {} < new token {}", late.1, new.1);
     assert_eq!(store.lock().unwrap().value.as_ref(), Some(&new.0));

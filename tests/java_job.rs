@@ -23,6 +23,15 @@ fn builder(conn: Arc<dyn Connector>, n: u32) -> NodeBuilder {
         .clock(Arc::new(TokioClock::starting_at(origin())))
 }
 
+/// A spec of `config` named for its job, whose runs `rec` records.
+fn recorded(config: JobConfig, rec: &Recorder) -> JobSpec {
+    JobSpec {
+        job_type: JobType::Named(config.job_name.clone()),
+        config: Arc::new(config),
+        handler: rec.handler(Duration::ZERO),
+    }
+}
+
 fn orders() -> JobConfig {
     JobConfig::new("orders", 2)
         .cron("0/2 * * * * ?")
@@ -37,14 +46,7 @@ async fn a_declared_java_job_shares_the_root_and_another_type_is_told_how_to_dec
     tracing::info!("--- a node runs `orders` as the Java job com.acme.OrdersJob");
     let java_like = builder(conn.clone(), 1).start().await.unwrap();
     java_like
-        .add_job(
-            JobSpec {
-                config: std::sync::Arc::new(orders()),
-                job_type: JobType::Named("orders".into()),
-                handler: rec.handler(Duration::ZERO),
-            }
-            .shared_with_java("com.acme.OrdersJob"),
-        )
+        .add_job(recorded(orders(), &rec).shared_with_java("com.acme.OrdersJob"))
         .await
         .expect("the first node registers the job");
     let admin = conn.connect().await.unwrap();
@@ -54,11 +56,7 @@ async fn a_declared_java_job_shares_the_root_and_another_type_is_told_how_to_dec
     tracing::info!("--- a node that does not declare the class is refused, with the fix");
     let plain = builder(conn.clone(), 2).start().await.unwrap();
     let refused = plain
-        .add_job(JobSpec {
-            config: std::sync::Arc::new(orders()),
-            job_type: JobType::Named("orders".into()),
-            handler: rec.handler(Duration::ZERO),
-        })
+        .add_job(recorded(orders(), &rec))
         .await
         .expect_err("another type is refused");
     let message = refused.to_string();
@@ -99,11 +97,7 @@ async fn a_config_a_java_instance_cannot_load_is_refused_unless_the_job_is_shard
             .time_zone("Asia/Shanghai")
     };
     let refused = node
-        .add_job(JobSpec {
-            config: std::sync::Arc::new(iana("berlin")),
-            job_type: JobType::Named("berlin".into()),
-            handler: rec.handler(Duration::ZERO),
-        })
+        .add_job(recorded(iana("berlin"), &rec))
         .await
         .expect_err("an IANA zone is not written for Java to choke on");
     let message = refused.to_string();
@@ -114,11 +108,10 @@ async fn a_config_a_java_instance_cannot_load_is_refused_unless_the_job_is_shard
     let admin = conn.connect().await.unwrap();
     assert!(admin.exists("/berlin/config").await.unwrap().is_none());
 
-    node.add_job(JobSpec {
-        config: std::sync::Arc::new(iana("shanghai").prop("shardcron.only", "true")),
-        job_type: JobType::Named("shanghai".into()),
-        handler: rec.handler(Duration::ZERO),
-    })
+    node.add_job(recorded(
+        iana("shanghai").prop("shardcron.only", "true"),
+        &rec,
+    ))
     .await
     .expect("a shardcron-only job may use an IANA zone");
     let (config, _) = admin.get("/shanghai/config").await.unwrap();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use shardcron::registry::mirror::{Mirror, MirrorEvent, MirrorFeed};
 use shardcron::registry::{CreateMode, Op, OpKind, Registry, RegistryError, SessionState};
-use support::backend::Backend;
+use support::backend::{ephemeral_and_other, Backend};
 use support::conformance::wait_for;
 use support::namespace;
 
@@ -242,13 +242,7 @@ async fn the_mirror_converges_after_a_disconnect(b: &dyn Backend) {
 /// reports what changed, including the expired session's vanished ephemerals.
 async fn a_new_session_after_expiry_re_lists_into_the_same_mirror(b: &dyn Backend) {
     let ns = namespace("conf", "mirror-expiry");
-    let first = b.open(&ns).await;
-    let other = b.open(&ns).await.registry;
-    first
-        .registry
-        .create("/mine", b"", CreateMode::Ephemeral)
-        .await
-        .unwrap();
+    let (first, other) = ephemeral_and_other(b, &ns, "/mine").await;
     other
         .create("/shared", b"1", CreateMode::Persistent)
         .await

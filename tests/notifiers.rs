@@ -46,15 +46,20 @@ fn every_second(name: &str, items: i32, handler: &str, props: &[(&str, String)])
     config
 }
 
+/// A node `127.0.0.1@-@{suffix}` on `server`, on the system clock, with `handlers`.
+fn notify_node(server: &EmbeddedServer, handlers: &HandlerRegistry, suffix: &str) -> NodeBuilder {
+    NodeBuilder::new(Arc::new(server.connector("notify")))
+        .instance_id(InstanceId::new("127.0.0.1", suffix).unwrap())
+        .clock(Arc::new(SystemClock))
+        .handlers(handlers.clone())
+}
+
 async fn start(
     server: &EmbeddedServer,
     handlers: &HandlerRegistry,
     jobs: Vec<JobConfig>,
 ) -> NodeHandle {
-    let mut builder = NodeBuilder::new(Arc::new(server.connector("notify")))
-        .instance_id(InstanceId::parse("127.0.0.1@-@notify").unwrap())
-        .clock(Arc::new(SystemClock))
-        .handlers(handlers.clone());
+    let mut builder = notify_node(server, handlers, "notify");
     for config in jobs {
         builder = builder.job(config, "failing", failing());
     }
@@ -259,10 +264,7 @@ async fn a_webhook_that_never_answers_holds_up_no_run_and_overflow_is_counted() 
     }));
     let server_ = EmbeddedServer::new();
     let handlers = HandlerRegistry::new();
-    let node = NodeBuilder::new(Arc::new(server_.connector("notify")))
-        .instance_id(InstanceId::parse("127.0.0.1@-@notify").unwrap())
-        .clock(Arc::new(SystemClock))
-        .handlers(handlers.clone())
+    let node = notify_node(&server_, &handlers, "notify")
         .job(
             every_second("busy", 100, "WEBHOOK", &props),
             "failing",
@@ -371,10 +373,7 @@ async fn a_failed_send_logs_and_notifies_no_secret() {
     );
     let registry = EmbeddedServer::new();
     let handlers = HandlerRegistry::new();
-    let node = NodeBuilder::new(Arc::new(registry.connector("notify")))
-        .instance_id(InstanceId::parse("127.0.0.1@-@leaky").unwrap())
-        .clock(Arc::new(SystemClock))
-        .handlers(handlers.clone())
+    let node = notify_node(&registry, &handlers, "leaky")
         .job(
             job,
             "failing",

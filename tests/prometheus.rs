@@ -97,14 +97,7 @@ async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_proce
         .iter()
         .map(|(j, n)| (j.to_string(), f64::from(*n)))
         .collect();
-    prometheus
-        .wait_query(
-            &format!("items owned per job {items:?}"),
-            "sum by (job_name) (shardcron_items_owned)",
-            WAIT,
-            |r| by_label(r, "job_name") == items,
-        )
-        .await;
+    (prometheus.wait_per_job("shardcron_items_owned", &items, WAIT)).await;
 
     tracing::info!("--- every query of the shipped dashboard is valid and the main ones have data");
     dashboard_queries_answer(&prometheus).await;
@@ -160,14 +153,7 @@ async fn prometheus_sums_each_jobs_executions_once_across_two_nodes_of_one_proce
 
     tracing::info!("--- Prometheus sums per job");
     let want: Vec<(String, f64)> = expected.clone().into_iter().collect();
-    prometheus
-        .wait_query(
-            &format!("per-job sums {want:?}"),
-            "sum by (job_name) (shardcron_executions_total)",
-            WAIT,
-            |r| by_label(r, "job_name") == want,
-        )
-        .await;
+    (prometheus.wait_per_job("shardcron_executions_total", &want, WAIT)).await;
     let collided = prometheus
         .query(r#"{__name__=~"shardcron_.+", exported_job!=""} or {__name__=~"shardcron_.+", exported_instance!=""}"#)
         .await;

@@ -285,8 +285,7 @@ async fn an_output_row_only_moves_forward_and_stays_once_complete_on_sqlite() {
 #[tokio::test]
 async fn an_output_row_only_moves_forward_and_stays_once_complete_on_postgresql() {
     let bin = require!(Peer::PostgreSql);
-    let server = PgServer::start(&bin);
-    let history = History::postgres(&server.url()).await.unwrap();
+    let (_server, history) = PgServer::with_history(&bin).await;
     output_rows_move_forward(history).await;
 }
 

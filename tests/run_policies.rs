@@ -42,28 +42,33 @@ fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// Where the sleeper in `dir` writes the pids of its script and of its grandchild.
+fn pid_files(dir: &Path) -> (PathBuf, PathBuf) {
+    (dir.join("child"), dir.join("grandchild"))
+}
+
 /// A script job that sleeps, and whose grandchild sleeps too, under a timeout of 2 s with 1 s of
-/// grace: `(config, the child's pid file, the grandchild's pid file)`.
-fn sleeper(dir: &Path) -> (JobConfig, PathBuf, PathBuf) {
-    let (child, grandchild) = (dir.join("child"), dir.join("grandchild"));
+/// grace; they write their pids to [`pid_files`].
+fn sleeper(dir: &Path) -> JobConfig {
+    let (child, grandchild) = pid_files(dir);
     let line = format!(
         "/bin/sh -c 'sleep 60 & echo $! > {g}; echo $$ > {c}; wait'",
         g = grandchild.display(),
         c = child.display()
     );
-    let config = JobConfig::new("sleeper", 1)
+    JobConfig::new("sleeper", 1)
         .one_off()
         .script_command_line(&line)
         .timeout(TIMEOUT)
-        .timeout_grace(GRACE);
-    (config, child, grandchild)
+        .timeout_grace(GRACE)
 }
 
 const TIMEOUT: Duration = Duration::from_secs(2);
 const GRACE: Duration = Duration::from_secs(1);
 
 /// Triggers the sleeper and waits until both of its processes run: their pids.
-async fn trigger_sleeper(node: &NodeHandle, child: &Path, grandchild: &Path) -> (u32, u32) {
+async fn trigger_sleeper(node: &NodeHandle, dir: &Path) -> (u32, u32) {
+    let (child, grandchild) = &pid_files(dir);
     let job = JobName::new("sleeper").unwrap();
     node.trigger(&job).await.expect("the trigger is taken");
     let pids = wait_until(
@@ -80,12 +85,11 @@ async fn trigger_sleeper(node: &NodeHandle, child: &Path, grandchild: &Path) -> 
 async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history_says_timeout() {
     require!(Peer::ZooKeeper);
     let (dir, ns) = support::prelude("policies", "timeout");
-    let (config, child, grandchild) = sleeper(dir.path());
-    let (node, history, recording) = start(&ns, config, dir.path()).await;
+    let (node, history, recording) = start(&ns, sleeper(dir.path()), dir.path()).await;
 
     tracing::info!("--- triggered: the script and its grandchild start");
     let triggered = Instant::now();
-    let (script, _) = trigger_sleeper(&node, &child, &grandchild).await;
+    let (script, _) = trigger_sleeper(&node, dir.path()).await;
 
     tracing::info!("--- the script is gone within timeout + grace + 1 s of the trigger");
     let left = (TIMEOUT + GRACE + Duration::from_secs(1)).saturating_sub(triggered.elapsed());
@@ -121,10 +125,9 @@ async fn a_script_past_its_timeout_is_ended_within_timeout_and_grace_and_history
 async fn a_timed_out_scripts_grandchild_is_gone_within_timeout_and_grace_too() {
     require!(Peer::ZooKeeper);
     let (dir, ns) = support::prelude("policies", "group");
-    let (config, child, grandchild) = sleeper(dir.path());
-    let (node, _history, _recording) = start(&ns, config, dir.path()).await;
+    let (node, _history, _recording) = start(&ns, sleeper(dir.path()), dir.path()).await;
     let triggered = Instant::now();
-    let pids = trigger_sleeper(&node, &child, &grandchild).await;
+    let pids = trigger_sleeper(&node, dir.path()).await;
     let left = (TIMEOUT + GRACE + Duration::from_secs(1)).saturating_sub(triggered.elapsed());
     wait_until("the script and its grandchild ended", left, || {
         (!alive(pids.0) && !alive(pids.1)).then_some(())

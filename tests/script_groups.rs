@@ -45,16 +45,20 @@ fn script(file: &Path, ignore_term: bool) -> ScriptJob {
     ScriptJob::new(&line).expect("a command line")
 }
 
-/// Starts one item of `job` in a task; returns its handle, the context's token and grace, and
-/// the grandchild's pid once it is written.
-async fn start(
-    job: ScriptJob,
-    file: &Path,
-) -> (
-    tokio::task::JoinHandle<Result<(), JobError>>,
-    ShardingContext,
-    u32,
-) {
+/// One item of [`script`] started in a task, its grandchild's pid once written.
+struct Started {
+    /// Where the pid file is (removed when the test ends).
+    _dir: tempfile::TempDir,
+    run: tokio::task::JoinHandle<Result<(), JobError>>,
+    ctx: ShardingContext,
+    grandchild: u32,
+}
+
+/// Starts one item of `script(.., ignore_term)` in a task, in a temporary folder of its own.
+async fn start(ignore_term: bool) -> Started {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = &pid_file(&dir);
+    let job = script(file, ignore_term);
     let ctx = context();
     let job = Arc::new(job);
     let run = {
@@ -73,7 +77,24 @@ async fn start(
     )
     .await;
     assert!(alive(pid), "the grandchild {pid} runs");
-    (run, ctx, pid)
+    Started {
+        _dir: dir,
+        run,
+        ctx,
+        grandchild: pid,
+    }
+}
+
+/// Waits until the item's run ends cancelled and its grandchild is gone (`what`).
+async fn ends_cancelled_without(started: Started, what: &str) {
+    let result = started.run.await.expect("the run's task");
+    assert!(matches!(result, Err(JobError::Cancelled(_))), "{result:?}");
+    gone(started.grandchild, what).await;
+}
+
+/// Waits until `pid` is gone (`what`).
+async fn gone(pid: u32, what: &str) {
+    wait_until(|| (!alive(pid)).then_some(()), what).await;
 }
 
 fn pid_file(dir: &tempfile::TempDir) -> PathBuf {
@@ -82,66 +103,36 @@ fn pid_file(dir: &tempfile::TempDir) -> PathBuf {
 
 #[tokio::test]
 async fn a_cancelled_scripts_grandchild_is_gone() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let file = pid_file(&dir);
-    let (run, ctx, grandchild) = start(script(&file, false), &file).await;
+    let started = start(false).await;
     tracing::info!("--- the item is cancelled: SIGTERM to the group");
-    ctx.cancel_within(Duration::from_secs(30));
-    let result = run.await.expect("the run's task");
-    assert!(matches!(result, Err(JobError::Cancelled(_))), "{result:?}");
-    wait_until(
-        || (!alive(grandchild)).then_some(()),
-        "the cancelled script's grandchild is gone",
-    )
-    .await;
+    started.ctx.cancel_within(Duration::from_secs(30));
+    ends_cancelled_without(started, "the cancelled script's grandchild is gone").await;
 }
 
 #[tokio::test]
 async fn a_group_that_ignores_sigterm_is_killed_once_the_grace_has_passed() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let file = pid_file(&dir);
-    let (run, ctx, grandchild) = start(script(&file, true), &file).await;
+    let started = start(true).await;
     tracing::info!("--- cancelled with a short grace: SIGTERM is ignored, SIGKILL is not");
-    ctx.cancel_within(Duration::from_millis(200));
-    let result = run.await.expect("the run's task");
-    assert!(matches!(result, Err(JobError::Cancelled(_))), "{result:?}");
-    wait_until(
-        || (!alive(grandchild)).then_some(()),
-        "the grandchild that ignored SIGTERM is gone",
-    )
-    .await;
+    started.ctx.cancel_within(Duration::from_millis(200));
+    ends_cancelled_without(started, "the grandchild that ignored SIGTERM is gone").await;
 }
 
 #[tokio::test]
 async fn a_shorter_grace_ends_a_stop_already_in_progress() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let file = pid_file(&dir);
-    let (run, ctx, grandchild) = start(script(&file, true), &file).await;
+    let started = start(true).await;
     tracing::info!("--- cancelled with a grace of an hour (a timeout's), then fenced");
-    ctx.cancel_within(Duration::from_secs(3600));
-    ctx.stop_grace.shorten(Duration::from_millis(100));
-    let result = run.await.expect("the run's task");
-    assert!(matches!(result, Err(JobError::Cancelled(_))), "{result:?}");
-    wait_until(
-        || (!alive(grandchild)).then_some(()),
-        "the grandchild is gone within the shorter grace",
-    )
-    .await;
+    started.ctx.cancel_within(Duration::from_secs(3600));
+    started.ctx.stop_grace.shorten(Duration::from_millis(100));
+    ends_cancelled_without(started, "the grandchild is gone within the shorter grace").await;
 }
 
 #[tokio::test]
 async fn a_dropped_runs_whole_group_is_killed() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let file = pid_file(&dir);
-    let (run, _ctx, grandchild) = start(script(&file, true), &file).await;
+    let started = start(true).await;
     tracing::info!("--- the run's task is aborted (its future dropped)");
-    run.abort();
-    let _ = run.await;
-    wait_until(
-        || (!alive(grandchild)).then_some(()),
-        "the dropped run's grandchild is gone",
-    )
-    .await;
+    started.run.abort();
+    let _ = started.run.await;
+    gone(started.grandchild, "the dropped run's grandchild is gone").await;
 }
 
 #[tokio::test]

@@ -16,10 +16,7 @@ use async_trait::async_trait;
 use cluster::Recorder;
 use shardcron::events::EngineEvent;
 use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
-use shardcron::registry::{
-    Connector, CreateMode, ListedNode, Op, OpResult, Registry, Result, SessionInfo, SessionState,
-    Stat, WatchStream,
-};
+use shardcron::registry::{Connector, CreateMode, Registry, Result, SessionState};
 use tokio::sync::watch;
 
 const WITHIN: Duration = Duration::from_secs(120);
@@ -39,53 +36,14 @@ struct Stalling {
     gate: Arc<Gate>,
 }
 
-#[async_trait]
-impl Registry for Stalling {
-    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
-        self.inner.create(path, data, mode).await
+crate::delegating_registry!(Stalling, inner, get_many(this, paths) {
+    let mut held = this.gate.held.subscribe();
+    if *held.borrow() {
+        this.gate.waiting.send_modify(|n| *n += 1);
+        let _ = held.wait_for(|h| !*h).await;
     }
-    async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
-        self.inner.get(path).await
-    }
-    async fn set(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
-        self.inner.set(path, data, version).await
-    }
-    async fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
-        self.inner.delete(path, version).await
-    }
-    async fn children(&self, path: &str) -> Result<Vec<String>> {
-        self.inner.children(path).await
-    }
-    async fn exists(&self, path: &str) -> Result<Option<Stat>> {
-        self.inner.exists(path).await
-    }
-    async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
-        self.inner.multi(ops).await
-    }
-    async fn watch_recursive(&self, path: &str) -> Result<WatchStream> {
-        self.inner.watch_recursive(path).await
-    }
-    async fn get_many(&self, paths: &[String]) -> Result<Vec<Result<(Vec<u8>, Stat)>>> {
-        let mut held = self.gate.held.subscribe();
-        if *held.borrow() {
-            self.gate.waiting.send_modify(|n| *n += 1);
-            let _ = held.wait_for(|h| !*h).await;
-        }
-        self.inner.get_many(paths).await
-    }
-    async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {
-        self.inner.list_subtree(path).await
-    }
-    fn session_info(&self) -> SessionInfo {
-        self.inner.session_info()
-    }
-    fn session_state(&self) -> watch::Receiver<SessionState> {
-        self.inner.session_state()
-    }
-    async fn close(&self) {
-        self.inner.close().await
-    }
-}
+    this.inner.get_many(paths).await
+});
 
 /// Opens embedded sessions wrapped in [`Stalling`]; remembers the last session's id.
 #[derive(Debug)]

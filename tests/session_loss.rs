@@ -10,8 +10,7 @@ use support::wait::wait_until_woken;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster::{instance, start_node, Recorder};
-use shardcron::config::JobConfig;
+use cluster::{every_second, instance, start_node, Recorder};
 use shardcron::decide::lifecycle::FenceBudget;
 use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
 use shardcron::registry::{Connector, Registry};
@@ -85,9 +84,7 @@ async fn an_expired_session_is_replaced_and_the_node_rejoins_and_fires_again() {
     let conn: Arc<dyn Connector> = Arc::new(conn);
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
-    let job = JobConfig::new("orders", 2)
-        .cron("* * * * * ?")
-        .time_zone("GMT");
+    let job = every_second("orders", 2);
     let node = rec.start(&conn, 1, job, Duration::ZERO).await;
     rec.wait_until("first runs", WITHIN, |log| log.len() >= 4)
         .await;
@@ -119,12 +116,8 @@ async fn an_operator_deleting_the_instance_node_stops_the_job_here_and_leaves_th
     let (_server, conn, _) = cluster::embedded("loss");
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
-    let orders = JobConfig::new("orders", 1)
-        .cron("* * * * * ?")
-        .time_zone("GMT");
-    let other = JobConfig::new("other", 1)
-        .cron("* * * * * ?")
-        .time_zone("GMT");
+    let orders = every_second("orders", 1);
+    let other = every_second("other", 1);
     let node = start_node(
         conn.clone(),
         instance(1),
@@ -167,9 +160,7 @@ async fn a_node_whose_watch_ends_while_its_session_lives_opens_a_new_session_and
     let (server, conn, _) = cluster::embedded("loss");
     let admin = conn.connect().await.unwrap();
     let rec = Recorder::default();
-    let orders = JobConfig::new("orders", 1)
-        .cron("* * * * * ?")
-        .time_zone("GMT");
+    let orders = every_second("orders", 1);
     let node = rec.start(&conn, 1, orders, Duration::ZERO).await;
     rec.wait_until("the job runs", WITHIN, |log| !log.is_empty())
         .await;

@@ -25,12 +25,7 @@ const NAMESPACE: &str = "workflow-metrics";
 const WAIT: Duration = Duration::from_secs(30);
 
 async fn scrape(addr: SocketAddr) -> String {
-    reqwest::get(format!("http://{addr}/metrics"))
-        .await
-        .expect("scrape answers")
-        .text()
-        .await
-        .expect("scrape body")
+    support::http::get_text(&format!("http://{addr}/metrics"), "a scrape").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -76,14 +76,8 @@ fn start_console(
 
 /// The job names `/api/overview` of the console at `url` lists.
 fn console_jobs(url: &str) -> Vec<String> {
-    let text = runtime().block_on(async {
-        reqwest::get(format!("{url}/api/overview"))
-            .await
-            .expect("the console answers")
-            .text()
-            .await
-            .expect("the overview is read")
-    });
+    let overview_url = format!("{url}/api/overview");
+    let text = runtime().block_on(support::http::get_text(&overview_url, "the overview"));
     let overview: serde_json::Value = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("the overview is JSON ({e}): {text}"));
     overview["jobs"]
@@ -92,6 +86,13 @@ fn console_jobs(url: &str) -> Vec<String> {
         .iter()
         .map(|j| j["jobName"].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+/// Runs `program` (labelled `label`) with `args` and no credentials: `what` must exit saying why.
+fn assert_locked_out(what: &str, program: &Path, label: &str, args: &[&str], output: &Output) {
+    let mut process = NodeProcess::spawn_program(program, label, args, &[], output);
+    let status = process.wait_exit();
+    assert_refused_for_no_auth(what, status.code(), &process.stderr());
 }
 
 fn assert_refused_for_no_auth(what: &str, code: Option<i32>, stderr: &str) {
@@ -200,38 +201,19 @@ fn a_namespace_written_under_digest_credentials_is_read_by_nobody_else_and_opera
     tracing::info!("--- without them, shardcronctl, a second node and the console exit saying why");
     let refused = ctl(&connect, &ns, &["jobs"], &[]);
     assert_refused_for_no_auth("shardcronctl jobs", Some(refused.code), &refused.stderr);
-    let mut intruder = NodeProcess::spawn(
-        "intruder",
-        &[
-            "--zk",
-            &connect,
-            "--namespace",
-            &ns,
-            "--instance-id",
-            "127.0.0.1@-@intruder",
-        ],
-        &[],
-        &output,
-    );
-    let status = intruder.wait_exit();
-    assert_refused_for_no_auth("the node", status.code(), &intruder.stderr());
-    let mut locked_out = NodeProcess::spawn_program(
-        &example_bin::ctl_binary(),
+    let on_ns = ["--zk", connect.as_str(), "--namespace", ns.as_str()];
+    let node_args = [&on_ns[..], &["--instance-id", "127.0.0.1@-@intruder"]].concat();
+    let node_binary = example_bin::example_binary();
+    assert_locked_out("the node", &node_binary, "intruder", &node_args, &output);
+    let console_args = [&on_ns[..], &["console", "--listen", "127.0.0.1:0"]].concat();
+    let ctl_binary = example_bin::ctl_binary();
+    assert_locked_out(
+        "the console",
+        &ctl_binary,
         "locked-out console",
-        &[
-            "--zk",
-            &connect,
-            "--namespace",
-            &ns,
-            "console",
-            "--listen",
-            "127.0.0.1:0",
-        ],
-        &[],
+        &console_args,
         &output,
     );
-    let status = locked_out.wait_exit();
-    assert_refused_for_no_auth("the console", status.code(), &locked_out.stderr());
 
     tracing::info!("--- the console with the credentials serves the namespace");
     let (mut console, url) = start_console(

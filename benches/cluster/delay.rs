@@ -115,20 +115,16 @@ impl Pair {
         let s1 = format!("1 delay, {}, monitorExecution {mode}", self.backend.name());
         let (p50, p99) = if self.monitor { (2, 5) } else { (1, 2) };
         let ms = Duration::from_millis;
-        table.check(
-            &s1,
-            &format!("p50 over {} items", w.delays.n),
-            dur(w.delays.p50),
-            &format!("< {p50} ms"),
-            w.delays.p50 < ms(p50),
-        );
-        table.check(
-            &s1,
-            "p99",
-            dur(w.delays.p99),
-            &format!("< {p99} ms"),
-            w.delays.p99 < ms(p99),
-        );
+        let p50_name = format!("p50 over {} items", w.delays.n);
+        for (name, got, limit) in [(&*p50_name, w.delays.p50, p50), ("p99", w.delays.p99, p99)] {
+            table.check(
+                &s1,
+                name,
+                dur(got),
+                &format!("< {limit} ms"),
+                got < ms(limit),
+            );
+        }
         table.check(
             &s1,
             "complete fires",

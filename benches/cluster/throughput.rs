@@ -100,14 +100,17 @@ pub(crate) async fn run(
     );
     table.info(&s, "trigger delay p50", dur(w.delays.p50));
 
-    let w = measure(
-        Backend::Embedded(Default::default()),
-        (jobs, items),
-        false,
-        Capture::Off,
-        seconds,
-    )
-    .await;
+    // One node on the embedded registry, monitorExecution off, capturing output or not.
+    let embedded = |capture| {
+        measure(
+            Backend::Embedded(Default::default()),
+            (jobs, items),
+            false,
+            capture,
+            seconds,
+        )
+    };
+    let w = embedded(Capture::Off).await;
     let s =
         format!("5 throughput, embedded, {jobs} jobs x {items} items / s, monitorExecution off");
     let total: u64 = w.per_second.iter().map(|(_, n)| n).sum();
@@ -127,14 +130,7 @@ pub(crate) async fn run(
 
     // The same with every job capturing its output and each item printing one line: what the
     // capture costs a job that asks for it (a job that does not pays nothing: the row above).
-    let w = measure(
-        Backend::Embedded(Default::default()),
-        (jobs, items),
-        false,
-        Capture::On,
-        seconds,
-    )
-    .await;
+    let w = embedded(Capture::On).await;
     let s = format!(
         "5 throughput, embedded, {jobs} jobs x {items} items / s, output captured (shardcron.output)"
     );

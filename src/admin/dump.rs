@@ -327,51 +327,23 @@ mod tests {
 
     #[test]
     fn each_kind_of_difference_is_told_apart() {
-        type Side = Option<NodeCopy>;
+        use Difference::{Differs, MirrorOnly, RegistryOnly, Same};
+        // Each side: (data, version, czxid) of the node, or no node.
+        type Side = Option<(&'static str, i32, i64)>;
         let cases: [(&str, Side, Side, Difference); 6] = [
-            (
-                "same",
-                Some(copy("a", 1, 5)),
-                Some(copy("a", 1, 5)),
-                Difference::Same,
-            ),
-            (
-                "data",
-                Some(copy("a", 1, 5)),
-                Some(copy("b", 1, 5)),
-                Difference::Differs,
-            ),
-            (
-                "version",
-                Some(copy("a", 1, 5)),
-                Some(copy("a", 2, 5)),
-                Difference::Differs,
-            ),
-            (
-                "reborn",
-                Some(copy("a", 0, 5)),
-                Some(copy("a", 0, 9)),
-                Difference::Differs,
-            ),
-            (
-                "deleted",
-                Some(copy("a", 0, 5)),
-                None,
-                Difference::MirrorOnly,
-            ),
-            (
-                "created",
-                None,
-                Some(copy("a", 0, 5)),
-                Difference::RegistryOnly,
-            ),
+            ("same", Some(("a", 1, 5)), Some(("a", 1, 5)), Same),
+            ("data", Some(("a", 1, 5)), Some(("b", 1, 5)), Differs),
+            ("version", Some(("a", 1, 5)), Some(("a", 2, 5)), Differs),
+            ("reborn", Some(("a", 0, 5)), Some(("a", 0, 9)), Differs),
+            ("deleted", Some(("a", 0, 5)), None, MirrorOnly),
+            ("created", None, Some(("a", 0, 5)), RegistryOnly),
         ];
         for (name, mirror, registry, want) in cases {
             let path = format!("/j/{name}");
-            let entries = diff(
-                mirror.map(|c| (path.clone(), c)),
-                registry.map(|c| (path.clone(), c)),
-            );
+            let side = |s: Side| {
+                s.map(|(data, version, czxid)| (path.clone(), copy(data, version, czxid)))
+            };
+            let entries = diff(side(mirror), side(registry));
             assert_eq!(entries.len(), 1, "{name}");
             assert_eq!(entries[0].status, want, "{name}");
         }

@@ -104,11 +104,11 @@ pub fn read(mirror: &Mirror, me: &InstanceId, session: Option<i64>, jobs: &[JobN
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::fixtures::{inst, job};
 
     #[test]
     fn readiness_needs_a_session_and_every_job_registered_on_it() {
-        let me = InstanceId::parse("10.0.0.1@-@7").unwrap();
-        let orders = JobName::new("orders").unwrap();
+        let (me, orders) = (inst("10.0.0.1@-@7"), job());
         let mail = JobName::new("mail").unwrap();
         let not_registered = |job: &JobName, owner| Readiness::NotRegistered {
             job: job.clone(),
@@ -143,8 +143,7 @@ mod tests {
 
     #[test]
     fn the_answer_names_the_job_and_its_path() {
-        let me = InstanceId::parse("10.0.0.1@-@7").unwrap();
-        let orders = JobName::new("orders").unwrap();
+        let (me, orders) = (inst("10.0.0.1@-@7"), job());
         let text = decide(&me, Some(6), [(&orders, Some(0x5a))]).to_string();
         assert_eq!(
             text,

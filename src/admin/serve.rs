@@ -146,30 +146,46 @@ struct Held {
     slots: usize,
 }
 
-/// A waiting place: given back when dropped.
-struct Waiting {
-    server: Arc<Server>,
-    ip: IpAddr,
-    _permit: OwnedSemaphorePermit,
+/// Which of an IP address's bounds a place counts against.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    /// Connections waiting for a slot ([`MAX_WAITING_PER_CLIENT`]).
+    Waiting,
+    /// Connections being served ([`MAX_CONNECTIONS_PER_CLIENT`]).
+    Slot,
 }
 
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        self.server.release(self.ip, |h| h.waiting -= 1);
+impl Held {
+    fn count(&mut self, bound: Bound) -> &mut usize {
+        match bound {
+            Bound::Waiting => &mut self.waiting,
+            Bound::Slot => &mut self.slots,
+        }
     }
 }
 
-/// A slot: given back when dropped.
-struct Slot {
+/// A place one IP address holds (a waiting place or a slot): given back when dropped, and a
+/// freed slot wakes the connections waiting for one.
+struct Place {
     server: Arc<Server>,
     ip: IpAddr,
+    bound: Bound,
     _permit: OwnedSemaphorePermit,
 }
 
-impl Drop for Slot {
+/// A waiting place.
+type Waiting = Place;
+
+/// A slot.
+type Slot = Place;
+
+impl Drop for Place {
     fn drop(&mut self) {
-        self.server.release(self.ip, |h| h.slots -= 1);
-        self.server.freed.notify_waiters();
+        let bound = self.bound;
+        self.server.release(self.ip, |h| *h.count(bound) -= 1);
+        if let Bound::Slot = bound {
+            self.server.freed.notify_waiters();
+        }
     }
 }
 
@@ -188,20 +204,30 @@ impl Server {
         }
     }
 
-    /// A waiting place for a connection from `ip`, if the bounds allow one.
-    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Waiting> {
+    /// A place of `ip` against `bound`, if neither its share nor the whole pool is full.
+    fn take(self: &Arc<Self>, ip: IpAddr, bound: Bound) -> Option<Place> {
+        let (max, pool) = match bound {
+            Bound::Waiting => (MAX_WAITING_PER_CLIENT, &self.waiting),
+            Bound::Slot => (MAX_CONNECTIONS_PER_CLIENT, &self.slots),
+        };
         let mut clients = self.clients();
-        let held = clients.entry(ip).or_default();
-        if held.waiting >= MAX_WAITING_PER_CLIENT {
+        let held = clients.entry(ip).or_default().count(bound);
+        if *held >= max {
             return None;
         }
-        let permit = self.waiting.clone().try_acquire_owned().ok()?;
-        held.waiting += 1;
-        Some(Waiting {
+        let permit = pool.clone().try_acquire_owned().ok()?;
+        *held += 1;
+        Some(Place {
             server: self.clone(),
             ip,
+            bound,
             _permit: permit,
         })
+    }
+
+    /// A waiting place for a connection from `ip`, if the bounds allow one.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Waiting> {
+        self.take(ip, Bound::Waiting)
     }
 
     /// A slot for `ip` within its share, waiting up to [`SLOT_WAIT`].
@@ -222,18 +248,7 @@ impl Server {
     }
 
     fn try_slot(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
-        let mut clients = self.clients();
-        let held = clients.entry(ip).or_default();
-        if held.slots >= MAX_CONNECTIONS_PER_CLIENT {
-            return None;
-        }
-        let permit = self.slots.clone().try_acquire_owned().ok()?;
-        held.slots += 1;
-        Some(Slot {
-            server: self.clone(),
-            ip,
-            _permit: permit,
-        })
+        self.take(ip, Bound::Slot)
     }
 
     /// One connection: its head, then a probe's answer or a slot's service.

@@ -12,6 +12,28 @@ use super::policy::{
 };
 use super::{JobConfig, SCRIPT_COMMAND_LINE};
 
+/// Setters that store their argument as given in one field of [`JobConfig`].
+macro_rules! value_setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$field = $arg;
+            self
+        }
+    )*};
+}
+
+/// Setters that store their text argument in one optional field of [`JobConfig`].
+macro_rules! text_setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: impl Into<String>) -> Self {
+            self.$field = Some($arg.into());
+            self
+        }
+    )*};
+}
+
 impl JobConfig {
     /// A fixture for tests: `name` with 3 items, firing every 5 seconds in UTC.
     ///
@@ -26,16 +48,46 @@ impl JobConfig {
             .time_zone("GMT")
     }
 
-    /// Sets `shardingTotalCount`.
-    pub fn items(mut self, sharding_total_count: i32) -> Self {
-        self.sharding_total_count = sharding_total_count;
-        self
+    value_setters! {
+        /// Sets `shardingTotalCount`.
+        items(sharding_total_count: i32) => sharding_total_count;
+        /// Sets `monitorExecution`.
+        monitor_execution(on: bool) => monitor_execution;
+        /// Sets `failover`.
+        failover(on: bool) => failover;
+        /// Sets `misfire`.
+        misfire(on: bool) => misfire;
+        /// Sets `maxTimeDiffSeconds` (-1 = off).
+        max_time_diff_seconds(seconds: i32) => max_time_diff_seconds;
+        /// Sets `reconcileIntervalMinutes` (0 or -1 = off).
+        reconcile_interval_minutes(minutes: i32) => reconcile_interval_minutes;
+        /// Sets `disabled`.
+        disabled(on: bool) => disabled;
+        /// Sets `overwrite`.
+        overwrite(on: bool) => overwrite;
+        /// Sets `staticSharding`.
+        static_sharding(on: bool) => static_sharding;
     }
 
-    /// Sets `cron`.
-    pub fn cron(mut self, expr: impl Into<String>) -> Self {
-        self.cron = Some(expr.into());
-        self
+    text_setters! {
+        /// Sets `cron`.
+        cron(expr) => cron;
+        /// Sets `timeZone`.
+        time_zone(zone) => time_zone;
+        /// Sets `shardingItemParameters` (`0=a,1=b`).
+        item_parameters(parameters) => sharding_item_parameters;
+        /// Sets `jobParameter`.
+        job_parameter(parameter) => job_parameter;
+        /// Sets `jobShardingStrategyType`.
+        sharding_strategy(name) => job_sharding_strategy_type;
+        /// Sets `jobExecutorThreadPoolSizeProviderType` (`CPU` or `SINGLE_THREAD` on the Java side).
+        executor_service_handler(name) => job_executor_thread_pool_size_provider_type;
+        /// Sets `jobErrorHandlerType`.
+        error_handler(name) => job_error_handler_type;
+        /// Sets `description`.
+        description(text) => description;
+        /// Sets `label`.
+        label(label) => label;
     }
 
     /// Removes `cron`: a one-off job that runs only when triggered.
@@ -44,81 +96,9 @@ impl JobConfig {
         self
     }
 
-    /// Sets `timeZone`.
-    pub fn time_zone(mut self, zone: impl Into<String>) -> Self {
-        self.time_zone = Some(zone.into());
-        self
-    }
-
-    /// Sets `shardingItemParameters` (`0=a,1=b`).
-    pub fn item_parameters(mut self, parameters: impl Into<String>) -> Self {
-        self.sharding_item_parameters = Some(parameters.into());
-        self
-    }
-
-    /// Sets `jobParameter`.
-    pub fn job_parameter(mut self, parameter: impl Into<String>) -> Self {
-        self.job_parameter = Some(parameter.into());
-        self
-    }
-
-    /// Sets `monitorExecution`.
-    pub fn monitor_execution(mut self, on: bool) -> Self {
-        self.monitor_execution = on;
-        self
-    }
-
-    /// Sets `failover`.
-    pub fn failover(mut self, on: bool) -> Self {
-        self.failover = on;
-        self
-    }
-
-    /// Sets `misfire`.
-    pub fn misfire(mut self, on: bool) -> Self {
-        self.misfire = on;
-        self
-    }
-
-    /// Sets `maxTimeDiffSeconds` (-1 = off).
-    pub fn max_time_diff_seconds(mut self, seconds: i32) -> Self {
-        self.max_time_diff_seconds = seconds;
-        self
-    }
-
-    /// Sets `reconcileIntervalMinutes` (0 or -1 = off).
-    pub fn reconcile_interval_minutes(mut self, minutes: i32) -> Self {
-        self.reconcile_interval_minutes = minutes;
-        self
-    }
-
-    /// Sets `jobShardingStrategyType`.
-    pub fn sharding_strategy(mut self, name: impl Into<String>) -> Self {
-        self.job_sharding_strategy_type = Some(name.into());
-        self
-    }
-
-    /// Sets `jobExecutorThreadPoolSizeProviderType` (`CPU` or `SINGLE_THREAD` on the Java side).
-    pub fn executor_service_handler(mut self, name: impl Into<String>) -> Self {
-        self.job_executor_thread_pool_size_provider_type = Some(name.into());
-        self
-    }
-
-    /// Sets `jobErrorHandlerType`.
-    pub fn error_handler(mut self, name: impl Into<String>) -> Self {
-        self.job_error_handler_type = Some(name.into());
-        self
-    }
-
     /// Appends one name to `jobListenerTypes`.
     pub fn listener(mut self, name: impl Into<String>) -> Self {
         self.job_listener_types.push(name.into());
-        self
-    }
-
-    /// Sets `description`.
-    pub fn description(mut self, text: impl Into<String>) -> Self {
-        self.description = Some(text.into());
         self
     }
 
@@ -131,30 +111,6 @@ impl JobConfig {
     /// Sets `props.script.command.line`, the command of a SCRIPT job.
     pub fn script_command_line(self, command: impl Into<String>) -> Self {
         self.prop(SCRIPT_COMMAND_LINE, command)
-    }
-
-    /// Sets `disabled`.
-    pub fn disabled(mut self, on: bool) -> Self {
-        self.disabled = on;
-        self
-    }
-
-    /// Sets `overwrite`.
-    pub fn overwrite(mut self, on: bool) -> Self {
-        self.overwrite = on;
-        self
-    }
-
-    /// Sets `label`.
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
-        self
-    }
-
-    /// Sets `staticSharding`.
-    pub fn static_sharding(mut self, on: bool) -> Self {
-        self.static_sharding = on;
-        self
     }
 }
 

@@ -218,6 +218,14 @@ impl JobConfig {
         self.check(ctx, || Arc::new(self.clone()))
     }
 
+    /// The config validated as a simple job knowing only the built-in plugins, shared: a fixture
+    /// of the decision tests.
+    #[cfg(test)]
+    pub(crate) fn validated(self) -> Arc<ValidatedConfig> {
+        let ctx = ValidationContext::builtin(JobKind::Simple);
+        Arc::new(self.validate(&ctx).expect("a valid test config"))
+    }
+
     /// [`validate`](Self::validate) for a shared config: the validated one holds `this` itself,
     /// not a copy.
     pub fn validate_shared(
@@ -275,29 +283,27 @@ impl JobConfig {
                 BTreeMap::new()
             }
         };
-        let strategy = self.strategy_name();
-        if !BUILTIN_STRATEGIES.contains(&strategy) && !ctx.strategies.contains(&strategy) {
-            report(
-                "jobShardingStrategyType",
-                unknown_name(
-                    "sharding strategy",
-                    strategy,
-                    &BUILTIN_STRATEGIES,
-                    ctx.strategies,
-                ),
-            );
-        }
         let handler = self.error_handler_name();
-        if !BUILTIN_ERROR_HANDLERS.contains(&handler) && !ctx.error_handlers.contains(&handler) {
-            report(
+        let plugins = [
+            (
+                "jobShardingStrategyType",
+                "sharding strategy",
+                self.strategy_name(),
+                &BUILTIN_STRATEGIES[..],
+                ctx.strategies,
+            ),
+            (
                 "jobErrorHandlerType",
-                unknown_name(
-                    "error handler",
-                    handler,
-                    &BUILTIN_ERROR_HANDLERS,
-                    ctx.error_handlers,
-                ),
-            );
+                "error handler",
+                handler,
+                &BUILTIN_ERROR_HANDLERS[..],
+                ctx.error_handlers,
+            ),
+        ];
+        for (field, what, name, builtin, registered) in plugins {
+            if let Some(problem) = unknown_name(what, name, builtin, registered) {
+                report(field, problem);
+            }
         }
         let notifier = super::notify::NotifierSettings::from_props(handler, &self.props);
         if let Some(Err(problems)) = notifier {
@@ -381,12 +387,19 @@ impl JobConfig {
     }
 }
 
-fn unknown_name(what: &str, name: &str, builtin: &[&str], registered: &[&str]) -> String {
+/// `None` when `name` is built in or registered; else the problem, listing the known names.
+fn unknown_name(what: &str, name: &str, builtin: &[&str], registered: &[&str]) -> Option<String> {
+    if builtin.contains(&name) || registered.contains(&name) {
+        return None;
+    }
     let mut known: Vec<&str> = Vec::new();
     for name in builtin.iter().chain(registered) {
         if !known.contains(name) {
             known.push(name);
         }
     }
-    format!("unknown {what} {name:?}; known: {}", known.join(", "))
+    Some(format!(
+        "unknown {what} {name:?}; known: {}",
+        known.join(", ")
+    ))
 }

@@ -5,7 +5,8 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -42,8 +43,14 @@ pub(super) fn routes() -> Router<ConsoleState> {
         .route("/jobs/{job}", get(job))
         .route("/jobs/{job}/config", get(config_get).put(config_set))
         .route("/jobs/{job}/trigger", post(trigger))
-        .route("/jobs/{job}/disable", post(disable))
-        .route("/jobs/{job}/enable", post(enable))
+        .route(
+            "/jobs/{job}/disable",
+            post(|a: Audited, j: JobParam, t: Json<SwitchTarget>| switch(Turn::Off, a, j, t)),
+        )
+        .route(
+            "/jobs/{job}/enable",
+            post(|a: Audited, j: JobParam, t: Json<SwitchTarget>| switch(Turn::On, a, j, t)),
+        )
         .route("/jobs/{job}/shutdown", post(shutdown))
         .route("/jobs/{job}/history", get(history))
         .route("/events", get(events))
@@ -132,6 +139,20 @@ pub(super) type ApiResult<T> = Result<Json<T>, ApiError>;
 
 pub(super) fn job_name(name: &str) -> Result<JobName, ApiError> {
     JobName::new(name).map_err(|e| ApiError::bad_input(format!("job name {name:?}: {e}")))
+}
+
+/// The job a route's `{job}` names, checked: a bad name is a 400 naming it.
+pub(super) struct JobParam(pub(super) JobName);
+
+impl<S: Send + Sync> FromRequestParts<S> for JobParam {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(name) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::bad_input(e.body_text()))?;
+        job_name(&name).map(Self)
+    }
 }
 
 /// The last execution of a job, from the history.
@@ -256,8 +277,7 @@ async fn job_of(state: &ConsoleState, job: &JobName) -> Result<JobPage, ApiError
     })
 }
 
-async fn job(State(state): State<ConsoleState>, Path(name): Path<String>) -> ApiResult<JobPage> {
-    let job = job_name(&name)?;
+async fn job(State(state): State<ConsoleState>, JobParam(job): JobParam) -> ApiResult<JobPage> {
     Ok(Json(job_of(&state, &job).await?))
 }
 
@@ -269,9 +289,8 @@ async fn servers(State(state): State<ConsoleState>) -> ApiResult<Vec<crate::ops:
 /// right after a save is the saved one.
 async fn config_get(
     State(state): State<ConsoleState>,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
 ) -> ApiResult<crate::ops::StoredConfig> {
-    let job = job_name(&name)?;
     Ok(Json(state.live.ops().config_get(&job).await?.redacted()))
 }
 
@@ -284,10 +303,9 @@ struct ConfigWrite {
 /// Saves the edited (redacted) text: secrets still shown as `***` keep their stored values.
 async fn config_set(
     Audited(ops): Audited,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
     Json(write): Json<ConfigWrite>,
 ) -> ApiResult<Value> {
-    let job = job_name(&name)?;
     let version = ops.config_set_at(&job, &write.yaml, write.version).await?;
     Ok(Json(json!({ "jobName": job, "version": version })))
 }
@@ -295,10 +313,9 @@ async fn config_set(
 /// `{}` for a plain trigger; `{"jobParameter": "...", "items": [0, 2]}` for one with parameters.
 async fn trigger(
     Audited(ops): Audited,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
     Json(params): Json<crate::ops::TriggerParams>,
 ) -> ApiResult<Value> {
-    let job = job_name(&name)?;
     let asked = ops.trigger_with(&job, &params).await?;
     Ok(Json(json!({ "jobName": job, "triggered": asked })))
 }
@@ -324,24 +341,25 @@ impl SwitchTarget {
     }
 }
 
-async fn disable(
-    Audited(ops): Audited,
-    Path(name): Path<String>,
-    Json(target): Json<SwitchTarget>,
-) -> ApiResult<Value> {
-    let job = job_name(&name)?;
-    let done = ops.disable(&job, target.target()?).await?;
-    Ok(Json(json!({ "jobName": job, "disabled": done })))
+/// Which way [`switch`] turns what a request names.
+#[derive(Debug, Clone, Copy)]
+enum Turn {
+    Off,
+    On,
 }
 
-async fn enable(
+/// `POST /jobs/{job}/disable` (`Turn::Off`) and `/enable` (`Turn::On`).
+async fn switch(
+    turn: Turn,
     Audited(ops): Audited,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
     Json(target): Json<SwitchTarget>,
 ) -> ApiResult<Value> {
-    let job = job_name(&name)?;
-    let done = ops.enable(&job, target.target()?).await?;
-    Ok(Json(json!({ "jobName": job, "enabled": done })))
+    let target = target.target()?;
+    Ok(Json(match turn {
+        Turn::Off => json!({ "jobName": job, "disabled": ops.disable(&job, target).await? }),
+        Turn::On => json!({ "jobName": job, "enabled": ops.enable(&job, target).await? }),
+    }))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -351,10 +369,9 @@ struct ShutdownTarget {
 
 async fn shutdown(
     Audited(ops): Audited,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
     Json(target): Json<ShutdownTarget>,
 ) -> ApiResult<Value> {
-    let job = job_name(&name)?;
     let scope = match target.instance {
         None => ShutdownScope::AllInstances,
         Some(id) => ShutdownScope::Instance(
@@ -380,10 +397,9 @@ struct HistoryFilter {
 
 async fn history(
     State(state): State<ConsoleState>,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
     Query(filter): Query<HistoryFilter>,
 ) -> ApiResult<Value> {
-    let job = job_name(&name)?;
     let history = super::stats::history_of(&state)?;
     let mut query = HistoryQuery::job(job.clone());
     if let Some(item) = filter.item.as_deref().filter(|i| !i.trim().is_empty()) {
@@ -433,10 +449,11 @@ async fn history(
     })))
 }
 
-/// What the event stream follows: one job's page, or the overview.
+/// A query that may name one job (`?job=NAME`): what the event stream follows (one job's page,
+/// or the overview), which workflow the workflow view shows.
 #[derive(Debug, Default, Deserialize)]
-struct EventsFilter {
-    job: Option<String>,
+pub(super) struct JobFilter {
+    pub(super) job: Option<String>,
 }
 
 /// Server-sent events: the current state at once, then again after every change of the
@@ -446,7 +463,7 @@ struct EventsFilter {
 /// (`shared.rs`).
 async fn events(
     State(state): State<ConsoleState>,
-    Query(filter): Query<EventsFilter>,
+    Query(filter): Query<JobFilter>,
 ) -> Result<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let job = filter.job.as_deref().map(job_name).transpose()?;
     let changes = state.live.changes();

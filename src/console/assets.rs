@@ -9,35 +9,28 @@ use axum::Router;
 
 use super::ConsoleState;
 
-const INDEX: &str = include_str!("assets/index.html");
-const SCRIPT: &str = include_str!("assets/app.js");
-const WORKFLOW_SCRIPT: &str = include_str!("assets/workflow.js");
-const STYLE: &str = include_str!("assets/style.css");
+const HTML: &str = "text/html; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+const SVG: &str = "image/svg+xml";
 const ICON: &str = include_str!("assets/icon.svg");
 
+/// Every asset: its path, its content type, its text.
+const ASSETS: [(&str, &str, &str); 6] = [
+    ("/", HTML, include_str!("assets/index.html")),
+    ("/app.js", JS, include_str!("assets/app.js")),
+    ("/workflow.js", JS, include_str!("assets/workflow.js")),
+    ("/style.css", CSS, include_str!("assets/style.css")),
+    ("/favicon.ico", SVG, ICON),
+    ("/icon.svg", SVG, ICON),
+];
+
 pub(super) fn routes() -> Router<ConsoleState> {
-    Router::new()
-        .route(
-            "/",
-            get(|| async { page("text/html; charset=utf-8", INDEX) }),
-        )
-        .route(
-            "/app.js",
-            get(|| async { page("text/javascript; charset=utf-8", SCRIPT) }),
-        )
-        .route(
-            "/workflow.js",
-            get(|| async { page("text/javascript; charset=utf-8", WORKFLOW_SCRIPT) }),
-        )
-        .route(
-            "/style.css",
-            get(|| async { page("text/css; charset=utf-8", STYLE) }),
-        )
-        .route(
-            "/favicon.ico",
-            get(|| async { page("image/svg+xml", ICON) }),
-        )
-        .route("/icon.svg", get(|| async { page("image/svg+xml", ICON) }))
+    ASSETS
+        .into_iter()
+        .fold(Router::new(), |router, (path, content_type, body)| {
+            router.route(path, get(move || async move { page(content_type, body) }))
+        })
 }
 
 fn page(content_type: &'static str, body: &'static str) -> impl IntoResponse {

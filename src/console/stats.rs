@@ -2,7 +2,7 @@
 //! failures, timeouts and p50/p99 duration and trigger delay from the history
 //! ([`crate::history::History::stats`]), with the retention window the rows were kept for.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::api::{chain, job_name, ApiError, ApiResult};
+use super::api::{chain, ApiError, ApiResult, JobParam};
 use super::ConsoleState;
 use crate::history::{parse_since, Granularity, History, RetentionRecord};
 
@@ -40,10 +40,9 @@ pub(super) fn history_failed(e: &crate::history::HistoryError) -> ApiError {
 
 async fn stats(
     State(state): State<ConsoleState>,
-    Path(name): Path<String>,
+    JobParam(job): JobParam,
     Query(filter): Query<StatsFilter>,
 ) -> ApiResult<Value> {
-    let job = job_name(&name)?;
     let history = history_of(&state)?;
     let by = match filter.by.as_deref().filter(|b| !b.trim().is_empty()) {
         Some(by) => Granularity::parse(by).map_err(ApiError::bad_input)?,

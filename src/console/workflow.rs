@@ -7,9 +7,8 @@
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::Deserialize;
 
-use super::api::{job_name, ApiResult};
+use super::api::{job_name, ApiResult, JobFilter};
 use super::ConsoleState;
 use crate::decide::workflow::view::WorkflowGraph;
 
@@ -17,15 +16,9 @@ pub(super) fn routes() -> Router<ConsoleState> {
     Router::new().route("/workflow", get(workflow))
 }
 
-/// Which workflow the page shows.
-#[derive(Debug, Default, Deserialize)]
-struct WorkflowFilter {
-    job: Option<String>,
-}
-
 async fn workflow(
     State(state): State<ConsoleState>,
-    Query(filter): Query<WorkflowFilter>,
+    Query(filter): Query<JobFilter>,
 ) -> ApiResult<WorkflowGraph> {
     let job = filter
         .job

@@ -345,33 +345,27 @@ impl Parser {
             return self.add(val, -1, -1, field);
         }
         match s[i] {
-            'L' => {
-                if field != DAY_OF_WEEK {
-                    return Err("'L' after a number is only allowed in day-of-week".into());
+            suffix @ ('L' | 'W' | '#') => {
+                match suffix {
+                    'L' => {
+                        only_in(field, DAY_OF_WEEK, "'L' after a number", "day-of-week")?;
+                        if !(1..=7).contains(&val) {
+                            return Err("weekdays are 1 to 7".into());
+                        }
+                        self.fields.last_day_of_week = true;
+                    }
+                    'W' => {
+                        only_in(field, DAY_OF_MONTH, "'W'", "day-of-month")?;
+                        if val > 31 {
+                            return Err("'W' needs a day of at most 31".into());
+                        }
+                        self.fields.nearest_weekday = true;
+                    }
+                    _ => {
+                        only_in(field, DAY_OF_WEEK, "'#'", "day-of-week")?;
+                        self.nth(&s[i + 1..])?;
+                    }
                 }
-                if !(1..=7).contains(&val) {
-                    return Err("weekdays are 1 to 7".into());
-                }
-                self.fields.last_day_of_week = true;
-                self.sets[field].insert(val);
-                Ok(())
-            }
-            'W' => {
-                if field != DAY_OF_MONTH {
-                    return Err("'W' is only allowed in day-of-month".into());
-                }
-                if val > 31 {
-                    return Err("'W' needs a day of at most 31".into());
-                }
-                self.fields.nearest_weekday = true;
-                self.sets[field].insert(val);
-                Ok(())
-            }
-            '#' => {
-                if field != DAY_OF_WEEK {
-                    return Err("'#' is only allowed in day-of-week".into());
-                }
-                self.nth(&s[i + 1..])?;
                 self.sets[field].insert(val);
                 Ok(())
             }
@@ -505,6 +499,15 @@ impl Parser {
 }
 
 /// Quartz's `checkIncrementRange`.
+/// Refuses `what` in any field but `allowed` (named `name`).
+fn only_in(field: usize, allowed: usize, what: &str, name: &str) -> Step {
+    if field == allowed {
+        Ok(())
+    } else {
+        Err(format!("{what} is only allowed in {name}"))
+    }
+}
+
 fn check_step(step: i64, field: usize) -> Step {
     let max = match field {
         SECOND | MINUTE => 59,

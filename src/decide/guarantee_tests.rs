@@ -12,6 +12,17 @@ fn machine() -> DistributeOnce {
     DistributeOnce::new(job(), inst("10.0.0.1@-@1"), T, T)
 }
 
+/// A machine that began the started phase for item 0, before any round (item 1's owner
+/// `crashed` or not).
+fn begun(crashed: bool) -> DistributeOnce {
+    let mut m = machine();
+    m.step(
+        Begin(Phase::Started, vec![ShardItem(0)]),
+        &facts(None, &[], crashed),
+    );
+    m
+}
+
 /// Two items: 0 on `10.0.0.1@-@1` (this instance), 1 on `10.0.0.2@-@2`, both live unless
 /// `crashed`.
 fn facts(
@@ -115,11 +126,7 @@ fn an_instance_that_loses_the_claim_goes_when_the_winner_deletes_the_round() {
 
 #[test]
 fn a_crashed_owners_item_is_accounted_for_and_does_not_hold_the_round() {
-    let mut m = machine();
-    m.step(
-        Begin(Phase::Started, vec![ShardItem(0)]),
-        &facts(None, &[], true),
-    );
+    let mut m = begun(true);
     let mine_only = facts(Some((0, "")), &[0], true);
     let written = Written(Phase::Started, Step::Register, Outcome::Done);
     assert_eq!(m.step(written, &mine_only), [claim(0)]);
@@ -127,11 +134,7 @@ fn a_crashed_owners_item_is_accounted_for_and_does_not_hold_the_round() {
 
 #[test]
 fn a_timed_out_wait_claims_the_round_itself_names_the_missing_items_and_goes() {
-    let mut m = machine();
-    m.step(
-        Begin(Phase::Started, vec![ShardItem(0)]),
-        &facts(None, &[], false),
-    );
+    let mut m = begun(false);
     let mine_only = facts(Some((0, "")), &[0], false);
     m.step(
         Written(Phase::Started, Step::Register, Outcome::Done),
@@ -157,11 +160,7 @@ fn a_timed_out_wait_claims_the_round_itself_names_the_missing_items_and_goes() {
 
 #[test]
 fn a_timed_out_wait_on_a_round_claimed_by_a_vanished_instance_clears_it_and_goes() {
-    let mut m = machine();
-    m.step(
-        Begin(Phase::Started, vec![ShardItem(0)]),
-        &facts(None, &[], false),
-    );
+    let mut m = begun(false);
     let claimed = facts(Some((1, "10.0.0.9@-@9")), &[0, 1], false);
     m.step(
         Written(Phase::Started, Step::Register, Outcome::Done),

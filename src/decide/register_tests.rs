@@ -3,19 +3,10 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::config::{JobConfig, JobKind, ValidationContext};
+use crate::config::JobConfig;
 
 fn config(f: impl FnOnce(JobConfig) -> JobConfig) -> Arc<ValidatedConfig> {
-    let ctx = ValidationContext {
-        strategies: &[],
-        error_handlers: &[],
-        kind: JobKind::Simple,
-    };
-    Arc::new(
-        f(JobConfig::test("orders").items(2))
-            .validate(&ctx)
-            .unwrap(),
-    )
+    f(JobConfig::test("orders").items(2)).validated()
 }
 
 fn me() -> InstanceId {
@@ -59,6 +50,15 @@ impl Fake {
             f = f.with(p, "");
         }
         f
+    }
+
+    /// [`Fake::registered_before`] with this instance's node left by an older session of it.
+    fn older_session_node() -> Self {
+        Self {
+            stale: true,
+            ..Self::registered_before()
+        }
+        .with(JobNode::Instance(me()), "")
     }
 }
 
@@ -232,11 +232,7 @@ fn every_answer_to_the_one_write_picks_its_branch() {
 
 #[test]
 fn the_step_by_step_path_writes_each_node_and_takes_over_an_older_session_s_node() {
-    let facts = Fake {
-        stale: true,
-        ..Fake::registered_before()
-    }
-    .with(JobNode::Instance(me()), "");
+    let facts = Fake::older_session_node();
     let steps = step_by_step(
         &facts,
         vec![
@@ -271,11 +267,7 @@ fn the_step_by_step_path_writes_each_node_and_takes_over_an_older_session_s_node
 
 #[test]
 fn every_failure_of_the_step_by_step_path_names_its_step() {
-    let facts = Fake {
-        stale: true,
-        ..Fake::registered_before()
-    }
-    .with(JobNode::Instance(me()), "");
+    let facts = Fake::older_session_node();
     let take_over = vec![Op::delete(INSTANCE), Op::delete(STALE), instance_create()];
     let d = || Answer::Done;
     let cases: Vec<(Vec<Answer>, RegisterStep)> = vec![

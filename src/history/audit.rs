@@ -123,15 +123,7 @@ impl Store {
             Param::OptText(r.config_before.clone()),
             Param::OptText(r.config_after.clone()),
         ];
-        let result = on_pool!(self, pool => bind_all!(sqlx::query(INSERT_AUDIT), params)
-            .execute(pool)
-            .await
-            .map(drop));
-        result.map_err(|source| HistoryError::Write {
-            table: "SHARDCRON_AUDIT_LOG",
-            id: r.id.clone(),
-            source,
-        })
+        (self.execute("SHARDCRON_AUDIT_LOG", &r.id, INSERT_AUDIT, params)).await
     }
 
     /// Audit rows matching `q`, newest first.

@@ -15,7 +15,9 @@ use sqlx::Row;
 
 use super::record::ExecutionRecord;
 use super::sql::EXECUTION_COLUMNS;
-use super::sql::{bind_all, execution_from_row, from_db, item_to_db, on_pool, to_db, Param, Store};
+use super::sql::{
+    bind_all, execution_from_row, fetch_optional, from_db, item_to_db, on_pool, to_db, Param, Store,
+};
 use super::{History, HistoryError};
 use crate::job::output::OutputSnapshot;
 use crate::types::{JobName, ShardItem};
@@ -170,15 +172,7 @@ impl Store {
             Param::Int(i32::from(r.complete)),
             Param::Time(to_db(r.update_time)),
         ];
-        let result = on_pool!(self, pool => bind_all!(sqlx::query(UPSERT_OUTPUT), params)
-                .execute(pool)
-                .await
-                .map(drop));
-        result.map_err(|source| HistoryError::Write {
-            table: "SHARDCRON_EXECUTION_OUTPUT",
-            id: r.id.clone(),
-            source,
-        })
+        (self.execute("SHARDCRON_EXECUTION_OUTPUT", &r.id, UPSERT_OUTPUT, params)).await
     }
 
     async fn one_execution(
@@ -186,34 +180,18 @@ impl Store {
         sql: &str,
         params: Vec<Param>,
     ) -> Result<Option<ExecutionRecord>, HistoryError> {
-        let fail = |source| HistoryError::Query {
-            table: "JOB_EXECUTION_LOG",
-            source,
-        };
-        let row = on_pool!(self, pool => bind_all!(sqlx::query(sql), params)
-                .fetch_optional(pool)
-                .await
-                .map_err(fail)?
-                .map(|row| execution_from_row!(&row))
-                .transpose()
-                .map_err(fail)?);
-        Ok(row)
+        fetch_optional!(self, sql, params, "JOB_EXECUTION_LOG", execution_from_row)
     }
 
     async fn output(&self, id: &str) -> Result<Option<OutputRecord>, HistoryError> {
         let sql = format!("SELECT {OUTPUT_COLUMNS} FROM SHARDCRON_EXECUTION_OUTPUT WHERE id = $1");
-        let fail = |source| HistoryError::Query {
-            table: "SHARDCRON_EXECUTION_OUTPUT",
-            source,
-        };
-        let row = on_pool!(self, pool => sqlx::query(&sql)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-                .map_err(fail)?
-                .map(|row| output_from_row!(&row))
-                .transpose()
-                .map_err(fail)?);
-        Ok(row)
+        let params = vec![Param::Text(id.to_owned())];
+        fetch_optional!(
+            self,
+            &sql,
+            params,
+            "SHARDCRON_EXECUTION_OUTPUT",
+            output_from_row
+        )
     }
 }

@@ -185,6 +185,25 @@ macro_rules! fetch_rows {
 }
 pub(super) use fetch_rows;
 
+/// The row `$sql` with `$params` answers on `$store`, if any, read with `$from_row!`; a failure
+/// names `$table`.
+macro_rules! fetch_optional {
+    ($store:expr, $sql:expr, $params:expr, $table:literal, $from_row:ident) => {{
+        let fail = |source| HistoryError::Query {
+            table: $table,
+            source,
+        };
+        on_pool!($store, pool => bind_all!(sqlx::query($sql), $params)
+            .fetch_optional(pool)
+            .await
+            .map_err(fail)?
+            .map(|row| $from_row!(&row))
+            .transpose()
+            .map_err(fail))
+    }};
+}
+pub(super) use fetch_optional;
+
 /// Reads an [`ExecutionRecord`] from a row of either backend.
 macro_rules! execution_from_row {
     ($row:expr) => {{
@@ -374,13 +393,24 @@ impl Store {
                 status_params(r),
             ),
         };
-        let result = on_pool!(self, pool => bind_all!(sqlx::query(&sql), params)
-                .execute(pool)
-                .await
-                .map(drop));
+        self.execute(table, id, &sql, params).await
+    }
+
+    /// Runs one writing statement; a failure names `table` and the row's `id`.
+    pub(super) async fn execute(
+        &self,
+        table: &'static str,
+        id: &str,
+        sql: &str,
+        params: Vec<Param>,
+    ) -> Result<(), HistoryError> {
+        let result = on_pool!(self, pool => bind_all!(sqlx::query(sql), params)
+            .execute(pool)
+            .await
+            .map(drop));
         result.map_err(|source| HistoryError::Write {
             table,
-            id: id.clone(),
+            id: id.to_owned(),
             source,
         })
     }

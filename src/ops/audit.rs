@@ -99,8 +99,18 @@ impl Ops {
         self.audit.is_some()
     }
 
-    /// Records `entry` with the outcome of `result` (when this `Ops` is audited).
-    pub(super) async fn record<T>(&self, entry: Entry<'_>, result: &Result<T, OpsError>) {
+    /// Records `entry` with the outcome of `result` (when this `Ops` is audited), then hands
+    /// `result` back.
+    pub(super) async fn recorded<T>(
+        &self,
+        entry: Entry<'_>,
+        result: Result<T, OpsError>,
+    ) -> Result<T, OpsError> {
+        self.record(entry, &result).await;
+        result
+    }
+
+    async fn record<T>(&self, entry: Entry<'_>, result: &Result<T, OpsError>) {
         let Some(audit) = &self.audit else {
             return;
         };

@@ -93,17 +93,15 @@ impl Ops {
             to.to_rfc3339()
         )));
         let result = self.request_backfill(job, planned).await;
-        self.record(entry, &result).await;
-        result
+        self.recorded(entry, result).await
     }
 
     /// Cancels the job's backfill: no further instant starts, and the backfill runs under way are
     /// cancelled. Returns whether there was one.
     pub async fn cancel_backfill(&self, job: &JobName) -> Result<bool, OpsError> {
         let result = self.delete_backfill(job).await;
-        self.record(Entry::new("backfill-cancel", job), &result)
-            .await;
-        result
+        self.recorded(Entry::new("backfill-cancel", job), result)
+            .await
     }
 
     async fn plan_backfill(

@@ -141,8 +141,7 @@ impl Ops {
             self.write_config(job, &config, version).await
         }
         .await;
-        self.record(entry, &result).await;
-        result
+        self.recorded(entry, result).await
     }
 
     /// Parses and validates a new config for `job`, naming every bad field.

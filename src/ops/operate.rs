@@ -68,16 +68,14 @@ impl Ops {
     pub async fn disable(&self, job: &JobName, target: Target) -> Result<Vec<Target>, OpsError> {
         let entry = Entry::new("disable", job).on(target.describe());
         let result = self.switch(job, target, Switch::Off).await;
-        self.record(entry, &result).await;
-        result
+        self.recorded(entry, result).await
     }
 
     /// Enables a server (or all) or an item. Returns what was enabled.
     pub async fn enable(&self, job: &JobName, target: Target) -> Result<Vec<Target>, OpsError> {
         let entry = Entry::new("enable", job).on(target.describe());
         let result = self.switch(job, target, Switch::On).await;
-        self.record(entry, &result).await;
-        result
+        self.recorded(entry, result).await
     }
 
     async fn switch(
@@ -187,9 +185,8 @@ impl Ops {
             ShutdownScope::Instance(id) => Some(format!("instance {id}")),
         };
         let result = self.stop_instances(job, scope).await;
-        self.record(Entry::new("shutdown", job).on(target), &result)
-            .await;
-        result
+        self.recorded(Entry::new("shutdown", job).on(target), result)
+            .await
     }
 
     async fn stop_instances(
@@ -235,9 +232,8 @@ impl Ops {
     ) -> Result<Vec<InstanceId>, OpsError> {
         let result = self.remove_subtree(job, mode).await;
         let target = (mode == RemoveMode::Force).then(|| "forced".to_owned());
-        self.record(Entry::new("remove", job).on(target), &result)
-            .await;
-        result
+        self.recorded(Entry::new("remove", job).on(target), result)
+            .await
     }
 
     async fn remove_subtree(

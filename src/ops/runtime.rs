@@ -210,8 +210,7 @@ impl Ops {
         config.spell_time_zone_for_java();
         entry.after = config.redacted().to_yaml().ok();
         let result = self.write_new_job(&job, job_type, config).await;
-        self.record(entry, &result).await;
-        result
+        self.recorded(entry, result).await
     }
 
     async fn write_new_job(

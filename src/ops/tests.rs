@@ -116,39 +116,33 @@ fn servers_gather_instances_and_jobs_per_ip_and_count_disabled_ones() {
     assert_eq!(briefs[1].disabled_jobs, 0);
 }
 
+/// Creates `nodes` (path, data, mode) in order.
+async fn create_all(session: &dyn Registry, nodes: &[(&str, &[u8], CreateMode)]) {
+    for (path, data, mode) in nodes {
+        session.create(path, data, *mode).await.unwrap();
+    }
+}
+
 pub(super) async fn seeded(root: &[u8]) -> (Ops, Arc<dyn Registry>) {
     let session: Arc<dyn Registry> = Arc::new(EmbeddedServer::new().connector("ops").open());
-    session
-        .create("/orders", root, CreateMode::Persistent)
-        .await
+    let yaml = JobConfig::new("orders", 3)
+        .cron("0/5 * * * * ?")
+        .to_yaml()
         .unwrap();
-    let yaml = JobConfig::new("orders", 3).cron("0/5 * * * * ?").to_yaml();
-    session
-        .create(
-            "/orders/config",
-            yaml.unwrap().as_bytes(),
-            CreateMode::Persistent,
-        )
-        .await
-        .unwrap();
-    session.ensure_path("/orders/instances").await.unwrap();
-    session
-        .create(
-            &format!("/orders/instances/{}", id(1)),
-            b"",
-            CreateMode::Ephemeral,
-        )
-        .await
-        .unwrap();
-    session.ensure_path("/orders/servers").await.unwrap();
-    session
-        .create(
+    let instance = format!("/orders/instances/{}", id(1));
+    let nodes: [(&str, &[u8], CreateMode); 6] = [
+        ("/orders", root, CreateMode::Persistent),
+        ("/orders/config", yaml.as_bytes(), CreateMode::Persistent),
+        ("/orders/instances", b"", CreateMode::Persistent),
+        (&instance, b"", CreateMode::Ephemeral),
+        ("/orders/servers", b"", CreateMode::Persistent),
+        (
             "/orders/servers/10.0.0.1",
             b"ENABLED",
             CreateMode::Persistent,
-        )
-        .await
-        .unwrap();
+        ),
+    ];
+    create_all(&*session, &nodes).await;
     (Ops::new(session.clone()), session)
 }
 
@@ -323,25 +317,18 @@ fn a_config_version_too_large_is_out_of_range_not_a_bad_number() {
 #[tokio::test]
 async fn every_root_is_listed_and_roots_that_are_not_jobs_say_why() {
     let (ops, session) = seeded(b"recorded").await;
-    for (path, data) in [("/my job", &b""[..]), ("/orders:eu#1", b"")] {
-        session
-            .create(path, data, CreateMode::Persistent)
-            .await
-            .unwrap();
-    }
     let yaml = JobConfig::new("orders:eu#1", 1).to_yaml().unwrap();
-    session
-        .create(
+    let nodes: [(&str, &[u8], CreateMode); 4] = [
+        ("/my job", b"", CreateMode::Persistent),
+        ("/orders:eu#1", b"", CreateMode::Persistent),
+        (
             "/orders:eu#1/config",
             yaml.as_bytes(),
             CreateMode::Persistent,
-        )
-        .await
-        .unwrap();
-    session
-        .create("/zookeeper", b"", CreateMode::Persistent)
-        .await
-        .unwrap();
+        ),
+        ("/zookeeper", b"", CreateMode::Persistent),
+    ];
+    create_all(&*session, &nodes).await;
     let (jobs, not_jobs) = ops.job_roots().await.unwrap();
     let names: Vec<&str> = jobs.iter().map(|j| j.job_name.as_str()).collect();
     assert_eq!(names, ["orders", "orders:eu#1"]);
@@ -358,53 +345,29 @@ async fn every_root_is_listed_and_roots_that_are_not_jobs_say_why() {
 async fn reading_a_mirror_reports_what_listing_the_registry_reports() {
     let session: Arc<dyn Registry> = Arc::new(EmbeddedServer::new().connector("ops").open());
     let yaml = JobConfig::new("orders", 3).to_yaml().unwrap();
-    session
-        .create("/orders", b"SCRIPT", CreateMode::Persistent)
-        .await
-        .unwrap();
-    session
-        .create("/orders/config", yaml.as_bytes(), CreateMode::Persistent)
-        .await
-        .unwrap();
-    for path in [
-        "/orders/servers",
-        "/orders/instances",
-        "/orders/sharding",
-        "/orders/sharding/1",
-    ] {
-        session
-            .create(path, b"", CreateMode::Persistent)
-            .await
-            .unwrap();
-    }
-    session
-        .create(
+    let instance = format!("/orders/instances/{}", id(1));
+    let owner = id(1);
+    let nodes: [(&str, &[u8], CreateMode); 10] = [
+        ("/orders", b"SCRIPT", CreateMode::Persistent),
+        ("/orders/config", yaml.as_bytes(), CreateMode::Persistent),
+        ("/orders/servers", b"", CreateMode::Persistent),
+        ("/orders/instances", b"", CreateMode::Persistent),
+        ("/orders/sharding", b"", CreateMode::Persistent),
+        ("/orders/sharding/1", b"", CreateMode::Persistent),
+        (
             "/orders/servers/10.0.0.1",
             b"DISABLED",
             CreateMode::Persistent,
-        )
-        .await
-        .unwrap();
-    session
-        .create(
-            &format!("/orders/instances/{}", id(1)),
-            b"",
-            CreateMode::Persistent,
-        )
-        .await
-        .unwrap();
-    session
-        .create(
+        ),
+        (&instance, b"", CreateMode::Persistent),
+        (
             "/orders/sharding/1/instance",
-            id(1).as_str().as_bytes(),
+            owner.as_str().as_bytes(),
             CreateMode::Persistent,
-        )
-        .await
-        .unwrap();
-    session
-        .create("/not-a-job", b"", CreateMode::Persistent)
-        .await
-        .unwrap();
+        ),
+        ("/not-a-job", b"", CreateMode::Persistent),
+    ];
+    create_all(&*session, &nodes).await;
     let mirror = crate::registry::mirror::Mirror::new();
     let _feed = mirror.feed(Arc::clone(&session), "/").await.unwrap();
     let listing = Ops::new(Arc::clone(&session));

@@ -41,8 +41,7 @@ impl Ops {
         }
         let entry = Entry::new("trigger", job).on((!target.is_empty()).then(|| target.join(" ")));
         let result = self.ask_to_trigger(job, params).await;
-        self.record(entry, &result).await;
-        result
+        self.recorded(entry, result).await
     }
 
     async fn ask_to_trigger(

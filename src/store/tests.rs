@@ -12,27 +12,25 @@ fn stat(czxid: i64, mzxid: i64, version: i32) -> Stat {
 #[test]
 fn upserts_ignore_older_reads_and_spot_new_incarnations() {
     let m = Mirror::new();
-    assert_eq!(
-        m.upsert("/a", b"1".to_vec(), stat(5, 5, 0)),
-        Upserted::Created
-    );
-    assert_eq!(
-        m.upsert("/a", b"2".to_vec(), stat(5, 7, 1)),
-        Upserted::Changed
-    );
-    assert_eq!(
-        m.upsert("/a", b"1".to_vec(), stat(5, 5, 0)),
-        Upserted::Stale
-    );
-    assert_eq!(&*m.data("/a").unwrap(), b"2");
-    assert_eq!(
-        m.upsert("/a", b"2".to_vec(), stat(5, 7, 1)),
-        Upserted::Unchanged
-    );
-    assert_eq!(
-        m.upsert("/a", b"3".to_vec(), stat(9, 9, 0)),
-        Upserted::Replaced
-    );
+    // (data, czxid, mzxid, version, what the upsert makes of it), in the order they are read.
+    let reads: [(&[u8], i64, i64, i32, Upserted); 5] = [
+        (b"1", 5, 5, 0, Upserted::Created),
+        (b"2", 5, 7, 1, Upserted::Changed),
+        (b"1", 5, 5, 0, Upserted::Stale),
+        (b"2", 5, 7, 1, Upserted::Unchanged),
+        (b"3", 9, 9, 0, Upserted::Replaced),
+    ];
+    for (i, (data, czxid, mzxid, version, expected)) in reads.into_iter().enumerate() {
+        let got = m.upsert("/a", data.to_vec(), stat(czxid, mzxid, version));
+        assert_eq!(got, expected, "read {i} ({data:?})");
+        if expected == Upserted::Stale {
+            assert_eq!(
+                &*m.data("/a").unwrap(),
+                b"2",
+                "a stale read changes nothing"
+            );
+        }
+    }
 }
 
 fn owned(czxid: i64, owner: i64) -> Stat {

@@ -25,6 +25,19 @@ pub struct TestSession {
     pub control: Box<dyn SessionControl>,
 }
 
+/// Two sessions on namespace `ns` of `b`: the first, with its controls, holding the ephemeral
+/// node `path`, and another.
+pub async fn ephemeral_and_other(
+    b: &dyn Backend,
+    ns: &str,
+    path: &str,
+) -> (TestSession, Arc<dyn Registry>) {
+    let (owner, other) = (b.open(ns).await, b.open(ns).await.registry);
+    let ephemeral = shardcron::registry::CreateMode::Ephemeral;
+    owner.registry.create(path, b"", ephemeral).await.unwrap();
+    (owner, other)
+}
+
 /// A registry backend under test.
 #[async_trait]
 pub trait Backend: Send + Sync {
@@ -34,4 +47,97 @@ pub trait Backend: Send + Sync {
     async fn connector(&self, namespace: &str) -> Arc<dyn Connector>;
     /// Opens a session on `namespace` whose connection the test can cut.
     async fn open(&self, namespace: &str) -> TestSession;
+}
+
+/// `impl Registry for $ty` that answers every call with the registry in `self.$field`, except
+/// `get_many`, whose body is given with `$this` for `self` and `$paths` for its argument: for
+/// wrappers that add one behaviour (a held read) or one owned value (a proxy) to a session.
+#[macro_export]
+macro_rules! delegating_registry {
+    ($ty:ty, $field:ident, get_many($this:ident, $paths:ident) $get_many:block) => {
+        // In a block of its own so that the calls on `self.$field` see the trait.
+        const _: () = {
+            use shardcron::registry::Registry;
+
+            #[async_trait::async_trait]
+            impl Registry for $ty {
+                async fn create(
+                    &self,
+                    path: &str,
+                    data: &[u8],
+                    mode: shardcron::registry::CreateMode,
+                ) -> shardcron::registry::Result<String> {
+                    self.$field.create(path, data, mode).await
+                }
+                async fn get(
+                    &self,
+                    path: &str,
+                ) -> shardcron::registry::Result<(Vec<u8>, shardcron::registry::Stat)> {
+                    self.$field.get(path).await
+                }
+                async fn set(
+                    &self,
+                    path: &str,
+                    data: &[u8],
+                    version: Option<i32>,
+                ) -> shardcron::registry::Result<shardcron::registry::Stat> {
+                    self.$field.set(path, data, version).await
+                }
+                async fn delete(
+                    &self,
+                    path: &str,
+                    version: Option<i32>,
+                ) -> shardcron::registry::Result<()> {
+                    self.$field.delete(path, version).await
+                }
+                async fn children(&self, path: &str) -> shardcron::registry::Result<Vec<String>> {
+                    self.$field.children(path).await
+                }
+                async fn exists(
+                    &self,
+                    path: &str,
+                ) -> shardcron::registry::Result<Option<shardcron::registry::Stat>> {
+                    self.$field.exists(path).await
+                }
+                async fn multi(
+                    &self,
+                    ops: &[shardcron::registry::Op],
+                ) -> shardcron::registry::Result<Vec<shardcron::registry::OpResult>> {
+                    self.$field.multi(ops).await
+                }
+                async fn watch_recursive(
+                    &self,
+                    path: &str,
+                ) -> shardcron::registry::Result<shardcron::registry::WatchStream> {
+                    self.$field.watch_recursive(path).await
+                }
+                async fn get_many(
+                    &self,
+                    $paths: &[String],
+                ) -> shardcron::registry::Result<
+                    Vec<shardcron::registry::Result<(Vec<u8>, shardcron::registry::Stat)>>,
+                > {
+                    let $this = self;
+                    $get_many
+                }
+                async fn list_subtree(
+                    &self,
+                    path: &str,
+                ) -> shardcron::registry::Result<Vec<shardcron::registry::ListedNode>> {
+                    self.$field.list_subtree(path).await
+                }
+                fn session_info(&self) -> shardcron::registry::SessionInfo {
+                    self.$field.session_info()
+                }
+                fn session_state(
+                    &self,
+                ) -> tokio::sync::watch::Receiver<shardcron::registry::SessionState> {
+                    self.$field.session_state()
+                }
+                async fn close(&self) {
+                    self.$field.close().await
+                }
+            }
+        };
+    };
 }

@@ -305,24 +305,45 @@ pub async fn start_labelled_node(
     clock: SharedClock,
     labels: &[&str],
 ) -> NodeHandle {
-    start_node_with(connector, id, jobs, clock, labels, Duration::from_secs(5)).await
+    let shape = NodeShape {
+        labels,
+        ..NodeShape::default()
+    };
+    start_node_with(connector, id, jobs, clock, shape).await
 }
 
-/// Starts one node giving its running items `shutdown_timeout` to end when it stops.
+/// What a test node has beyond its jobs and clock.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeShape<'a> {
+    /// The instance's labels (`NodeBuilder::labels`).
+    pub labels: &'a [&'a str],
+    /// How long its running items get to end when it stops.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for NodeShape<'_> {
+    fn default() -> Self {
+        Self {
+            labels: &[],
+            shutdown_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Starts one node of `shape`.
 pub async fn start_node_with(
     connector: Arc<dyn Connector>,
     id: InstanceId,
     jobs: Vec<(JobConfig, SharedHandler)>,
     clock: SharedClock,
-    labels: &[&str],
-    shutdown_timeout: Duration,
+    shape: NodeShape<'_>,
 ) -> NodeHandle {
     let mut b = NodeBuilder::new(connector)
         .instance_id(id)
         .clock(clock)
-        .labels(labels.iter().copied())
+        .labels(shape.labels.iter().copied())
         .options(NodeOptions {
-            shutdown_timeout,
+            shutdown_timeout: shape.shutdown_timeout,
             ..NodeOptions::default()
         });
     for (config, handler) in jobs {

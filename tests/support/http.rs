@@ -8,6 +8,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+/// The body of a GET of `url`; a failure names `what` was asked.
+pub async fn get_text(url: &str, what: &str) -> String {
+    let answer = (reqwest::get(url).await).unwrap_or_else(|e| panic!("{what}: GET {url}: {e}"));
+    (answer.text().await).unwrap_or_else(|e| panic!("{what}: reading {url}: {e}"))
+}
+
 /// One request as the server read it.
 #[derive(Debug)]
 pub struct Received {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::chaos::log::Run;
+use super::chaos::log::{whole_lines, Run};
 use super::wait::{poll_blocking, wait_until_blocking, POLL};
 use super::zk::server::die_with_spawning_thread;
 
@@ -142,10 +142,7 @@ impl Drop for JavaProc {
 /// Reads the Java instances' item log: one [`Run`] per `start` line, source `JAVA` (the peer's
 /// task id does not say whether a run is a failover re-run). A line being written is left out.
 pub fn read_java_runs(log: &Path) -> Vec<Run> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
-    complete
-        .lines()
+    (whole_lines(log).iter())
         .filter_map(|line| {
             let f: Vec<&str> = line.splitn(6, ' ').collect();
             let [ms, item, instance, "java", "start", task] = f[..] else {

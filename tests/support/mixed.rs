@@ -7,14 +7,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::chaos::log::{Crash, Run, Window};
+use crate::support::chaos::log::{wait_runs, Crash, Run, Window};
 use crate::support::chaos::periodic::{tally, Periodic, Tally};
 use crate::support::chaos::{
     instance, now, registry, sleep_until, sleep_until_phase, Cluster, SESSION_TIMEOUT, SLOW_RUN,
     WITHIN,
 };
 use crate::support::java::{ejtool, read_java_runs, JavaProc};
-use crate::support::wait::{wait_until_blocking, Later};
 
 /// Seconds between the job's fires (`0/6 * * * * ?`).
 pub const PERIOD: u64 = 6;
@@ -164,11 +163,10 @@ impl Mixed {
         &self,
         what: &str,
         within: Duration,
-        mut pred: impl FnMut(&[Run]) -> Option<T>,
+        pred: impl FnMut(&[Run]) -> Option<T>,
     ) -> T {
-        let check = || pred(&self.runs()).ok_or(Later(move || self.dump()));
         let what = format!("{}: {what}", self.cluster.namespace);
-        wait_until_blocking(check, &what, within)
+        wait_runs(|| self.runs(), || self.dump(), &what, within, pred)
     }
 
     /// Waits until `id` has run an item.

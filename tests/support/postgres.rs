@@ -106,6 +106,15 @@ impl PgServer {
     pub fn url(&self) -> String {
         format!("postgres://shardcron@127.0.0.1:{}/postgres", self.port)
     }
+
+    /// A server started from `bin` (as [`PgServer::start`]) and a history on it, its tables made.
+    pub async fn with_history(bin: &Path) -> (PgServer, shardcron::history::History) {
+        let server = PgServer::start(bin);
+        let history = shardcron::history::History::postgres(&server.url())
+            .await
+            .expect("the PostgreSQL history connects");
+        (server, history)
+    }
 }
 
 impl Drop for PgServer {

@@ -215,6 +215,20 @@ pub fn promtool(args: &[&str], stdin: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
+impl PrometheusServer {
+    /// Waits up to `within` until `metric` summed per job is `want` (sorted by job name).
+    pub async fn wait_per_job(
+        &self,
+        metric: &str,
+        want: &[(String, f64)],
+        within: Duration,
+    ) -> Vec<Value> {
+        let promql = format!("sum by (job_name) ({metric})");
+        let what = format!("{metric} per job {want:?}");
+        (self.wait_query(&what, &promql, within, |r| by_label(r, "job_name") == want)).await
+    }
+}
+
 /// The instant vector `result` as (label value of `label`, sample value) pairs, sorted.
 pub fn by_label(result: &[Value], label: &str) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = result

@@ -13,6 +13,7 @@
 //! workflow run (the root fire's instant in epoch ms), which every step of the run shares. Lines
 //! of runs outside any workflow (a root's fires before a downstream registered) are left out.
 
+use super::chaos::log::whole_lines;
 use super::jobs_file::write_script;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,10 +35,7 @@ pub struct Line {
 
 /// Every whole line of `log` (one being appended is left for the next read).
 pub fn lines(log: &Path) -> Vec<Line> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
-    complete
-        .lines()
+    (whole_lines(log).iter())
         .filter_map(|l| {
             let mut words = l.splitn(4, ' ');
             let at = words.next()?.parse().ok()?;

@@ -9,6 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
+
+use crate::support::wait::{wait_until_blocking, Later};
 
 /// How long one run of the script lasts: a run that started less than this before a crash was
 /// still running when the crash came.
@@ -38,12 +41,17 @@ impl Run {
     }
 }
 
+/// Every whole line of the log a process appends to at `log` (none if it is missing): a line
+/// being appended right now has no newline yet, and is left for the next read.
+pub fn whole_lines(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
+    complete.lines().map(str::to_owned).collect()
+}
+
 /// Reads every run in `log`; a line that does not parse fails the test.
 pub fn read_runs(log: &Path) -> Vec<Run> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    // A line being appended right now has no newline yet: leave it for the next read.
-    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
-    complete.lines().map(parse_line).collect()
+    whole_lines(log).iter().map(|l| parse_line(l)).collect()
 }
 
 fn parse_line(line: &str) -> Run {
@@ -254,4 +262,17 @@ pub fn check(runs: &[Run], expect: &Expect) -> Report {
             .push((window.what.clone(), recovered.max(0.0)));
     }
     report
+}
+
+/// Polls `runs` until `pred` holds on them; fails naming `what`, with `dump` (the processes'
+/// output) as the last state seen.
+pub fn wait_runs<T>(
+    runs: impl Fn() -> Vec<Run>,
+    dump: impl Fn() -> String,
+    what: &str,
+    within: Duration,
+    mut pred: impl FnMut(&[Run]) -> Option<T>,
+) -> T {
+    let check = || pred(&runs()).ok_or(Later(&dump));
+    wait_until_blocking(check, what, within)
 }

@@ -36,7 +36,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use self::log::{Expect, Report, Run};
 use self::process::NodeProc;
 use crate::support::jobs_file::{script_job, write_script};
-use crate::support::wait::{wait_until_blocking, Later};
 
 /// The session timeout every node asks for.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -277,10 +276,9 @@ impl Cluster {
         &self,
         what: &str,
         within: Duration,
-        mut pred: impl FnMut(&[Run]) -> Option<T>,
+        pred: impl FnMut(&[Run]) -> Option<T>,
     ) -> T {
-        let check = || pred(&self.runs()).ok_or(Later(move || self.dump()));
-        wait_until_blocking(check, what, within)
+        log::wait_runs(|| self.runs(), || self.dump(), what, within, pred)
     }
 
     /// Waits for a fire at or after `after` at which every item of `job` ran; returns its second.

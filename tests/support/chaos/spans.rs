@@ -28,6 +28,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
 
+use super::log::whole_lines;
+
 /// The tracking script, for a log at `log`.
 pub fn script(log: &Path) -> String {
     format!(
@@ -95,13 +97,11 @@ impl fmt::Display for Span {
 /// Reads every run in `log`, in start order. A line torn by a script killed in the middle of its
 /// write (SIGKILL of its node's tree) is skipped; see [`torn_lines`].
 pub fn read(log: &Path) -> Vec<Span> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    // A line being appended right now has no newline yet: leave it for the next read.
-    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
+    let complete = whole_lines(log);
     let mut spans: Vec<Span> = Vec::new();
     // (instance, pid) -> index of its latest start.
     let mut open: HashMap<(String, String), usize> = HashMap::new();
-    for line in complete.lines().filter(|l| is_whole(l)) {
+    for line in complete.iter().filter(|l| is_whole(l)) {
         let mut parts = line.splitn(5, ' ');
         let (Some(time), Some(instance), Some(kind), Some(pid)) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -161,9 +161,7 @@ fn is_whole(line: &str) -> bool {
 
 /// How many lines of `log` are torn (skipped by [`read`]).
 pub fn torn_lines(log: &Path) -> usize {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let complete = text.rsplit_once('\n').map_or("", |(done, _)| done);
-    complete.lines().filter(|l| !is_whole(l)).count()
+    whole_lines(log).iter().filter(|l| !is_whole(l)).count()
 }
 
 /// A span of time during which a fault may cost fires.

@@ -1,10 +1,20 @@
 //! Conformance cases on node semantics: round trips, typed refusals, sequences, multi-ops.
 
 use crate::support::namespace;
-use shardcron::registry::{CreateMode, Op, OpKind, OpResult, RegistryError, ANY_VERSION};
+use shardcron::registry::{CreateMode, Op, OpKind, OpResult, Registry, RegistryError, ANY_VERSION};
 
 use super::now_millis;
 use crate::support::backend::Backend;
+
+/// The error of a create that must fail.
+async fn refused_create(
+    s: &dyn Registry,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> RegistryError {
+    s.create(path, data, mode).await.unwrap_err()
+}
 
 /// create, get, set (data version and mzxid move on), exists, delete.
 pub async fn create_get_set_delete_round_trip(b: &dyn Backend) {
@@ -92,10 +102,7 @@ pub async fn get_many_reads_every_path_in_order_and_a_missing_one_is_its_own_no_
 /// A create whose parent is missing fails with NoNode.
 pub async fn creating_under_a_missing_parent_fails_with_no_node(b: &dyn Backend) {
     let s = b.open(&namespace("conf", "noparent")).await.registry;
-    let err = s
-        .create("/a/b", b"", CreateMode::Persistent)
-        .await
-        .unwrap_err();
+    let err = refused_create(&*s, "/a/b", b"", CreateMode::Persistent).await;
     assert!(matches!(err, RegistryError::NoNode { .. }), "{err:?}");
 }
 
@@ -103,10 +110,7 @@ pub async fn creating_under_a_missing_parent_fails_with_no_node(b: &dyn Backend)
 pub async fn creating_an_existing_node_fails_with_node_exists(b: &dyn Backend) {
     let s = b.open(&namespace("conf", "exists")).await.registry;
     s.create("/a", b"1", CreateMode::Persistent).await.unwrap();
-    let err = s
-        .create("/a", b"2", CreateMode::Ephemeral)
-        .await
-        .unwrap_err();
+    let err = refused_create(&*s, "/a", b"2", CreateMode::Ephemeral).await;
     assert!(matches!(err, RegistryError::NodeExists { .. }), "{err:?}");
     assert_eq!(s.get("/a").await.unwrap().0, b"1");
 }
@@ -161,10 +165,7 @@ pub async fn sequential_creates_get_increasing_ten_digit_suffixes(b: &dyn Backen
 pub async fn ephemeral_nodes_cannot_have_children(b: &dyn Backend) {
     let s = b.open(&namespace("conf", "ephkids")).await.registry;
     s.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
-    let err = s
-        .create("/e/c", b"", CreateMode::Persistent)
-        .await
-        .unwrap_err();
+    let err = refused_create(&*s, "/e/c", b"", CreateMode::Persistent).await;
     assert!(
         matches!(err, RegistryError::NoChildrenForEphemerals { .. }),
         "{err:?}"

@@ -5,7 +5,7 @@ use crate::support::namespace;
 use shardcron::registry::{CreateMode, NodeEventKind, Op, RegistryError, SessionState, WatchEvent};
 
 use super::{ev, node_events, now_millis, wait_for, WAIT};
-use crate::support::backend::Backend;
+use crate::support::backend::{ephemeral_and_other, Backend};
 
 /// An ephemeral node belongs to its session and goes when that session closes.
 pub async fn ephemeral_nodes_vanish_when_their_session_closes(b: &dyn Backend) {
@@ -38,13 +38,7 @@ pub async fn ephemeral_nodes_vanish_when_their_session_closes(b: &dyn Backend) {
 /// An ephemeral node goes when its session expires, and the expired session is dead for good.
 pub async fn ephemeral_nodes_vanish_when_their_session_expires(b: &dyn Backend) {
     let ns = namespace("conf", "expire");
-    let doomed = b.open(&ns).await;
-    let other = b.open(&ns).await.registry;
-    doomed
-        .registry
-        .create("/eph", b"", CreateMode::Ephemeral)
-        .await
-        .unwrap();
+    let (doomed, other) = ephemeral_and_other(b, &ns, "/eph").await;
     doomed
         .registry
         .create("/kept", b"", CreateMode::Persistent)

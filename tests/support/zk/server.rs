@@ -162,19 +162,13 @@ impl ZkServer {
             return;
         }
         let log = std::fs::File::create(self.log_path()).expect("creating the server log");
-        let mut cmd = Command::new("java");
-        cmd.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-            .arg("-Djava.net.preferIPv4Stack=true")
-            .arg("-Dzookeeper.admin.enableServer=false")
-            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
-            .arg("-cp")
-            .arg(std::fs::read_to_string(self.dir.path().join("classpath")).unwrap())
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
-            .arg(self.dir.path().join("zoo.cfg"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        *slot = Some(spawn_from_spawner(cmd));
+        let main = "org.apache.zookeeper.server.ZooKeeperServerMain";
+        *slot = Some(spawn_from_spawner(zookeeper_java(
+            "256m",
+            self.dir.path(),
+            main,
+            log,
+        )));
         drop(slot);
         self.wait_serving();
     }
@@ -519,18 +513,8 @@ impl ZkEnsemble {
     fn spawn(&self, i: usize) {
         let home = self.home(i);
         let log = std::fs::File::create(home.join("server.log")).expect("creating a member's log");
-        let mut cmd = Command::new("java");
-        cmd.args(["-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-            .arg("-Djava.net.preferIPv4Stack=true")
-            .arg("-Dzookeeper.admin.enableServer=false")
-            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
-            .arg("-cp")
-            .arg(std::fs::read_to_string(home.join("classpath")).unwrap())
-            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-            .arg(home.join("zoo.cfg"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
+        let main = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+        let cmd = zookeeper_java("192m", &home, main, log);
         *self.members[i].child.lock().unwrap() = Some(spawn_from_spawner(cmd));
     }
 
@@ -555,4 +539,23 @@ impl Drop for ZkEnsemble {
             self.kill(i);
         }
     }
+}
+
+/// The `java` command running ZooKeeper's `main` class with a heap of `heap`, on the classpath
+/// and `zoo.cfg` of `home`, its output to `log`.
+fn zookeeper_java(heap: &str, home: &Path, main: &str, log: std::fs::File) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.arg(format!("-Xmx{heap}"))
+        .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+        .arg("-Djava.net.preferIPv4Stack=true")
+        .arg("-Dzookeeper.admin.enableServer=false")
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .arg("-cp")
+        .arg(std::fs::read_to_string(home.join("classpath")).unwrap())
+        .arg(main)
+        .arg(home.join("zoo.cfg"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    cmd
 }

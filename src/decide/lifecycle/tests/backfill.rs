@@ -51,13 +51,6 @@ fn end_write(run_id: u64, items: &[u32], done: usize, create: bool) -> Command {
     }
 }
 
-fn ends(run_id: u64) -> Input {
-    Input::RunEnded {
-        run_id,
-        outcome: Outcome::Done,
-    }
-}
-
 #[test]
 fn a_backfill_runs_each_instant_in_order_once_per_item_one_run_at_a_time() {
     let f = backfilled();
@@ -83,7 +76,7 @@ fn a_backfill_runs_each_instant_in_order_once_per_item_one_run_at_a_time() {
             true => vec![start(begins(&[0, 1]))],
             false => vec![],
         };
-        assert_eq!(m.step(ends(run), &f), next, "after instant {at}");
+        assert_eq!(m.step(run_done(run), &f), next, "after instant {at}");
     }
 }
 
@@ -110,7 +103,7 @@ fn an_owner_goes_on_from_the_progress_recorded_and_the_item_behind_runs_first() 
         vec![end_write(1, &[0], 2, false)]
     );
     assert_eq!(
-        m.step(ends(1), &f),
+        m.step(run_done(1), &f),
         vec![start(begins(&[0, 1]))],
         "both items are at the last instant now"
     );
@@ -143,16 +136,10 @@ fn a_cancelled_backfill_cancels_its_run_and_starts_no_further_instant() {
     let end = m.step(finished(1, &[0, 1]), &f);
     assert_eq!(
         end,
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: vec![
-                Op::delete("/orders/sharding/0/running"),
-                Op::delete("/orders/sharding/1/running"),
-            ]
-        }],
+        vec![submit_end(1, unmark(&[0, 1]))],
         "no progress for a cancelled backfill"
     );
-    assert_eq!(m.step(ends(1), &f), vec![], "no next instant");
+    assert_eq!(m.step(run_done(1), &f), vec![], "no next instant");
 }
 
 #[test]

@@ -37,6 +37,14 @@ fn plan_committed() -> Input {
     }
 }
 
+/// Run 1 of items 0 and 1 launched for the instant `at` (from `source`), and their record set.
+fn ran_and_recorded(source: ExecutionSource, at: DateTime<Utc>) -> Vec<Command> {
+    vec![
+        launch(1, source, Some(at), &[0, 1]),
+        record_set(&[0, 1], at),
+    ]
+}
+
 fn record_set(items: &[u32], at: DateTime<Utc>) -> Command {
     Command::Write {
         ops: items
@@ -60,19 +68,13 @@ fn an_owner_back_within_the_window_runs_the_latest_missed_instant_once_per_item(
     assert_eq!(m.step(plan_committed(), &f), vec![start(begins(&[0, 1]))]);
     assert_eq!(
         m.step(written(Purpose::Start), &f),
-        vec![
-            launch(1, ExecutionSource::CatchUp, Some(t(15)), &[0, 1]),
-            record_set(&[0, 1], t(15)),
-        ],
+        ran_and_recorded(ExecutionSource::CatchUp, t(15)),
         "one run carrying the latest missed instant, recorded once it started"
     );
     // Another look (the plan's other item event, a run ending) starts nothing more.
     assert_eq!(m.step(plan_committed(), &f), vec![]);
     m.step(finished(1, &[]), &f);
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![], "the instant is not run twice");
 }
 
@@ -128,13 +130,7 @@ fn the_cron_fire_of_an_instant_already_caught_up_is_coalesced_and_later_ones_run
     m.step(plan_committed(), &f);
     m.step(written(Purpose::Start), &f);
     m.step(finished(1, &[]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    m.step(run_done(1), &f);
     // The trigger's own fire of 15, racing the look that caught it up.
     let again = m.step(Input::Fire { scheduled: t(15) }, &f);
     assert!(
@@ -159,8 +155,7 @@ fn the_cron_fire_of_an_instant_already_caught_up_is_coalesced_and_later_ones_run
 fn a_cron_fire_of_a_job_with_a_window_records_its_instant_creating_the_record_once() {
     let f = recorded(None, 20);
     let mut m = windowed(60);
-    m.step(Input::Fire { scheduled: t(20) }, &f);
-    let created = m.step(written(Purpose::Start), &f);
+    let created = started(&mut m, t(20), &f);
     let create = |path: &str, data: Vec<u8>| Op::create(path, data, CreateMode::Persistent);
     assert_eq!(
         created,
@@ -181,13 +176,9 @@ fn a_cron_fire_of_a_job_with_a_window_records_its_instant_creating_the_record_on
     // Once the record stands it is set, in the fire's batch.
     let f = recorded(Some(20), 25);
     let mut m = windowed(60);
-    m.step(Input::Fire { scheduled: t(25) }, &f);
     assert_eq!(
-        m.step(written(Purpose::Start), &f),
-        vec![
-            launch(1, ExecutionSource::Normal, Some(t(25)), &[0, 1]),
-            record_set(&[0, 1], t(25)),
-        ]
+        started(&mut m, t(25), &f),
+        ran_and_recorded(ExecutionSource::Normal, t(25))
     );
 }
 
@@ -202,8 +193,7 @@ fn items_skipped_by_their_overlap_policy_count_as_handled_and_are_not_caught_up(
                 .overlap(Overlap::Skip)
         }),
     );
-    m.step(Input::Fire { scheduled: t(5) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(5), &f);
     // The run of 5 still runs at 10: the fire of 10 skips both items, and records them handled.
     let f = recorded(Some(5), 10);
     let mut skipped = m.step(Input::Fire { scheduled: t(10) }, &f);
@@ -253,20 +243,13 @@ fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_ca
     // look), and owes 10, which runs once the fire's run ended.
     let mut f = recorded(Some(0), 15);
     let mut m = windowed(60);
-    m.step(Input::Fire { scheduled: t(15) }, &f);
     assert_eq!(
-        m.step(written(Purpose::Start), &f),
-        vec![
-            launch(1, ExecutionSource::Normal, Some(t(15)), &[0, 1]),
-            record_set(&[0, 1], t(15)),
-        ]
+        started(&mut m, t(15), &f),
+        ran_and_recorded(ExecutionSource::Normal, t(15))
     );
     f.now = t(16);
     m.step(finished(1, &[]), &f);
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![start(begins(&[0, 1]))]);
     assert_eq!(
         m.step(written(Purpose::Start), &f),
@@ -274,10 +257,7 @@ fn a_cron_fire_that_ran_before_the_look_leaves_the_instant_before_it_owed_and_ca
         "10 runs; the record keeps 15"
     );
     m.step(finished(2, &[]), &f);
-    let ended = Input::RunEnded {
-        run_id: 2,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(2);
     assert_eq!(m.step(ended, &f), vec![], "owed once");
 }
 
@@ -288,10 +268,7 @@ fn a_catch_up_run_cancelled_by_a_reshard_takes_its_record_back_and_the_new_owner
     m.step(plan_committed(), &f);
     assert_eq!(
         m.step(written(Purpose::Start), &f),
-        vec![
-            launch(1, ExecutionSource::CatchUp, Some(t(15)), &[0, 1]),
-            record_set(&[0, 1], t(15)),
-        ]
+        ran_and_recorded(ExecutionSource::CatchUp, t(15))
     );
     // A second instance joins: the new plan gives item 0 to it, whose run here is cancelled.
     f.view.items.get_mut(&ShardItem(0)).unwrap().owner = Some(other());
@@ -349,13 +326,7 @@ fn a_run_that_failed_on_an_item_still_owned_keeps_its_record() {
         }
         assert_eq!(
             m.step(finished(1, failed), &f),
-            vec![Command::SubmitEnd {
-                run_id: 1,
-                ops: vec![
-                    Op::delete("/orders/sharding/0/running"),
-                    Op::delete("/orders/sharding/1/running"),
-                ],
-            }],
+            vec![submit_end(1, unmark(&[0, 1]))],
             "{case}"
         );
     }

@@ -106,33 +106,19 @@ fn a_trigger_queued_behind_a_run_keeps_its_parameters_and_the_next_cron_fire_has
     };
     let data = params.encode();
     let (mut m, mut f) = (machine(Registration::Confirmed), triggered(Some(&data)));
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     // Queued: run 1 still runs.
     assert_eq!(m.step(trigger_created(), &f), vec![take(true)]);
     f.params = None;
     m.step(finished(1, &[]), &f);
-    let ended = m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    let ended = m.step(run_done(1), &f);
     assert_eq!(ended, vec![start(begins(&[0, 1]))]);
     let launched = m.step(written(Purpose::Start), &f);
     assert_eq!(launched, vec![manual(2, &[0, 1], Some("rerun"))]);
     m.step(finished(2, &[]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 2,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
-    m.step(Input::Fire { scheduled: t(5) }, &f);
+    m.step(run_done(2), &f);
     assert_eq!(
-        m.step(written(Purpose::Start), &f),
+        started(&mut m, t(5), &f),
         vec![launch(3, ExecutionSource::Normal, Some(t(5)), &[0, 1])]
     );
 }

@@ -8,8 +8,7 @@ use crate::config::Overlap;
 fn skips_over_a_run(config: Arc<ValidatedConfig>) -> Vec<(Option<MissReason>, bool)> {
     let mut f = fake();
     let mut m = machine_with(Registration::Confirmed, config);
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     let mut skips = Vec::new();
     for s in 1..4 {
         f.now = t(s);
@@ -60,28 +59,22 @@ fn a_run_that_starts_again_ends_the_streak_so_the_next_miss_warns_again() {
         Registration::Confirmed,
         config(|c| c.overlap(Overlap::Skip)),
     );
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
-    let skipped = |warn| Command::Skipped {
-        reason: SkipReason::StillRunning,
-        items: 2,
-        missed: Some(MissReason::OverlapSkip),
-        warn,
+    started(&mut m, t(0), &f);
+    let skipped = |warn| {
+        skip(
+            SkipReason::StillRunning,
+            2,
+            Some(MissReason::OverlapSkip),
+            warn,
+        )
     };
     f.now = t(1);
     let out = m.step(Input::Fire { scheduled: t(1) }, &f);
     assert!(out.contains(&skipped(true)), "{out:?}");
     m.step(finished(1, &[]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    m.step(run_done(1), &f);
     f.now = t(2);
-    m.step(Input::Fire { scheduled: t(2) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(2), &f);
     f.now = t(3);
     let out = m.step(Input::Fire { scheduled: t(3) }, &f);
     assert!(out.contains(&skipped(true)), "a new streak: {out:?}");

@@ -18,7 +18,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::*;
-use crate::config::{JobConfig, JobKind, ValidationContext};
+use crate::config::JobConfig;
 use crate::decide::fixtures::*;
 use crate::model::{CreateMode, NodeEventKind, SessionState};
 use crate::paths::JobNode;
@@ -117,16 +117,7 @@ fn at_ms(ms: i64) -> DateTime<Utc> {
 }
 
 fn config(f: impl FnOnce(JobConfig) -> JobConfig) -> Arc<ValidatedConfig> {
-    let ctx = ValidationContext {
-        strategies: &[],
-        error_handlers: &[],
-        kind: JobKind::Simple,
-    };
-    Arc::new(
-        f(JobConfig::test("orders").items(2))
-            .validate(&ctx)
-            .unwrap(),
-    )
+    f(JobConfig::test("orders").items(2)).validated()
 }
 
 /// A committed plan: every item has its owner node.
@@ -217,11 +208,69 @@ fn finished(run_id: u64, failed: &[u32]) -> Input {
     }
 }
 
-fn written(purpose: Purpose) -> Input {
-    Input::Written {
-        purpose,
+/// The facts of a re-list after a quick restart: `instances/{me}` still held by the older session.
+fn held_by_old_session() -> Fake {
+    Fake {
+        owner: Some(OLD_SESSION),
+        ..fake()
+    }
+}
+
+/// A skip for `reason` of `items` items (0: the whole fire), `missed` or run later, at WARN when
+/// `warn` (the first of a streak).
+fn skip(reason: SkipReason, items: usize, missed: Option<MissReason>, warn: bool) -> Command {
+    Command::Skipped {
+        reason,
+        items,
+        missed,
+        warn,
+    }
+}
+
+/// Run `run_id`'s end was written.
+fn run_done(run_id: u64) -> Input {
+    Input::RunEnded {
+        run_id,
         outcome: Outcome::Done,
     }
+}
+
+/// What `m` answers to the last of `inputs`, stepped in order on `f`.
+fn last_step(m: &mut JobMachine, inputs: Vec<Input>, f: &Fake) -> Vec<Command> {
+    let mut last = Vec::new();
+    for input in inputs {
+        last = m.step(input, f);
+    }
+    last
+}
+
+/// What `m` answers once the fire at `scheduled` has its start written.
+fn started(m: &mut JobMachine, scheduled: DateTime<Utc>, f: &Fake) -> Vec<Command> {
+    m.step(Input::Fire { scheduled }, f);
+    m.step(written(Purpose::Start), f)
+}
+
+/// The deletes of the `running` markers of `items`.
+fn unmark(items: &[u32]) -> Vec<Op> {
+    items
+        .iter()
+        .map(|i| Op::delete(format!("/orders/sharding/{i}/running")))
+        .collect()
+}
+
+/// Run `run_id`'s end, written with `ops`.
+fn submit_end(run_id: u64, ops: Vec<Op>) -> Command {
+    Command::SubmitEnd { run_id, ops }
+}
+
+/// The write for `purpose` answered `outcome`.
+fn answered(purpose: Purpose, outcome: Outcome) -> Input {
+    Input::Written { purpose, outcome }
+}
+
+/// The write for `purpose` is done.
+fn written(purpose: Purpose) -> Input {
+    answered(purpose, Outcome::Done)
 }
 
 fn launch(
@@ -289,15 +338,9 @@ fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_mo
             },
             &f
         ),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: ends
-        }]
+        vec![submit_end(1, ends)]
     );
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![]);
     assert!(m.is_idle());
 }
@@ -415,18 +458,9 @@ fn the_deletion_a_take_over_made_of_this_sessions_own_node_is_not_an_operator_sh
     // A re-list after a quick restart still shows the older session's node; registration had
     // already replaced it with ours, so the machine's take-over deletes ours and creates it again.
     let mut m = machine(Registration::Unconfirmed);
-    let older = Fake {
-        owner: Some(OLD_SESSION),
-        ..fake()
-    };
+    let older = held_by_old_session();
     m.step(Input::Resynced, &older);
-    m.step(
-        Input::Written {
-            purpose: Purpose::TakeOver,
-            outcome: Outcome::Done,
-        },
-        &older,
-    );
+    m.step(written(Purpose::TakeOver), &older);
     // Registration's creation event arrives late and confirms ours...
     let ours = fake();
     m.step(created_me(), &ours);
@@ -451,10 +485,7 @@ fn the_deletion_a_take_over_made_of_this_sessions_own_node_is_not_an_operator_sh
 fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_starts_meanwhile() {
     // A re-list shows instances/{me} still held by the session before a quick restart.
     let mut m = machine(Registration::Unconfirmed);
-    let f = Fake {
-        owner: Some(OLD_SESSION),
-        ..fake()
-    };
+    let f = held_by_old_session();
     let path = format!("/orders/instances/{}", me());
     let take_over = Command::Write {
         ops: vec![
@@ -470,19 +501,16 @@ fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_sta
     };
     assert_eq!(m.step(Input::Resynced, &f), vec![take_over]);
     assert_eq!(m.registration(), Registration::Older(OLD_SESSION));
-    let skipped = Command::Skipped {
-        reason: SkipReason::NotRegistered,
-        items: 0,
-        missed: Some(MissReason::CannotStart),
-        warn: true,
-    };
+    let skipped = skip(
+        SkipReason::NotRegistered,
+        0,
+        Some(MissReason::CannotStart),
+        true,
+    );
     assert_eq!(m.step(Input::Fire { scheduled: t(0) }, &f), vec![skipped]);
     assert_eq!(m.step(Input::Prepare { scheduled: t(1) }, &f), vec![]);
     // The old node went in between: ours is created plainly.
-    let conflict = Input::Written {
-        purpose: Purpose::TakeOver,
-        outcome: Outcome::Conflict,
-    };
+    let conflict = answered(Purpose::TakeOver, Outcome::Conflict);
     assert_eq!(m.step(conflict, &f), vec![register_again()]);
     let f = Fake {
         owner: Some(SESSION),
@@ -557,12 +585,7 @@ fn fires_queued_behind_a_registry_freeze_collapse_and_a_missed_fire_is_made_up_o
     // The registry froze for 3 s: the start write answers late, fires queued meanwhile.
     f.now = at_ms(3_050);
     m.step(written(Purpose::Start), &f);
-    let coalesced = |warn| Command::Skipped {
-        reason: SkipReason::Coalesced,
-        items: 0,
-        missed: Some(MissReason::Coalesced),
-        warn,
-    };
+    let coalesced = |warn| skip(SkipReason::Coalesced, 0, Some(MissReason::Coalesced), warn);
     f.now = at_ms(3_060);
     assert_eq!(
         m.step(Input::Fire { scheduled: t(1) }, &f),
@@ -597,10 +620,7 @@ fn fires_queued_behind_a_registry_freeze_collapse_and_a_missed_fire_is_made_up_o
         },
         &f,
     );
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     let out = m.step(ended, &f);
     assert!(
         matches!(
@@ -640,12 +660,12 @@ fn a_late_fire_waits_for_a_session_check_and_runs_only_if_the_session_lives() {
         let expected = if alive {
             vec![start(begins(&[0, 1]))]
         } else {
-            vec![Command::Skipped {
-                reason: SkipReason::SessionLost,
-                items: 0,
-                missed: Some(MissReason::CannotStart),
-                warn: true,
-            }]
+            vec![skip(
+                SkipReason::SessionLost,
+                0,
+                Some(MissReason::CannotStart),
+                true,
+            )]
         };
         assert_eq!(out, expected, "{name}");
     }
@@ -704,8 +724,7 @@ fn a_resumed_node_cancels_what_it_may_have_lost_before_anything_else() {
     ];
     for (pause_ms, expected) in cases {
         let (mut m, f) = (machine(Registration::Confirmed), fake());
-        m.step(Input::Fire { scheduled: t(0) }, &f);
-        m.step(written(Purpose::Start), &f);
+        started(&mut m, t(0), &f);
         let out = m.step(Input::Paused(Duration::from_millis(pause_ms)), &f);
         assert_eq!(out, expected, "paused {pause_ms} ms");
     }
@@ -714,8 +733,7 @@ fn a_resumed_node_cancels_what_it_may_have_lost_before_anything_else() {
 #[test]
 fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadline() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     assert_eq!(
         m.step(Input::Session(SessionState::Disconnected), &f),
         vec![]
@@ -726,12 +744,12 @@ fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadl
     };
     assert_eq!(
         m.step(Input::Fire { scheduled: t(1) }, &f),
-        vec![Command::Skipped {
-            reason: SkipReason::Disconnected,
-            items: 0,
-            missed: Some(MissReason::CannotStart),
-            warn: true
-        }]
+        vec![skip(
+            SkipReason::Disconnected,
+            0,
+            Some(MissReason::CannotStart),
+            true
+        )]
     );
     assert_eq!(m.step(Input::Prepare { scheduled: t(2) }, &f), vec![]);
     assert_eq!(m.step(Input::Fenced, &f), vec![Command::CancelAll]);
@@ -743,8 +761,7 @@ fn a_disconnected_node_starts_nothing_and_cancels_its_items_at_the_fencing_deadl
 #[test]
 fn a_job_that_cannot_keep_up_warns_once_per_streak_and_counts_every_skip() {
     let (mut m, mut f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     let mut warns = Vec::new();
     for s in 1..4 {
         f.now = t(s);
@@ -786,8 +803,7 @@ fn a_changed_cron_reschedules_and_an_unchanged_config_only_re_evaluates() {
 #[test]
 fn an_item_moved_away_by_a_new_plan_is_cancelled_here() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     let f = Fake {
         view: owned(two_items(), &[(1, &other())]),
         ..fake()

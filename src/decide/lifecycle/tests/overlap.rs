@@ -56,8 +56,7 @@ fn buffer_all_owes_one_run_per_fire_up_to_its_bound_and_runs_them_one_after_anot
     let mut f = fake();
     let buffer = Overlap::BufferAll(NonZeroU32::new(2).unwrap());
     let mut m = machine_with(Registration::Confirmed, config(|c| c.overlap(buffer)));
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     type Case = (&'static str, Vec<Input>, Vec<Command>);
     let fire = |s| Input::Fire { scheduled: t(s) };
     let cases: Vec<Case> = vec![
@@ -79,12 +78,12 @@ fn buffer_all_owes_one_run_per_fire_up_to_its_bound_and_runs_them_one_after_anot
         (
             "the third finds the buffer full: missed, counted with its own reason",
             vec![fire(3)],
-            vec![Command::Skipped {
-                reason: SkipReason::BufferFull,
-                items: 2,
-                missed: Some(MissReason::OverlapBufferFull),
-                warn: false,
-            }],
+            vec![skip(
+                SkipReason::BufferFull,
+                2,
+                Some(MissReason::OverlapBufferFull),
+                false,
+            )],
         ),
         (
             "the run ends: the first catch-up starts, removing the flags",
@@ -131,12 +130,10 @@ fn buffer_all_forgets_what_an_item_moved_away_owed_and_a_policy_change_drops_the
     let mut f = fake();
     let buffer = Overlap::BufferAll(NonZeroU32::new(5).unwrap());
     let mut m = machine_with(Registration::Confirmed, config(|c| c.overlap(buffer)));
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     for s in 1..4 {
         f.now = t(s);
-        m.step(Input::Fire { scheduled: t(s) }, &f);
-        m.step(written(Purpose::Start), &f);
+        started(&mut m, t(s), &f);
     }
     assert_eq!(
         (m.fires_owed(ShardItem(0)), m.fires_owed(ShardItem(1))),

@@ -1,6 +1,7 @@
 //! The run policies' transitions (`shardcron.` props): timeout and its grace, retries, overlap.
 
 use super::*;
+use crate::config::{JobKind, ValidationContext};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -26,8 +27,7 @@ fn timer(timer: Timer, after: Duration) -> Command {
 #[test]
 fn a_job_without_a_timeout_launches_with_no_timer() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    let launched = m.step(written(Purpose::Start), &f);
+    let launched = started(&mut m, t(0), &f);
     assert_eq!(
         launched,
         vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
@@ -84,10 +84,7 @@ fn the_timeout_transitions_give_the_commands_the_table_says() {
                     run_id: 1,
                     failed: vec![],
                 },
-                Input::RunEnded {
-                    run_id: 1,
-                    outcome: Outcome::Done,
-                },
+                run_done(1),
                 fired(Timer::Timeout),
             ],
             vec![],
@@ -101,10 +98,7 @@ fn the_timeout_transitions_give_the_commands_the_table_says() {
                     run_id: 1,
                     failed: vec![],
                 },
-                Input::RunEnded {
-                    run_id: 1,
-                    outcome: Outcome::Done,
-                },
+                run_done(1),
                 fired(Timer::Grace),
             ],
             vec![],
@@ -112,11 +106,7 @@ fn the_timeout_transitions_give_the_commands_the_table_says() {
     ];
     for (what, inputs, want) in cases {
         let mut m = timed(&f);
-        let mut last = Vec::new();
-        for input in inputs {
-            last = m.step(input, &f);
-        }
-        assert_eq!(last, want, "{what}");
+        assert_eq!(last_step(&mut m, inputs, &f), want, "{what}");
     }
 }
 
@@ -247,11 +237,7 @@ fn the_retry_transitions_give_the_commands_the_table_says() {
     ];
     for (what, inputs, want) in cases {
         let mut m = retrying(&f);
-        let mut last = Vec::new();
-        for input in inputs {
-            last = m.step(input, &f);
-        }
-        assert_eq!(last, want, "{what}");
+        assert_eq!(last_step(&mut m, inputs, &f), want, "{what}");
     }
 }
 
@@ -307,8 +293,7 @@ fn a_failure_whose_retry_cannot_even_start_stands_at_once_unless_every_failure_w
             .retry_notify(Notify::Every)
     });
     let mut m = machine_with(Registration::Confirmed, every);
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     m.step(Input::Session(SessionState::Disconnected), &f);
     assert_eq!(m.step(finished(1, &[1]), &f), vec![end(1, &[0, 1])]);
 }
@@ -318,16 +303,9 @@ fn a_backoff_holds_its_item_so_the_next_fire_finds_it_running() {
     let f = fake();
     let mut m = retrying(&f);
     m.step(finished(1, &[1]), &f);
-    m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    m.step(run_done(1), &f);
     assert!(m.running().contains(&ShardItem(1)) && !m.is_idle());
-    m.step(Input::Fire { scheduled: t(5) }, &f);
-    let launched = m.step(written(Purpose::Start), &f);
+    let launched = started(&mut m, t(5), &f);
     assert!(
         launched.contains(&launch(3, ExecutionSource::Normal, Some(t(5)), &[0])),
         "item 1 is not run beside its retry: {launched:?}"
@@ -337,8 +315,7 @@ fn a_backoff_holds_its_item_so_the_next_fire_finds_it_running() {
 #[test]
 fn a_job_without_retries_ends_a_failed_item_at_once() {
     let (mut m, f) = (machine(Registration::Confirmed), fake());
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     assert_eq!(m.step(finished(1, &[1]), &f), vec![end(1, &[0, 1])]);
 }
 
@@ -369,8 +346,7 @@ fn backoffs_grow_by_the_factor_up_to_the_maximum_and_jitter_only_shortens_them()
 fn fire_over_a_run(config: Arc<ValidatedConfig>) -> (JobMachine, Vec<Command>) {
     let f = fake();
     let mut m = machine_with(Registration::Confirmed, config);
-    m.step(Input::Fire { scheduled: t(0) }, &f);
-    m.step(written(Purpose::Start), &f);
+    started(&mut m, t(0), &f);
     let commands = m.step(Input::Fire { scheduled: t(5) }, &f);
     (m, commands)
 }
@@ -396,13 +372,7 @@ fn overlap_cancel_other_cancels_the_items_running_here_and_runs_them_once_they_e
     assert_eq!(cancel[1..], one[..], "then as buffer_one");
     m.step(written(Purpose::Start), &f);
     m.step(finished(1, &[0, 1]), &f);
-    let ended = m.step(
-        Input::RunEnded {
-            run_id: 1,
-            outcome: Outcome::Done,
-        },
-        &f,
-    );
+    let ended = m.step(run_done(1), &f);
     assert!(
         matches!(
             ended.first(),

@@ -82,10 +82,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             false,
             vec![
                 Input::Fire { scheduled: t(0) },
-                Input::Written {
-                    purpose: Purpose::Start,
-                    outcome: Outcome::Conflict,
-                },
+                answered(Purpose::Start, Outcome::Conflict),
             ],
             vec![Command::Write {
                 ops: begins(&[0, 1]),
@@ -98,14 +95,8 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             false,
             vec![
                 Input::Fire { scheduled: t(0) },
-                Input::Written {
-                    purpose: Purpose::Start,
-                    outcome: Outcome::Conflict,
-                },
-                Input::Written {
-                    purpose: Purpose::StartTolerant,
-                    outcome: Outcome::Conflict,
-                },
+                answered(Purpose::Start, Outcome::Conflict),
+                answered(Purpose::StartTolerant, Outcome::Conflict),
             ],
             vec![Command::Warn(
                 "fire skipped: writing running markers failed".into(),
@@ -116,17 +107,14 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             false,
             vec![
                 Input::Fire { scheduled: t(0) },
-                Input::Written {
-                    purpose: Purpose::Start,
-                    outcome: Outcome::Stale,
-                },
+                answered(Purpose::Start, Outcome::Stale),
             ],
-            vec![Command::Skipped {
-                reason: SkipReason::PlanChanged,
-                items: 0,
-                missed: Some(MissReason::CannotStart),
-                warn: true,
-            }],
+            vec![skip(
+                SkipReason::PlanChanged,
+                0,
+                Some(MissReason::CannotStart),
+                true,
+            )],
         ),
         (
             "claimed failover items run at once and end with the taker's three records",
@@ -144,10 +132,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                     failed: vec![],
                 },
             ],
-            vec![Command::SubmitEnd {
-                run_id: 1,
-                ops: failover_ends,
-            }],
+            vec![submit_end(1, failover_ends)],
         ),
         (
             "markers written ahead make the fire need no write",
@@ -203,11 +188,7 @@ fn the_other_transitions_give_the_commands_the_table_says() {
         } else {
             machine(Registration::Confirmed)
         };
-        let mut last = Vec::new();
-        for input in inputs {
-            last = m.step(input, &f);
-        }
-        assert_eq!(last, expected, "{name}");
+        assert_eq!(last_step(&mut m, inputs, &f), expected, "{name}");
     }
 }
 
@@ -359,10 +340,7 @@ fn a_conflicting_start_applies_its_deletions_op_by_op_then_its_guards_and_marker
         panic!("a start write: {fire:?}")
     };
     assert!(ops.contains(&Op::delete("/orders/sharding/1/running")));
-    let conflict = Input::Written {
-        purpose: Purpose::Start,
-        outcome: Outcome::Conflict,
-    };
+    let conflict = answered(Purpose::Start, Outcome::Conflict);
     assert_eq!(
         m.step(conflict, &f),
         vec![Command::Write {

@@ -34,26 +34,11 @@ fn launch_in(
     at: Option<DateTime<Utc>>,
     items: &[u32],
 ) -> Command {
-    match launch(run_id, source, at, items) {
-        Command::Launch {
-            run_id,
-            source,
-            scheduled,
-            items,
-            attempt,
-            parameter,
-            ..
-        } => Command::Launch {
-            run_id,
-            source,
-            scheduled,
-            items,
-            attempt,
-            parameter,
-            workflow: crate::decide::workflow::run::RunId::parse(RUN),
-        },
-        other => other,
+    let mut launch = launch(run_id, source, at, items);
+    if let Command::Launch { workflow, .. } = &mut launch {
+        *workflow = crate::decide::workflow::run::RunId::parse(RUN);
     }
+    launch
 }
 
 fn record_create(item: u32, data: &str) -> Op {
@@ -74,13 +59,6 @@ fn record_end(item: u32, end: &str) -> Op {
 
 fn running_record(item: u32) -> Op {
     record_create(item, &format!("running:{}", me()))
-}
-
-fn unmark(items: &[u32]) -> Vec<Op> {
-    items
-        .iter()
-        .map(|i| Op::delete(format!("/orders/sharding/{i}/running")))
-        .collect()
 }
 
 fn record_event() -> Input {
@@ -107,6 +85,23 @@ fn skip_records() -> Command {
         ops: vec![record_create(0, "skipped"), record_create(1, "skipped")],
         mode: WriteMode::Tolerant,
         then: Purpose::WorkflowSkip,
+    }
+}
+
+/// The tolerant write that registers `orders` under its upstream `up`.
+fn register_under_up() -> Command {
+    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
+    Command::Write {
+        ops: vec![
+            create("/up/shardcron"),
+            create("/up/shardcron/workflow"),
+            create("/up/shardcron/downstream"),
+            create("/up/shardcron/downstream/orders"),
+            create("/orders/shardcron"),
+            create("/orders/shardcron/workflow"),
+        ],
+        mode: WriteMode::Tolerant,
+        then: Purpose::WorkflowEnsure,
     }
 }
 
@@ -138,13 +133,7 @@ fn a_root_with_a_downstream_records_each_item_running_at_its_start_and_its_end_a
     );
     let mut end = unmark(&[0, 1]);
     end.extend([record_end(0, "success"), record_end(1, "failed")]);
-    assert_eq!(
-        m.step(finished(1, &[1]), &f),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: end
-        }]
-    );
+    assert_eq!(m.step(finished(1, &[1]), &f), vec![submit_end(1, end)]);
 }
 
 #[test]
@@ -158,10 +147,7 @@ fn a_job_outside_any_workflow_writes_no_workflow_record() {
     m.step(written(Purpose::Start), &f);
     assert_eq!(
         m.step(finished(1, &[]), &f),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: unmark(&[0, 1])
-        }]
+        vec![submit_end(1, unmark(&[0, 1]))]
     );
 }
 
@@ -273,10 +259,7 @@ fn a_downstream_creates_the_runs_start_once_its_upstreams_ended_it_as_its_policy
 fn a_start_another_instance_created_first_is_no_error() {
     let f = fake();
     let mut m = downstream_of(&["up"], RunWhen::Success);
-    let lost = Input::Written {
-        purpose: Purpose::WorkflowStart,
-        outcome: Outcome::Conflict,
-    };
+    let lost = answered(Purpose::WorkflowStart, Outcome::Conflict);
     assert_eq!(m.step(lost, &f), vec![]);
 }
 
@@ -297,18 +280,9 @@ fn a_started_run_runs_this_instances_items_once_each_as_a_workflow_step_at_the_r
     assert_eq!(m.step(record_event(), &f), vec![]);
     let mut end = unmark(&[0, 1]);
     end.extend([record_end(0, "success"), record_end(1, "success")]);
-    assert_eq!(
-        m.step(finished(1, &[]), &f),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: end
-        }]
-    );
+    assert_eq!(m.step(finished(1, &[]), &f), vec![submit_end(1, end)]);
     // Ended: the items are launched for this run already (the mirror catches up later).
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     assert_eq!(m.step(ended, &f), vec![]);
 }
 
@@ -371,20 +345,8 @@ fn a_downstream_registers_under_each_upstream_once_and_reports_a_missing_one() {
         ..fake().under("done")
     };
     let out = m.step(Input::Resynced, &f);
-    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
     assert!(out.contains(&Command::Warn(
         "shardcron.after names job gone, which does not exist: this job waits for it".into()
     )));
-    assert!(out.contains(&Command::Write {
-        ops: vec![
-            create("/up/shardcron"),
-            create("/up/shardcron/workflow"),
-            create("/up/shardcron/downstream"),
-            create("/up/shardcron/downstream/orders"),
-            create("/orders/shardcron"),
-            create("/orders/shardcron/workflow"),
-        ],
-        mode: WriteMode::Tolerant,
-        then: Purpose::WorkflowEnsure,
-    }));
+    assert!(out.contains(&register_under_up()), "{out:?}");
 }

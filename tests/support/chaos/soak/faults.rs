@@ -74,24 +74,12 @@ impl Soak {
                 }
             }
             Fault::Term => {
-                let status = self.cluster.node(&label).terminate();
-                if !status.success() {
-                    // Recorded, not asserted: the soak goes on and its table is printed.
-                    self.deaths.push(format!(
-                        "node {label} did not exit 0 on SIGTERM at {at:.3}: {status}"
-                    ));
-                }
+                self.terminate(&label, at);
                 std::thread::sleep(self.rng.secs(2.0, 5.0));
                 self.start_node(&label);
             }
             Fault::ReshardAtFire => {
-                let status = self.cluster.node(&label).terminate();
-                if !status.success() {
-                    // Recorded, not asserted: the soak goes on and its table is printed.
-                    self.deaths.push(format!(
-                        "node {label} did not exit 0 on SIGTERM at {at:.3}: {status}"
-                    ));
-                }
+                self.terminate(&label, at);
                 std::thread::sleep(self.rng.secs(2.0, 4.0));
                 // A start takes a few hundred ms to register: started 0.05-0.4 s before a fire,
                 // it joins around the fire instant.
@@ -117,6 +105,17 @@ impl Soak {
             from: at,
             until: healed + SESSION_TIMEOUT.as_secs_f64() + WINDOW_MARGIN,
         });
+    }
+
+    /// SIGTERM to node `label` at `at`; one that does not exit 0 is recorded among the deaths
+    /// (not asserted: the soak goes on and its table is printed).
+    fn terminate(&mut self, label: &str, at: f64) {
+        let status = self.cluster.node(label).terminate();
+        if !status.success() {
+            self.deaths.push(format!(
+                "node {label} did not exit 0 on SIGTERM at {at:.3}: {status}"
+            ));
+        }
     }
 
     /// After an ensemble fault: waits until every server opens new sessions again. ZooKeeper 3.8

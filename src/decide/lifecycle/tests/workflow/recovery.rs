@@ -22,13 +22,7 @@ fn a_failover_claim_of_an_item_a_dead_instance_ran_in_a_workflow_run_ends_its_re
     );
     let mut end = crate::decide::failover::finish_ops(&job(), &[ShardItem(1)]);
     end.push(record_end(1, "success"));
-    assert_eq!(
-        m.step(finished(1, &[]), &f),
-        vec![Command::SubmitEnd {
-            run_id: 1,
-            ops: end
-        }]
-    );
+    assert_eq!(m.step(finished(1, &[]), &f), vec![submit_end(1, end)]);
     // A record naming a live instance is not taken over: the claim runs outside the workflow.
     let live = fake().record(
         "orders",
@@ -47,22 +41,7 @@ fn a_config_that_comes_to_name_an_upstream_registers_under_it() {
     let f = fake();
     let mut m = machine(Registration::Confirmed);
     let out = m.step(Input::Config(config(|c| c.after(&["up"]))), &f);
-    let create = |path: &str| Op::create(path, Vec::new(), CreateMode::Persistent);
-    assert!(
-        out.contains(&Command::Write {
-            ops: vec![
-                create("/up/shardcron"),
-                create("/up/shardcron/workflow"),
-                create("/up/shardcron/downstream"),
-                create("/up/shardcron/downstream/orders"),
-                create("/orders/shardcron"),
-                create("/orders/shardcron/workflow"),
-            ],
-            mode: WriteMode::Tolerant,
-            then: Purpose::WorkflowEnsure,
-        }),
-        "{out:?}"
-    );
+    assert!(out.contains(&register_under_up()), "{out:?}");
 }
 
 #[test]

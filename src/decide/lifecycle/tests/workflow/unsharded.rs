@@ -39,10 +39,7 @@ fn the_leader_asks_for_a_plan_each_time_a_started_run_waits_on_one() {
     );
     m.step(written(Purpose::Start), &started());
     m.step(finished(1, &[]), &started());
-    let ended = Input::RunEnded {
-        run_id: 1,
-        outcome: Outcome::Done,
-    };
+    let ended = run_done(1);
     m.step(ended, &started());
 
     // An instance lost later: the same run's records do not stop the leader asking again for
