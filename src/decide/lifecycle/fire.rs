@@ -251,13 +251,13 @@ impl JobMachine {
         let now = facts.now();
         if let Some(held) = &self.held {
             let waited = (now - held.asked).to_std().unwrap_or_default();
+            // One of the two fires is dropped: this one while the check may still answer (the
+            // held fire runs for both), else the held one.
+            self.skipped(SkipReason::AlreadyHeld, 0, out);
             if waited < SESSION_CHECK_LOST_AFTER {
-                // The held fire runs (or is dropped) for both.
-                self.skipped(SkipReason::AlreadyHeld, 0, out);
                 return;
             }
             // The answer is lost: this fire takes the held one's place and asks again.
-            self.skipped(SkipReason::AlreadyHeld, 0, out);
             out.push(Command::Warn(format!(
                 "the session check asked {waited:?} ago never answered: asking again"
             )));
