@@ -89,16 +89,14 @@ impl JsonBody for reqwest::RequestBuilder {
 
 /// Job `mail`'s config as the console shows it to the operator (`yaml`, `version`).
 async fn shown_config(http: &reqwest::Client, base: &str) -> Value {
-    let text = http
-        .get(format!("{base}/api/jobs/mail/config"))
-        .bearer_auth(OPERATOR)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = text_as(http, &format!("{base}/api/jobs/mail/config"), OPERATOR).await;
     serde_json::from_str(&text).unwrap()
+}
+
+/// The body of a GET of `url` with `token`.
+async fn text_as(http: &reqwest::Client, url: &str, token: &str) -> String {
+    let answer = http.get(url).bearer_auth(token).send().await.unwrap();
+    answer.text().await.unwrap()
 }
 
 /// Saves `yaml` over `version` of job `mail`'s config, with `token`.
@@ -454,15 +452,7 @@ async fn a_config_edit_is_audited_with_its_secret_redacted(target: String) {
     let refused = save_config(&http, &base, VIEWER, &edited, json!(99)).await;
     assert_eq!(refused.status().as_u16(), 403);
 
-    let shown = http
-        .get(format!("{base}/api/audit?job=mail"))
-        .bearer_auth(VIEWER)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let shown = text_as(&http, &format!("{base}/api/audit?job=mail"), VIEWER).await;
     assert_no_secret("the audit tab", &shown);
     let shown: Value = serde_json::from_str(&shown).unwrap();
     let rows = shown["records"].as_array().unwrap();
