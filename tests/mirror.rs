@@ -7,61 +7,12 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-
-use shardcron::registry::mirror::{Mirror, MirrorEvent, MirrorFeed};
+use shardcron::registry::mirror::{Mirror, MirrorEvent};
 use shardcron::registry::{CreateMode, Op, OpKind, Registry, RegistryError, SessionState};
 use support::backend::{ephemeral_and_other, Backend};
 use support::conformance::wait_for;
+use support::mirror::{barrier, drain, listing, mirrored};
 use support::namespace;
-
-/// What the comparison looks at: data, data version, creating and modifying zxid.
-type Comparable = BTreeMap<String, (Vec<u8>, i32, i64, i64)>;
-
-async fn listing(s: &dyn Registry) -> Comparable {
-    let nodes = s.list_subtree("/").await.expect("listing the namespace");
-    nodes
-        .into_iter()
-        .map(|n| (n.path, (n.data, n.stat.version, n.stat.czxid, n.stat.mzxid)))
-        .collect()
-}
-
-fn mirrored(mirror: &Mirror) -> Comparable {
-    let nodes = mirror.snapshot("/");
-    nodes
-        .into_iter()
-        .map(|(p, n)| {
-            (
-                p,
-                (n.data.to_vec(), n.stat.version, n.stat.czxid, n.stat.mzxid),
-            )
-        })
-        .collect()
-}
-
-/// Writes `/{name}` and waits until the feed reports it, so every earlier change was applied.
-async fn barrier(s: &dyn Registry, feed: &mut MirrorFeed, name: &str) {
-    let path = format!("/{name}");
-    s.create(&path, b"", CreateMode::Persistent)
-        .await
-        .expect("writing the barrier");
-    let is_marker = |e: &MirrorEvent| matches!(e, MirrorEvent::Created { path: p } if *p == path);
-    wait_for(
-        feed.events(),
-        is_marker,
-        &format!("the mirror to apply {path}"),
-    )
-    .await;
-}
-
-/// The events already queued: those of the listing a feed starts with.
-fn drain(feed: &mut MirrorFeed) -> Vec<MirrorEvent> {
-    let mut out = Vec::new();
-    while let Ok(e) = feed.events().try_recv() {
-        out.push(e);
-    }
-    out
-}
 
 /// A small deterministic generator, so a failing sequence can be replayed from its seed.
 struct Rng(u64);

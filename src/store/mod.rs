@@ -299,11 +299,12 @@ impl Mirror {
         outcome
     }
 
-    /// Swaps `listing` in as the complete content of the subtree at `root`: a new tree is built
-    /// aside (readers go on reading the old one meanwhile), then replaces the old one under one
-    /// write lock, so a reader sees the namespace before the listing or after it, never a mix.
-    /// Returns what changed: removals deepest first, then each listed node's change, in listing
-    /// order.
+    /// Swaps `listing` in as the complete content of the subtree at `root`, so a reader sees the
+    /// subtree before the listing or after it, never a mix. For the whole namespace (`/`) a new tree
+    /// is built aside (readers go on reading the old one meanwhile) and replaces the old one under
+    /// one write lock; for one job's subtree the differences are applied in place under one write
+    /// lock, so re-listing one job costs that job's nodes, not the namespace's. Returns what
+    /// changed: removals deepest first, then each listed node's change, in listing order.
     pub(crate) fn replace_subtree(
         &self,
         root: &str,
@@ -311,32 +312,23 @@ impl Mirror {
     ) -> Vec<(String, Upserted)> {
         // Only the feed writes, and it is here: the tree read now is the tree swapped out.
         let old = self.inner.tree.upgradable_read();
-        let mut new = tree::Tree::default();
-        let under_root = |p: &str| {
-            root == "/" || p == root || p.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
-        };
-        if root != "/" {
-            for path in old.subtree("/") {
-                if let Some(node) = old.get(&path).filter(|_| !under_root(&path)) {
-                    new.set(&path, node.clone());
-                }
-            }
-        }
-        let listed: std::collections::HashSet<String> =
-            listing.iter().map(|n| n.path.clone()).collect();
+        let listed: std::collections::HashSet<&str> =
+            listing.iter().map(|n| n.path.as_str()).collect();
         let mut changes: Vec<(String, Upserted)> = old
             .subtree(root)
             .into_iter()
             .rev()
-            .filter(|p| old.get(p).is_some() && !listed.contains(p))
+            .filter(|p| old.get(p).is_some() && !listed.contains(p.as_str()))
             .map(|p| (p, Upserted::Stale))
             .collect();
+        drop(listed);
         let mut removed = self.inner.removed.lock();
         for (p, _) in &changes {
             if let Some(node) = old.get(p) {
                 removed.note(p, node);
             }
         }
+        let mut nodes = Vec::with_capacity(listing.len());
         for ListedNode { path, data, stat } in listing {
             let stat = MirrorStat::from(&stat);
             let outcome = match old.get(&path) {
@@ -355,17 +347,31 @@ impl Mirror {
                 }
                 Some(_) => Upserted::Changed,
             };
-            let node = MirrorNode {
-                data: new.share(data),
-                stat,
-                pending: false,
-            };
-            new.set(&path, node);
-            changes.push((path, outcome));
+            nodes.push((path, data, stat, outcome));
         }
         drop(removed);
-        let mut tree = parking_lot::RwLockUpgradableReadGuard::upgrade(old);
-        *tree = new;
+        let fill = |tree: &mut tree::Tree, changes: &mut Vec<(String, Upserted)>| {
+            for (path, data, stat, outcome) in nodes {
+                let node = MirrorNode {
+                    data: tree.share(data),
+                    stat,
+                    pending: false,
+                };
+                tree.set(&path, node);
+                changes.push((path, outcome));
+            }
+        };
+        if root == "/" {
+            let mut new = tree::Tree::default();
+            fill(&mut new, &mut changes);
+            *parking_lot::RwLockUpgradableReadGuard::upgrade(old) = new;
+        } else {
+            let mut tree = parking_lot::RwLockUpgradableReadGuard::upgrade(old);
+            for (path, _) in &changes {
+                tree.remove(path);
+            }
+            fill(&mut tree, &mut changes);
+        }
         changes
     }
 

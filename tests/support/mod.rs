@@ -33,6 +33,7 @@ pub mod http;
 pub mod imports;
 pub mod java;
 pub mod jobs_file;
+pub mod mirror;
 pub mod mixed;
 pub mod node_proc;
 pub mod peer;

@@ -1,21 +1,17 @@
-//! The feed: one recursive watch plus listings, applied to a [`Mirror`], with the changes told to
-//! a consumer as [`MirrorEvent`]s.
+//! The feed: recursive watches on one or more subtrees ("roots") plus their listings, applied to
+//! a [`Mirror`], with the changes told to a consumer as [`MirrorEvent`]s. The task itself is in
+//! `feeder.rs`; this file holds its vocabulary and the calls that start and steer it.
 
-use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
-use crate::registry::{
-    NodeEventKind, Registry, RegistryError, SessionState, WatchEvent, WatchStream,
-};
-use crate::store::{Mirror, Upserted};
+use crate::registry::{Registry, RegistryError, SessionState};
+use crate::store::Mirror;
 
-/// The most node events applied as one batch.
-const MAX_BATCH: usize = 1024;
+use super::feeder::Feeder;
 
 /// Which paths a feed may read late.
 pub type LazyPaths = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -146,6 +142,50 @@ impl Drop for FeedHandle {
     }
 }
 
+/// Changes the roots a running feed watches ([`Mirror::feed_roots`]). Requests are carried out
+/// in the order they were made, each `done` runs after its request (or at once when the feed has
+/// ended). Clones steer the same feed.
+#[derive(Debug, Clone)]
+pub struct FeedRoots {
+    control: mpsc::UnboundedSender<Control>,
+}
+
+/// What runs after a request of [`FeedRoots`].
+pub type Done = Box<dyn FnOnce() + Send>;
+
+/// A request to the feed task.
+pub(super) enum Control {
+    /// Watch and list these roots (those not covered yet), then run the callback.
+    Add(Vec<String>, Done),
+    /// Stop watching this root and drop what the mirror holds under it, telling no consumer (its
+    /// nodes are no longer of interest, not deleted), then run the callback.
+    Remove(String, Done),
+}
+
+impl FeedRoots {
+    /// Watches `roots` too: `done` runs once each is watched and listed into the mirror (its nodes
+    /// told as [`MirrorEvent::Created`]). A root at or below one already watched adds nothing; `/`
+    /// replaces every other root.
+    pub fn add(&self, roots: Vec<String>, done: impl FnOnce() + Send + 'static) {
+        self.send(Control::Add(roots, Box::new(done)));
+    }
+
+    /// Stops watching `root` (exactly as added) and drops its nodes from the mirror without
+    /// telling consumers; `done` runs after.
+    pub fn remove(&self, root: String, done: impl FnOnce() + Send + 'static) {
+        self.send(Control::Remove(root, Box::new(done)));
+    }
+
+    fn send(&self, control: Control) {
+        if let Err(mpsc::error::SendError(control)) = self.control.send(control) {
+            // The feed ended: nothing to watch any more, and nobody else would run it.
+            match control {
+                Control::Add(_, done) | Control::Remove(_, done) => done(),
+            }
+        }
+    }
+}
+
 impl Mirror {
     /// Feeds this mirror from `registry`'s subtree at `root`: starts the recursive watch first, so
     /// nothing after the listing is missed, lists and swaps the listing in (emitting the
@@ -171,383 +211,33 @@ impl Mirror {
         root: &str,
         options: FeedOptions,
     ) -> Result<MirrorFeed, MirrorError> {
+        let roots = vec![root.to_owned()];
+        Ok(self.feed_roots(registry, roots, options).await?.0)
+    }
+
+    /// [`Mirror::feed_with`] on several subtrees at once, one recursive watch each, with a handle
+    /// that adds and removes roots while the feed runs. Each root is re-listed on its own after a
+    /// gap in its own watch, in place: re-listing one subtree costs that subtree's nodes.
+    /// [`MirrorEvent::Resynced`] goes out when every root is listed again; the mirror is synced
+    /// while no root has a gap. With no root at all the mirror is synced and holds nothing.
+    pub async fn feed_roots(
+        &self,
+        registry: Arc<dyn Registry>,
+        roots: Vec<String>,
+        options: FeedOptions,
+    ) -> Result<(MirrorFeed, FeedRoots), MirrorError> {
         self.set_synced(false);
-        let stream = registry
-            .watch_recursive(root)
-            .await
-            .map_err(|source| MirrorError::Watch {
-                root: root.to_owned(),
-                source,
-            })?;
         let (tx, events) = mpsc::unbounded_channel();
-        let mut feeder = Feeder {
-            mirror: self.clone(),
-            registry,
-            root: root.to_owned(),
-            tx,
-            options,
-            pending: VecDeque::new(),
-            pending_set: HashSet::new(),
-        };
-        feeder.relist().await.map_err(|source| MirrorError::List {
-            root: root.to_owned(),
-            source,
-        })?;
-        let task = tokio::spawn(feeder.run(stream));
-        Ok(MirrorFeed {
+        let (control, requests) = mpsc::unbounded_channel();
+        let feeder = Feeder::start(self.clone(), registry, tx, options, roots).await?;
+        let task = tokio::spawn(feeder.run(requests));
+        let feed = MirrorFeed {
             events,
             handle: FeedHandle {
                 task,
                 mirror: self.clone(),
             },
-        })
-    }
-}
-
-/// The feed task's state.
-struct Feeder {
-    mirror: Mirror,
-    registry: Arc<dyn Registry>,
-    root: String,
-    tx: mpsc::UnboundedSender<MirrorEvent>,
-    options: FeedOptions,
-    /// Nodes recorded from creation events with their data unread, oldest first (entries whose
-    /// node went meanwhile are skipped when reached).
-    pending: VecDeque<(Instant, String)>,
-    pending_set: HashSet<String>,
-}
-
-/// What one event of a batch needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// Remove the node and what is below it.
-    Remove,
-    /// Record the lazy node as pending, unread.
-    Pending,
-    /// Read the node and apply what the registry holds.
-    Read,
-}
-
-/// Whether the feed goes on after a step.
-enum Flow {
-    Continue,
-    End,
-}
-
-impl Feeder {
-    async fn run(mut self, mut stream: WatchStream) {
-        // Set when the mirror may have missed changes (a disconnect, a failed read); cleared by
-        // the next successful listing.
-        let mut gap = false;
-        // A session event taken from the stream while collecting a batch of node events.
-        let mut held: Option<WatchEvent> = None;
-        loop {
-            let event = match held.take() {
-                Some(event) => event,
-                None => {
-                    let settle_at = self.settle_deadline();
-                    tokio::select! {
-                        event = stream.recv() => match event {
-                            Some(event) => event,
-                            None => break,
-                        },
-                        () = sleep_until_some(settle_at) => {
-                            let due = Instant::now() - self.options.settle;
-                            if let Flow::End = self.flush(Some(due), &mut gap).await {
-                                return;
-                            }
-                            continue;
-                        }
-                    }
-                }
-            };
-            let flow = match event {
-                WatchEvent::Node { path, .. } if gap => {
-                    tracing::debug!(%path, "mirror re-lists before applying events after a gap");
-                    self.retry_relist(&mut gap).await
-                }
-                WatchEvent::Node { kind, path } => {
-                    // Every node event already queued goes in one batch, so that their reads
-                    // travel together instead of one round trip after another.
-                    let mut batch = vec![(kind, path)];
-                    while batch.len() < MAX_BATCH {
-                        match stream.try_recv() {
-                            Ok(WatchEvent::Node { kind, path }) => batch.push((kind, path)),
-                            Ok(session) => {
-                                held = Some(session);
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                    self.node_events(batch, &mut gap).await
-                }
-                WatchEvent::Session(SessionState::Disconnected) => {
-                    gap = true;
-                    self.mirror.set_synced(false);
-                    self.emit(MirrorEvent::Session(SessionState::Disconnected));
-                    Flow::Continue
-                }
-                WatchEvent::Session(SessionState::Connected) => {
-                    self.emit(MirrorEvent::Session(SessionState::Connected));
-                    if gap {
-                        self.retry_relist(&mut gap).await
-                    } else {
-                        Flow::Continue
-                    }
-                }
-                WatchEvent::Session(terminal) => self.end(terminal),
-            };
-            if let Flow::End = flow {
-                return;
-            }
-        }
-        // The stream ended without saying why: the session is gone, so is the mirror's freshness.
-        self.mirror.set_synced(false);
-    }
-
-    /// Applies a batch of node events in order. A deletion needs no read (events come in order);
-    /// a lazy node's creation is recorded as pending, unless the batch holds another kind of event,
-    /// in which case every pending node and every node of the batch is read first; any other
-    /// event's node is read. The reads are issued together and applied in event order; a read
-    /// newer than its event is harmless (the mirror keeps the newest state it saw).
-    async fn node_events(&mut self, batch: Vec<(NodeEventKind, String)>, gap: &mut bool) -> Flow {
-        let is_lazy = |p: &str| self.options.lazy_data.as_ref().is_some_and(|f| f(p));
-        let lazy: Vec<bool> = batch.iter().map(|(_, p)| is_lazy(p)).collect();
-        let all_lazy = lazy.iter().all(|l| *l);
-        if !all_lazy {
-            if let Flow::End = self.flush(None, gap).await {
-                return Flow::End;
-            }
-        }
-        // What each event needs, decided before anything is applied.
-        let plan: Vec<Step> = batch
-            .iter()
-            .zip(&lazy)
-            .map(|((kind, path), lazy)| match kind {
-                NodeEventKind::Deleted => Step::Remove,
-                NodeEventKind::Created if *lazy && all_lazy && !self.mirror.exists(path) => {
-                    Step::Pending
-                }
-                _ => Step::Read,
-            })
-            .collect();
-        let reads = batch
-            .iter()
-            .zip(&plan)
-            .filter(|(_, step)| **step == Step::Read)
-            .map(|((_, path), _)| path.clone())
-            .collect();
-        let mut results = self.read_all(reads).await.into_iter();
-        let count = batch.len();
-        for (n, ((_, path), step)) in batch.into_iter().zip(plan).enumerate() {
-            let read = match step {
-                Step::Remove => {
-                    self.remove_subtree(&path);
-                    continue;
-                }
-                Step::Pending if self.mirror.insert_pending(&path) => {
-                    self.pending_set.insert(path.clone());
-                    self.pending.push_back((Instant::now(), path.clone()));
-                    self.emit(MirrorEvent::Created { path });
-                    continue;
-                }
-                // Mirrored meanwhile (cannot happen without a deletion in between): read it.
-                Step::Pending => self.registry.get(&path).await,
-                Step::Read => results.next().expect("one read per read step").1,
-            };
-            if let Err(e) = self.apply_read(&path, read) {
-                let flow = self.failed("reading a changed node", e, gap);
-                // The events after the failed read are the "next event" that closes the gap:
-                // re-list now rather than wait for another.
-                if matches!(flow, Flow::Continue) && n + 1 < count {
-                    return self.retry_relist(gap).await;
-                }
-                return flow;
-            }
-        }
-        Flow::Continue
-    }
-
-    /// Reads `paths` in one `get_many` (multi-read requests on ZooKeeper) and returns the results
-    /// in order. When the call itself fails, only the first path is returned, with the error:
-    /// callers stop at the first failed read.
-    async fn read_all(
-        &self,
-        paths: Vec<String>,
-    ) -> Vec<(
-        String,
-        Result<(Vec<u8>, crate::registry::Stat), RegistryError>,
-    )> {
-        if paths.is_empty() {
-            return Vec::new();
-        }
-        match self.registry.get_many(&paths).await {
-            Ok(results) => paths.into_iter().zip(results).collect(),
-            Err(e) => vec![(paths.into_iter().next().expect("a path"), Err(e))],
-        }
-    }
-
-    /// Applies one read of `path`: its data, or its removal when it is gone.
-    fn apply_read(
-        &mut self,
-        path: &str,
-        read: Result<(Vec<u8>, crate::registry::Stat), RegistryError>,
-    ) -> Result<(), RegistryError> {
-        match read {
-            Ok((data, stat)) => {
-                self.upsert(path, data, stat);
-                Ok(())
-            }
-            Err(e) if e.is_no_node() => {
-                self.remove_subtree(path);
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// When the oldest pending node is due for its read.
-    fn settle_deadline(&mut self) -> Option<Instant> {
-        while let Some((at, path)) = self.pending.front() {
-            if self.pending_set.contains(path) && self.mirror.is_pending(path) {
-                return Some(*at + self.options.settle);
-            }
-            let (_, path) = self.pending.pop_front().expect("a front entry");
-            self.pending_set.remove(&path);
-        }
-        self.give_back_pending();
-        None
-    }
-
-    /// Frees the pending tables once empty: a fire of ten thousand jobs sizes them for ten
-    /// thousand markers, and an empty `HashSet` or `VecDeque` keeps its capacity.
-    fn give_back_pending(&mut self) {
-        if self.pending.is_empty() {
-            self.pending = VecDeque::new();
-            self.pending_set = HashSet::new();
-        }
-    }
-
-    /// Reads the pending nodes created at or before `due` (all of them for `None`), several at a
-    /// time, and applies what the registry holds.
-    async fn flush(&mut self, due: Option<Instant>, gap: &mut bool) -> Flow {
-        let mut paths = Vec::new();
-        while let Some((at, _)) = self.pending.front() {
-            if due.is_some_and(|d| *at > d) {
-                break;
-            }
-            let (_, path) = self.pending.pop_front().expect("a front entry");
-            if self.pending_set.remove(&path) && self.mirror.is_pending(&path) {
-                paths.push(path);
-            }
-        }
-        self.give_back_pending();
-        if paths.is_empty() {
-            return Flow::Continue;
-        }
-        for (path, read) in self.read_all(paths).await {
-            if let Err(e) = self.apply_read(&path, read) {
-                return self.failed("reading a node created earlier", e, gap);
-            }
-        }
-        Flow::Continue
-    }
-
-    async fn retry_relist(&mut self, gap: &mut bool) -> Flow {
-        match self.relist().await {
-            Ok(()) => {
-                *gap = false;
-                Flow::Continue
-            }
-            Err(e) => self.failed("re-listing after a gap", e, gap),
-        }
-    }
-
-    /// A registry call failed: a fatal error ends the feed, any other leaves a gap that the next
-    /// event or reconnect re-lists.
-    fn failed(&mut self, step: &str, e: RegistryError, gap: &mut bool) -> Flow {
-        match e {
-            RegistryError::SessionExpired => self.end(SessionState::Expired),
-            RegistryError::Closed => self.end(SessionState::Closed),
-            e => {
-                tracing::warn!(root = %self.root, error = %e, "mirror feed failed {step}; will re-list");
-                *gap = true;
-                self.mirror.set_synced(false);
-                Flow::Continue
-            }
-        }
-    }
-
-    fn end(&mut self, state: SessionState) -> Flow {
-        self.mirror.set_synced(false);
-        self.emit(MirrorEvent::Session(state));
-        Flow::End
-    }
-
-    /// Lists the subtree and swaps it in whole ([`Mirror::replace_subtree`]), then emits each
-    /// difference (removals deepest first), `Resynced`, and marks the mirror synced.
-    async fn relist(&mut self) -> Result<(), RegistryError> {
-        let listing = match self.registry.list_subtree(&self.root).await {
-            Ok(listing) => listing,
-            // The root itself is absent: the subtree is empty, and the watch reports its creation.
-            Err(e) if e.is_no_node() => Vec::new(),
-            Err(e) => return Err(e),
         };
-        self.pending.clear();
-        self.pending_set.clear();
-        // The whole new tree is swapped in before any event goes out: a consumer that reacts to
-        // the first one reads the namespace as listed.
-        for (path, change) in self.mirror.replace_subtree(&self.root, listing) {
-            match change {
-                // A mirrored node the listing no longer has.
-                Upserted::Stale => self.emit(MirrorEvent::Deleted { path }),
-                Upserted::Created => self.emit(MirrorEvent::Created { path }),
-                Upserted::Changed => self.emit(MirrorEvent::Changed { path }),
-                Upserted::Replaced => {
-                    self.emit(MirrorEvent::Deleted { path: path.clone() });
-                    self.emit(MirrorEvent::Created { path });
-                }
-                Upserted::Unchanged => {}
-            }
-        }
-        self.emit(MirrorEvent::Resynced);
-        self.mirror.set_synced(true);
-        Ok(())
-    }
-
-    fn upsert(&mut self, path: &str, data: Vec<u8>, stat: crate::registry::Stat) {
-        let path = path.to_owned();
-        match self.mirror.upsert(&path, data, stat) {
-            Upserted::Created => self.emit(MirrorEvent::Created { path }),
-            Upserted::Changed => self.emit(MirrorEvent::Changed { path }),
-            Upserted::Replaced => {
-                self.emit(MirrorEvent::Deleted { path: path.clone() });
-                self.emit(MirrorEvent::Created { path });
-            }
-            Upserted::Unchanged | Upserted::Stale => {}
-        }
-    }
-
-    /// Removes a node that is gone, with anything still mirrored below it (deepest first).
-    fn remove_subtree(&mut self, path: &str) {
-        for p in self.mirror.subtree(path).into_iter().rev() {
-            if self.mirror.remove(&p) {
-                self.emit(MirrorEvent::Deleted { path: p });
-            }
-        }
-    }
-
-    fn emit(&self, event: MirrorEvent) {
-        // The consumer dropped its receiver: the mirror itself still has readers, keep feeding it.
-        let _ = self.tx.send(event);
-    }
-}
-
-/// Sleeps until `at`, or forever without one.
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+        Ok((feed, FeedRoots { control }))
     }
 }

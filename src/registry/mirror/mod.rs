@@ -24,6 +24,9 @@
 //! ```
 
 mod feed;
+mod feeder;
 
 pub use crate::store::{Mirror, MirrorNode, MirrorStat, Under};
-pub use feed::{FeedHandle, FeedOptions, LazyPaths, MirrorError, MirrorEvent, MirrorFeed};
+pub use feed::{
+    Done, FeedHandle, FeedOptions, FeedRoots, LazyPaths, MirrorError, MirrorEvent, MirrorFeed,
+};
