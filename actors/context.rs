@@ -16,7 +16,7 @@ use crate::decide::lifecycle::WriteMode;
 use crate::events::EventBus;
 use crate::job::handlers::HandlerRegistry;
 use crate::paths::JobNode;
-use crate::registry::mirror::Mirror;
+use crate::registry::mirror::{FeedRoots, Mirror};
 use crate::registry::{Connector, NodeEventKind, Op, Registry, RegistryError};
 use crate::sharding::StrategyRegistry;
 use crate::types::{InstanceId, JobName};
@@ -111,6 +111,9 @@ pub(crate) struct SessionCtx {
     pub(crate) configs: Arc<JobConfigs>,
     /// Run markers of concurrent runs, combined into multi-ops.
     pub(crate) writes: WriteBatcher,
+    /// What the mirror watches: a job's config that names upstreams or balances over the
+    /// namespace widens it ([`crate::decide::scope`]).
+    pub(crate) roots: FeedRoots,
     /// Permits of the executors registering their jobs ([`REGISTERING_AT_ONCE`]).
     pub(crate) registering: Arc<tokio::sync::Semaphore>,
 }

@@ -148,6 +148,7 @@ impl ExecutorState {
                 let _ = peers.failover.send_message(FailoverMsg::ConfigChanged(job));
             }
             Command::ConfigApplied(config) => {
+                watch_what_it_needs(&self.ctx, &config);
                 self.kit.reconfigure(&self.ctx.node, &config);
                 self.once.reconfigure(&self.ctx, &config);
                 self.ctx.configs.insert(job, config);
@@ -322,6 +323,7 @@ impl ExecutorState {
         let job = config.job_name().clone();
         let kit = RunKit::new(&ctx.node, spec, &config)?;
         let once = OnceSlot::for_config(&ctx, &config);
+        watch_what_it_needs(&ctx, &config);
         ctx.configs.insert(job.clone(), config.clone());
         let schedule = TriggerMsg::Schedule(job.clone(), config.clone(), myself.clone());
         peers.trigger.send_message(schedule)?;
@@ -431,4 +433,12 @@ impl Actor for ExecutorActor {
         state.kit.cancel(|_| true);
         Ok(())
     }
+}
+
+/// Widens what the mirror watches to what the job's config (as registered, or as changed in the
+/// registry) needs: its upstreams' subtrees, or the namespace to balance over. Roots watched
+/// already cost nothing more.
+fn watch_what_it_needs(ctx: &SessionCtx, config: &crate::config::ValidatedConfig) {
+    let roots = crate::decide::scope::roots_of(config.job_name(), config.config());
+    ctx.roots.add(roots, || {});
 }

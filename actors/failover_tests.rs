@@ -144,9 +144,9 @@ async fn one_job_s_stuck_executor_does_not_delay_another_job_s_failover_claim() 
         clock_skew_ms: Default::default(),
         adoption: None,
     });
-    let _feed = node
+    let (_feed, roots) = node
         .mirror
-        .feed(registry.clone(), "/")
+        .feed_roots(registry.clone(), vec!["/".into()], Default::default())
         .await
         .expect("the mirror is fed");
     let ctx = SessionCtx {
@@ -155,6 +155,7 @@ async fn one_job_s_stuck_executor_does_not_delay_another_job_s_failover_claim() 
         configs,
         writes: crate::actors::writes::WriteBatcher::start(registry.clone()),
         registering: Arc::new(tokio::sync::Semaphore::new(1)),
+        roots,
     };
     let (stuck, (open, _)) = fake(None).await;
     let (free, (_, mut claimed)) = fake(Some(true)).await;

@@ -1,16 +1,18 @@
-//! The RegistryActor's link to its session: opening it with the mirror's first listing (on a task),
-//! and forwarding the mirror feed's events and the session's states to the actor as messages.
+//! The RegistryActor's link to its session: opening it with the mirror's first listing of what
+//! this instance watches (on a task), and forwarding the mirror feed's events and the session's
+//! states to the actor as messages.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::ActorRef;
 
+use crate::decide::scope;
 use crate::paths::JobNode;
 use crate::registry::mirror::{FeedOptions, MirrorEvent};
 use crate::registry::SessionState;
 
-use super::context::NodeContext;
+use super::context::{lock_jobs, NodeContext};
 use super::mail::{Opened, RegistryMsg};
 
 /// How long a `running` marker may stay in the mirror with its data unread.
@@ -30,15 +32,21 @@ fn feed_options() -> FeedOptions {
     }
 }
 
-/// Opens a session and lists the namespace into the mirror (on a task of its own).
+/// Opens a session and lists what this instance watches into the mirror (on a task of its own):
+/// the subtrees of its jobs and their upstreams, or the namespace ([`scope::roots`]).
 pub(super) async fn open(node: &NodeContext) -> Opened {
+    let roots = {
+        let jobs = lock_jobs(node);
+        let configs = jobs.iter().map(|(job, spec)| (job, &*spec.config));
+        scope::roots(node.adoption.is_some(), configs)
+    };
     let registry = (node.connector.connect().await).map_err(|e| e.to_string())?;
-    let feed = (node
+    let (feed, roots) = (node
         .mirror
-        .feed_with(registry.clone(), "/", feed_options())
+        .feed_roots(registry.clone(), roots, feed_options())
         .await)
         .map_err(|e| e.to_string())?;
-    Ok((registry, feed))
+    Ok((registry, feed, roots))
 }
 
 /// Forwards the feed's events and the session's state changes to the actor. Session states come

@@ -8,9 +8,10 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::task::JoinHandle;
 
+use crate::decide::scope;
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedHandle, MirrorEvent, MirrorFeed};
+use crate::registry::mirror::{FeedHandle, FeedRoots, MirrorEvent, MirrorFeed};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
 use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
@@ -139,7 +140,9 @@ impl Actor for RegistryActor {
             RegistryMsg::Opened(opened) => {
                 state.connecting = false;
                 let result = match *opened {
-                    Ok((registry, feed)) => start_session(state, &myself, registry, feed).await,
+                    Ok((registry, feed, roots)) => {
+                        start_session(state, &myself, registry, feed, roots).await
+                    }
                     Err(e) => Err(e.into()),
                 };
                 for request in std::mem::take(&mut state.parked) {
@@ -348,9 +351,17 @@ fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: Re
             Err(e) => drop(reply.send(Err(e))),
             Ok(name) => {
                 let spec: Arc<JobSpec> = Arc::from(spec);
-                lock_jobs(&state.node).insert(name, spec.clone());
+                lock_jobs(&state.node).insert(name.clone(), spec.clone());
                 match &state.active {
-                    Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
+                    Some(a) => {
+                        // The job's subtree is watched and listed before its executor registers
+                        // (registration decides from the mirror).
+                        let roots = scope::roots_of(&name, &spec.config);
+                        let session = a.session.clone();
+                        a.ctx.roots.add(roots, move || {
+                            forward_to_session(&session, SessionMsg::AddJob(spec, reply))
+                        });
+                    }
                     None => drop(reply.send(Ok(()))),
                 }
             }
@@ -358,7 +369,14 @@ fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: Re
         RegistryMsg::Request(NodeMsg::RemoveJob(job, reply)) => {
             lock_jobs(&state.node).remove(&job);
             match &state.active {
-                Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
+                // Behind any addition still being watched (nothing to add: the request keeps
+                // its place). The job's subtree stays watched until the session ends.
+                Some(a) => {
+                    let session = a.session.clone();
+                    a.ctx.roots.add(Vec::new(), move || {
+                        forward_to_session(&session, SessionMsg::RemoveJob(job, reply))
+                    });
+                }
                 None => drop(reply.send(Ok(()))),
             }
         }
@@ -389,6 +407,7 @@ async fn start_session(
     myself: &ActorRef<RegistryMsg>,
     registry: Arc<dyn Registry>,
     feed: MirrorFeed,
+    roots: FeedRoots,
 ) -> Result<(), ActorProcessingErr> {
     state.generation += 1;
     let generation = state.generation;
@@ -398,6 +417,7 @@ async fn start_session(
         registry: registry.clone(),
         configs: Arc::new(JobConfigs::default()),
         writes: WriteBatcher::start(registry.clone()),
+        roots,
         registering: Arc::new(tokio::sync::Semaphore::new(
             super::context::REGISTERING_AT_ONCE,
         )),

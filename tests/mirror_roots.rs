@@ -81,7 +81,9 @@ async fn fed(s: &Arc<dyn Registry>, roots: &[&str]) -> (Mirror, MirrorFeed, Feed
 /// Runs `request` on the feed and waits for its callback.
 async fn done(request: impl FnOnce(Box<dyn FnOnce() + Send>)) {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    request(Box::new(move || drop(tx.send(()))));
+    request(Box::new(move || {
+        let _ = tx.send(());
+    }));
     rx.await.expect("the feed runs the callback");
 }
 

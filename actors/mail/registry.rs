@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use crate::registry::mirror::{MirrorEvent, MirrorFeed};
+use crate::registry::mirror::{FeedRoots, MirrorEvent, MirrorFeed};
 use crate::registry::Registry;
 use crate::types::JobName;
 
 use super::NodeMsg;
 
-/// What a connection attempt opened: the session and the feed that listed the mirror, or the
-/// error that stopped it.
-pub(crate) type Opened = Result<(Arc<dyn Registry>, MirrorFeed), String>;
+/// What a connection attempt opened: the session, the feed that listed the mirror and the handle
+/// that widens what it watches, or the error that stopped it.
+pub(crate) type Opened = Result<(Arc<dyn Registry>, MirrorFeed, FeedRoots), String>;
 
 /// Messages of the RegistryActor.
 #[derive(Debug)]

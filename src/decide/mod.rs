@@ -24,6 +24,7 @@
 //! | [`trigger_params`] | a trigger's one-off parameters, beside the plain trigger Java sees |
 //! | [`workflow`] | jobs that run after other jobs: the dependency graph, when an upstream run ended, whether a downstream starts |
 //! | [`adopt`] | which jobs created at runtime a node that opted in runs, and when it drops them |
+//! | [`scope`] | which subtrees an instance watches and mirrors: its jobs and their upstreams, or the namespace |
 
 pub mod adopt;
 pub mod answer;
@@ -45,6 +46,7 @@ pub mod prepare;
 pub mod reconcile;
 pub mod register;
 pub mod resharding;
+pub mod scope;
 pub mod trigger_params;
 pub mod workflow;
 
