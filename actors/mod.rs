@@ -5,8 +5,9 @@
 //!                 NodeActor  (one per instance; the embedding host may link it under its own tree)
 //!                     │ supervises, restarts on failure
 //!                     ▼
-//!               RegistryActor  owns the Connector, the session, the one recursive watch and the
-//!                     │        Mirror feed; turns MirrorEvents into typed JobEvents
+//!               RegistryActor  owns the Connector, the session, the Mirror feed (a recursive watch
+//!                     │        per job root, or one on the namespace: decide::scope); turns
+//!                     │        MirrorEvents into typed JobEvents
 //!                     │ spawns one per session; a new session = a new subtree (state replayed
 //!                     ▼ from the mirror)
 //!               SessionActor   holds its children's refs (no shared directory), routes JobEvents
