@@ -1,14 +1,13 @@
 //! One evaluation of a job, in the job's lane task: the election first; then, while leading, the
 //! resharding flag when instances changed or the reconcile finds a reason, and the records of dead
-//! owners cleared; not leading, a follower's look at the committed plan. Its memory of a flagged
-//! plan goes back to the actor.
+//! owners cleared; not leading, a follower's look at the committed plan. Its answer is the memory
+//! of a flagged plan, for the actor.
 
 use dashmap::DashMap;
 use ractor::ActorRef;
 
 use crate::actors::context::SessionCtx;
-use crate::actors::lanes;
-use crate::actors::mail::{LeaderMsg, Memory, ShardingMsg};
+use crate::actors::mail::{Memory, ShardingMsg};
 use crate::actors::writes::apply_each_tolerant;
 use crate::decide::answer::Answer;
 use crate::decide::drift::{self, Drift, Seen};
@@ -19,42 +18,13 @@ use crate::events::EngineEvent;
 use crate::types::JobName;
 use crate::view::JobView;
 
-use super::{Evaluation, LeaderState};
-
-impl LeaderState {
-    pub(super) fn spawn_evaluation(
-        &self,
-        myself: &ActorRef<LeaderMsg>,
-        job: JobName,
-        request: Evaluation,
-    ) {
-        let ctx = self.ctx.clone();
-        let myself = myself.clone();
-        let flagged = self.flagged.get(&job).cloned();
-        let memos = self.memos.clone();
-        let sharding = self.sharding.clone();
-        tokio::spawn(async move {
-            let work = evaluate(&ctx, &memos, &job, request, flagged, sharding.as_ref());
-            let memory = match lanes::guarded("leader", &job, work).await {
-                Ok(memory) => memory,
-                Err(_) => {
-                    // Reported (logged, counted); evaluated again once the slot is free.
-                    let retry = job.clone();
-                    myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
-                    Memory::Keep
-                }
-            };
-            // The actor may be gone (session ending): nobody is left to tell.
-            let _ = myself.send_message(LeaderMsg::Evaluated(job, memory));
-        });
-    }
-}
+use super::Evaluation;
 
 /// Election first; then, while leading, flags resharding when instances changed (an event, or a
 /// change the memo finds) or when the reconcile check finds a reason. Not leading, a reconcile
 /// looks whether the committed plan left an instance out ([`drift::after_commit`]); `flagged` is
 /// the plan flagged so before.
-async fn evaluate(
+pub(super) async fn evaluate(
     ctx: &SessionCtx,
     memos: &DashMap<JobName, MembershipMemo>,
     job: &JobName,

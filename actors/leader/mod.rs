@@ -2,8 +2,8 @@
 //! disabled, and while leading raises the resharding flag when instances come or go, a server is
 //! enabled or disabled, or the periodic reconcile finds the assignment stale.
 //!
-//! Here the actor's protocol, state and handlers and the owner check; in `evaluate.rs` one
-//! evaluation of a job (election, resharding flags, reconcile), in the job's lane task; in
+//! Here the actor's protocol, state and handlers, the owner check and the job's lane task; in
+//! `evaluate.rs` one evaluation of a job (election, resharding flags, reconcile), run in that task; in
 //! `reaction.rs` what each job event asks of the actor.
 
 mod evaluate;
@@ -25,9 +25,10 @@ use crate::registry::{CreateMode, Op};
 use crate::types::JobName;
 
 use super::context::SessionCtx;
-use super::lanes::{Lanes, Merge};
+use super::lanes::{self, Lanes, Merge};
 use super::mail::{LeaderMsg, Memory, ShardingMsg};
 
+use evaluate::evaluate;
 pub(super) use reaction::{reaction, Reaction};
 
 /// How often the leader looks whether a job's reconcile interval has passed.
@@ -103,6 +104,28 @@ impl LeaderState {
         if let Some(request) = self.lanes.admit(job, request) {
             self.spawn_evaluation(myself, job.clone(), request);
         }
+    }
+
+    fn spawn_evaluation(&self, myself: &ActorRef<LeaderMsg>, job: JobName, request: Evaluation) {
+        let ctx = self.ctx.clone();
+        let myself = myself.clone();
+        let flagged = self.flagged.get(&job).cloned();
+        let memos = self.memos.clone();
+        let sharding = self.sharding.clone();
+        tokio::spawn(async move {
+            let work = evaluate(&ctx, &memos, &job, request, flagged, sharding.as_ref());
+            let memory = match lanes::guarded("leader", &job, work).await {
+                Ok(memory) => memory,
+                Err(_) => {
+                    // Reported (logged, counted); evaluated again once the slot is free.
+                    let retry = job.clone();
+                    myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
+                    Memory::Keep
+                }
+            };
+            // The actor may be gone (session ending): nobody is left to tell.
+            let _ = myself.send_message(LeaderMsg::Evaluated(job, memory));
+        });
     }
 }
 

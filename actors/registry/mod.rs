@@ -21,6 +21,7 @@ use crate::registry::mirror::{FeedHandle, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
 use super::context::{lock_jobs, JobEvent, NodeContext, SessionCtx};
+use super::error::child_ended;
 use super::mail::{NodeMsg, RegistryMsg};
 use super::session::{SessionMsg, Singletons};
 
@@ -254,7 +255,20 @@ impl Actor for RegistryActor {
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state.rebuild_session(&myself, evt).await
+        let Some((cell, reason)) = child_ended(&evt) else {
+            return Ok(());
+        };
+        let id = cell.get_id();
+        let is_current = state
+            .active
+            .as_ref()
+            .is_some_and(|a| a.session.get_id() == id);
+        if is_current {
+            // The session subtree died while its session lives: rebuild it on the same session.
+            tracing::warn!(%reason, "session actor ended; restarting it");
+            state.rebuild_session(&myself).await?;
+        }
+        Ok(())
     }
 
     async fn post_stop(

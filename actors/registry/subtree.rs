@@ -5,10 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::actors::context::{JobConfigs, SessionCtx};
-use crate::actors::error::child_ended;
 use crate::actors::mail::RegistryMsg;
 use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
 use crate::actors::writes::WriteBatcher;
@@ -43,40 +42,27 @@ impl RegistryState {
         }
     }
 
-    /// Rebuilds the session subtree on the same session when its SessionActor ended while the
-    /// session lives (a subtree of a session already gone is not the current one).
+    /// Rebuilds the session subtree on the same session, whose SessionActor ended while the
+    /// session lives.
     pub(super) async fn rebuild_session(
         &mut self,
         myself: &ActorRef<RegistryMsg>,
-        evt: SupervisionEvent,
     ) -> Result<(), ActorProcessingErr> {
-        let Some((cell, reason)) = child_ended(&evt) else {
+        let Some((ctx, singletons)) =
+            (self.active.as_ref()).map(|a| (a.ctx.clone(), a.singletons.clone()))
+        else {
             return Ok(());
         };
-        let id = cell.get_id();
-        let is_current = self
-            .active
-            .as_ref()
-            .is_some_and(|a| a.session.get_id() == id);
-        if is_current {
-            // The session subtree died while its session lives: rebuild it on the same session.
-            tracing::warn!(%reason, "session actor ended; restarting it");
-            let Some((ctx, singletons)) =
-                (self.active.as_ref()).map(|a| (a.ctx.clone(), a.singletons.clone()))
-            else {
-                return Ok(());
-            };
-            // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
-            stop_stragglers(&singletons).await;
-            let ctx = SessionCtx {
-                configs: Arc::new(JobConfigs::default()),
-                ..ctx
-            };
-            let session = (self.spawn_session(myself, ctx.clone(), singletons)).await?;
-            if let Some(a) = self.active.as_mut() {
-                a.session = session;
-                a.ctx = ctx;
-            }
+        // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
+        stop_stragglers(&singletons).await;
+        let ctx = SessionCtx {
+            configs: Arc::new(JobConfigs::default()),
+            ..ctx
+        };
+        let session = (self.spawn_session(myself, ctx.clone(), singletons)).await?;
+        if let Some(a) = self.active.as_mut() {
+            a.session = session;
+            a.ctx = ctx;
         }
         Ok(())
     }

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use crate::actors::context::{lock_jobs, SessionCtx};
-use crate::actors::error::{child_ended, EngineError};
+use crate::actors::error::EngineError;
 use crate::actors::executor::{registration_failed, ExecutorActor, ExecutorArgs, JOB_REMOVED};
 use crate::actors::failover::{FailoverActor, FailoverArgs};
 use crate::actors::leader::LeaderActor;
@@ -161,17 +161,15 @@ impl SessionActorState {
         }
     }
 
-    /// What the SessionActor does when a child ended: forgets an executor whose job is gone or
-    /// whose registration was refused, starts the successor of a replaced one, restarts the rest.
+    /// What the SessionActor does when its child `cell` ended for `reason`: forgets an executor
+    /// whose job is gone or whose registration was refused, starts the successor of a replaced one,
+    /// restarts the rest.
     pub(super) async fn restart_or_forget(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        evt: SupervisionEvent,
+        cell: ActorCell,
+        reason: String,
     ) -> Result<(), ActorProcessingErr> {
-        let Some((cell, reason)) = child_ended(&evt) else {
-            return Ok(());
-        };
-        let cell = cell.clone();
         let Some(child) = self.children.remove(&cell.get_id()) else {
             return Ok(());
         };

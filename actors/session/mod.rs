@@ -20,7 +20,7 @@ use crate::registry::SessionState;
 use crate::types::JobName;
 
 use super::context::{lock_jobs, JobEvent, SessionCtx};
-use super::error::EngineError;
+use super::error::{child_ended, EngineError};
 use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::spec::{job_name, JobSpec};
 
@@ -324,7 +324,11 @@ impl Actor for SessionActor {
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state.restart_or_forget(&myself, evt).await
+        let Some((cell, reason)) = child_ended(&evt) else {
+            return Ok(());
+        };
+        let cell = cell.clone();
+        state.restart_or_forget(&myself, cell, reason).await
     }
 
     async fn post_stop(

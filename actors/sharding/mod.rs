@@ -7,15 +7,15 @@
 //! the namespace's plan ([`Namespace::drifted`](crate::decide::namespace::Namespace::drifted)) and
 //! raises that job's flag.
 //!
-//! Here the actor's protocol, state and handlers; in `step.rs` one sharding step of a job, decided
-//! and applied in the job's lane task; in `balance.rs` the watch over the balanced jobs; in
+//! Here the actor's protocol, state and handlers, and the job's lane task; in `step.rs` one
+//! sharding step of a job, decided and applied in that task; in `balance.rs` the watch over the balanced jobs; in
 //! `reaction.rs` what each job event asks of the actor.
 
 mod balance;
 mod reaction;
 mod step;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
@@ -23,10 +23,12 @@ use crate::types::JobName;
 use crate::view::NamespaceCache;
 
 use super::context::SessionCtx;
-use super::lanes::{Lanes, Merge};
+use super::lanes::{self, Lanes, Merge};
 use super::mail::{ShardingMsg, ShardingOutcome as Outcome};
 
+use balance::balanced;
 pub(super) use reaction::{reaction, Reaction};
+use step::{apply, decide};
 
 /// The ShardingActor.
 #[derive(Debug)]
@@ -100,6 +102,38 @@ impl ShardingState {
         if let Some(request) = self.lanes.admit(job, request) {
             self.spawn_shard(myself, job.clone(), request);
         }
+    }
+
+    fn spawn_shard(&mut self, myself: &ActorRef<ShardingMsg>, job: JobName, request: Request) {
+        let ctx = self.ctx.clone();
+        let myself = myself.clone();
+        // A balanced job's plan counts the namespace, which this actor keeps: read here.
+        let held = if balanced(&ctx, &job) {
+            let now = ctx.node.clock.now().timestamp_millis();
+            self.namespace
+                .held_before(ctx.mirror(), &ctx.node.strategies, &job, now)
+        } else {
+            BTreeMap::new()
+        };
+        tokio::spawn(async move {
+            let work = async {
+                match decide(&ctx, &job, &held, request.flag_raised) {
+                    Some(step) => apply(&ctx, &job, step).await,
+                    None => Outcome::Done,
+                }
+            };
+            let outcome = match lanes::guarded("sharding", &job, work).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    // Reported (logged, counted); the job waits and is tried again.
+                    let retry = job.clone();
+                    myself.send_after(lanes::PANIC_RETRY, move || ShardingMsg::Retry(retry));
+                    Outcome::Waits
+                }
+            };
+            // The actor may be gone (session ending): nobody is left to tell.
+            let _ = myself.send_message(ShardingMsg::Sharded { job, outcome });
+        });
     }
 }
 

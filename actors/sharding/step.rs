@@ -1,14 +1,11 @@
-//! One sharding step of a job, in the job's lane task: decided from the mirror (and, for a
+//! One sharding step of a job, run in the job's lane task: decided from the mirror (and, for a
 //! strategy that balances over the namespace, the items held elsewhere), then applied, a commit
-//! driven by its step machine; its outcome goes back to the actor.
+//! driven by its step machine; its outcome is the actor's.
 
 use std::collections::BTreeMap;
 
-use ractor::ActorRef;
-
 use crate::actors::context::SessionCtx;
-use crate::actors::lanes;
-use crate::actors::mail::{ShardingMsg, ShardingOutcome as Outcome};
+use crate::actors::mail::ShardingOutcome as Outcome;
 use crate::decide::answer::Answer;
 use crate::decide::commit::{Commit, CommitEnd, CommitStep};
 use crate::decide::resharding::{self, ShardingStep};
@@ -16,51 +13,9 @@ use crate::events::EngineEvent;
 use crate::types::{InstanceId, JobName};
 use crate::view::JobView;
 
-use super::balance::balanced;
-use super::{Request, ShardingState};
-
-impl ShardingState {
-    pub(super) fn spawn_shard(
-        &mut self,
-        myself: &ActorRef<ShardingMsg>,
-        job: JobName,
-        request: Request,
-    ) {
-        let ctx = self.ctx.clone();
-        let myself = myself.clone();
-        // A balanced job's plan counts the namespace, which this actor keeps: read here.
-        let held = if balanced(&ctx, &job) {
-            let now = ctx.node.clock.now().timestamp_millis();
-            self.namespace
-                .held_before(ctx.mirror(), &ctx.node.strategies, &job, now)
-        } else {
-            BTreeMap::new()
-        };
-        tokio::spawn(async move {
-            let work = async {
-                match decide(&ctx, &job, &held, request.flag_raised) {
-                    Some(step) => apply(&ctx, &job, step).await,
-                    None => Outcome::Done,
-                }
-            };
-            let outcome = match lanes::guarded("sharding", &job, work).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    // Reported (logged, counted); the job waits and is tried again.
-                    let retry = job.clone();
-                    myself.send_after(lanes::PANIC_RETRY, move || ShardingMsg::Retry(retry));
-                    Outcome::Waits
-                }
-            };
-            // The actor may be gone (session ending): nobody is left to tell.
-            let _ = myself.send_message(ShardingMsg::Sharded { job, outcome });
-        });
-    }
-}
-
 /// Decides one sharding step of `job` from the mirror and `held`, the items held elsewhere for a
 /// strategy that balances over the namespace; `None` when the job or its strategy is unknown.
-fn decide(
+pub(super) fn decide(
     ctx: &SessionCtx,
     job: &JobName,
     held: &BTreeMap<InstanceId, usize>,
@@ -94,7 +49,7 @@ fn decide(
 
 /// Applies one sharding step of `job`: a commit is driven by its step machine
 /// ([`Commit`]), each write's answer handed back to it; this function decides nothing.
-async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
+pub(super) async fn apply(ctx: &SessionCtx, job: &JobName, step: ShardingStep) -> Outcome {
     match step {
         ShardingStep::Nothing => Outcome::Done,
         ShardingStep::WaitForRunningItems(items) => {
