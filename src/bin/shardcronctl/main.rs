@@ -17,7 +17,7 @@
 //! | file | what it holds |
 //! | --- | --- |
 //! | `main.rs` | parse, connect, run one command, map the outcome to an exit code |
-//! | `cli.rs` | the commands and flags (clap derive); a bad one exits with code 2 and names it |
+//! | `cli/` | the commands and flags (clap derive); a bad one exits with code 2 and names it |
 //! | `execute.rs` | the commands run over one registry session, their answers as text or JSON |
 //! | `console.rs` | `console`: its options (tokens from files or the environment), its stop signals |
 //! | `offline.rs` | `stats`, `history`, `audit`: read from the history database, no registry |
