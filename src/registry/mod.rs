@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 pub use crate::model::error::{RegistryError, Result};
 pub use crate::model::ops::{CreateMode, ListedNode, Op, OpKind, OpResult, Stat, ANY_VERSION};
@@ -28,6 +29,31 @@ pub use crate::model::session::{NodeEventKind, SessionInfo, SessionState, WatchE
 /// A recursive watch: events in the order the registry applied them. The stream ends (returns
 /// `None`) when the session ends.
 pub type WatchStream = mpsc::UnboundedReceiver<WatchEvent>;
+
+/// Keeps a watch started by [`Registry::watch_recursive_into`]; dropping it ends the watch.
+#[derive(Debug)]
+pub struct WatchGuard(Option<CancellationToken>);
+
+impl WatchGuard {
+    /// A guard that ends its watch when dropped, or when `stop` is cancelled.
+    pub fn new(stop: CancellationToken) -> Self {
+        Self(Some(stop))
+    }
+
+    /// Lets the watch outlive the guard: it ends with its session, or when its sender's
+    /// receiver is gone.
+    pub fn detach(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        if let Some(stop) = &self.0 {
+            stop.cancel();
+        }
+    }
+}
 
 /// One session on a coordination tree. See the module docs.
 #[async_trait]
@@ -58,6 +84,35 @@ pub trait Registry: Send + Sync + fmt::Debug + 'static {
     /// Starts a recursive watch on `path` and everything below it. The watch is registered before
     /// this returns, so nothing that happens afterwards is missed (except during a disconnect).
     async fn watch_recursive(&self, path: &str) -> Result<WatchStream>;
+
+    /// [`Registry::watch_recursive`] into a sender several watches may share: one consumer
+    /// follows many subtrees on one channel (a node watching each of its jobs). Session states
+    /// reach the sender too (once per watch, or once per sender: consumers take repeats as
+    /// nothing new); the watch lasts while the guard does. The default forwards a stream of its
+    /// own from a task; ZooKeeper forwards every watch of a session from one task, and the
+    /// embedded registry sends straight into the sender.
+    async fn watch_recursive_into(
+        &self,
+        path: &str,
+        into: mpsc::UnboundedSender<WatchEvent>,
+    ) -> Result<WatchGuard> {
+        let mut stream = self.watch_recursive(path).await?;
+        let stop = CancellationToken::new();
+        let guard = WatchGuard::new(stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    event = stream.recv() => event,
+                    () = stop.cancelled() => return,
+                };
+                let Some(event) = event else { return };
+                if into.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(guard)
+    }
 
     /// Reads the data and stat of every path, one result per path in order: a node that does not
     /// exist is its own [`RegistryError::NoNode`], not a failure of the others; an error of the

@@ -3,13 +3,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::state::{absolute, relative, MultiFault, ServerState};
 use super::{now_millis, EmbeddedServer};
 use crate::registry::{
     validate_path, CreateMode, ListedNode, Op, OpKind, OpResult, Registry, RegistryError, Result,
-    SessionInfo, SessionState, Stat, WatchStream,
+    SessionInfo, SessionState, Stat, WatchEvent, WatchGuard, WatchStream,
 };
 
 /// One session on an [`EmbeddedServer`], seeing its namespace as `/`.
@@ -238,6 +239,19 @@ impl Registry for EmbeddedSession {
         self.call(OpKind::Watch, path, |state, abs| {
             Ok(state.add_watch(self.id, abs.to_owned()))
         })
+    }
+
+    async fn watch_recursive_into(
+        &self,
+        path: &str,
+        into: mpsc::UnboundedSender<WatchEvent>,
+    ) -> Result<WatchGuard> {
+        let stop = CancellationToken::new();
+        self.call(OpKind::Watch, path, |state, abs| {
+            state.add_watch_into(self.id, abs.to_owned(), into, Some(stop.clone()));
+            Ok(())
+        })?;
+        Ok(WatchGuard::new(stop))
     }
 
     async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {

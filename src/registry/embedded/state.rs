@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::tree::{Change, Tree};
 use crate::registry::{NodeEventKind, Op, OpKind, RegistryError, SessionState, WatchEvent};
@@ -34,6 +35,17 @@ pub(super) struct SessionEntry {
 struct WatchEntry {
     session: i64,
     tx: mpsc::UnboundedSender<WatchEvent>,
+    /// Cancelled when the watch's guard is dropped (a watch into a shared sender); the entry
+    /// goes at its next event.
+    stop: Option<CancellationToken>,
+}
+
+impl WatchEntry {
+    fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
 }
 
 /// A fault armed by a test: the next call that matches fails with [`RegistryError::Injected`].
@@ -196,6 +208,9 @@ impl ServerState {
                     let Some(session) = self.sessions.get(&w.session) else {
                         return false;
                     };
+                    if w.stopped() {
+                        return false;
+                    }
                     if session.state != SessionState::Connected {
                         return true;
                     }
@@ -217,11 +232,23 @@ impl ServerState {
         abs: String,
     ) -> mpsc::UnboundedReceiver<WatchEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
+        self.add_watch_into(session, abs, tx, None);
+        rx
+    }
+
+    /// Registers a recursive watch of `session` on an absolute path whose events go to `tx`
+    /// (which other watches may share), until `stop` is cancelled.
+    pub(super) fn add_watch_into(
+        &mut self,
+        session: i64,
+        abs: String,
+        tx: mpsc::UnboundedSender<WatchEvent>,
+        stop: Option<CancellationToken>,
+    ) {
         self.watches
             .entry(abs)
             .or_default()
-            .push(WatchEntry { session, tx });
-        rx
+            .push(WatchEntry { session, tx, stop });
     }
 
     /// Drops a session's watch streams (their receivers see them end), sending nothing.
@@ -260,6 +287,9 @@ impl ServerState {
             entries.retain(|w| {
                 if w.session != session {
                     return true;
+                }
+                if w.stopped() {
+                    return false;
                 }
                 let alive = w.tx.send(WatchEvent::Session(state)).is_ok();
                 alive && !state.is_terminal()

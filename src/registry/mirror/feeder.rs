@@ -1,18 +1,15 @@
-//! The feed task: applies the events of one recursive watch per root to the mirror, in order,
-//! re-listing a root after a gap in its own watch, and takes requests to add or drop roots.
+//! The feed task: applies the events of one recursive watch per root, all on one channel
+//! ([`Registry::watch_recursive_into`]), to the mirror in order, re-lists the roots after a gap,
+//! and takes requests to add or drop roots.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use futures::stream::{self, SelectAll, Stream, StreamExt};
-use futures::FutureExt;
-use std::pin::Pin;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::registry::{
-    ListedNode, NodeEventKind, Registry, RegistryError, SessionState, Stat, WatchEvent, WatchStream,
+    ListedNode, NodeEventKind, Registry, RegistryError, SessionState, Stat, WatchEvent, WatchGuard,
 };
 use crate::store::{Mirror, Upserted};
 
@@ -21,18 +18,12 @@ use super::feed::{Control, Done, FeedOptions, MirrorError, MirrorEvent};
 /// The most node events applied as one batch.
 const MAX_BATCH: usize = 1024;
 
-/// One root's watch events, tagged with the root; `None` once the watch ended.
-type Tagged = (Arc<str>, Option<WatchEvent>);
-
-/// One root's tagged events.
-type Events = Pin<Box<dyn Stream<Item = Tagged> + Send + Sync>>;
-
 /// A watched root.
 struct Root {
     /// Its watch may have missed changes (a disconnect, a failed read) since its last listing.
     gap: bool,
-    /// Ends its watch stream.
-    stop: CancellationToken,
+    /// Keeps its watch.
+    _watch: WatchGuard,
 }
 
 /// The feed task's state.
@@ -44,7 +35,8 @@ pub(super) struct Feeder {
     roots: HashMap<Arc<str>, Root>,
     /// How many roots have a gap.
     gaps: usize,
-    streams: SelectAll<Events>,
+    /// Every root's watch sends here.
+    sender: mpsc::UnboundedSender<WatchEvent>,
     /// The last session state told to the consumer (each root's watch reports every change).
     told: SessionState,
     /// Nodes recorded from creation events with their data unread, oldest first (entries whose
@@ -108,13 +100,15 @@ async fn list(registry: &dyn Registry, root: &str) -> Result<Vec<ListedNode>, Re
 
 impl Feeder {
     /// Watches every root, then lists each into the mirror: on return the mirror is synced.
+    /// Returns the feeder and the channel its watches send on.
     pub(super) async fn start(
         mirror: Mirror,
         registry: Arc<dyn Registry>,
         tx: mpsc::UnboundedSender<MirrorEvent>,
         options: FeedOptions,
         roots: Vec<String>,
-    ) -> Result<Self, MirrorError> {
+    ) -> Result<(Self, mpsc::UnboundedReceiver<WatchEvent>), MirrorError> {
+        let (sender, watched) = mpsc::unbounded_channel();
         let mut feeder = Feeder {
             mirror,
             registry,
@@ -122,19 +116,24 @@ impl Feeder {
             options,
             roots: HashMap::new(),
             gaps: 0,
-            streams: SelectAll::new(),
+            sender,
             told: SessionState::Connected,
             pending: VecDeque::new(),
             pending_set: HashSet::new(),
         };
         let roots = uncovered(&feeder.roots, roots);
-        let watches = roots.iter().map(|r| feeder.registry.watch_recursive(r));
-        for (root, watch) in roots.iter().zip(futures::future::join_all(watches).await) {
+        for (root, watch) in roots.iter().zip(feeder.watch(&roots).await) {
             let watch = watch.map_err(|source| MirrorError::Watch {
                 root: root.clone(),
                 source,
             })?;
-            feeder.insert(root, watch);
+            feeder.roots.insert(
+                Arc::from(root.as_str()),
+                Root {
+                    gap: false,
+                    _watch: watch,
+                },
+            );
             feeder.open_gap(root);
         }
         let listings = roots.iter().map(|r| list(&*feeder.registry, r));
@@ -149,22 +148,14 @@ impl Feeder {
             feeder.emit(MirrorEvent::Resynced);
             feeder.mirror.set_synced(true);
         }
-        Ok(feeder)
+        Ok((feeder, watched))
     }
 
-    /// Adds the watch stream of `root`.
-    fn insert(&mut self, root: &str, watch: WatchStream) {
-        let root: Arc<str> = Arc::from(root);
-        let stop = CancellationToken::new();
-        let (tag, last) = (root.clone(), root.clone());
-        let events = stream::unfold(watch, |mut watch| async move {
-            watch.recv().await.map(|event| (event, watch))
-        })
-        .map(move |event| (tag.clone(), Some(event)))
-        .chain(stream::once(async move { (last, None) }))
-        .take_until(stop.clone().cancelled_owned());
-        self.streams.push(Box::pin(events));
-        self.roots.insert(root, Root { gap: false, stop });
+    /// Starts the watches of `roots`, side by side, into the feed's channel.
+    async fn watch(&self, roots: &[String]) -> Vec<Result<WatchGuard, RegistryError>> {
+        let watches =
+            (roots.iter()).map(|r| (self.registry).watch_recursive_into(r, self.sender.clone()));
+        futures::future::join_all(watches).await
     }
 
     /// Marks `root` as possibly behind the registry.
@@ -176,20 +167,22 @@ impl Feeder {
         self.mirror.set_synced(false);
     }
 
-    pub(super) async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Control>) {
-        // A watch event taken from the streams while collecting a batch of node events.
-        let mut held: Option<Tagged> = None;
+    pub(super) async fn run(
+        mut self,
+        mut watched: mpsc::UnboundedReceiver<WatchEvent>,
+        mut requests: mpsc::UnboundedReceiver<Control>,
+    ) {
+        // A watch event taken from the channel while collecting a batch of node events.
+        let mut held: Option<WatchEvent> = None;
         let mut requests_open = true;
         loop {
-            let (root, event) = match held.take() {
-                Some(tagged) => tagged,
+            let event = match held.take() {
+                Some(event) => event,
                 None => {
                     let settle_at = self.settle_deadline();
                     tokio::select! {
-                        tagged = self.streams.next(), if !self.streams.is_empty() => match tagged {
-                            Some(tagged) => tagged,
-                            None => continue,
-                        },
+                        // The feed keeps a sender: the channel ends only with the feed.
+                        Some(event) = watched.recv() => event,
                         request = requests.recv(), if requests_open => {
                             let Some(request) = request else {
                                 requests_open = false;
@@ -210,49 +203,42 @@ impl Feeder {
                     }
                 }
             };
-            let Some(event) = event else {
-                // A watch ended without saying why: the session is gone, so is the mirror's
-                // freshness.
-                break;
-            };
-            let gap = self.roots.get(&root).is_some_and(|r| r.gap);
             let flow = match event {
-                WatchEvent::Node { path, .. } if gap => {
-                    tracing::debug!(%path, "mirror re-lists before applying events after a gap");
-                    self.retry_relist(&root).await
-                }
-                WatchEvent::Node { kind, path } => {
-                    // Every node event already queued goes in one batch, so that their reads
-                    // travel together instead of one round trip after another.
-                    let mut batch = vec![(kind, path)];
-                    while batch.len() < MAX_BATCH {
-                        match self.streams.next().now_or_never() {
-                            Some(Some((r, Some(WatchEvent::Node { kind, path }))))
-                                if !self.roots.get(&r).is_some_and(|r| r.gap) =>
-                            {
-                                batch.push((kind, path))
-                            }
-                            Some(Some(other)) => {
-                                held = Some(other);
-                                break;
-                            }
-                            _ => break,
-                        }
+                WatchEvent::Node { path, kind } => match covering(&self.roots, &path) {
+                    // From a root dropped meanwhile.
+                    None => Flow::Continue,
+                    Some(root) if self.roots.get(&root).is_some_and(|r| r.gap) => {
+                        tracing::debug!(%path, "mirror re-lists before applying events after a gap");
+                        self.retry_relist(&root).await
                     }
-                    self.node_events(batch).await
-                }
+                    Some(_) => {
+                        // Every node event already queued goes in one batch, so that their
+                        // reads travel together instead of one round trip after another.
+                        let mut batch = vec![(kind, path)];
+                        while batch.len() < MAX_BATCH {
+                            match watched.try_recv() {
+                                Ok(WatchEvent::Node { kind, path }) => batch.push((kind, path)),
+                                Ok(session) => {
+                                    held = Some(session);
+                                    break;
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                        self.node_events(batch).await
+                    }
+                },
                 WatchEvent::Session(SessionState::Disconnected) => {
-                    self.open_gap(&root);
+                    let roots: Vec<Arc<str>> = self.roots.keys().cloned().collect();
+                    for root in roots {
+                        self.open_gap(&root);
+                    }
                     self.tell(SessionState::Disconnected);
                     Flow::Continue
                 }
                 WatchEvent::Session(SessionState::Connected) => {
                     self.tell(SessionState::Connected);
-                    if gap {
-                        self.retry_relist(&root).await
-                    } else {
-                        Flow::Continue
-                    }
+                    self.relist_gaps().await
                 }
                 WatchEvent::Session(terminal) => self.end(terminal),
             };
@@ -260,7 +246,26 @@ impl Feeder {
                 return;
             }
         }
-        self.mirror.set_synced(false);
+    }
+
+    /// Re-lists every root with a gap, the listings side by side.
+    async fn relist_gaps(&mut self) -> Flow {
+        let roots: Vec<Arc<str>> = (self.roots.iter())
+            .filter(|(_, r)| r.gap)
+            .map(|(root, _)| root.clone())
+            .collect();
+        let listings = roots.iter().map(|r| list(&*self.registry, r));
+        for (root, listing) in roots.iter().zip(futures::future::join_all(listings).await) {
+            match listing {
+                Ok(listing) => self.swap_in(root, listing),
+                Err(e) => {
+                    if let Flow::End = self.failed("re-listing after a gap", e, root) {
+                        return Flow::End;
+                    }
+                }
+            }
+        }
+        Flow::Continue
     }
 
     /// Tells the consumer a session state once, however many watches report it.
@@ -317,10 +322,18 @@ impl Feeder {
         if roots.is_empty() {
             return Flow::Continue;
         }
-        let watches = roots.iter().map(|r| self.registry.watch_recursive(r));
-        for (root, watch) in roots.iter().zip(futures::future::join_all(watches).await) {
+        for (root, watch) in roots.iter().zip(self.watch(&roots).await) {
             match watch {
-                Ok(watch) => self.insert(root, watch),
+                Ok(watch) => {
+                    let root = Arc::from(root.as_str());
+                    self.roots.insert(
+                        root,
+                        Root {
+                            gap: false,
+                            _watch: watch,
+                        },
+                    );
+                }
                 Err(e) => {
                     tracing::warn!(%root, error = %e, "cannot watch a new root; ending the feed");
                     self.mirror.set_synced(false);
@@ -371,8 +384,8 @@ impl Feeder {
 
     /// Stops the watch of `root`, keeping its nodes.
     fn forget(&mut self, root: &str) {
+        // Dropping the root drops its guard, which ends its watch.
         if let Some(r) = self.roots.remove(root) {
-            r.stop.cancel();
             if r.gap {
                 self.gaps -= 1;
             }

@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,7 +18,7 @@ use super::counters::{OpCounters, OpCounts};
 use super::{listing, watching};
 use crate::registry::{
     validate_path, CreateMode, ListedNode, Op, OpKind, OpResult, Registry, RegistryError, Result,
-    SessionInfo, SessionState, Stat, WatchStream,
+    SessionInfo, SessionState, Stat, WatchEvent, WatchGuard, WatchStream,
 };
 
 /// One ZooKeeper session. Built by [`super::ZkConnector`].
@@ -32,6 +32,8 @@ pub struct ZkSession {
     acls: zk::Acls<'static>,
     state: Arc<watch::Sender<SessionState>>,
     closed: CancellationToken,
+    /// Hands new watches to their forwarder (one task for every watch of the session).
+    watches: OnceLock<mpsc::UnboundedSender<watching::NewWatch>>,
     own_counts: OpCounters,
     shared_counts: Arc<OpCounters>,
     target: String,
@@ -78,6 +80,7 @@ impl ZkSession {
             acls,
             state,
             closed,
+            watches: OnceLock::new(),
             own_counts: OpCounters::default(),
             shared_counts,
             target,
@@ -128,6 +131,20 @@ impl ZkSession {
         self.own_counts.record(call.op, outcome.is_ok());
         self.shared_counts.record(call.op, outcome.is_ok());
         outcome
+    }
+
+    /// The sender to the task that forwards every watch of this session, started with the first.
+    fn forwarder(&self) -> &mpsc::UnboundedSender<watching::NewWatch> {
+        self.watches.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let renew = watching::Renew {
+                client: Arc::downgrade(&self.client),
+                bound: self.call_timeout,
+            };
+            let states = self.state.subscribe();
+            tokio::spawn(watching::forward(rx, states, self.closed.clone(), renew));
+            tx
+        })
     }
 
     fn options(&self, mode: CreateMode) -> zk::CreateOptions<'static> {
@@ -266,6 +283,18 @@ impl Registry for ZkSession {
     }
 
     async fn watch_recursive(&self, path: &str) -> Result<WatchStream> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let guard = self.watch_recursive_into(path, tx).await?;
+        // The watch lasts as long as its receiver: the forwarder drops it when a send fails.
+        guard.detach();
+        Ok(rx)
+    }
+
+    async fn watch_recursive_into(
+        &self,
+        path: &str,
+        into: mpsc::UnboundedSender<WatchEvent>,
+    ) -> Result<WatchGuard> {
         let call = self.call(OpKind::Watch, path);
         self.run(call, async {
             let client = self.client(path)?;
@@ -273,14 +302,17 @@ impl Registry for ZkSession {
                 .watch(path, zk::AddWatchMode::PersistentRecursive)
                 .await
                 .map_err(|e| call.error(e))?;
-            let (tx, rx) = mpsc::unbounded_channel();
-            let renew = watching::Renew {
-                client: Arc::downgrade(&self.client),
+            let stop = CancellationToken::new();
+            let new = watching::NewWatch {
                 path: path.to_owned(),
-                bound: self.call_timeout,
+                watcher,
+                tx: into,
+                stop: stop.clone(),
             };
-            tokio::spawn(watching::forward(watcher, tx, self.closed.clone(), renew));
-            Ok(rx)
+            // The forwarder ends only with the session: a watch sent after it is dropped
+            // unheard, as any watch of a session that ended.
+            let _ = self.forwarder().send(new);
+            Ok(WatchGuard::new(stop))
         })
         .await
     }
