@@ -229,8 +229,8 @@ impl Mirror {
         self.set_synced(false);
         let (tx, events) = mpsc::unbounded_channel();
         let (control, requests) = mpsc::unbounded_channel();
-        let (feeder, watched) = Feeder::start(self.clone(), registry, tx, options, roots).await?;
-        let task = tokio::spawn(feeder.run(watched, requests));
+        let feeder = Feeder::start(self.clone(), registry, tx, options, roots).await?;
+        let task = tokio::spawn(feeder.run(requests));
         let feed = MirrorFeed {
             events,
             handle: FeedHandle {

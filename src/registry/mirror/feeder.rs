@@ -35,8 +35,11 @@ pub(super) struct Feeder {
     roots: HashMap<Arc<str>, Root>,
     /// How many roots have a gap.
     gaps: usize,
-    /// Every root's watch sends here.
-    sender: mpsc::UnboundedSender<WatchEvent>,
+    /// Every root's watch sends here. Weak: when every watch has ended (the registry dropped
+    /// them without a terminal state), the channel closes and the feed ends.
+    sender: mpsc::WeakUnboundedSender<WatchEvent>,
+    /// The channel's receiving end; `None` while no watch holds a sender (no root).
+    watched: Option<mpsc::UnboundedReceiver<WatchEvent>>,
     /// The last session state told to the consumer (each root's watch reports every change).
     told: SessionState,
     /// Nodes recorded from creation events with their data unread, oldest first (entries whose
@@ -100,15 +103,14 @@ async fn list(registry: &dyn Registry, root: &str) -> Result<Vec<ListedNode>, Re
 
 impl Feeder {
     /// Watches every root, then lists each into the mirror: on return the mirror is synced.
-    /// Returns the feeder and the channel its watches send on.
     pub(super) async fn start(
         mirror: Mirror,
         registry: Arc<dyn Registry>,
         tx: mpsc::UnboundedSender<MirrorEvent>,
         options: FeedOptions,
         roots: Vec<String>,
-    ) -> Result<(Self, mpsc::UnboundedReceiver<WatchEvent>), MirrorError> {
-        let (sender, watched) = mpsc::unbounded_channel();
+    ) -> Result<Self, MirrorError> {
+        let (sender, watched) = mpsc::unbounded_channel::<WatchEvent>();
         let mut feeder = Feeder {
             mirror,
             registry,
@@ -116,7 +118,8 @@ impl Feeder {
             options,
             roots: HashMap::new(),
             gaps: 0,
-            sender,
+            sender: sender.downgrade(),
+            watched: Some(watched),
             told: SessionState::Connected,
             pending: VecDeque::new(),
             pending_set: HashSet::new(),
@@ -148,13 +151,23 @@ impl Feeder {
             feeder.emit(MirrorEvent::Resynced);
             feeder.mirror.set_synced(true);
         }
-        Ok((feeder, watched))
+        Ok(feeder)
     }
 
-    /// Starts the watches of `roots`, side by side, into the feed's channel.
-    async fn watch(&self, roots: &[String]) -> Vec<Result<WatchGuard, RegistryError>> {
-        let watches =
-            (roots.iter()).map(|r| (self.registry).watch_recursive_into(r, self.sender.clone()));
+    /// Starts the watches of `roots`, side by side, into the feed's channel (a new one when no
+    /// watch held the old one).
+    async fn watch(&mut self, roots: &[String]) -> Vec<Result<WatchGuard, RegistryError>> {
+        let sender = match self.sender.upgrade() {
+            Some(sender) => sender,
+            None => {
+                let (sender, watched) = mpsc::unbounded_channel();
+                self.sender = sender.downgrade();
+                self.watched = Some(watched);
+                sender
+            }
+        };
+        let registry = &self.registry;
+        let watches = (roots.iter()).map(|r| registry.watch_recursive_into(r, sender.clone()));
         futures::future::join_all(watches).await
     }
 
@@ -167,11 +180,7 @@ impl Feeder {
         self.mirror.set_synced(false);
     }
 
-    pub(super) async fn run(
-        mut self,
-        mut watched: mpsc::UnboundedReceiver<WatchEvent>,
-        mut requests: mpsc::UnboundedReceiver<Control>,
-    ) {
+    pub(super) async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Control>) {
         // A watch event taken from the channel while collecting a batch of node events.
         let mut held: Option<WatchEvent> = None;
         let mut requests_open = true;
@@ -181,8 +190,20 @@ impl Feeder {
                 None => {
                     let settle_at = self.settle_deadline();
                     tokio::select! {
-                        // The feed keeps a sender: the channel ends only with the feed.
-                        Some(event) = watched.recv() => event,
+                        event = recv(&mut self.watched) => match event {
+                            Some(event) => event,
+                            // Every watch ended without saying why: the session is gone, so is
+                            // the mirror's freshness.
+                            None if !self.roots.is_empty() => {
+                                self.mirror.set_synced(false);
+                                return;
+                            }
+                            // No root, no watch: nothing to hear until a root comes.
+                            None => {
+                                self.watched = None;
+                                continue;
+                            }
+                        },
                         request = requests.recv(), if requests_open => {
                             let Some(request) = request else {
                                 requests_open = false;
@@ -216,6 +237,9 @@ impl Feeder {
                         // reads travel together instead of one round trip after another.
                         let mut batch = vec![(kind, path)];
                         while batch.len() < MAX_BATCH {
+                            let Some(watched) = self.watched.as_mut() else {
+                                break;
+                            };
                             match watched.try_recv() {
                                 Ok(WatchEvent::Node { kind, path }) => batch.push((kind, path)),
                                 Ok(session) => {
@@ -635,6 +659,14 @@ impl Feeder {
     fn emit(&self, event: MirrorEvent) {
         // The consumer dropped its receiver: the mirror itself still has readers, keep feeding it.
         let _ = self.tx.send(event);
+    }
+}
+
+/// The next event of the watches' channel, or never without one.
+async fn recv(watched: &mut Option<mpsc::UnboundedReceiver<WatchEvent>>) -> Option<WatchEvent> {
+    match watched {
+        Some(watched) => watched.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -141,8 +141,7 @@ impl ZkSession {
                 client: Arc::downgrade(&self.client),
                 bound: self.call_timeout,
             };
-            let states = self.state.subscribe();
-            tokio::spawn(watching::forward(rx, states, self.closed.clone(), renew));
+            tokio::spawn(watching::forward(rx, self.closed.clone(), renew));
             tx
         })
     }

@@ -1,10 +1,11 @@
 //! Forwards every persistent recursive ZooKeeper watch of one session from one task: a node that
 //! watches each of its jobs holds one watcher per job, not one task and one channel per job.
 //!
-//! Node events go to each watch's sender as they come. Session states come from the session's own
-//! state channel, and go once to each distinct sender: `Disconnected`, then `Connected` only once
-//! every watch is registered again (below), so a consumer that re-lists on `Connected` misses
-//! nothing its watches will not tell.
+//! Node events go to each watch's sender as they come. Session states come through the watchers
+//! too, in order with the node events and never coalesced (every watcher hears each change; the
+//! first one counts), and go once to each distinct sender: `Disconnected`, then `Connected` only
+//! once every watch is registered again (below), so a consumer that re-lists on `Connected`
+//! misses nothing its watches will not tell.
 //!
 //! `zookeeper-client` 0.11.2 does not re-register persistent watches after a reconnect (its
 //! `resend_watches` never raises the index that selects `SetWatches2`, so only one-shot watches are
@@ -20,10 +21,11 @@ use std::sync::{RwLock, Weak};
 use std::time::Duration;
 
 use futures::stream::{self, SelectAll, Stream, StreamExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
+use super::convert;
 use crate::registry::{NodeEventKind, SessionState, WatchEvent};
 
 /// How the forwarder registers watches: the session's client slot (weak, so that it never keeps
@@ -82,7 +84,6 @@ struct Forwarder {
 /// Runs the forwarder until the session ends (a terminal state, `closed`, or the session dropped).
 pub(crate) async fn forward(
     mut watches: mpsc::UnboundedReceiver<NewWatch>,
-    mut states: watch::Receiver<SessionState>,
     closed: CancellationToken,
     renew: Renew,
 ) {
@@ -102,23 +103,17 @@ pub(crate) async fn forward(
                 None => return, // the session was dropped
             },
             tagged = f.streams.next(), if !f.streams.is_empty() => {
-                if let Some((id, event)) = tagged {
-                    f.event(id, event);
-                }
-            }
-            changed = states.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                let state = *states.borrow_and_update();
-                match state {
-                    SessionState::Disconnected => {
+                let Some((id, event)) = tagged else { continue };
+                match f.event(id, event) {
+                    Some(SessionState::Disconnected) if !f.lost => {
                         f.lost = true;
-                        f.tell(state);
+                        retry_at = None;
+                        f.tell(SessionState::Disconnected);
                     }
-                    SessionState::Connected if f.lost => retry_at = f.renew_all().await,
-                    SessionState::Connected => f.tell(state),
-                    terminal if terminal.is_terminal() => {
+                    Some(SessionState::Connected) if f.lost && retry_at.is_none() => {
+                        retry_at = f.renew_all().await;
+                    }
+                    Some(terminal) if terminal.is_terminal() => {
                         f.tell(terminal);
                         return;
                     }
@@ -127,7 +122,7 @@ pub(crate) async fn forward(
             }
             () = sleep_until_some(retry_at) => {
                 retry_at = None;
-                if f.lost && *states.borrow() == SessionState::Connected {
+                if f.lost {
                     retry_at = f.renew_all().await;
                 }
             }
@@ -165,15 +160,13 @@ impl Forwarder {
         stop: &CancellationToken,
     ) {
         let (current, stop) = (current.clone(), stop.clone());
-        let events = stream::unfold(watcher, |mut watcher| async move {
+        let events = stream::unfold(Some(watcher), |watcher| async move {
+            let mut watcher = watcher?;
             let event = watcher.changed().await;
-            // After a terminal state the client panics on the next `changed`.
-            let terminal = event.event_type == zk::EventType::Session
-                && matches!(
-                    event.session_state,
-                    zk::SessionState::Expired | zk::SessionState::Closed
-                );
-            (!terminal).then_some((Some(event), watcher))
+            // After a terminal state the client panics on the next `changed`: this one is the last.
+            let terminal =
+                event.event_type == zk::EventType::Session && event.session_state.is_terminated();
+            Some((Some(event), (!terminal).then_some(watcher)))
         })
         .take_until(async move {
             tokio::select! {
@@ -186,25 +179,23 @@ impl Forwarder {
         self.streams.push(Box::pin(events));
     }
 
-    /// One event of entry `id`'s current watcher: a node event goes to its sender; the end of a
-    /// stream whose guard was dropped ends the entry.
-    fn event(&mut self, id: u64, event: Option<zk::WatchedEvent>) {
-        let Some(entry) = self.entries.get(&id) else {
-            return;
-        };
+    /// One event of entry `id`'s current watcher: a node event goes to its sender, a session
+    /// state is returned; the end of a stream whose guard was dropped ends the entry.
+    fn event(&mut self, id: u64, event: Option<zk::WatchedEvent>) -> Option<SessionState> {
+        let entry = self.entries.get(&id)?;
         let Some(event) = event else {
             if entry.stop.is_cancelled() {
                 self.entries.remove(&id);
             }
-            return;
+            return None;
         };
         let kind = match event.event_type {
             zk::EventType::NodeCreated => NodeEventKind::Created,
             zk::EventType::NodeDataChanged => NodeEventKind::DataChanged,
             zk::EventType::NodeDeleted => NodeEventKind::Deleted,
-            // Session states come from the session's state channel; recursive watches do not
-            // report child lists (creations and deletions say it all).
-            zk::EventType::Session | zk::EventType::NodeChildrenChanged => return,
+            zk::EventType::Session => return Some(convert::session_state(event.session_state)),
+            // Recursive watches do not report child lists (creations and deletions say it all).
+            zk::EventType::NodeChildrenChanged => return None,
         };
         let node = WatchEvent::Node {
             kind,
@@ -214,6 +205,7 @@ impl Forwarder {
             entry.stop.cancel();
             self.entries.remove(&id);
         }
+        None
     }
 
     /// Tells each distinct sender `state` once.
@@ -261,6 +253,7 @@ impl Forwarder {
                     let (current, stop) = (entry.current.clone(), entry.stop.clone());
                     self.follow(id, watcher, &current, &stop);
                 }
+                // Cut again: the watchers' next `Connected` tries again.
                 Err(zk::Error::ConnectionLoss) => return None,
                 Err(e) => failed = Some((path, e)),
             }
