@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -68,8 +68,13 @@ fn text(status: StatusCode, body: String) -> Response {
 
 /// A scrape: the recorder's rendering through this node's filter, then the gauges, rendered on a
 /// blocking thread and streamed in chunks as they are written, so that at ten thousand jobs no
-/// copy of the answer is held (the exporter's own snapshot of its series is).
-async fn scrape(State(state): State<Arc<MetricsState>>) -> Response {
+/// copy of the answer is held (the exporter's own snapshot of its series is). A `HEAD` renders
+/// nothing: a streamed body left unread would cost the connection.
+async fn scrape(method: Method, State(state): State<Arc<MetricsState>>) -> Response {
+    let head = [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)];
+    if method == Method::HEAD {
+        return head.into_response();
+    }
     let session = tokio::time::timeout(READY_TIMEOUT, state.probe.ready_session())
         .await
         .unwrap_or(None);
@@ -91,7 +96,7 @@ async fn scrape(State(state): State<Arc<MetricsState>>) -> Response {
             session,
         )
     });
-    ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], body).into_response()
+    (head, body).into_response()
 }
 
 async fn readyz(State(probe): State<Arc<dyn NodeProbe>>) -> Response {
