@@ -125,7 +125,11 @@ impl ExecutorState {
                 };
                 self.kit.launch(&self.ctx, config, myself, run, &items, go);
             }
-            Command::Cancel(items) => self.kit.cancel(|i| items.contains(&i)),
+            Command::Cancel(items) => {
+                // Thousands at once when a lowered count removes them: a set, not a scan each.
+                let items: std::collections::BTreeSet<_> = items.into_iter().collect();
+                self.kit.cancel(|i| items.contains(&i))
+            }
             Command::CancelAll => self.kit.cancel(|_| true),
             Command::Schedule => {
                 let config = self.machine.config().clone();

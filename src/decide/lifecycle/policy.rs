@@ -98,10 +98,12 @@ impl JobMachine {
         }
         // A failover run's items name their crashed owner: the claim makes them this instance's.
         let claimed = run.source == ExecutionSource::Failover;
+        // An item past the count (lowered meanwhile) no longer exists: its failure stands.
+        let exists = ShardItem(self.config.sharding_total_count());
         let (again, stands): (Vec<ShardItem>, Vec<ShardItem>) = (run.items.iter())
             .filter(|i| failed.contains(i))
             .copied()
-            .partition(|i| may_start && (claimed || facts.owns(*i)));
+            .partition(|i| may_start && *i < exists && (claimed || facts.owns(*i)));
         if !stands.is_empty() && retry.notify == Notify::Final {
             out.push(Command::FailureStands(stands));
         }

@@ -252,6 +252,10 @@ impl JobMachine {
         if reschedule || !next.monitor_execution {
             self.release_marks(out);
         }
+        let total = new.sharding_total_count();
+        if total < self.config.sharding_total_count() {
+            self.items_removed(total, out);
+        }
         self.config = new.clone();
         self.catchup_reconfigured();
         self.overlap_changed();
@@ -261,6 +265,22 @@ impl JobMachine {
             out.push(Command::Schedule);
         }
         out.push(Command::Evaluate);
+    }
+
+    /// The config lowered `shardingTotalCount` to `total`: the items from `total` on no longer
+    /// exist. Their runs here are cancelled at once (ElasticJob lets them end): the reshard to
+    /// the new count waits for every running item, and every fire parks behind it, so a long
+    /// run of items that are gone (a count raised far beyond the machine, then repaired) would
+    /// hold the job's surviving items as long as it lasts. A plan that moves an item away
+    /// cancels it the same way; this is that cancel, at the change rather than at the reshard.
+    /// Their `misfire` flags here are dropped: no catch-up runs them.
+    fn items_removed(&mut self, total: u32, out: &mut Vec<Command>) {
+        let gone = ShardItem(total);
+        self.local.misfire_flagged.retain(|i| *i < gone);
+        let running: Vec<ShardItem> = self.local.running.range(gone..).copied().collect();
+        if !running.is_empty() {
+            out.push(Command::Cancel(running));
+        }
     }
 
     pub(super) fn event(

@@ -23,7 +23,7 @@ use crate::model::{CreateMode, NodeEventKind, Op};
 use crate::paths::JobNode;
 use crate::types::{JobName, ShardItem};
 
-use super::{Command, Facts, Input, JobMachine, Purpose};
+use super::{Command, Facts, Input, JobMachine, Outcome, Purpose};
 
 mod count;
 mod look;
@@ -95,10 +95,14 @@ pub(super) struct Heard {
 }
 
 /// Whether `input` is a chance for a workflow step: the inputs after which a catch-up looks,
-/// workflow records (the job's own, and its upstreams' that the session forwards), and the
-/// registration.
+/// workflow records (the job's own, and its upstreams' that the session forwards), the
+/// registration, and a start write a new plan refused (its mirror events may have come first).
 pub(super) fn heard(input: &Input) -> bool {
     match input {
+        Input::Written {
+            purpose: Purpose::Start | Purpose::StartTolerant,
+            outcome: Outcome::Stale,
+        } => true,
         Input::Event {
             node: JobNode::WorkflowRecord(_) | JobNode::DownstreamJob(_) | JobNode::Workflow,
             ..
@@ -217,6 +221,33 @@ impl JobMachine {
                 .all(|i| records.items.get(i).is_some_and(|(record, _)| dead(record)))
         })?;
         Some((run.clone(), instant(run)))
+    }
+
+    /// A start write was refused by a new plan: if it was a workflow step's, nothing of it was
+    /// written (one multi-op), so its items are no longer launched here and the look that
+    /// follows launches them again under the plan the mirror shows, on the owners it names
+    /// (while the mirror still shows the old plan, the write is refused again). Each item runs
+    /// once: its record is created in its start write, and a second creation fails. Returns
+    /// whether the start was a workflow step's (owed, so not a missed fire).
+    pub(super) fn workflow_start_lost(&mut self, source: ExecutionSource, plan: &RunPlan) -> bool {
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return false;
+        };
+        if source != ExecutionSource::Workflow {
+            return false;
+        }
+        let Some(run) = flow.current.take() else {
+            return false;
+        };
+        let lost = |i: &ShardItem| {
+            [&plan.run, &plan.flagged, &plan.skipped]
+                .iter()
+                .any(|l| l.contains(i))
+        };
+        for (_, items) in flow.launched.iter_mut().filter(|(r, _)| *r == run) {
+            items.retain(|i| !lost(i));
+        }
+        true
     }
 
     /// A `shardcron/downstream/{job}` record appeared: this job's runs are workflow runs now.

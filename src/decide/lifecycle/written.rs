@@ -24,9 +24,12 @@ impl JobMachine {
             (Purpose::Start | Purpose::StartTolerant, Outcome::Stale) => {
                 // The owner nodes changed since the plan: a new plan was committed that this
                 // mirror does not show yet. Nothing of this fire starts here; the new owners
-                // run its items.
-                self.starting = None;
-                self.skipped(SkipReason::PlanChanged, 0, out);
+                // run its items. A workflow step's are owed to its run: launched again.
+                let owed = (self.starting.take())
+                    .is_some_and(|s| self.workflow_start_lost(s.source, &s.plan));
+                if !owed {
+                    self.skipped(SkipReason::PlanChanged, 0, out);
+                }
             }
             (Purpose::Start, Outcome::Conflict) => {
                 // The mirror was behind: a node it showed is gone (our own end write), or one it

@@ -2,7 +2,7 @@
 //!
 //! | file | holds |
 //! | --- | --- |
-//! | `config.rs` | [`ZkConfig`]: hosts, namespace, timeouts, digest credentials, TLS files, validated once |
+//! | `config/` | [`ZkConfig`]: hosts, namespace, timeouts, digest credentials, TLS files, validated once |
 //! | `access.rs` | [`ZkAccessArgs`]: the credentials and TLS flags and variables every shipped tool takes |
 //! | `session.rs` | [`ZkSession`]: the [`Registry`] calls, each bounded and counted |
 //! | `watching.rs` | one persistent recursive watch forwarded as [`crate::registry::WatchEvent`]s |

@@ -8,6 +8,7 @@ mod manual;
 mod missed;
 mod overlap;
 mod policies;
+mod reconfigured;
 mod transitions;
 mod workflow;
 
@@ -780,24 +781,6 @@ fn a_job_that_cannot_keep_up_warns_once_per_streak_and_counts_every_skip() {
         }
     }
     assert_eq!(warns, vec![true, false, false]);
-}
-
-#[test]
-fn a_changed_cron_reschedules_and_an_unchanged_config_only_re_evaluates() {
-    let (mut m, f) = (machine(Registration::Confirmed), fake());
-    assert_eq!(
-        m.step(Input::Config(config(|c| c)), &f),
-        vec![Command::Evaluate]
-    );
-    let new = config(|c| c.cron("0/7 * * * * ?"));
-    assert_eq!(
-        m.step(Input::Config(new.clone()), &f),
-        vec![
-            Command::ConfigApplied(new),
-            Command::Schedule,
-            Command::Evaluate
-        ]
-    );
 }
 
 #[test]

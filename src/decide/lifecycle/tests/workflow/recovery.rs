@@ -129,3 +129,80 @@ fn the_leader_of_a_job_without_failover_ends_failed_the_record_of_an_item_whose_
         assert_eq!(m.step(record_event(), &f), vec![], "{case}");
     }
 }
+
+/// A table row: name, the facts when the refusal comes, the items started again (none: nothing).
+type Refused = (&'static str, Fake, &'static [u32]);
+
+#[test]
+fn a_workflow_steps_start_refused_by_a_new_plan_is_launched_again_under_the_plan_the_mirror_shows()
+{
+    let started = || (fake().under("up")).record("orders", &format!("{RUN}@start"), "run");
+    // Owners under a plan: the old one (version 0) or the new one (version 1).
+    let plan = |owners: &[(u32, &InstanceId)], version: i32, f: Fake| {
+        let mut v = committed(owned(view(&[&me(), &other()], Some(&me())), owners));
+        for item in v.items.values_mut() {
+            item.owner_version = version;
+        }
+        Fake { view: v, ..f }
+    };
+    // The start of `items` under the plan of `version`: guards and markers, then records.
+    let start_under = |items: &[u32], version: i32| {
+        let guards = items.iter().flat_map(|i| {
+            let path = format!("/orders/sharding/{i}/instance");
+            [Op::Check { path, version }, marker(*i)]
+        });
+        let records = items.iter().map(|i| running_record(*i));
+        start(guards.chain(records).collect())
+    };
+    let (mine, theirs) = (&me(), &other());
+    let cases: Vec<Refused> = vec![
+        (
+            "the new plan gives both items here: both start, guarded by it",
+            plan(&[(0, mine), (1, mine)], 1, started()),
+            &[0, 1],
+        ),
+        (
+            "the mirror does not show the new plan yet: the start is written again",
+            plan(&[(0, theirs), (1, mine)], 0, started()),
+            &[1],
+        ),
+        (
+            "the new plan gives both items to the other instance: it runs them, not this one",
+            plan(&[(0, theirs), (1, theirs)], 1, started()),
+            &[],
+        ),
+        (
+            "an item ran elsewhere under the new plan (its record): only the other starts here",
+            plan(
+                &[(0, mine), (1, mine)],
+                1,
+                started().record("orders", &format!("{RUN}@1"), "success"),
+            ),
+            &[0],
+        ),
+    ];
+    for (name, facts, again) in cases {
+        let mut m = downstream_of(&["up"], RunWhen::Success);
+        let before = plan(&[(0, theirs), (1, mine)], 0, started());
+        assert_eq!(m.step(record_event(), &before), vec![start_under(&[1], 0)]);
+        // Owed to the workflow run: launched again, not counted as a missed fire.
+        let expected: Vec<Command> = match again {
+            [] => vec![],
+            items => vec![start_under(
+                items,
+                facts.view.items[&ShardItem(items[0])].owner_version,
+            )],
+        };
+        let refused = answered(Purpose::Start, Outcome::Stale);
+        assert_eq!(m.step(refused, &facts), expected, "{name}");
+        if !again.is_empty() {
+            let launched = launch_in(1, ExecutionSource::Workflow, Some(t(0)), again);
+            assert_eq!(
+                m.step(written(Purpose::Start), &facts),
+                vec![launched],
+                "{name}"
+            );
+            assert_eq!(m.step(record_event(), &facts), vec![], "{name}: once");
+        }
+    }
+}

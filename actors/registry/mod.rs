@@ -1,6 +1,13 @@
 //! RegistryActor: owns the session, the one recursive watch (through the mirror feed) and the
 //! session-scoped subtree. A terminal session state tears the subtree down and opens a new session;
 //! the new subtree replays its state from the re-listed mirror.
+//!
+//! Here the actor's protocol, state and handlers; in `subtree.rs` the life of the session's
+//! subtree (started on a session just opened, rebuilt on the same session, torn down with a dead
+//! one); in `requests.rs` the node's requests, passed on to the SessionActor.
+
+mod requests;
+mod subtree;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,15 +17,16 @@ use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedHandle, MirrorEvent, MirrorFeed};
+use crate::registry::mirror::{FeedHandle, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
-use super::context::{lock_jobs, JobConfigs, JobEvent, NodeContext, SessionCtx};
-use super::error::{child_ended, EngineError};
+use super::context::{lock_jobs, JobEvent, NodeContext, SessionCtx};
+use super::error::child_ended;
 use super::mail::{NodeMsg, RegistryMsg};
-use super::session::{SessionActor, SessionArgs, SessionMsg, Singletons};
-use super::spec::{job_name, JobSpec};
-use super::writes::WriteBatcher;
+use super::session::{SessionMsg, Singletons};
+
+use requests::on_request;
+use subtree::start_session;
 
 /// The RegistryActor.
 #[derive(Debug)]
@@ -50,33 +58,6 @@ impl std::fmt::Debug for RegistryState {
         f.debug_struct("RegistryState")
             .field("generation", &self.generation)
             .finish()
-    }
-}
-
-impl RegistryState {
-    async fn spawn_session(
-        &self,
-        myself: &ActorRef<RegistryMsg>,
-        ctx: SessionCtx,
-        singletons: Singletons,
-    ) -> Result<ActorRef<SessionMsg>, ActorProcessingErr> {
-        let name = self
-            .node
-            .actor_name(&format!("session-{}", self.generation));
-        let args = SessionArgs { ctx, singletons };
-        let (session, _) =
-            Actor::spawn_linked(Some(name), SessionActor, args, myself.get_cell()).await?;
-        Ok(session)
-    }
-
-    /// Ends the subtree of a dead session and waits for it (no drain: nothing can be written), so
-    /// the next session's actors can take the same names.
-    async fn teardown(&mut self) {
-        if let Some(active) = self.active.take() {
-            active.forward.abort();
-            let _ = active.session.send_message(SessionMsg::Abandon);
-            let _ = tokio::time::timeout(Duration::from_secs(5), active.session.wait(None)).await;
-        }
     }
 }
 
@@ -285,22 +266,7 @@ impl Actor for RegistryActor {
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            let Some((ctx, singletons)) =
-                (state.active.as_ref()).map(|a| (a.ctx.clone(), a.singletons.clone()))
-            else {
-                return Ok(());
-            };
-            // Its singletons may outlive it for a moment: stop them so the new ones can take the names.
-            stop_stragglers(&singletons).await;
-            let ctx = SessionCtx {
-                configs: Arc::new(JobConfigs::default()),
-                ..ctx
-            };
-            let session = (state.spawn_session(&myself, ctx.clone(), singletons)).await?;
-            if let Some(a) = state.active.as_mut() {
-                a.session = session;
-                a.ctx = ctx;
-            }
+            state.rebuild_session(&myself).await?;
         }
         Ok(())
     }
@@ -324,129 +290,4 @@ impl Actor for RegistryActor {
         }
         Ok(())
     }
-}
-
-/// Sends a request carrying its reply port to the session; a session already gone answers it
-/// with an error here.
-fn forward_to_session(session: &ActorRef<SessionMsg>, msg: SessionMsg) {
-    if let Err(ractor::MessagingErr::SendErr(msg)) = session.send_message(msg) {
-        let gone = || Err(EngineError::Actor("the session actor is gone".to_owned()));
-        match msg {
-            SessionMsg::AddJob(_, reply) | SessionMsg::RemoveJob(_, reply) => {
-                let _ = reply.send(gone());
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The node's requests (and an adopted job's drop): their reply ports go on to the SessionActor,
-/// so this waits for no registration; with no session, a job is kept for the next one.
-fn on_request(state: &mut RegistryState, myself: &ActorRef<RegistryMsg>, msg: RegistryMsg) {
-    match msg {
-        RegistryMsg::Request(NodeMsg::AddJob(spec, reply)) => match job_name(&spec.config) {
-            Err(e) => drop(reply.send(Err(e))),
-            Ok(name) => {
-                let spec: Arc<JobSpec> = Arc::from(spec);
-                lock_jobs(&state.node).insert(name, spec.clone());
-                match &state.active {
-                    Some(a) => forward_to_session(&a.session, SessionMsg::AddJob(spec, reply)),
-                    None => drop(reply.send(Ok(()))),
-                }
-            }
-        },
-        RegistryMsg::Request(NodeMsg::RemoveJob(job, reply)) => {
-            lock_jobs(&state.node).remove(&job);
-            match &state.active {
-                Some(a) => forward_to_session(&a.session, SessionMsg::RemoveJob(job, reply)),
-                None => drop(reply.send(Ok(()))),
-            }
-        }
-        RegistryMsg::Dropped(job) => super::adopt::dropped(&state.node, myself, &job),
-        RegistryMsg::Request(NodeMsg::Trigger(job, reply)) => match &state.active {
-            Some(a) => {
-                let _ = a.session.send_message(SessionMsg::Trigger(job, reply));
-            }
-            None => {
-                let _ = reply.send(Err(EngineError::NoSession));
-            }
-        },
-        RegistryMsg::Request(NodeMsg::Executor(job, reply)) => match &state.active {
-            Some(a) => {
-                let _ = a.session.send_message(SessionMsg::Executor(job, reply));
-            }
-            None => {
-                let _ = reply.send(Err(EngineError::NoSession));
-            }
-        },
-        other => tracing::debug!(?other, "not a request"),
-    }
-}
-
-/// Starts the subtree of a session just opened.
-async fn start_session(
-    state: &mut RegistryState,
-    myself: &ActorRef<RegistryMsg>,
-    registry: Arc<dyn Registry>,
-    feed: MirrorFeed,
-) -> Result<(), ActorProcessingErr> {
-    state.generation += 1;
-    let generation = state.generation;
-    let (events, handle) = feed.split();
-    let ctx = SessionCtx {
-        node: state.node.clone(),
-        registry: registry.clone(),
-        configs: Arc::new(JobConfigs::default()),
-        writes: WriteBatcher::start(registry.clone()),
-        registering: Arc::new(tokio::sync::Semaphore::new(
-            super::context::REGISTERING_AT_ONCE,
-        )),
-    };
-    let singletons = Singletons::default();
-    let session = (state.spawn_session(myself, ctx.clone(), singletons.clone())).await?;
-    let me = myself.clone();
-    let states = registry.session_state();
-    let forward = tokio::spawn(super::feed::forward(events, states, me, generation));
-    myself.send_message(RegistryMsg::CheckClock)?;
-    tracing::info!(session = registry.session_info().id, target = %state.node.connector.describe(),
-        "registry session opened");
-    state.active = Some(Active {
-        registry,
-        _feed: handle,
-        forward,
-        session,
-        singletons,
-        ctx,
-    });
-    Ok(())
-}
-
-/// Stops the four singletons a failed SessionActor left behind (its children outlive it for a
-/// moment) and waits for them (bounded), so that the new subtree can register the same names.
-/// Their cells are those the SessionActor recorded as it spawned them (a dead subtree has nobody
-/// left to ask).
-///
-/// Executors are unnamed (a name cost ~190 bytes a job), so they clash with nothing, and none is
-/// waited for here. An old executor of a job beside the new session's executor of that job is
-/// still excluded where it matters: ractor ends a dead actor by killing its children (the
-/// `Kill` signal goes to every child before the supervisor hears of the death), and a killed
-/// actor takes no further message (signals come before messages) and is cancelled at its
-/// handler's next `.await`. So the old executor fires, claims and writes nothing more once we
-/// are told. The one thing a wait still bought is the end of the handler step it was in when
-/// killed (its synchronous code up to that `.await`), nothing a new executor waits on. What
-/// outlives it (its run tasks, reporting to a dead ref) outlived it just as much when it was
-/// waited for by name: the same case as a single executor's restart, where the new one starts
-/// beside the old runs.
-async fn stop_stragglers(singletons: &Singletons) {
-    let cells: Vec<_> = {
-        let mut singletons = singletons.lock().unwrap_or_else(|p| p.into_inner());
-        singletons.drain().map(|(_, cell)| cell).collect()
-    };
-    let stops = cells.iter().map(|c| {
-        c.stop_and_wait(
-            Some("session subtree restarting".into()),
-            Some(Duration::from_secs(5)),
-        )
-    });
-    futures::future::join_all(stops).await;
 }

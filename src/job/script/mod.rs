@@ -37,18 +37,23 @@
 //!   instead of thousands of forks and unreaped exits; the bound is the job's own, so a healthy
 //!   script job beside it keeps its slots (ElasticJob bounds each job by its executor pool, twice
 //!   the cores by default).
+//!
+//! Here the job and its children's supervision; in `lines.rs` the reading of their output lines.
+
+mod lines;
+
+pub use lines::read_lines;
+use lines::{log_lines, Pipe};
 
 use std::collections::BTreeMap;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Semaphore;
 
 use super::group::ProcessGroup;
-use super::output::Stream;
 use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key holding the command line, as ElasticJob names it.
@@ -361,93 +366,6 @@ impl ItemHandler for ScriptJob {
     }
 }
 
-/// Which of the child's pipes a line came from.
-#[derive(Debug, Clone, Copy)]
-enum Pipe {
-    Stdout,
-    Stderr,
-}
-
-impl Pipe {
-    fn stream(self) -> Stream {
-        match self {
-            Self::Stdout => Stream::Stdout,
-            Self::Stderr => Stream::Stderr,
-        }
-    }
-}
-
-/// Logs every line of `pipe` until it closes (see [`read_lines`]), and captures it when the job
-/// asks for its output ([`super::output`]).
-async fn log_lines(
-    pipe: impl AsyncRead + Unpin,
-    which: Pipe,
-    ctx: &ShardingContext,
-) -> std::io::Result<()> {
-    read_lines(pipe, MAX_LINE_BYTES, |text| {
-        match which {
-            Pipe::Stdout => {
-                tracing::info!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
-            }
-            Pipe::Stderr => {
-                tracing::warn!(job = %ctx.job_name, item = %ctx.sharding_item, "{text}")
-            }
-        }
-        // Off (`None`) unless the job asks for capture: one branch per line.
-        if let Some(output) = &ctx.output {
-            output.line(which.stream(), text);
-        }
-    })
-    .await
-}
-
-/// Hands every line of `pipe` to `line` until the pipe closes, holding at most `max` bytes of a
-/// line: the rest of a longer line is skipped as it arrives and the line ends with a marker
-/// saying how much was cut ([`TRUNCATED`]). Bytes that are not UTF-8 are replaced, not refused:
-/// a script's output is for people to read.
-pub async fn read_lines(
-    pipe: impl AsyncRead + Unpin,
-    max: usize,
-    mut line: impl FnMut(&str),
-) -> std::io::Result<()> {
-    let mut reader = BufReader::new(pipe);
-    let mut held = Vec::new();
-    let mut skipped = 0usize;
-    let mut emit = |held: &mut Vec<u8>, skipped: &mut usize| {
-        let text = String::from_utf8_lossy(held);
-        let text = text.trim_end_matches(['\n', '\r']);
-        if *skipped == 0 {
-            line(text);
-        } else {
-            line(&format!("{text}{TRUNCATED}{skipped} more bytes]"));
-        }
-        held.clear();
-        *skipped = 0;
-    };
-    loop {
-        let buf = reader.fill_buf().await?;
-        if buf.is_empty() {
-            if !held.is_empty() || skipped > 0 {
-                emit(&mut held, &mut skipped);
-            }
-            return Ok(());
-        }
-        let (chunk, ends) = match buf.iter().position(|b| *b == b'\n') {
-            Some(at) => (&buf[..=at], true),
-            None => (buf, false),
-        };
-        let taken = chunk.len().min(max.saturating_sub(held.len()));
-        held.extend_from_slice(&chunk[..taken]);
-        // The newline ends the line; it is no content cut from it.
-        skipped += (chunk.len() - taken).saturating_sub(usize::from(ends && taken < chunk.len()));
-        let used = chunk.len();
-        reader.consume(used);
-        if ends {
-            emit(&mut held, &mut skipped);
-        }
-    }
-}
-
 /// `code 3` or `signal 9`: what an operator needs from an exit status.
 fn describe(status: ExitStatus) -> String {
     if let Some(code) = status.code() {
@@ -464,102 +382,4 @@ fn describe(status: ExitStatus) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_command_line_is_split_with_shell_quoting() {
-        let job = ScriptJob::new(r#"run.sh 'a b' "c \"d\"" e\ f"#).unwrap();
-        assert_eq!(job.program(), "run.sh");
-        assert_eq!(job.args(), ["a b", "c \"d\"", "e f"]);
-    }
-
-    #[test]
-    fn broken_or_empty_command_lines_are_refused() {
-        assert!(matches!(
-            ScriptJob::new("run.sh 'unterminated"),
-            Err(ScriptError::SplitCommandLine { .. })
-        ));
-        assert_eq!(ScriptJob::new("   "), Err(ScriptError::EmptyCommandLine));
-    }
-
-    /// Waits until `child` has exited, leaving it unreaped (as a stopped node's finished child
-    /// is when the node resumes).
-    fn wait_for_exit_unreaped(child: &Child) {
-        let pid = child.id().expect("a child not yet reaped has a pid");
-        // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid with WNOWAIT only reads the child's state; `info` outlives the call.
-        let rc =
-            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        assert_eq!(rc, 0, "waitid: {}", std::io::Error::last_os_error());
-    }
-
-    fn spawn(job: &ScriptJob) -> Child {
-        Command::new(job.program())
-            .args(job.args())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("sh starts")
-    }
-
-    #[tokio::test]
-    async fn a_script_that_exited_before_its_item_was_cancelled_reports_its_real_exit_status() {
-        let failing = ScriptJob::new("/bin/sh -c 'exit 3'").unwrap();
-        let mut child = spawn(&failing);
-        wait_for_exit_unreaped(&child);
-        let result = failing.exited_before_cancel(&mut child).unwrap();
-        assert!(
-            matches!(&result, Some(Err(JobError::Exit { status, .. })) if status == "code 3"),
-            "{result:?}"
-        );
-        let fine = ScriptJob::new("/bin/sh -c 'exit 0'").unwrap();
-        let mut child = spawn(&fine);
-        wait_for_exit_unreaped(&child);
-        assert!(matches!(
-            fine.exited_before_cancel(&mut child),
-            Ok(Some(Ok(())))
-        ));
-        assert_eq!(child.id(), None, "the exited child is reaped");
-    }
-
-    #[tokio::test]
-    async fn a_script_still_running_when_its_item_is_cancelled_is_left_to_be_killed() {
-        let job = ScriptJob::new("/bin/sh -c 'sleep 30'").unwrap();
-        let mut child = spawn(&job);
-        assert!(matches!(job.exited_before_cancel(&mut child), Ok(None)));
-        child.kill().await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn a_line_longer_than_the_cap_is_cut_with_a_marker_and_the_next_line_is_whole() {
-        use tokio::io::AsyncReadExt;
-        // 64 MiB without a newline, then a short line: only `max` bytes are ever held.
-        let endless = tokio::io::repeat(b'x').take(64 * 1024 * 1024);
-        let input = endless.chain(&b"\nshort\r\nlast"[..]);
-        let mut lines = Vec::new();
-        read_lines(input, 1000, |l| lines.push(l.to_owned()))
-            .await
-            .unwrap();
-        assert_eq!(
-            lines.len(),
-            3,
-            "{:?}",
-            lines.iter().map(String::len).collect::<Vec<_>>()
-        );
-        let skipped = 64 * 1024 * 1024 - 1000;
-        assert_eq!(
-            lines[0],
-            format!("{}{TRUNCATED}{skipped} more bytes]", "x".repeat(1000))
-        );
-        assert_eq!(lines[1..], ["short", "last"]);
-    }
-
-    #[test]
-    fn from_props_names_the_missing_key() {
-        let err = ScriptJob::from_props(&BTreeMap::new()).unwrap_err();
-        assert!(err.to_string().contains("script.command.line"), "{err}");
-        let props = BTreeMap::from([(COMMAND_LINE_PROP.to_owned(), "echo hi".to_owned())]);
-        assert_eq!(ScriptJob::from_props(&props).unwrap().args(), ["hi"]);
-    }
-}
+mod tests;

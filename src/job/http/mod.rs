@@ -33,17 +33,23 @@
 //! status line and the body as read (at most [`MAX_BODY_BYTES`], then the capture's own bound).
 //! When the item is cancelled the request is dropped, which closes its connection, and the item
 //! fails with [`JobError::Cancelled`]. `https` uses rustls with the Mozilla root certificates.
+//!
+//! Here the job as its props configure it; in `request.rs` one item's request and its answer.
+//!
+//! [`ShardingContext`]: super::ShardingContext
+//! [`JobError::Failed`]: super::JobError::Failed
+//! [`JobError::Cancelled`]: super::JobError::Cancelled
+
+mod request;
+
+pub(crate) use request::read_capped;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use reqwest::header::{HeaderValue, CONTENT_TYPE};
+use reqwest::header::HeaderValue;
 use reqwest::{Method, Url};
-
-use super::output::Stream;
-use super::{ItemHandler, JobError, ShardingContext};
 
 /// The `props` key of the URI.
 pub const URI_PROP: &str = "http.uri";
@@ -363,125 +369,6 @@ impl HttpJob {
     pub fn total_timeout(&self) -> Duration {
         self.total_timeout
     }
-
-    /// Sends the request and reads the response, at most [`MAX_BODY_BYTES`] of its body.
-    async fn send(&self, ctx: &ShardingContext) -> Result<(), JobError> {
-        let context = HeaderValue::from_bytes(ctx.to_json().as_bytes()).map_err(|e| {
-            JobError::failed(format!(
-                "the sharding context cannot travel in the {SHARDING_CONTEXT_HEADER} header: {e}"
-            ))
-        })?;
-        let mut request = self
-            .client
-            .request(self.method.clone(), self.url.clone())
-            .header(SHARDING_CONTEXT_HEADER, context);
-        if let Some(content_type) = &self.content_type {
-            request = request.header(CONTENT_TYPE, content_type.clone());
-        }
-        if let Some(body) = self.body() {
-            request = request.body(body.to_owned());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| self.request_failed("sending", e))?;
-        let status = response.status();
-        let body = read_capped(response, MAX_BODY_BYTES)
-            .await
-            .map_err(|e| self.request_failed("reading the response of", e))?;
-        if let Some(output) = &ctx.output {
-            let answered = format!("{} {} answered {status}", self.method, self.shown);
-            output.line(Stream::Http, &answered);
-            output.line(Stream::Http, &body);
-        }
-        if status.as_u16() >= 400 {
-            return Err(JobError::Failed(format!(
-                "{} {} answered {status}: {}",
-                self.method,
-                self.shown,
-                excerpt(&body)
-            )));
-        }
-        tracing::debug!(
-            job = %ctx.job_name, item = %ctx.sharding_item, %status, body = %excerpt(&body),
-            "HTTP job answered"
-        );
-        Ok(())
-    }
-
-    /// A failure naming the step, the request and, for a timeout, which limit was hit.
-    fn request_failed(&self, step: &str, e: reqwest::Error) -> JobError {
-        // reqwest's message quotes the URL, query and all: the shown one stands instead.
-        let e = e.without_url();
-        let what = format!("{step} {} {}", self.method, self.shown);
-        if e.is_connect() {
-            if e.is_timeout() {
-                return JobError::Failed(format!(
-                    "{what}: no connection within the connect timeout of {} ms",
-                    self.connect_timeout.as_millis()
-                ));
-            }
-            return JobError::Failed(format!(
-                "{what}: cannot connect: {}",
-                crate::secret::error_chain(&e)
-            ));
-        }
-        if e.is_timeout() {
-            return JobError::Failed(format!(
-                "{what}: nothing read within the read timeout of {} ms, or not done within \
-                 the total timeout of {} ms",
-                self.read_timeout.as_millis(),
-                self.total_timeout.as_millis()
-            ));
-        }
-        JobError::Failed(crate::secret::redact_text(&format!(
-            "{what}: {}",
-            crate::secret::error_chain(&e)
-        )))
-    }
-}
-
-#[async_trait]
-impl ItemHandler for HttpJob {
-    async fn run_item(&self, ctx: ShardingContext) -> Result<(), JobError> {
-        let live = self.as_configured(&ctx)?;
-        let this = live.as_deref().unwrap_or(self);
-        if ctx.is_cancelled() {
-            return Err(JobError::Cancelled(format!(
-                "{} {} was cancelled before it was sent",
-                self.method, self.shown
-            )));
-        }
-        tokio::select! {
-            biased;
-            // Dropping the request future closes its connection: the server sees the abort.
-            () = ctx.cancelled() => Err(JobError::Cancelled(format!(
-                "{} {} was aborted because the item was cancelled",
-                this.method, this.shown
-            ))),
-            result = this.send(&ctx) => result,
-        }
-    }
-}
-
-impl HttpJob {
-    /// The job as the run's props configure it, if they carry `http.*` settings other than those
-    /// it was built from; `None`: as built.
-    fn as_configured(&self, ctx: &ShardingContext) -> Result<Option<Arc<HttpJob>>, JobError> {
-        let wanted = http_props(&ctx.props);
-        if wanted.is_empty() || wanted == self.built_from {
-            return Ok(None);
-        }
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(job) = live.as_ref().filter(|j| j.built_from == wanted) {
-            return Ok(Some(job.clone()));
-        }
-        let job = Arc::new(HttpJob::from_props(&ctx.props).map_err(|e| {
-            JobError::failed(format!("the HTTP job's props as configured now: {e}"))
-        })?);
-        *live = Some(job.clone());
-        Ok(Some(job))
-    }
 }
 
 /// Whether `method` carries `http.data` as its body, as in ElasticJob.
@@ -507,79 +394,5 @@ fn timeout(
     }
 }
 
-/// The first `max` bytes of `response`'s body (invalid UTF-8 replaced); the rest is never read.
-pub(crate) async fn read_capped(
-    mut response: reqwest::Response,
-    max: usize,
-) -> reqwest::Result<String> {
-    let mut body = Vec::new();
-    while body.len() < max {
-        let Some(chunk) = response.chunk().await? else {
-            break;
-        };
-        let room = max - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-    }
-    Ok(String::from_utf8_lossy(&body).into_owned())
-}
-
-/// The start of a body, on one line.
-fn excerpt(body: &str) -> String {
-    let mut text: String = body.chars().take(BODY_EXCERPT_CHARS).collect();
-    if body.chars().count() > BODY_EXCERPT_CHARS {
-        text.push('…');
-    }
-    text.replace(['\r', '\n'], " ")
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn data_is_the_query_string_of_a_method_without_a_body() {
-        let job = HttpJob::from_props(&props(&[
-            (URI_PROP, "http://h/path?a=1"),
-            (METHOD_PROP, "get"),
-            (DATA_PROP, "b=2"),
-        ]))
-        .unwrap();
-        assert_eq!(job.url().as_str(), "http://h/path?a=1&b=2");
-        assert_eq!(job.body(), None);
-    }
-
-    #[test]
-    fn a_password_in_the_uri_is_masked_in_failures() {
-        let job = HttpJob::from_props(&props(&[
-            (URI_PROP, "https://u:secret@h/x"),
-            (METHOD_PROP, "DELETE"),
-        ]))
-        .unwrap();
-        assert_eq!(job.shown, "https://u:***@h/x");
-        let job = HttpJob::from_props(&props(&[
-            (URI_PROP, "https://h/x?access_token=t0k3n"),
-            (METHOD_PROP, "GET"),
-        ]))
-        .unwrap();
-        assert_eq!(job.shown, "https://h/x?access_token=***");
-        assert!(!format!("{job:?}").contains("t0k3n"), "{job:?}");
-    }
-
-    #[test]
-    fn a_redirect_policy_other_than_the_three_is_refused_naming_the_key() {
-        let err = HttpJob::from_props(&props(&[
-            (URI_PROP, "https://h/x"),
-            (METHOD_PROP, "GET"),
-            (REDIRECT_PROP, "anywhere"),
-        ]))
-        .unwrap_err();
-        assert!(err.to_string().contains(REDIRECT_PROP), "{err}");
-    }
-}
+mod tests;

@@ -3,10 +3,20 @@
 //!
 //! Everything is validated when the config is built, so a typo in a connect string fails at start-up
 //! with the offending host named, not later as an opaque connection error.
+//!
+//! Here the config and its errors; in `tls.rs` the TLS files and their reading; in `address.rs`
+//! the checks of the connect string and the namespace.
+
+mod address;
+mod tls;
+
+pub use tls::ZkTlsFiles;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
+
+use address::{parse_connect_string, validate_namespace, TLS_SCHEME};
 
 /// Why a [`ZkConfig`] was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -70,73 +80,6 @@ pub enum ZkConfigError {
         /// What is wrong with it.
         reason: String,
     },
-}
-
-/// The files that secure `tcp+tls://` connections: the CA that signs the servers' certificates and,
-/// for mutual TLS, this client's certificate and key. They are read again at every new session, so a
-/// renewed certificate is picked up at the next reconnect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZkTlsFiles {
-    /// PEM CA certificates (and CRLs) that sign the servers' certificates.
-    pub ca: PathBuf,
-    /// PEM client certificate chain and private key, for servers that ask for one (`ssl.clientAuth`).
-    pub identity: Option<(PathBuf, PathBuf)>,
-}
-
-impl ZkTlsFiles {
-    /// Reads the files into the client's TLS options, naming the file that fails.
-    pub(super) fn load(&self) -> Result<zookeeper_client::TlsOptions, ZkConfigError> {
-        let ca = read_pem("CA certificates", &self.ca)?;
-        let mut options = zookeeper_client::TlsOptions::new()
-            .with_pem_ca(&ca)
-            .map_err(|e| tls_file("CA certificates", &self.ca, e.to_string()))?;
-        if let Some((cert_path, key_path)) = &self.identity {
-            let cert = read_pem("client certificate", cert_path)?;
-            let key = read_pem("client key", key_path)?;
-            if !key.contains("PRIVATE KEY") {
-                return Err(tls_file(
-                    "client key",
-                    key_path,
-                    "holds no PEM private key".into(),
-                ));
-            }
-            options = options
-                .with_pem_identity(&cert, &key)
-                .map_err(|e| tls_file("client certificate", cert_path, e.to_string()))?;
-        }
-        Ok(options)
-    }
-}
-
-/// Bound of a PEM file read: a certificate chain is a few KiB.
-const MAX_PEM_BYTES: u64 = 1024 * 1024;
-
-fn read_pem(what: &'static str, path: &Path) -> Result<String, ZkConfigError> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| tls_file(what, path, e.to_string()))?;
-    let mut text = String::new();
-    file.take(MAX_PEM_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| tls_file(what, path, e.to_string()))?;
-    if text.len() as u64 > MAX_PEM_BYTES {
-        return Err(tls_file(
-            what,
-            path,
-            format!("larger than {MAX_PEM_BYTES} bytes"),
-        ));
-    }
-    if !text.contains("-----BEGIN ") {
-        return Err(tls_file(what, path, "holds no PEM block".into()));
-    }
-    Ok(text)
-}
-
-fn tls_file(what: &'static str, path: &Path, reason: String) -> ZkConfigError {
-    ZkConfigError::TlsFile {
-        what,
-        path: path.to_owned(),
-        reason,
-    }
 }
 
 /// How to reach ZooKeeper and how to behave there.
@@ -357,168 +300,5 @@ impl ZkConfig {
     }
 }
 
-/// The scheme of a TLS host, as the client reads it.
-const TLS_SCHEME: &str = "tcp+tls://";
-const PLAIN_SCHEME: &str = "tcp://";
-
-fn parse_connect_string(connect: &str) -> Result<Vec<String>, ZkConfigError> {
-    let mut hosts = Vec::new();
-    for entry in connect.split(',').map(str::trim) {
-        if entry.is_empty() {
-            if connect.trim().is_empty() {
-                return Err(ZkConfigError::EmptyConnectString);
-            }
-            return Err(bad_host(
-                entry,
-                "empty entry (a doubled or trailing comma?)",
-            ));
-        }
-        let (scheme, address) = if let Some(rest) = entry.strip_prefix(TLS_SCHEME) {
-            (TLS_SCHEME, rest)
-        } else if let Some(rest) = entry.strip_prefix(PLAIN_SCHEME) {
-            ("", rest)
-        } else if entry.contains("://") {
-            return Err(ZkConfigError::UnknownScheme {
-                host: entry.to_owned(),
-            });
-        } else {
-            ("", entry)
-        };
-        if address.contains('/') {
-            return Err(ZkConfigError::ChrootInConnectString {
-                connect: connect.to_owned(),
-            });
-        }
-        hosts.push(format!("{scheme}{}", parse_host(address)?));
-    }
-    Ok(hosts)
-}
-
-fn parse_host(entry: &str) -> Result<String, ZkConfigError> {
-    // `[v6]:port`, `host:port` or a bare host that gets ZooKeeper's default port.
-    let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
-        let (v6, after) = rest
-            .split_once(']')
-            .ok_or_else(|| bad_host(entry, "unclosed '['"))?;
-        (v6, after.strip_prefix(':'))
-    } else {
-        match entry.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (entry, None),
-        }
-    };
-    if host.is_empty() {
-        return Err(bad_host(entry, "empty host name"));
-    }
-    if host.chars().any(char::is_whitespace) {
-        return Err(bad_host(entry, "whitespace in host name"));
-    }
-    let port = match port {
-        None => 2181,
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p != 0)
-            .ok_or_else(|| bad_host(entry, "port is not a number in 1..=65535"))?,
-    };
-    Ok(if entry.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    })
-}
-
-fn bad_host(entry: &str, reason: &str) -> ZkConfigError {
-    ZkConfigError::BadHost {
-        host: entry.to_owned(),
-        reason: reason.to_owned(),
-    }
-}
-
-fn validate_namespace(namespace: &str) -> Result<String, ZkConfigError> {
-    let bad = |reason: &str| ZkConfigError::BadNamespace {
-        namespace: namespace.to_owned(),
-        reason: reason.to_owned(),
-    };
-    if namespace.is_empty() {
-        return Err(bad("empty; every deployment needs its own namespace"));
-    }
-    if namespace.starts_with('/') || namespace.ends_with('/') {
-        return Err(bad("must not start or end with '/'"));
-    }
-    for seg in namespace.split('/') {
-        if seg.is_empty() || seg == "." || seg == ".." {
-            return Err(bad("empty or relative path segment"));
-        }
-        if seg == "zookeeper" {
-            return Err(bad("'zookeeper' is reserved by the server"));
-        }
-        if seg.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(bad("control or whitespace character"));
-        }
-    }
-    Ok(namespace.to_owned())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn connect_strings_with_several_hosts_are_normalised() {
-        let c = ZkConfig::new("a:1, b ,[::1]:2182", "ns").unwrap();
-        assert_eq!(c.hosts(), ["a:1", "b:2181", "[::1]:2182"]);
-        assert_eq!(c.connect_string(), "a:1,b:2181,[::1]:2182");
-    }
-
-    #[test]
-    fn bad_connect_strings_name_the_offending_host() {
-        assert_eq!(
-            ZkConfig::new(" ", "ns").unwrap_err(),
-            ZkConfigError::EmptyConnectString
-        );
-        for (connect, host) in [
-            ("a:1,,b:2", ""),
-            ("a:x", "a:x"),
-            ("a:0", "a:0"),
-            (":1", ":1"),
-        ] {
-            match ZkConfig::new(connect, "ns").unwrap_err() {
-                ZkConfigError::BadHost { host: h, .. } => assert_eq!(h, host, "{connect}"),
-                other => panic!("{connect}: expected BadHost, got {other:?}"),
-            }
-        }
-        assert!(matches!(
-            ZkConfig::new("a:1/x", "ns").unwrap_err(),
-            ZkConfigError::ChrootInConnectString { .. }
-        ));
-    }
-
-    #[test]
-    fn namespaces_must_be_relative_paths() {
-        for bad in ["", "/ns", "ns/", "a//b", "a/../b", "zookeeper", "a b"] {
-            assert!(
-                matches!(
-                    ZkConfig::new("h:1", bad),
-                    Err(ZkConfigError::BadNamespace { .. })
-                ),
-                "{bad:?} should be refused"
-            );
-        }
-        assert_eq!(ZkConfig::new("h:1", "a/b").unwrap().namespace(), "a/b");
-    }
-
-    #[test]
-    fn digest_credentials_need_a_user_and_stay_out_of_debug_output() {
-        assert_eq!(
-            ZkConfig::new("h:1", "ns").unwrap().with_digest(":pw"),
-            Err(ZkConfigError::BadDigest)
-        );
-        let c = ZkConfig::new("h:1", "ns")
-            .unwrap()
-            .with_digest("ops:s3cret")
-            .unwrap();
-        assert_eq!(c.digest_user(), Some("ops"));
-        assert!(!format!("{c:?}").contains("s3cret"));
-    }
-}
+mod tests;
