@@ -2,7 +2,7 @@
 //! turns each message into an [`Input`], and carries out the [`Command`]s the machine returns:
 //! writes (their outcome fed back as `Written`), run tasks and their tokens, messages to the peers
 //! it was handed; a job's distribute-once rounds go to its [`OnceSlot`] (actors/once.rs), runs
-//! to its [`RunKit`] (actors/run.rs). It decides nothing itself and no registry answer picks a
+//! to its [`RunKit`] (actors/run/kit.rs). It decides nothing itself and no registry answer picks a
 //! branch here: the machine reads the mirror through [`crate::view::MirrorFacts`].
 //!
 //! Here the actor's protocol, state and handlers: each message turned into an input, and the
