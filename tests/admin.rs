@@ -126,8 +126,9 @@ async fn ask(stream: &mut TcpStream, request: &str, head_only: bool) -> Answer {
 }
 
 /// Reads one answer from `stream`: the head, then `Content-Length` bytes of body (none after a
-/// `HEAD`), or everything up to the close when no length is given. The connection stays usable
-/// for a next request when the server keeps it alive.
+/// `HEAD`), a chunked body (a streamed scrape) to its last chunk, or everything up to the close
+/// when neither is given. The connection stays usable for a next request when the server keeps
+/// it alive.
 async fn read_answer(stream: &mut TcpStream, head_only: bool) -> Answer {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -154,8 +155,10 @@ async fn read_answer(stream: &mut TcpStream, head_only: bool) -> Answer {
     let length = answer
         .header("content-length")
         .map(|l| l.parse::<usize>().unwrap());
+    let chunked = answer.header("transfer-encoding") == Some("chunked");
     match (head_only, length) {
         (true, _) => body.clear(),
+        (false, None) if chunked => body = read_chunks(stream, body).await,
         (false, Some(length)) => {
             while body.len() < length {
                 let n = stream.read(&mut chunk).await.expect("body read");
@@ -172,6 +175,40 @@ async fn read_answer(stream: &mut TcpStream, head_only: bool) -> Answer {
     }
     answer.body = String::from_utf8(body).expect("a UTF-8 body");
     answer
+}
+
+/// The body of a chunked answer whose first bytes are `read`, reading on from `stream` up to the
+/// last (empty) chunk and its blank line, and no further.
+async fn read_chunks(stream: &mut TcpStream, mut read: Vec<u8>) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let mut at = 0;
+    loop {
+        // Enough bytes for the size line, then for the chunk and its CRLF.
+        let line_end = loop {
+            if let Some(i) = read[at..].windows(2).position(|w| w == b"\r\n") {
+                break at + i;
+            }
+            let n = stream.read(&mut chunk).await.expect("chunk read");
+            assert!(n > 0, "connection closed mid-chunk");
+            read.extend_from_slice(&chunk[..n]);
+        };
+        let size = std::str::from_utf8(&read[at..line_end])
+            .ok()
+            .and_then(|l| usize::from_str_radix(l.split(';').next()?.trim(), 16).ok())
+            .expect("a chunk size line");
+        let end = line_end + 2 + size + 2;
+        while read.len() < end {
+            let n = stream.read(&mut chunk).await.expect("chunk read");
+            assert!(n > 0, "connection closed mid-chunk");
+            read.extend_from_slice(&chunk[..n]);
+        }
+        if size == 0 {
+            return body;
+        }
+        body.extend_from_slice(&read[line_end + 2..line_end + 2 + size]);
+        at = end;
+    }
 }
 
 /// Sends `raw` to `addr` on a new connection and returns the status code and the body.

@@ -165,12 +165,25 @@ pub(crate) async fn start_node(
     id: InstanceId,
     jobs: Vec<(JobConfig, SharedHandler)>,
 ) -> NodeHandle {
+    start_node_serving(connector, id, jobs, None).await
+}
+
+/// [`start_node`], serving `/metrics` on `metrics` when given.
+pub(crate) async fn start_node_serving(
+    connector: Arc<dyn Connector>,
+    id: InstanceId,
+    jobs: Vec<(JobConfig, SharedHandler)>,
+    metrics: Option<std::net::SocketAddr>,
+) -> NodeHandle {
     let mut builder = NodeBuilder::new(connector)
         .instance_id(id)
         .options(NodeOptions {
             shutdown_timeout: Duration::from_secs(5),
             ..NodeOptions::default()
         });
+    if let Some(addr) = metrics {
+        builder = builder.metrics(addr);
+    }
     for (config, handler) in jobs {
         builder = builder.job(config, "bench", handler);
     }

@@ -1,11 +1,11 @@
-//! `cargo bench --bench cluster [-- --quick] [-- --only 1,3]`: shardcron's cluster figures against
+//! `cargo bench --bench cluster [-- --quick] [-- --only 1,3] [-- --scrape]`: shardcron's cluster figures against
 //! their targets, in one table.
 //!
 //! | module | scenario |
 //! | --- | --- |
 //! | `delay` | 1 trigger delay and 2 registry traffic: two instances, one job of 4 items every second |
 //! | `failover` | 3 kill -9 of an instance (a child process) and graceful leave |
-//! | `many` | 4 many jobs on one node (child process): registration, memory, idle CPU, threads, watches |
+//! | `many` | 4 many jobs on one node (child process): registration, memory, idle CPU, threads, watches; with `--scrape`, once more serving `/metrics`: the memory of one scrape |
 //! | `throughput` | 5 one node: 1,000 jobs a second on ZooKeeper; item executions a second embedded |
 //! | `versus` | 6 beside tokio-cron-scheduler, each in a child process |
 //! | `balance` | 7 balance across jobs: one-item jobs with NAMESPACE_BALANCE on 4 instances |
@@ -130,7 +130,8 @@ fn main() {
     if only.iter().any(|n| (1..=7).contains(n)) {
         eprintln!("starting ZooKeeper");
         let zk = server::ZkServer::start();
-        run_standalone(&rt, zk.addr(), &only, sizes, &mut table);
+        let scrape = args.iter().any(|a| a == "--scrape");
+        run_standalone(&rt, zk.addr(), &only, sizes, scrape, &mut table);
     }
     if only.contains(&8) {
         eprintln!("--- 8: cluster scale");
@@ -159,6 +160,7 @@ fn run_standalone(
     addr: std::net::SocketAddr,
     only: &BTreeSet<u32>,
     sizes: Sizes,
+    scrape: bool,
     table: &mut report::Table,
 ) {
     if only.contains(&1) || only.contains(&2) {
@@ -172,6 +174,10 @@ fn run_standalone(
     if only.contains(&4) {
         eprintln!("--- 4: many jobs on one node");
         many::run(addr, sizes.many_jobs, sizes.many_period_s, table);
+        if scrape {
+            eprintln!("--- 4 again, serving /metrics: one scrape");
+            many::run_scrape(addr, sizes.many_jobs, sizes.many_period_s, table);
+        }
     }
     if only.contains(&5) {
         eprintln!("--- 5: throughput");
@@ -211,6 +217,8 @@ fn run_child(args: &[String]) {
             num("period") as i64,
             // Optional: fires before the memory figure (1 in the table).
             kv.get("fires").and_then(|v| v.parse().ok()).unwrap_or(1),
+            // Optional: serve /metrics and measure one scrape.
+            kv.get("scrape") == Some(&"1"),
         )),
         "scale" => rt.block_on(scale_node::child(
             kv["zk"],

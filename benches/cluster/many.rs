@@ -16,8 +16,10 @@ use crate::report::{dur, Stats, Table};
 /// The child: registers `jobs` jobs, waits until they are sharded, waits for one fire of all of
 /// them, then measures a quiet window and prints one `result` line. With `fires` over 1, the
 /// resident memory is taken after that many fires (steady operation: ractor's mailboxes, for one,
-/// take a second block after 32 messages).
-pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
+/// take a second block after 32 messages). With `scrape`, the node serves `/metrics` (the
+/// recorder records every job's series), and [`scrape`] measures one scrape in the middle of the
+/// period after the fire.
+pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32, scrape: bool) {
     let addr: SocketAddr = zk.parse().expect("many: zk=ADDR");
     let log = Arc::new(DelayLog::default());
     let c = Backend::Zk(addr).connector(&fleet::namespace("many"), Duration::from_secs(10));
@@ -32,7 +34,9 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
         })
         .collect();
     let started = Instant::now();
-    let node = fleet::start_node(c.connector.clone(), fleet::instance(1), configs).await;
+    let metrics = scrape.then(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let node =
+        fleet::start_node_serving(c.connector.clone(), fleet::instance(1), configs, metrics).await;
     let registered = fleet::wait_registered(&node, &names, Duration::from_secs(120)).await;
     let register = started.elapsed();
     let calls_registered = c.counts();
@@ -71,6 +75,14 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
         let next = probe::next_instant(period, 0);
         probe::sleep_until_wall(next, Duration::from_millis(period as u64 * 500)).await;
     }
+    let scraped = match node.metrics_addr() {
+        Some(metrics) => {
+            let next = probe::next_instant(period, 0);
+            probe::sleep_until_wall(next, Duration::from_millis(period as u64 * 500)).await;
+            Some(self::scrape(metrics).await)
+        }
+        None => None,
+    };
     let wchs = probe::four_letter(addr, "wchs").unwrap_or_default();
     let total_watches = wchs
         .lines()
@@ -101,10 +113,82 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32) {
     r.put("reads_registered", calls_registered.reads);
     r.put("writes_ready", calls_ready.writes);
     r.put("reads_ready", calls_ready.reads);
+    if let Some(s) = scraped {
+        r.put("scrape_bytes", s.bytes);
+        r.put("scrape_us", s.took.as_micros() as u64);
+        r.put("scrape_rss_before_kib", s.rss_before_kib);
+        r.put("scrape_peak_kib", s.peak_kib);
+    }
     r.print();
     // Exit without a graceful shutdown of thousands of jobs: the figures are taken, and the
     // session's ephemerals go with the process.
     std::process::exit(0);
+}
+
+/// One scrape of `/metrics` as the child measured it.
+struct Scraped {
+    bytes: u64,
+    took: Duration,
+    rss_before_kib: u64,
+    /// The peak resident set during the scrape (`VmHWM`, reset just before it).
+    peak_kib: u64,
+}
+
+/// Scrapes `/metrics` at `addr` once, reading the body chunk by chunk and keeping only its length
+/// (so that the client's copy does not count in the process's peak).
+async fn scrape(addr: SocketAddr) -> Scraped {
+    let rss_before_kib = probe::status_field("VmRSS");
+    // "5" resets the peak resident set (VmHWM) to the current one (Linux 4.0 and later).
+    std::fs::write("/proc/self/clear_refs", "5").expect("resetting VmHWM");
+    let started = Instant::now();
+    let mut answer = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("the scrape answers");
+    assert!(answer.status().is_success(), "scrape: {}", answer.status());
+    let mut bytes = 0u64;
+    while let Some(chunk) = answer.chunk().await.expect("the scrape's body") {
+        bytes += chunk.len() as u64;
+    }
+    Scraped {
+        bytes,
+        took: started.elapsed(),
+        rss_before_kib,
+        peak_kib: probe::status_field("VmHWM"),
+    }
+}
+
+/// Runs the child with `scrape=1`: the resident memory before and at the peak of one `/metrics`
+/// scrape of `jobs` jobs.
+pub(crate) fn run_scrape(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
+    let r = child::run(&[
+        "many",
+        &format!("zk={zk}"),
+        &format!("jobs={jobs}"),
+        &format!("period={period}"),
+        "scrape=1",
+    ]);
+    let s = format!("4 many jobs, ZooKeeper, {jobs} x 1 item / {period} s, serving /metrics");
+    let mib = |k: &str| r.get(k) as f64 / 1024.0;
+    let (before, peak) = (mib("scrape_rss_before_kib"), mib("scrape_peak_kib"));
+    table.check(
+        &s,
+        "VmRSS before one scrape / its peak during it",
+        format!(
+            "{before:.1} / {peak:.1} MiB (+{:.0} %)",
+            100.0 * (peak / before - 1.0)
+        ),
+        "no transient doubling it",
+        peak < 2.0 * before,
+    );
+    table.info(
+        &s,
+        "  the scrape's body, and its time",
+        format!(
+            "{:.1} MiB, {}",
+            r.get("scrape_bytes") as f64 / 1_048_576.0,
+            dur(Duration::from_micros(r.get("scrape_us")))
+        ),
+    );
 }
 
 /// Runs scenario 4 with `jobs` jobs.

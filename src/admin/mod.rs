@@ -14,7 +14,8 @@
 //! every node's data, configuration included.
 //!
 //! Layout: `serve` runs an axum router on hyper within size and time bounds; `routes` holds the
-//! routers and handlers; `scrape` the recorder, each node's share of it and the gauges; [`ready`]
+//! routers and handlers; `scrape` the recorder, each node's share of it and the gauges; `stream`
+//! a response body rendered on a blocking thread and sent in chunks as it is written; [`ready`]
 //! the readiness decision; [`dump`] the pure mirror/registry comparison; this file the server's
 //! life. The admin layer sees the node only through [`NodeProbe`], so it does not import the
 //! actor layer.
@@ -24,6 +25,7 @@ pub mod ready;
 mod routes;
 mod scrape;
 pub(crate) mod serve;
+mod stream;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -41,7 +43,7 @@ use crate::registry::{Registry, RegistryError};
 use crate::types::{InstanceId, JobName};
 
 pub use self::scrape::{
-    node_series, prometheus_handle, render_node_gauges, RecorderError, SECONDS_BUCKETS,
+    prometheus_handle, render_node_gauges, NodeSeries, RecorderError, SECONDS_BUCKETS,
 };
 
 /// What the endpoints read from a node.

@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use super::dump::{diff, mirror_only, JobDump, NodeCopy};
-use super::scrape::{node_series, render_node_gauges, ProcessSeriesTurn};
+use super::scrape::{render_node_gauges, NodeSeries, ProcessSeriesTurn};
+use super::stream::streamed;
 use super::{ready, DumpError, NodeProbe};
 use crate::paths::JobNode;
 use crate::types::JobName;
@@ -65,25 +66,37 @@ fn text(status: StatusCode, body: String) -> Response {
     (status, body).into_response()
 }
 
-async fn scrape(State(state): State<Arc<MetricsState>>) -> Response {
-    let probe = &state.probe;
-    let session = tokio::time::timeout(READY_TIMEOUT, probe.ready_session())
+/// A scrape: the recorder's rendering through this node's filter, then the gauges, rendered on a
+/// blocking thread and streamed in chunks as they are written, so that at ten thousand jobs no
+/// copy of the answer is held (the exporter's own snapshot of its series is). A `HEAD` renders
+/// nothing: a streamed body left unread would cost the connection.
+async fn scrape(method: Method, State(state): State<Arc<MetricsState>>) -> Response {
+    let head = [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)];
+    if method == Method::HEAD {
+        return head.into_response();
+    }
+    let session = tokio::time::timeout(READY_TIMEOUT, state.probe.ready_session())
         .await
         .unwrap_or(None);
-    state.handle.run_upkeep();
-    let mut body = node_series(
-        &state.handle.render(),
-        probe.instance_id(),
-        state.turn.serves_process_series(),
-    );
-    render_node_gauges(
-        &mut body,
-        probe.mirror(),
-        probe.instance_id(),
-        &probe.jobs(),
-        session,
-    );
-    ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], body).into_response()
+    let body = streamed("metrics", move |out| {
+        let probe = &state.probe;
+        state.handle.run_upkeep();
+        let mut series = NodeSeries::new(
+            &mut *out,
+            probe.instance_id(),
+            state.turn.serves_process_series(),
+        );
+        state.handle.render_to_write(&mut series)?;
+        series.finish()?;
+        render_node_gauges(
+            out,
+            probe.mirror(),
+            probe.instance_id(),
+            &probe.jobs(),
+            session,
+        )
+    });
+    (head, body).into_response()
 }
 
 async fn readyz(State(probe): State<Arc<dyn NodeProbe>>) -> Response {

@@ -4,11 +4,12 @@
 //!
 //! `metrics` allows one global recorder per process, so the first node that asks for metrics
 //! installs it and later nodes reuse its handle. A node's endpoint serves the series labelled with
-//! its `instance_id` ([`node_series`]); the process series (no `instance_id`) are served by the
+//! its `instance_id` ([`NodeSeries`]); the process series (no `instance_id`) are served by the
 //! oldest metrics endpoint still running ([`ProcessSeriesTurn`]), so scraping every node of a
 //! process counts nothing twice.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -109,43 +110,100 @@ impl Drop for ProcessSeriesTurn {
     }
 }
 
-/// The part of the recorder's rendering `me`'s endpoint serves: the series labelled with its
+/// The part of the recorder's rendering `me`'s endpoint serves, as a filter the rendering is
+/// written through line by line ([`PrometheusHandle::render_to_write`]), so that neither the whole
+/// rendering nor a filtered copy of it is ever held: the series labelled with `me`'s
 /// `instance_id`, and, when `process` is set, the series that have no `instance_id`. A family's
 /// `# HELP`/`# TYPE` lines are kept only when one of its samples is.
-pub fn node_series(rendered: &str, me: &InstanceId, process: bool) -> String {
-    let mut out = String::with_capacity(rendered.len());
-    let mut header: Vec<&str> = Vec::new();
-    let mut family_shown = false;
-    for line in rendered.lines() {
-        if line.is_empty() {
-            if family_shown {
-                out.push('\n');
-            }
-            header.clear();
-            family_shown = false;
-        } else if line.starts_with('#') {
-            if line.starts_with("# HELP ") {
-                header.clear();
-                family_shown = false;
-            }
-            header.push(line);
-        } else {
-            let keep = match label_value(line, crate::metrics::INSTANCE_LABEL) {
-                Some(id) => id == me.as_str(),
-                None => process,
-            };
-            if keep {
-                for h in header.drain(..) {
-                    out.push_str(h);
-                    out.push('\n');
-                }
-                out.push_str(line);
-                out.push('\n');
-                family_shown = true;
-            }
+#[derive(Debug)]
+pub struct NodeSeries<'a, W: Write> {
+    out: W,
+    me: &'a InstanceId,
+    process: bool,
+    /// The rendering's unfinished last line.
+    partial: Vec<u8>,
+    /// The family's header lines, until one of its samples is kept.
+    header: Vec<u8>,
+    family_shown: bool,
+}
+
+impl<'a, W: Write> NodeSeries<'a, W> {
+    /// A filter writing what `me`'s endpoint serves to `out`.
+    pub fn new(out: W, me: &'a InstanceId, process: bool) -> Self {
+        Self {
+            out,
+            me,
+            process,
+            partial: Vec::new(),
+            header: Vec::new(),
+            family_shown: false,
         }
     }
-    out
+
+    /// Filters a last line without its newline, and hands back the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&line)?;
+        }
+        Ok(self.out)
+    }
+
+    fn line(&mut self, line: &[u8]) -> io::Result<()> {
+        if line.is_empty() {
+            if self.family_shown {
+                self.out.write_all(b"\n")?;
+            }
+            self.header.clear();
+            self.family_shown = false;
+        } else if line.starts_with(b"#") {
+            if line.starts_with(b"# HELP ") {
+                self.header.clear();
+                self.family_shown = false;
+            }
+            self.header.extend_from_slice(line);
+            self.header.push(b'\n');
+        } else {
+            let text = std::str::from_utf8(line)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            let keep = match label_value(text, crate::metrics::INSTANCE_LABEL) {
+                Some(id) => id == self.me.as_str(),
+                None => self.process,
+            };
+            if keep {
+                self.out.write_all(&self.header)?;
+                self.header.clear();
+                self.out.write_all(line)?;
+                self.out.write_all(b"\n")?;
+                self.family_shown = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for NodeSeries<'_, W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let mut rest = data;
+        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+            if self.partial.is_empty() {
+                self.line(&rest[..end])?;
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&rest[..end]);
+                self.line(&line)?;
+                line.clear();
+                self.partial = line;
+            }
+            rest = &rest[end + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// The (unescaped) value of label `name` in a text-format sample line, if it has that label.
@@ -176,87 +234,109 @@ fn label_value(sample: &str, name: &str) -> Option<String> {
     }
 }
 
-/// Appends this node's gauges, in the Prometheus text format, computed from its mirror now:
+/// Writes this node's gauges, in the Prometheus text format, computed from its mirror now:
 /// `shardcron_items_owned{job_name,instance_id}`, `shardcron_leader{job_name,instance_id}`,
 /// `shardcron_job_registered{job_name,instance_id}`, `shardcron_session_connected{instance_id}`
 /// and `shardcron_mirror_nodes{instance_id}`. `session` is the id of the connected session whose
-/// mirror is synced, if any (as for `/readyz`).
+/// mirror is synced, if any (as for `/readyz`). Each job's view of the mirror is read once and
+/// only its three values kept (eight bytes a job), so a scrape of many jobs holds no view of
+/// every job at once.
 pub fn render_node_gauges(
-    out: &mut String,
+    out: &mut impl Write,
     mirror: &Mirror,
     me: &InstanceId,
     jobs: &[JobName],
     session: Option<i64>,
-) {
-    let instance = escape(me.as_str());
-    let views: Vec<(&JobName, String, JobView)> = jobs
+) -> io::Result<()> {
+    let instance = Escaped(me.as_str());
+    let values: Vec<JobGauges> = jobs
         .iter()
-        .map(|j| (j, escape(j.as_str()), JobView::read(mirror, j)))
-        .collect();
-    let per_job =
-        |out: &mut String, name: &str, help: &str, value: &dyn Fn(&JobName, &JobView) -> usize| {
-            family(out, name, help);
-            for (job, label, view) in &views {
-                let _ = writeln!(
-                    out,
-                    "{name}{{job_name=\"{label}\",instance_id=\"{instance}\"}} {}",
-                    value(job, view)
-                );
+        .map(|job| {
+            let view = JobView::read(mirror, job);
+            let ready = ready::read(mirror, me, session, std::slice::from_ref(job));
+            JobGauges {
+                owned: u32::try_from(view.items_owned_by(me).len()).unwrap_or(u32::MAX),
+                leader: view.leader.as_ref() == Some(me),
+                registered: ready.is_ready(),
             }
-        };
+        })
+        .collect();
+    let mut per_job = |name: &str, help: &str, value: fn(&JobGauges) -> u32| -> io::Result<()> {
+        family(out, name, help)?;
+        for (job, gauges) in jobs.iter().zip(&values) {
+            writeln!(
+                out,
+                "{name}{{job_name=\"{}\",instance_id=\"{instance}\"}} {}",
+                Escaped(job.as_str()),
+                value(gauges)
+            )?;
+        }
+        Ok(())
+    };
     per_job(
-        out,
         "shardcron_items_owned",
         "Sharding items this instance owns, per job, as its mirror holds them.",
-        &|_, view| view.items_owned_by(me).len(),
-    );
+        |g| g.owned,
+    )?;
     per_job(
-        out,
         "shardcron_leader",
         "1 while this instance is the job's elected leader, else 0.",
-        &|_, view| usize::from(view.leader.as_ref() == Some(me)),
-    );
+        |g| u32::from(g.leader),
+    )?;
     per_job(
-        out,
         "shardcron_job_registered",
         "1 while the job's instances/{id} node of this instance belongs to its current session \
          (what /readyz requires), else 0.",
-        &|job, _| {
-            usize::from(ready::read(mirror, me, session, std::slice::from_ref(job)).is_ready())
-        },
-    );
+        |g| u32::from(g.registered),
+    )?;
     family(
         out,
         "shardcron_session_connected",
         "1 while the registry session is connected and the mirror in sync with it, else 0.",
-    );
+    )?;
     let connected = u8::from(session.is_some() && mirror.is_synced());
-    let _ = writeln!(
+    writeln!(
         out,
         "shardcron_session_connected{{instance_id=\"{instance}\"}} {connected}"
-    );
+    )?;
     family(
         out,
         "shardcron_mirror_nodes",
         "Registry nodes held in this instance's mirror of the namespace.",
-    );
-    let _ = writeln!(
+    )?;
+    writeln!(
         out,
         "shardcron_mirror_nodes{{instance_id=\"{instance}\"}} {}",
         mirror.len()
-    );
+    )
 }
 
-fn family(out: &mut String, name: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+/// One job's gauges, as [`render_node_gauges`] keeps them between its families.
+struct JobGauges {
+    owned: u32,
+    leader: bool,
+    registered: bool,
 }
 
-/// Escapes a label value for the text format (backslash, double quote, newline).
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+fn family(out: &mut impl Write, name: &str, help: &str) -> io::Result<()> {
+    writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge")
+}
+
+/// A label value escaped for the text format as it is written (backslash, double quote, newline).
+struct Escaped<'a>(&'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                '"' => f.write_str("\\\"")?,
+                '\n' => f.write_str("\\n")?,
+                c => f.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -265,21 +345,32 @@ mod tests {
 
     #[test]
     fn label_values_are_escaped_for_the_text_format() {
-        assert_eq!(escape(r#"a"b\c"#), r#"a\"b\\c"#);
-        assert_eq!(escape("x\ny"), "x\\ny");
+        assert_eq!(Escaped(r#"a"b\c"#).to_string(), r#"a\"b\\c"#);
+        assert_eq!(Escaped("x\ny").to_string(), "x\\ny");
+    }
+
+    /// What `me`'s endpoint serves of `rendered`, written to the filter in `piece`-byte writes.
+    fn node_series(rendered: &str, me: &InstanceId, process: bool, piece: usize) -> String {
+        let mut filter = NodeSeries::new(Vec::new(), me, process);
+        for chunk in rendered.as_bytes().chunks(piece) {
+            filter.write_all(chunk).unwrap();
+        }
+        String::from_utf8(filter.finish().unwrap()).unwrap()
     }
 
     #[test]
     fn an_empty_mirror_renders_zero_gauges_for_each_job() {
         let me = InstanceId::parse("10.0.0.1@-@1").unwrap();
-        let mut out = String::new();
+        let mut out = Vec::new();
         render_node_gauges(
             &mut out,
             &Mirror::new(),
             &me,
             &[JobName::new("orders").unwrap()],
             None,
-        );
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
         for line in [
             "# TYPE shardcron_items_owned gauge",
             "shardcron_items_owned{job_name=\"orders\",instance_id=\"10.0.0.1@-@1\"} 0",
@@ -309,7 +400,7 @@ shardcron_registry_operations_total{backend=\"embedded\",kind=\"get\",outcome=\"
     #[test]
     fn a_node_serves_its_own_series_and_the_oldest_endpoint_the_process_series() {
         let a = InstanceId::parse("a@-@1").unwrap();
-        let first = node_series(RENDERED, &a, true);
+        let first = node_series(RENDERED, &a, true, RENDERED.len());
         assert_eq!(
             first,
             "# HELP shardcron_executions_total Item executions.\n\
@@ -320,11 +411,26 @@ shardcron_registry_operations_total{backend=\"embedded\",kind=\"get\",outcome=\"
              shardcron_registry_operations_total{backend=\"embedded\",kind=\"get\",outcome=\"ok\"} 9\n"
         );
         let b = InstanceId::parse("b@-@2").unwrap();
-        let second = node_series(RENDERED, &b, false);
+        let second = node_series(RENDERED, &b, false, RENDERED.len());
         assert!(second.contains("item=\"1\"} 4\n"), "{second}");
         assert!(second.contains("shardcron_misfires_total{"), "{second}");
         assert!(!second.contains("registry_operations"), "{second}");
         assert!(!second.contains("a@-@1"), "{second}");
+    }
+
+    #[test]
+    fn a_rendering_written_in_pieces_is_filtered_as_when_written_whole() {
+        let a = InstanceId::parse("a@-@1").unwrap();
+        let whole = node_series(RENDERED, &a, true, RENDERED.len());
+        for piece in [1, 2, 7, 64] {
+            assert_eq!(
+                node_series(RENDERED, &a, true, piece),
+                whole,
+                "{piece}-byte writes"
+            );
+        }
+        let unterminated = RENDERED.trim_end();
+        assert_eq!(node_series(unterminated, &a, true, 5), whole);
     }
 
     #[test]

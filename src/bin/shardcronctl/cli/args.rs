@@ -1,6 +1,6 @@
-//! The flags of each command (beside the small ones the command tree declares with it): what to
-//! write and where, which history rows to read, how the console listens. clap checks each value
-//! with the checks of `mod.rs` or those declared here.
+//! The flags of each command: which job, what to write and where, which history rows to read,
+//! how the console listens. clap checks each value with the checks of `mod.rs` or those declared
+//! here.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,6 +14,52 @@ use shardcron::{InstanceId, JobName, ShardItem};
 use super::{
     config_version, instant, item, item_list, server_ip, since, workflow_run, DEFAULT_LISTEN,
 };
+
+/// A job name.
+#[derive(Debug, Args)]
+pub(crate) struct JobArg {
+    /// The job.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+}
+
+/// `workflow show [NAME]`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkflowShowArgs {
+    /// A job of the workflow to show (default: every workflow of the namespace).
+    #[arg(value_name = "NAME")]
+    pub(crate) job: Option<JobName>,
+}
+
+/// `workflow runs NAME [--limit N]`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkflowRunsArgs {
+    /// A job of the workflow.
+    #[arg(value_name = "NAME")]
+    pub(crate) job: JobName,
+    /// How many runs, newest first (1 to 1000).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub(crate) limit: u16,
+}
+
+/// `cron next EXPR [--zone Z] [--from RFC3339] [--count N]`; the values are checked by the
+/// library, which names the flag it refuses.
+#[derive(Debug, Args)]
+pub(crate) struct CronNextArgs {
+    /// The Quartz expression (quote it: "0 0 12 * * ?").
+    #[arg(value_name = "EXPR")]
+    pub(crate) expr: String,
+    /// The zone: an IANA name or GMT+hh:mm (default: the local zone, as a job without timeZone).
+    #[arg(long, value_name = "Z")]
+    pub(crate) zone: Option<String>,
+    /// Start after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub(crate) from: Option<String>,
+    /// How many fire times.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) count: Option<String>,
+}
 
 /// `config set NAME FILE [--version V]`.
 #[derive(Debug, Args)]

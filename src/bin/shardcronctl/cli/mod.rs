@@ -11,13 +11,14 @@
 mod args;
 
 use chrono::{DateTime, Utc};
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use shardcron::registry::zookeeper::{ZkAccessArgs, ZkConfig};
-use shardcron::{JobName, ShardItem};
+use shardcron::ShardItem;
 
 pub(crate) use args::{
-    AuditArgs, BackfillArgs, CompletionsArgs, ConfigSetArgs, ConsoleArgs, CreateArgs, HistoryArgs,
-    LogsArgs, RemoveArgs, ShutdownArgs, StatsArgs, SwitchArgs, TriggerArgs,
+    AuditArgs, BackfillArgs, CompletionsArgs, ConfigSetArgs, ConsoleArgs, CreateArgs, CronNextArgs,
+    HistoryArgs, JobArg, LogsArgs, RemoveArgs, ShutdownArgs, StatsArgs, SwitchArgs, TriggerArgs,
+    WorkflowRunsArgs, WorkflowShowArgs,
 };
 
 /// The namespace when `--namespace` is not given (the example node's default).
@@ -142,14 +143,6 @@ pub(crate) enum Command {
     Completions(CompletionsArgs),
 }
 
-/// A job name.
-#[derive(Debug, Args)]
-pub(crate) struct JobArg {
-    /// The job.
-    #[arg(value_name = "NAME")]
-    pub(crate) job: JobName,
-}
-
 /// `config get` / `config set`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ConfigCommand {
@@ -169,50 +162,12 @@ pub(crate) enum WorkflowCommand {
     Runs(WorkflowRunsArgs),
 }
 
-/// `workflow show [NAME]`.
-#[derive(Debug, Args)]
-pub(crate) struct WorkflowShowArgs {
-    /// A job of the workflow to show (default: every workflow of the namespace).
-    #[arg(value_name = "NAME")]
-    pub(crate) job: Option<JobName>,
-}
-
-/// `workflow runs NAME [--limit N]`.
-#[derive(Debug, Args)]
-pub(crate) struct WorkflowRunsArgs {
-    /// A job of the workflow.
-    #[arg(value_name = "NAME")]
-    pub(crate) job: JobName,
-    /// How many runs, newest first (1 to 1000).
-    #[arg(long, value_name = "N", default_value_t = 20,
-          value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub(crate) limit: u16,
-}
-
 /// `cron next`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum CronCommand {
     /// The next fire times of EXPR (UTC instant and local time with offset per line), or the
     /// field it refuses (exit 2).
     Next(CronNextArgs),
-}
-
-/// `cron next EXPR [--zone Z] [--from RFC3339] [--count N]`; the values are checked by the
-/// library, which names the flag it refuses.
-#[derive(Debug, Args)]
-pub(crate) struct CronNextArgs {
-    /// The Quartz expression (quote it: "0 0 12 * * ?").
-    #[arg(value_name = "EXPR")]
-    pub(crate) expr: String,
-    /// The zone: an IANA name or GMT+hh:mm (default: the local zone, as a job without timeZone).
-    #[arg(long, value_name = "Z")]
-    pub(crate) zone: Option<String>,
-    /// Start after this RFC 3339 instant (default: now).
-    #[arg(long, value_name = "RFC3339")]
-    pub(crate) from: Option<String>,
-    /// How many fire times.
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub(crate) count: Option<String>,
 }
 
 fn connect_string(value: &str) -> Result<String, String> {

@@ -2,25 +2,30 @@
 //! turns each message into an [`Input`], and carries out the [`Command`]s the machine returns:
 //! writes (their outcome fed back as `Written`), run tasks and their tokens, messages to the peers
 //! it was handed; a job's distribute-once rounds go to its [`OnceSlot`] (actors/once.rs), runs
-//! to its [`RunKit`] (actors/run.rs). It decides nothing itself and no registry answer picks a
+//! to its [`RunKit`] (actors/run/kit.rs). It decides nothing itself and no registry answer picks a
 //! branch here: the machine reads the mirror through [`crate::view::MirrorFacts`].
+//!
+//! Here the actor's protocol, state and handlers: each message turned into an input, and the
+//! registration, its first step; in `commands.rs` the machine stepped and each command carried out.
+//!
+//! [`Command`]: crate::decide::lifecycle::Command
+
+mod commands;
 
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::decide::lifecycle::{Command, Input, JobMachine, Outcome, Purpose};
-use crate::job::ExecutionSource;
+use crate::decide::lifecycle::{Input, JobMachine};
 use crate::paths::JobNode;
 
 use super::context::{JobEvent, SessionCtx};
 use super::decisions::DecisionsSeen;
 use super::error::EngineError;
-use super::interpret::{self, Interpret};
-use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
+use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, TriggerMsg};
 use super::once::OnceSlot;
-use super::register::{check_session, config_input, register};
-use super::run::{report, RunKit};
+use super::register::{config_input, register};
+use super::run::RunKit;
 use super::spec::JobSpec;
 
 /// The stop reason of an executor whose job was removed (API, operator shutdown of this instance,
@@ -58,128 +63,6 @@ pub(crate) struct ExecutorState {
 }
 
 impl ExecutorState {
-    /// Steps the machine and carries out its commands (the one loop: [`interpret::drive`]).
-    async fn drive(&mut self, myself: &ActorRef<ExecutorMsg>, input: Input) {
-        interpret::drive(
-            &mut Driving {
-                state: self,
-                myself,
-            },
-            input,
-        )
-        .await;
-    }
-
-    /// One command; a write returns the input its outcome makes.
-    async fn carry_out(
-        &mut self,
-        myself: &ActorRef<ExecutorMsg>,
-        command: Command,
-    ) -> Option<Input> {
-        let job = self.machine.job().clone();
-        let peers = &self.peers;
-        match command {
-            Command::Write { ops, mode, then } => {
-                if then == Purpose::WorkflowStart {
-                    self.decisions.deciding(&ops, self.ctx.node.clock.now());
-                }
-                let outcome = Outcome::of(&self.ctx.write(ops, mode).await);
-                return Some(Input::Written {
-                    purpose: then,
-                    outcome,
-                });
-            }
-            Command::SubmitEnd { run_id, ops } => {
-                let me = myself.clone();
-                self.ctx.writes.submit_then(ops, move |result| {
-                    let outcome = Outcome::of(&result);
-                    // The executor may be gone (job removed, node stopping): nobody to tell.
-                    let _ = me.send_message(ExecutorMsg::Step(Input::RunEnded { run_id, outcome }));
-                });
-            }
-            Command::Launch {
-                run_id,
-                source,
-                scheduled,
-                items,
-                attempt,
-                parameter,
-                workflow,
-            } => {
-                let go = (self.once)
-                    .launching(&self.ctx, myself, run_id, source, &items)
-                    .await;
-                let config = self.machine.config();
-                let decided_at = match (&workflow, source) {
-                    (Some(run), ExecutionSource::Workflow) => self.decisions.take(run),
-                    _ => None,
-                };
-                let run = super::run::Launch {
-                    run_id,
-                    source,
-                    scheduled,
-                    attempt,
-                    parameter,
-                    workflow,
-                    decided_at,
-                };
-                self.kit.launch(&self.ctx, config, myself, run, &items, go);
-            }
-            Command::Cancel(items) => {
-                // Thousands at once when a lowered count removes them: a set, not a scan each.
-                let items: std::collections::BTreeSet<_> = items.into_iter().collect();
-                self.kit.cancel(|i| items.contains(&i))
-            }
-            Command::CancelAll => self.kit.cancel(|_| true),
-            Command::Schedule => {
-                let config = self.machine.config().clone();
-                let _ =
-                    peers
-                        .trigger
-                        .send_message(TriggerMsg::Schedule(job, config, myself.clone()));
-            }
-            Command::Unschedule => drop(peers.trigger.send_message(TriggerMsg::Unschedule(job))),
-            Command::AskReshard => drop(
-                peers
-                    .sharding
-                    .send_message(ShardingMsg::ShardIfNecessary(job)),
-            ),
-            Command::CheckSession => check_session(&self.ctx, &job, myself),
-            Command::SetResharding(raised) => self.kit.resharding.set(raised),
-            Command::FailoverIdle => drop(peers.failover.send_message(FailoverMsg::RunEnded(job))),
-            Command::Evaluate => {
-                let _ = peers.leader.send_message(LeaderMsg::Evaluate(job.clone()));
-                let _ = peers.failover.send_message(FailoverMsg::ConfigChanged(job));
-            }
-            Command::ConfigApplied(config) => {
-                watch_what_it_needs(&self.ctx, &config);
-                self.kit.reconfigure(&self.ctx.node, &config);
-                self.once.reconfigure(&self.ctx, &config);
-                self.ctx.configs.insert(job, config);
-            }
-            Command::StartTimer {
-                run_id,
-                timer,
-                after,
-            } => drop(myself.send_after(after, move || {
-                ExecutorMsg::Step(Input::TimerFired { run_id, timer })
-            })),
-            Command::TimeOut { run_id, grace } => self.kit.time_out(run_id, grace),
-            Command::Abandon { run_id } => self.kit.abandon(run_id),
-            Command::FailureStands(items) => self.kit.failure_stands(&job, &items),
-            Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
-            Command::Stop => myself.stop(Some(JOB_REMOVED.into())),
-            c @ (Command::Misfired(_)
-            | Command::Skipped { .. }
-            | Command::Refuse(_)
-            | Command::Warn(_)
-            | Command::WorkflowRunEnded { .. }) => {
-                report(&self.kit, &self.ctx.node.events, self.ctx.me(), &job, c)
-            }
-        }
-        None
-    }
-
     /// One message, as [`ExecutorActor::handle`] gets it.
     async fn on_message(&mut self, myself: &ActorRef<ExecutorMsg>, msg: ExecutorMsg) {
         let input = match msg {
@@ -249,31 +132,6 @@ impl ExecutorState {
     }
 }
 
-/// A job's machine with the executor that carries out its commands.
-struct Driving<'a> {
-    state: &'a mut ExecutorState,
-    myself: &'a ActorRef<ExecutorMsg>,
-}
-
-impl Interpret for Driving<'_> {
-    type Input = Input;
-    type Command = Command;
-
-    fn step(&mut self, input: Input) -> Vec<Command> {
-        let state = &mut *self.state;
-        let job = state.machine.job().clone();
-        state.machine.step(input, &state.ctx.facts(&job))
-    }
-
-    fn carry_out(
-        &mut self,
-        command: Command,
-    ) -> impl std::future::Future<Output = Option<Input>> + Send {
-        // Boxed: see the handler.
-        Box::pin(self.state.carry_out(self.myself, command))
-    }
-}
-
 /// State of the ExecutorActor: its arguments until its first step registers the job, then the
 /// running job.
 #[derive(Debug)]
@@ -327,7 +185,7 @@ impl ExecutorState {
         let job = config.job_name().clone();
         let kit = RunKit::new(&ctx.node, spec, &config)?;
         let once = OnceSlot::for_config(&ctx, &config);
-        watch_what_it_needs(&ctx, &config);
+        commands::watch_what_it_needs(&ctx, &config);
         ctx.configs.insert(job.clone(), config.clone());
         let schedule = TriggerMsg::Schedule(job.clone(), config.clone(), myself.clone());
         peers.trigger.send_message(schedule)?;
@@ -437,12 +295,4 @@ impl Actor for ExecutorActor {
         state.kit.cancel(|_| true);
         Ok(())
     }
-}
-
-/// Widens what the mirror watches to what the job's config (as registered, or as changed in the
-/// registry) needs: its upstreams' subtrees, or the namespace to balance over. Roots watched
-/// already cost nothing more.
-fn watch_what_it_needs(ctx: &SessionCtx, config: &crate::config::ValidatedConfig) {
-    let roots = crate::decide::scope::roots_of(config.job_name(), config.config());
-    ctx.roots.add(roots, || {});
 }

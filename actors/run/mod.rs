@@ -1,0 +1,146 @@
+//! One run of a job's items, outside the executor's mailbox: every item in its own task (a panic
+//! fails that item only), listeners before and after, the error handler for each failure, metrics,
+//! and `ExecutorMsg::RunFinished` back to the executor at the end.
+//!
+//! Here what a run is given (the machine's [`Launch`], the task's [`RunRequest`], its task id) and
+//! the reports the machine asks for; in `kit.rs` a job's [`RunKit`], what its runs are made with
+//! and the tokens of those in flight; in `task.rs` the run's task.
+
+mod kit;
+mod task;
+
+pub(crate) use kit::RunKit;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::oneshot;
+
+use crate::clock::SharedClock;
+use crate::events::{EngineEvent, EventBus};
+use crate::job::concurrency::ItemGate;
+use crate::job::deadline::RunDeadline;
+use crate::job::handlers::{ErrorHandler, Listeners};
+use crate::job::{ExecutionSource, JobError, ShardingContext, SharedHandler};
+use crate::types::{InstanceId, JobName, ShardItem};
+
+use crate::decide::lifecycle::{Command, MissReason};
+
+/// Everything a run needs, moved into its task.
+#[derive(Debug)]
+pub(crate) struct RunRequest {
+    pub(crate) run_id: u64,
+    pub(crate) job: JobName,
+    pub(crate) instance: InstanceId,
+    pub(crate) source: ExecutionSource,
+    pub(crate) task_id: String,
+    pub(crate) contexts: Vec<ShardingContext>,
+    pub(crate) handler: SharedHandler,
+    pub(crate) listeners: Listeners,
+    pub(crate) error_handler: Arc<dyn ErrorHandler>,
+    pub(crate) clock: SharedClock,
+    pub(crate) events: EventBus,
+    /// The job's limit on items running at once here.
+    pub(crate) gate: ItemGate,
+    /// For a run taking part in a distribute-once round: its items start when this fires (or
+    /// its sender is dropped).
+    pub(crate) go: Option<oneshot::Receiver<()>>,
+    /// The cron instant this run answers, for the trigger-delay metric.
+    pub(crate) scheduled: Option<DateTime<Utc>>,
+    /// The run's timeout (`shardcron.timeout`); `None` for a job without one.
+    pub(crate) deadline: Option<Arc<RunDeadline>>,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    pub(crate) attempt: u32,
+    /// The workflow run it is a step of (`shardcron.after`), for its events and history rows.
+    pub(crate) workflow_run: Option<String>,
+    /// When this instance saw the step's decision appear, for the step-wait metric.
+    pub(crate) decided_at: Option<DateTime<Utc>>,
+    /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
+    pub(crate) notify: bool,
+}
+
+/// One run as the machine launched it.
+#[derive(Debug)]
+pub(crate) struct Launch {
+    pub(crate) run_id: u64,
+    pub(crate) source: ExecutionSource,
+    /// The cron instant it answers.
+    pub(crate) scheduled: Option<DateTime<Utc>>,
+    /// 1 for a first run, 2 for its first retry, and so on.
+    pub(crate) attempt: u32,
+    /// A trigger's job parameter, in place of the config's.
+    pub(crate) parameter: Option<Arc<str>>,
+    /// The workflow run it is a step of.
+    pub(crate) workflow: Option<crate::decide::workflow::run::RunId>,
+    /// When this instance saw the step's `{run}@start` decision appear (a workflow step only).
+    pub(crate) decided_at: Option<DateTime<Utc>>,
+}
+
+/// `{job}@-@{items}@-@{SOURCE}@-@{instance}@-@{run}` (ElasticJob's task id, with a run number).
+pub(crate) fn task_id(
+    job: &JobName,
+    items: &[ShardItem],
+    source: ExecutionSource,
+    instance: &InstanceId,
+    run_id: u64,
+) -> String {
+    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    format!(
+        "{job}@-@{}@-@{}@-@{instance}@-@{run_id}",
+        items.join(","),
+        source.as_str().to_uppercase()
+    )
+}
+
+/// Reports what a job's state machine asks to report: misfires and skipped fires as metrics and
+/// events, warnings as logs, refused fires to the job's error handler.
+pub(crate) fn report(
+    kit: &RunKit,
+    events: &EventBus,
+    me: &InstanceId,
+    job: &JobName,
+    command: Command,
+) {
+    match command {
+        Command::Misfired(items) => {
+            crate::metrics::misfires_flagged(me, job, items.len());
+            events.emit(EngineEvent::Misfired {
+                job: job.clone(),
+                items,
+            });
+        }
+        Command::Skipped {
+            reason,
+            items,
+            missed,
+            warn,
+        } => {
+            crate::metrics::fire_skipped(me, job, reason.as_str());
+            if let Some(missed) = missed {
+                crate::metrics::fire_missed(me, job, missed.as_str());
+            }
+            let missed = missed.map_or("no (runs later)", MissReason::as_str);
+            if warn {
+                tracing::warn!(%job, reason = reason.as_str(), items, missed,
+                    "fire skipped: the job cannot keep up or cannot start work now \
+                     (further skips in a row are logged at DEBUG)");
+            } else {
+                tracing::debug!(%job, reason = reason.as_str(), items, missed, "fire skipped");
+            }
+        }
+        Command::Refuse(why) => {
+            let _ = kit.error_handler.handle(job, None, &JobError::Refused(why));
+        }
+        Command::Warn(message) => tracing::warn!(%job, "{message}"),
+        Command::WorkflowRunEnded { run, outcome } => {
+            crate::metrics::workflow_run_ended(me, job, outcome);
+            events.emit(EngineEvent::WorkflowRunEnded {
+                job: job.clone(),
+                run: run.to_string(),
+                outcome,
+            });
+        }
+        // The executor hands over only the five reports above.
+        _ => {}
+    }
+}

@@ -1,0 +1,244 @@
+//! One run's task, outside the executor's mailbox: every item in its own task (a panic fails that
+//! item only), listeners before and after, the error handler for each failure, metrics and
+//! events, and `ExecutorMsg::RunFinished` back to the executor at the end.
+
+use std::sync::Arc;
+
+use ractor::ActorRef;
+use tokio::task::JoinHandle;
+
+use crate::clock::SharedClock;
+use crate::events::{EngineEvent, EventBus, RunState};
+use crate::job::handlers::{panic_message, ErrorAction, RunInfo, RunOutcome};
+use crate::job::output::OutputCapture;
+use crate::job::JobError;
+use crate::metrics::Outcome;
+use crate::types::{JobName, ShardItem};
+
+use crate::actors::mail::{ExecutorMsg, RunReport};
+
+use super::RunRequest;
+
+/// Starts the run's task.
+pub(super) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()> {
+    // Boxed: an async fn keeps its argument's place beside the local it moves into, so the
+    // request inline would be held twice (208 bytes each) by every run in flight; a fire of ten
+    // thousand jobs has them all in flight at once.
+    let req = Box::new(req);
+    tokio::spawn(async move {
+        let report = run(req).await;
+        // The executor may be gone (job removed, node stopping): nobody is left to tell.
+        let _ = executor.send_message(ExecutorMsg::RunFinished(Box::new(report)));
+    })
+}
+
+async fn run(mut req: Box<RunRequest>) -> RunReport {
+    if let Some(go) = req.go.take() {
+        // The distribute-once "before" round: wait for it (bounded by its timeout, a message to
+        // the executor), unless every item is taken away meanwhile.
+        let all_cancelled =
+            futures::future::join_all(req.contexts.iter().map(|c| c.cancellation.cancelled()));
+        tokio::select! {
+            _ = go => {}
+            _ = all_cancelled => {}
+        }
+    }
+    let info = RunInfo {
+        job_name: req.job.clone(),
+        task_id: req.task_id.clone(),
+        items: req.contexts.iter().map(|c| c.sharding_item).collect(),
+        source: req.source,
+        instance_id: req.instance.clone(),
+    };
+    for p in req.listeners.before_run(&info) {
+        tracing::error!(job = %req.job, listener = %p.listener, message = %p.message, "listener panicked");
+    }
+    let started_at = req.clock.now();
+    if let Some(at) = req.scheduled {
+        let delay = (started_at - at).to_std().unwrap_or_default();
+        crate::metrics::trigger_delay(&req.instance, &req.job, delay);
+    }
+    if let Some(at) = req.decided_at {
+        let wait = (started_at - at).to_std().unwrap_or_default();
+        crate::metrics::workflow_step_wait(&req.instance, &req.job, wait);
+    }
+    let status = |state: RunState, message: String| {
+        if req.events.has_subscribers() {
+            req.events.emit(EngineEvent::RunStatus {
+                job: req.job.clone(),
+                task_id: req.task_id.clone(),
+                instance: req.instance.clone(),
+                items: info.items.clone(),
+                source: req.source,
+                state,
+                message,
+                at: req.clock.now(),
+            });
+        }
+    };
+    // Staging covers the run's planning and its markers, which the executor wrote just before.
+    status(RunState::TaskStaging, String::new());
+    status(RunState::TaskRunning, String::new());
+    let execution_id = |item: ShardItem| format!("{}@-@{item}", req.task_id);
+    let tasks: Vec<(ShardItem, JoinHandle<Result<(), JobError>>)> = req
+        .contexts
+        .into_iter()
+        .map(|ctx| {
+            let item = ctx.sharding_item;
+            let handler = req.handler.clone();
+            let deadline = req.deadline.clone();
+            // Entered in item order, before any task runs: beyond the job's item concurrency
+            // items wait their turn in that order.
+            let entry = req.gate.enter();
+            if req.events.has_subscribers() {
+                req.events.emit(EngineEvent::ItemStarted {
+                    execution_id: execution_id(item),
+                    job: req.job.clone(),
+                    item,
+                    instance: req.instance.clone(),
+                    source: req.source,
+                    task_id: req.task_id.clone(),
+                    started_at,
+                    scheduled_at: req.scheduled,
+                    attempt: req.attempt,
+                    workflow_run: req.workflow_run.clone(),
+                });
+            }
+            // Only for a job that captures its output: its chunks go to the history.
+            let chunks = ctx.output.clone().map(|capture| OutputChunks {
+                capture,
+                execution_id: execution_id(item),
+                job: req.job.clone(),
+                item,
+                events: req.events.clone(),
+                clock: req.clock.clone(),
+            });
+            (
+                item,
+                tokio::spawn(async move {
+                    // Losing the item while it waits its turn ends the wait without running it.
+                    let cancel = ctx.cancellation.clone();
+                    let _permit = tokio::select! {
+                        permit = entry.admitted() => permit,
+                        () = cancel.cancelled() => {
+                            return Err(JobError::Cancelled("item lost while waiting its turn".into()))
+                        }
+                    };
+                    let run = async move {
+                        match deadline {
+                            Some(d) => d.guard(handler.run_item(ctx)).await,
+                            None => handler.run_item(ctx).await,
+                        }
+                    };
+                    match chunks {
+                        Some(chunks) => chunks.follow(run).await,
+                        None => run.await,
+                    }
+                }),
+            )
+        })
+        .collect();
+    let mut results = Vec::with_capacity(tasks.len());
+    for (item, task) in tasks {
+        let result = match task.await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => Err(JobError::Panicked(panic_message(&*e.into_panic()))),
+            Err(e) => Err(JobError::Cancelled(e.to_string())),
+        };
+        results.push((item, result));
+    }
+    let finished_at = req.clock.now();
+    let mut escalated = false;
+    for (item, result) in &results {
+        if req.events.has_subscribers() {
+            req.events.emit(EngineEvent::ItemFinished {
+                execution_id: execution_id(*item),
+                job: req.job.clone(),
+                item: *item,
+                instance: req.instance.clone(),
+                source: req.source,
+                task_id: req.task_id.clone(),
+                started_at,
+                finished_at,
+                failure: result.as_ref().err().map(|e| e.to_string()),
+                scheduled_at: req.scheduled,
+                attempt: req.attempt,
+                workflow_run: req.workflow_run.clone(),
+                outcome: crate::job::ItemOutcome::of(result),
+            });
+        }
+        let outcome = match result {
+            Ok(()) => Outcome::Success,
+            Err(JobError::TimedOut { .. }) => Outcome::Timeout,
+            Err(_) => Outcome::Failure,
+        };
+        crate::metrics::execution_ended(&req.instance, &req.job, *item, outcome, req.source);
+        match result {
+            Err(e) if req.notify => {
+                if req.error_handler.handle(&req.job, Some(*item), e) == ErrorAction::Escalate {
+                    escalated = true;
+                }
+            }
+            Err(e) => tracing::warn!(job = %req.job, item = item.0, attempt = req.attempt,
+                "item failed, a retry follows: {e}"),
+            Ok(()) => {}
+        }
+    }
+    let took = (finished_at - started_at).to_std().unwrap_or_default();
+    crate::metrics::run_duration(&req.instance, &req.job, took);
+    let failures: Vec<String> = results
+        .iter()
+        .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("item {i}: {e}")))
+        .collect();
+    if failures.is_empty() {
+        status(RunState::TaskFinished, String::new());
+    } else {
+        status(RunState::TaskError, failures.join("; "));
+    }
+    let outcome = RunOutcome {
+        results,
+        started_at,
+        finished_at,
+    };
+    for p in req.listeners.after_run(&info, &outcome) {
+        tracing::error!(job = %req.job, listener = %p.listener, message = %p.message, "listener panicked");
+    }
+    RunReport {
+        run_id: req.run_id,
+        outcome,
+        escalated,
+        notified: req.notify,
+    }
+}
+
+/// Where a capturing item's output chunks go: to the bus, as [`EngineEvent::ItemOutput`].
+struct OutputChunks {
+    capture: Arc<OutputCapture>,
+    execution_id: String,
+    job: JobName,
+    item: ShardItem,
+    events: EventBus,
+    clock: SharedClock,
+}
+
+impl OutputChunks {
+    /// Runs the item, emitting its output while it changes and once more at the end.
+    async fn follow<T>(self, run: impl std::future::Future<Output = T>) -> T {
+        let capture = Arc::clone(&self.capture);
+        crate::job::output::chunked(run, &capture, |snap, complete| {
+            if self.events.has_subscribers() {
+                self.events.emit(EngineEvent::ItemOutput {
+                    execution_id: self.execution_id.clone(),
+                    job: self.job.clone(),
+                    item: self.item,
+                    text: snap.text,
+                    written: snap.written,
+                    dropped: snap.dropped,
+                    complete,
+                    at: self.clock.now(),
+                });
+            }
+        })
+        .await
+    }
+}
