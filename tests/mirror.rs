@@ -248,29 +248,15 @@ async fn a_new_session_after_expiry_re_lists_into_the_same_mirror(b: &dyn Backen
     assert_eq!(mirrored(&mirror), listing(second.as_ref()).await);
 }
 
-/// Expands to one test per mirror case for `$backend`, in a module `$module`; with
-/// `requires PEER`, each case first `require!`s that peer.
+/// The cases, on every backend.
 macro_rules! mirror_tests {
     ($module:ident, $backend:expr $(, requires $peer:expr)?) => {
-        mod $module {
-            use super::*;
-            mirror_tests!(@cases $backend, { $($crate::require!($peer);)? }, [
-                the_mirror_equals_a_listing_after_random_changes,
-                an_event_arrives_after_the_mirror_holds_its_change,
-                the_mirror_converges_after_a_disconnect,
-                a_new_session_after_expiry_re_lists_into_the_same_mirror,
-            ]);
-        }
-    };
-    (@cases $backend:expr, $guard:block, [$($case:ident),* $(,)?]) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                $guard
-                let backend = $backend;
-                super::$case(&backend).await;
-            }
-        )*
+        $crate::backend_tests!($module, $backend, [
+            the_mirror_equals_a_listing_after_random_changes,
+            an_event_arrives_after_the_mirror_holds_its_change,
+            the_mirror_converges_after_a_disconnect,
+            a_new_session_after_expiry_re_lists_into_the_same_mirror,
+        ] $(, requires $peer)?);
     };
 }
 

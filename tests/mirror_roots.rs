@@ -224,27 +224,15 @@ async fn each_root_re_lists_after_a_disconnect(b: &dyn Backend) {
     );
 }
 
+/// The cases, on every backend.
 macro_rules! roots_tests {
     ($module:ident, $backend:expr $(, requires $peer:expr)?) => {
-        mod $module {
-            use super::*;
-            roots_tests!(@cases $backend, { $($crate::require!($peer);)? }, [
-                a_feed_on_job_roots_mirrors_those_jobs_and_hears_nothing_else,
-                roots_come_and_go_while_the_feed_runs,
-                the_namespace_root_replaces_the_job_roots,
-                each_root_re_lists_after_a_disconnect,
-            ]);
-        }
-    };
-    (@cases $backend:expr, $guard:block, [$($case:ident),* $(,)?]) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                $guard
-                let backend = $backend;
-                super::$case(&backend).await;
-            }
-        )*
+        $crate::backend_tests!($module, $backend, [
+            a_feed_on_job_roots_mirrors_those_jobs_and_hears_nothing_else,
+            roots_come_and_go_while_the_feed_runs,
+            the_namespace_root_replaces_the_job_roots,
+            each_root_re_lists_after_a_disconnect,
+        ] $(, requires $peer)?);
     };
 }
 

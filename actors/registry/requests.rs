@@ -41,12 +41,16 @@ pub(super) fn on_request(
             Err(e) => drop(reply.send(Err(e))),
             Ok(name) => {
                 let spec: Arc<JobSpec> = Arc::from(spec);
-                lock_jobs(&state.node).insert(name.clone(), spec.clone());
+                let jobs_here = {
+                    let mut jobs = lock_jobs(&state.node);
+                    jobs.insert(name.clone(), spec.clone());
+                    jobs.len()
+                };
                 match &state.active {
                     Some(a) => {
                         // The job's subtree is watched and listed before its executor registers
                         // (registration decides from the mirror).
-                        let roots = scope::roots_of(&name, &spec.config);
+                        let roots = scope::roots_added(&name, &spec.config, jobs_here);
                         let session = a.session.clone();
                         a.ctx.roots.add(roots, move || {
                             forward_to_session(&session, SessionMsg::AddJob(spec, reply))

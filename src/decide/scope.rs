@@ -4,6 +4,11 @@
 //! balances over the namespace (`NAMESPACE_BALANCE` counts every job's items), and adoption of
 //! jobs created at runtime (any new job may be one to run).
 //!
+//! A node of very many jobs watches the namespace too ([`MAX_JOB_WATCHES`]): a watch per job costs
+//! about 1.5 KB of the instance's memory (the client's watcher, its forwarding), so past a few
+//! thousand jobs one watch on the namespace is the cheaper way to hear them, and such a node runs
+//! most of its namespace anyway (bench scenario 4: 10,000 jobs, +15 MiB with one watch per job).
+//!
 //! Inside a job that every instance runs, each instance still hears every node of that job: the
 //! leader's plan, the other instances' registrations and `running` markers (failover needs them),
 //! and the markers' churn of every fire. That share is the job's, not the namespace's.
@@ -15,6 +20,9 @@ use crate::types::JobName;
 
 /// The root of the whole namespace.
 pub const NAMESPACE: &str = "/";
+
+/// The most jobs an instance watches one by one; with more it watches the namespace.
+pub const MAX_JOB_WATCHES: usize = 2_000;
 
 /// The subtrees one job of this instance needs watched: the namespace when it balances over it,
 /// else its own and its upstreams' (a declaration that does not parse names none: the job's
@@ -32,8 +40,17 @@ pub fn roots_of(job: &JobName, config: &JobConfig) -> Vec<String> {
     roots
 }
 
+/// What a job added at runtime needs watched, on an instance that now runs `jobs_here` jobs.
+pub fn roots_added(job: &JobName, config: &JobConfig, jobs_here: usize) -> Vec<String> {
+    if jobs_here > MAX_JOB_WATCHES {
+        return vec![NAMESPACE.to_owned()];
+    }
+    roots_of(job, config)
+}
+
 /// The subtrees an instance watches for its jobs: the namespace when it adopts jobs created at
-/// runtime or one of its jobs needs it, else every job's own roots, sorted, without repeats.
+/// runtime, one of its jobs needs it, or it runs more than [`MAX_JOB_WATCHES`] jobs; else every
+/// job's own roots, sorted, without repeats.
 pub fn roots<'a>(
     adopts: bool,
     jobs: impl IntoIterator<Item = (&'a JobName, &'a JobConfig)>,
@@ -42,7 +59,10 @@ pub fn roots<'a>(
         return vec![NAMESPACE.to_owned()];
     }
     let mut all: Vec<String> = Vec::new();
-    for (job, config) in jobs {
+    for (n, (job, config)) in jobs.into_iter().enumerate() {
+        if n >= MAX_JOB_WATCHES {
+            return vec![NAMESPACE.to_owned()];
+        }
         let roots = roots_of(job, config);
         if roots.iter().any(|r| r == NAMESPACE) {
             return roots;
@@ -105,5 +125,23 @@ mod tests {
             "adoption hears every job"
         );
         assert!(roots(false, []).is_empty(), "no job, no watch");
+    }
+
+    #[test]
+    fn an_instance_of_very_many_jobs_watches_the_namespace_instead() {
+        let names: Vec<JobName> = (0..=MAX_JOB_WATCHES)
+            .map(|n| name(&format!("j{n}")))
+            .collect();
+        let plain = config(None, None);
+        let at_most = roots(false, names[..MAX_JOB_WATCHES].iter().map(|j| (j, &plain)));
+        assert_eq!(
+            at_most.len(),
+            MAX_JOB_WATCHES,
+            "one root a job up to the bound"
+        );
+        assert_eq!(roots(false, names.iter().map(|j| (j, &plain))), ["/"]);
+        let (last, bound) = (&names[MAX_JOB_WATCHES], MAX_JOB_WATCHES);
+        assert_eq!(roots_added(last, &plain, bound), [format!("/{last}")]);
+        assert_eq!(roots_added(last, &plain, bound + 1), ["/"]);
     }
 }

@@ -141,3 +141,26 @@ macro_rules! delegating_registry {
         };
     };
 }
+
+/// Expands to a module `$module` of one test per case for `$backend`, each case an
+/// `async fn(&dyn Backend)` of the calling file; with `requires PEER`, each case first
+/// `require!`s that peer.
+#[macro_export]
+macro_rules! backend_tests {
+    ($module:ident, $backend:expr, [$($case:ident),* $(,)?] $(, requires $peer:expr)?) => {
+        mod $module {
+            use super::*;
+            $crate::backend_tests!(@cases $backend, { $($crate::require!($peer);)? }, [$($case),*]);
+        }
+    };
+    (@cases $backend:expr, $guard:block, [$($case:ident),*]) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                $guard
+                let backend = $backend;
+                super::$case(&backend).await;
+            }
+        )*
+    };
+}
