@@ -249,19 +249,17 @@ async fn a_new_session_after_expiry_re_lists_into_the_same_mirror(b: &dyn Backen
 }
 
 /// The cases, on every backend.
-macro_rules! mirror_tests {
-    ($module:ident, $backend:expr $(, requires $peer:expr)?) => {
-        $crate::backend_tests!($module, $backend, [
-            the_mirror_equals_a_listing_after_random_changes,
-            an_event_arrives_after_the_mirror_holds_its_change,
-            the_mirror_converges_after_a_disconnect,
-            a_new_session_after_expiry_re_lists_into_the_same_mirror,
-        ] $(, requires $peer)?);
-    };
-}
-
-mirror_tests!(embedded, support::embedded::backend());
-mirror_tests!(zookeeper, support::zk::backend(), requires support::Peer::ZooKeeper);
+backend_tests!(
+    embedded,
+    support::embedded::backend(),
+    [
+        the_mirror_equals_a_listing_after_random_changes,
+        an_event_arrives_after_the_mirror_holds_its_change,
+        the_mirror_converges_after_a_disconnect,
+        a_new_session_after_expiry_re_lists_into_the_same_mirror
+    ]
+);
+backend_tests!(zookeeper, support::zk::backend(), [the_mirror_equals_a_listing_after_random_changes, an_event_arrives_after_the_mirror_holds_its_change, the_mirror_converges_after_a_disconnect, a_new_session_after_expiry_re_lists_into_the_same_mirror], requires support::Peer::ZooKeeper);
 
 /// A read that fails while connected (no reconnect will come) leaves a gap that the next event
 /// closes with a re-list.

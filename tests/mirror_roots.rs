@@ -225,16 +225,14 @@ async fn each_root_re_lists_after_a_disconnect(b: &dyn Backend) {
 }
 
 /// The cases, on every backend.
-macro_rules! roots_tests {
-    ($module:ident, $backend:expr $(, requires $peer:expr)?) => {
-        $crate::backend_tests!($module, $backend, [
-            a_feed_on_job_roots_mirrors_those_jobs_and_hears_nothing_else,
-            roots_come_and_go_while_the_feed_runs,
-            the_namespace_root_replaces_the_job_roots,
-            each_root_re_lists_after_a_disconnect,
-        ] $(, requires $peer)?);
-    };
-}
-
-roots_tests!(embedded, support::embedded::backend());
-roots_tests!(zookeeper, support::zk::backend(), requires support::Peer::ZooKeeper);
+backend_tests!(
+    embedded,
+    support::embedded::backend(),
+    [
+        a_feed_on_job_roots_mirrors_those_jobs_and_hears_nothing_else,
+        roots_come_and_go_while_the_feed_runs,
+        the_namespace_root_replaces_the_job_roots,
+        each_root_re_lists_after_a_disconnect
+    ]
+);
+backend_tests!(zookeeper, support::zk::backend(), [a_feed_on_job_roots_mirrors_those_jobs_and_hears_nothing_else, roots_come_and_go_while_the_feed_runs, the_namespace_root_replaces_the_job_roots, each_root_re_lists_after_a_disconnect], requires support::Peer::ZooKeeper);
