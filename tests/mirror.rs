@@ -248,7 +248,7 @@ async fn a_new_session_after_expiry_re_lists_into_the_same_mirror(b: &dyn Backen
     assert_eq!(mirrored(&mirror), listing(second.as_ref()).await);
 }
 
-/// The cases, on every backend.
+// The cases, on every backend.
 backend_tests!(
     embedded,
     support::embedded::backend(),

@@ -224,7 +224,7 @@ async fn each_root_re_lists_after_a_disconnect(b: &dyn Backend) {
     );
 }
 
-/// The cases, on every backend.
+// The cases, on every backend.
 backend_tests!(
     embedded,
     support::embedded::backend(),
