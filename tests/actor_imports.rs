@@ -3,8 +3,6 @@
 //! spawns and the shared modules below them, never its parent or a sibling (they talk through the
 //! messages in `actors/mail`).
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

@@ -4,8 +4,6 @@
 //! HTTP server's refusals, keep-alive and `HEAD`. Real time (a job firing every second); every
 //! wait is on recorded state.
 
-mod support;
-
 use support::cluster;
 use support::prometheus::sample_sum;
 use support::wait::{wait_until, wait_until_changed};

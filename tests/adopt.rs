@@ -3,7 +3,8 @@
 //! third without the opt-in leaves it alone; its command line is changed live with `config set`;
 //! `shardcronctl remove` stops it on both (their running items end) and cleans the namespace.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -6,7 +6,8 @@
 //! The bomb is the "billion laughs" of the issue: 50,000 aliases of a 100 KB anchor, about 250 KB of
 //! text that serde would materialise as 5 GB.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::time::Duration;
 

@@ -2,7 +2,8 @@
 //! job that appends its context JSON to a file; `Ops::backfill` asks for past instants and each
 //! item's runs are read back with the instant they carried.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::script_runs::{node, of, runs, script, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};

@@ -2,7 +2,8 @@
 //! by the test, on loopback) run a script job that appends its context JSON to a file, so each
 //! run is seen as a script sees it (`scheduledAt`, `jobParameter`, the source in `taskId`).
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::script_runs::{node, of, runs, script, wait_past, wait_runs, Run, WITHIN};
 use support::{wait, zk, Peer};

@@ -12,7 +12,8 @@
 //! The scenarios run one at a time (a static lock): each starts its own ZooKeeper and nodes, and
 //! the machine has two cores.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::jobs_file::{entries, script_job};
 use support::Peer;

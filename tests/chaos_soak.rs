@@ -10,7 +10,8 @@
 //! injected (CI: 45 s, about two minutes in all); `scripts/soak --minutes M --seed N` runs it
 //! longer.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::Peer;
 

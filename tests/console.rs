@@ -7,7 +7,8 @@
 //! Beside it, the console's guards without a browser: the token, forged writes, and the CLI's
 //! refusal to listen off loopback without a token.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::console::{start_console, with_history};
 use support::events::recorded_history;

@@ -3,7 +3,8 @@
 //! shown (API, stream) nor lost by an edit, and the audit log of a config edit on SQLite and on a
 //! real PostgreSQL server (plus `shardcronctl`'s own audit rows against a real ZooKeeper).
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::console::start_console;
 use support::example_bin::run_ctl_blocking;

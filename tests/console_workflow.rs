@@ -3,7 +3,8 @@
 //! `wf-report` after it. The page draws both steps with their state in the newest workflow run,
 //! and each step links to its rows in the History tab, filtered by its workflow run.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::browser::Browser;
 use support::cluster::{instance, Recorder};

@@ -2,8 +2,6 @@
 //! nothing under `src/` imports the engine (`actors/`). The core and adapter lists are read from
 //! ARCHITECTURE.md's "## Layers" section, so the page and the code cannot drift apart.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 

@@ -3,7 +3,8 @@
 //! (`shardcronctl`, the package's binary target) is run for its output and its
 //! exit codes.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::namespace;
 use support::Peer;

@@ -3,7 +3,8 @@
 //! text and JSON with each step's last run, the runs newest first within `--limit`, and an
 //! unknown job exits with 2 naming it.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::cluster::{self, instance, start_node_with_clock, Recorder};
 use support::example_bin::{on_zk, run_ctl};

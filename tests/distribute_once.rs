@@ -2,8 +2,6 @@
 //! three-item job whose listener must hear each fire exactly once, before any item starts and
 //! after every item ends; a silent instance bounds the wait to the listener's timeout.
 
-mod support;
-
 use support::cluster;
 use support::wait::wait_until_changed;
 

@@ -1,8 +1,6 @@
 //! shardcron inside a host's ractor tree: linked under the host's supervisor, a job implemented by a
 //! host actor, engine events delivered to a host actor, several nodes in one process.
 
-mod support;
-
 use support::cluster;
 use support::wait::wait_until_woken;
 

@@ -1,8 +1,6 @@
 //! The engine on the embedded registry, on paused time: several instances of one job in one
 //! process, observed through what the job's handler records.
 
-mod support;
-
 use support::cluster;
 
 use std::collections::{BTreeMap, BTreeSet};

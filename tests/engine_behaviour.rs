@@ -1,8 +1,6 @@
 //! Engine behaviours around a run on the embedded registry with paused time: clock-skew refusal,
 //! job-type conflicts, queued triggers, listeners, and live failover settings.
 
-mod support;
-
 use support::cluster;
 use support::wait::wait_until_woken;
 

@@ -1,7 +1,8 @@
 //! The engine's core scenarios on a real ZooKeeper (started by the test, on loopback), in real time:
 //! several nodes in this process, each with its own ZooKeeper session.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::namespace;
 use support::Peer;

@@ -1,8 +1,6 @@
 //! Failover on the embedded registry, on paused time: three instances of a job of three 5-second
 //! items firing every 10 seconds; one instance's session expires while its item runs.
 
-mod support;
-
 use support::cluster;
 
 use std::sync::Arc;

@@ -8,7 +8,8 @@
 //! loopback port with its socket in a temporary directory, and dies with the test process
 //! (`PR_SET_PDEATHSIG`) or when the test drops it.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

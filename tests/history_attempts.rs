@@ -3,7 +3,8 @@
 //! the history opens it; new rows carry the attempt number and say `timeout` or `cancelled` where
 //! `is_success` alone says only "not a success".
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::cluster::init_tracing;
 use support::postgres::PgServer;

@@ -2,7 +2,8 @@
 //! starts: rows older than a job's window are deleted in batches while a node's events go on being
 //! written (the window applied is recorded for readers), and per-job statistics match the rows.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::cluster::init_tracing;
 use support::events::item_finished;

@@ -1,8 +1,6 @@
 //! The HTTP job type against a tiny HTTP/1.1 server on loopback that records what arrives and
 //! answers as each test asks (or never answers).
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -12,7 +12,8 @@
 //! they would take minutes each), and print one table row each: fires, item runs, duplicates,
 //! losses, failover re-runs.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::Peer;
 

@@ -1,8 +1,6 @@
 //! A job's item concurrency (`jobExecutorThreadPoolSizeProviderType`) and the fencing token its
 //! items receive, on the embedded registry with paused time.
 
-mod support;
-
 use support::cluster;
 
 use std::sync::{Arc, Mutex};

@@ -2,8 +2,6 @@
 //! Java class when a job declares it, another type is refused with how to declare it, and a config
 //! a Java 3.0.x instance could not load is never written.
 
-mod support;
-
 use support::cluster;
 
 use std::sync::Arc;

@@ -5,8 +5,6 @@
 //! this binary starts a process: a script written while another thread forks can inherit a
 //! writable descriptor in the child and fail to exec with "text file busy".
 
-mod support;
-
 use support::cluster::item_context;
 
 use std::collections::BTreeMap;

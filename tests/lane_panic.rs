@@ -1,8 +1,6 @@
 //! A lane task that panics reports a failure and frees its slot, and the job is retried (issue
 //! 17): a user `ShardingStrategy` that panics on its first calls runs inside the sharding lane.
 
-mod support;
-
 use support::cluster;
 
 use std::collections::BTreeMap;

@@ -5,7 +5,8 @@
 //! mirror's `Created` event of the marker; the feed applies events in order, so everything before
 //! it has been applied.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use shardcron::registry::mirror::{Mirror, MirrorEvent};
 use shardcron::registry::{CreateMode, Op, OpKind, Registry, RegistryError, SessionState};

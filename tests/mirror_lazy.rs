@@ -3,8 +3,6 @@
 //! marker still there after the settle window is read, and a pending marker is read before the
 //! feed applies any other kind of event, so a consumer reacting to that event sees its data.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,7 +3,8 @@
 //! drops them silently, widens to the whole namespace, and re-lists each root in place after a
 //! gap with one `Resynced` for all.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

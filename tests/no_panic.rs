@@ -6,8 +6,6 @@
 //! Case counts are bounded for CI (`PROPTEST_CASES` raises them for a longer local run); a
 //! failure prints the shrunk input that panicked.
 
-mod support;
-
 use support::example_bin;
 
 use chrono::{DateTime, Utc};

@@ -5,7 +5,8 @@
 //! Every wait is on the processes' output lines (`support::node_proc`), with a deadline that names
 //! what was expected.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -3,8 +3,6 @@
 //! registry runs a job whose items always fail; what reaches the peers is checked, DingTalk's
 //! signature included, and a peer that never answers holds up no run.
 
-mod support;
-
 use support::cluster;
 
 use std::collections::BTreeMap;

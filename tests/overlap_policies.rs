@@ -2,7 +2,8 @@
 //! is slower than its cron (every second) runs under each policy, and the execution history shows
 //! what each did with the fires that found the item still running.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::cluster::init_tracing;
 use support::namespace;

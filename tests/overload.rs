@@ -6,7 +6,8 @@
 //! Prints a table: the overload's length, the most zombies seen per node, how long each job took
 //! to run on every node after the repair.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::jobs_file::{entries, script_job};
 use support::Peer;

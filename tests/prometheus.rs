@@ -3,7 +3,8 @@
 //! its HTTP API count every execution once, no label collides with the target labels, and each
 //! scrape passes `promtool check metrics`.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::cluster;
 

@@ -12,7 +12,8 @@
 //! - `QUARTZ_DIFF_SEED=N` reruns one batch; `QUARTZ_DIFF_CASES=N` sets its size (default 4000).
 //! - `scripts/quartz-agreement` runs a large batch and prints the agreement rate.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::collections::BTreeMap;
 use std::io::Write;

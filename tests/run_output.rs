@@ -5,7 +5,8 @@
 //! `shardcronctl logs --follow` and by the console's output viewer in headless Chromium, until the
 //! item ends. A job beside it that does not ask for its output has none recorded.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -4,7 +4,8 @@
 //! Processes are other programs: whether one still lives is read from `/proc`, the only way to
 //! know, in a `wait_until` that names what it waited for.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::cluster::init_tracing;
 use support::namespace;

@@ -4,8 +4,6 @@
 //!
 //! One test in its own binary: every child of the process is one of its own.
 
-mod support;
-
 use support::cluster::item_context;
 
 use std::sync::Arc;

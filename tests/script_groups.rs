@@ -3,8 +3,6 @@
 //! dropping the run. Real processes: `/bin/sh` starting a background `sleep` (the grandchild),
 //! whose pid it writes to a file.
 
-mod support;
-
 use support::cluster::item_context;
 
 use std::path::{Path, PathBuf};

@@ -5,8 +5,6 @@
 //! The embedded registry with paused time, behind a [`Stalling`] registry whose `get_many` the test
 //! holds.
 
-mod support;
-
 use support::cluster;
 
 use std::sync::{Arc, Mutex};
@@ -36,7 +34,7 @@ struct Stalling {
     gate: Arc<Gate>,
 }
 
-crate::delegating_registry!(Stalling, inner, get_many(this, paths) {
+support::delegating_registry!(Stalling, inner, get_many(this, paths) {
     let mut held = this.gate.held.subscribe();
     if *held.borrow() {
         this.gate.waiting.send_modify(|n| *n += 1);

@@ -2,8 +2,6 @@
 //! runs and cancels running items before the session could expire; a reconnection resumes without
 //! re-running anything; an expiry builds a new session and the node rejoins on its own.
 
-mod support;
-
 use support::cluster;
 use support::wait::wait_until_woken;
 

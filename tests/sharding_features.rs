@@ -2,8 +2,6 @@
 //! several instances in one process, observed through what the jobs' handlers record and what the
 //! registry holds. (`tests/sharding_features_zk.rs` runs them as processes on a real ZooKeeper.)
 
-mod support;
-
 use support::cluster;
 
 use std::collections::{BTreeMap, BTreeSet};

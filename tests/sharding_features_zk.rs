@@ -7,7 +7,8 @@
 //! items each instance holds across the namespace; then d joins and the static `ledger` keeps its owners; then owners of `ledger` leave one after the
 //! other and only their items move.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::Peer;
 

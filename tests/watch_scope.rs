@@ -2,8 +2,6 @@
 //! namespace; the whole namespace only for a job that balances over it. On the embedded
 //! registry, on paused time.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,7 +3,8 @@
 //! after it (`shardcron.after`). Each script appends a line per run: the wall clock in
 //! nanoseconds (the upstream's at its end, the downstream's at its start) and its context JSON.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::{wait, zk, Peer};
 

@@ -2,7 +2,8 @@
 //! config written through the ops API comes to name an upstream that no instance runs yet; when
 //! the upstream appears, the downstream registers under it and runs after each of its fires.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::script_runs::{node, of, script, wait_runs, WITHIN};
 use support::{wait, zk, Peer};

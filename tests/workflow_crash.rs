@@ -6,7 +6,8 @@
 //!
 //! Scripts log by workflow run ([`support::step_log`]).
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::chaos::registry;
 use support::jobs_file::{script_job, write_jobs};

@@ -3,8 +3,6 @@
 //! decision seen to its start) is a histogram, and each job's leader counts each workflow run it
 //! ended once, with its outcome, and publishes it as a `workflow_run_ended` event.
 
-mod support;
-
 use support::cluster::{init_tracing, instance, Recorder};
 use support::prometheus::sample_sum;
 use support::wait::wait_until;

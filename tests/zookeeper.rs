@@ -2,7 +2,8 @@
 //! ACLs, several hosts, call bounds, expiry, big listings. What every backend must do alike lives in
 //! the conformance suite.
 
-mod support;
+#[macro_use]
+extern crate support;
 
 use support::namespace;
 use support::Peer;

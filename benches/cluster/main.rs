@@ -29,19 +29,7 @@ mod probe;
 mod report;
 mod scale;
 mod scale_node;
-// Formatted with the tests it belongs to, not from here.
-#[rustfmt::skip]
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/support/zk/server.rs"]
-mod server;
-#[allow(dead_code)]
-#[path = "../../tests/support/wait.rs"]
-mod wait;
-
-/// The test kit's paths as `server` names them (`crate::support::wait`).
-mod support {
-    pub(crate) use super::wait;
-}
+use support::{wait, zk::server};
 mod throughput;
 mod versus;
 

@@ -7,9 +7,24 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 /// The `shardcronctl` binary. It is a binary target of the package, so cargo builds it before any
-/// integration test and names it in `CARGO_BIN_EXE_shardcronctl`.
+/// integration test, beside the test binaries' folder: `target/<profile>/shardcronctl`.
 pub fn ctl_binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_shardcronctl"))
+    let binary = profile_dir().join("shardcronctl");
+    assert!(
+        binary.is_file(),
+        "no shardcronctl at {} (cargo builds it with the integration tests)",
+        binary.display()
+    );
+    binary
+}
+
+/// `target/<profile>`: the folder of the running test binary's `deps/`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test binary lies in target/<profile>/deps")
+        .to_path_buf()
 }
 
 /// What a `shardcronctl` run printed and how it exited.
@@ -108,18 +123,23 @@ pub fn example(name: &str) -> PathBuf {
     if let Some(path) = built.get(name) {
         return path.clone();
     }
-    let exe = std::env::current_exe().expect("the test binary's own path");
     // target/<profile>/deps/<test>-<hash> -> target/<profile>/examples/<name>
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary lies in target/<profile>/deps");
+    let profile_dir = profile_dir();
     let target_dir = profile_dir.parent().expect("target/<profile> has a parent");
     let mut cargo = Command::new(env!("CARGO"));
+    // Without what cargo set for this test process (its package's `CARGO_*`, the library path),
+    // so that the nested build sees the environment the outer one saw and finds its work fresh.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let set_by_cargo = key.starts_with("CARGO_") && key != "CARGO_HOME";
+        if set_by_cargo || key == "LD_LIBRARY_PATH" || key == "RUST_RECURSION_COUNT" {
+            cargo.env_remove(key.as_ref());
+        }
+    }
     cargo
         .args(["build", "--example", name])
         .env("CARGO_TARGET_DIR", target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        .current_dir(crate::repo_root());
     if profile_dir.file_name().is_some_and(|dir| dir == "release") {
         cargo.arg("--release");
     }

@@ -1,19 +1,19 @@
-//! [`Mixed`]: one scenario of a job shared by shardcron nodes ([`crate::support::chaos::Cluster`]) and
-//! Java ElasticJob instances ([`crate::support::java::JavaProc`]) on a namespace of its own; faults
+//! [`Mixed`]: one scenario of a job shared by shardcron nodes ([`crate::chaos::Cluster`]) and
+//! Java ElasticJob instances ([`crate::java::JavaProc`]) on a namespace of its own; faults
 //! (graceful stops, `kill -9` while items run) with the windows they may cost; the verdict
-//! ([`crate::support::chaos::periodic::tally`]).
+//! ([`crate::chaos::periodic::tally`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::chaos::log::{wait_runs, Crash, Run, Window};
-use crate::support::chaos::periodic::{tally, Periodic, Tally};
-use crate::support::chaos::{
+use crate::chaos::log::{wait_runs, Crash, Run, Window};
+use crate::chaos::periodic::{tally, Periodic, Tally};
+use crate::chaos::{
     instance, now, registry, sleep_until, sleep_until_phase, Cluster, SESSION_TIMEOUT, SLOW_RUN,
     WITHIN,
 };
-use crate::support::java::{ejtool, read_java_runs, JavaProc};
+use crate::java::{ejtool, read_java_runs, JavaProc};
 
 /// Seconds between the job's fires (`0/6 * * * * ?`).
 pub const PERIOD: u64 = 6;

@@ -1,5 +1,6 @@
-//! The test kit, the one way into the support code: each test binary says `mod support;` and
-//! uses what it needs (hence the `dead_code` allowance).
+//! The test kit, the one way into the support code: a crate of its own (`tests/support/Cargo.toml`,
+//! compiled once for every test binary and the bench), which each test file uses as `support`
+//! (`#[macro_use] extern crate support;` where it calls `require!` or a test-table macro).
 //!
 //! | module | what it holds |
 //! | --- | --- |
@@ -18,7 +19,6 @@
 //! | [`java`], [`mixed`] | the Java ElasticJob peer, and scenarios shared with it |
 //! | [`console`] | the console started on a test's registry, with its base URL |
 //! | [`browser`], [`http`], [`smtp`], [`prometheus`], [`postgres`] | Chromium, a recording HTTP server, an SMTP sink, Prometheus, PostgreSQL |
-#![allow(dead_code, unreachable_pub)]
 
 pub mod backend;
 pub mod browser;
@@ -46,8 +46,13 @@ pub mod step_log;
 pub mod wait;
 pub mod zk;
 
-#[allow(unused_imports)] // not every binary needs a peer
 pub use peer::Peer;
+
+/// The repository's root (the shardcron package), for the files tests read and the programs they
+/// build.
+pub fn repo_root() -> &'static std::path::Path {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
 
 /// A registry namespace no other test of this process (or of a concurrent test binary) uses:
 /// `{kind}-{test}-{pid}-{n}`.

@@ -58,6 +58,12 @@ pub struct Output {
     pub seen: Vec<Line>,
 }
 
+impl Default for Output {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Output {
     pub fn new() -> Self {
         let (tx, rx) = mpsc::channel();

@@ -41,7 +41,7 @@ impl Peer {
                     .filter(|d| !d.is_empty())
                     .map(PathBuf::from)
                     .unwrap_or_else(|| {
-                        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/elasticjob-peer")
+                        crate::repo_root().join("../shared/elasticjob-peer")
                     });
                 let usable = dir.join("run-instance").is_file()
                     && dir.join("elasticjob-peer.jar").is_file();
@@ -135,7 +135,7 @@ pub fn skip(why: &str) {
 #[macro_export]
 macro_rules! require {
     ($peer:expr) => {
-        match $crate::support::peer::require($peer) {
+        match $crate::peer::require($peer) {
             Some(path) => path,
             None => return,
         }

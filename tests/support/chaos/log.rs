@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::wait::{wait_until_blocking, Later};
+use crate::wait::{wait_until_blocking, Later};
 
 /// How long one run of the script lasts: a run that started less than this before a crash was
 /// still running when the crash came.

@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use self::log::{Expect, Report, Run};
 use self::process::NodeProc;
-use crate::support::jobs_file::{script_job, write_script};
+use crate::jobs_file::{script_job, write_script};
 
 /// The session timeout every node asks for.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);

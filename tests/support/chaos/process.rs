@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use crate::support::wait::{wait_until_blocking, Later};
-use crate::support::zk::server::die_with_spawning_thread;
+use crate::wait::{wait_until_blocking, Later};
+use crate::zk::server::die_with_spawning_thread;
 
 /// How long a node may take to exit after SIGTERM or SIGKILL.
 const EXIT_WITHIN: Duration = Duration::from_secs(30);
 
 /// The example node binary (built, or found fresh, on first use).
 pub fn example_binary() -> PathBuf {
-    crate::support::example_bin::example_binary()
+    crate::example_bin::example_binary()
 }
 
 /// A running example node. Killed (SIGKILL, which also ends a stopped process) on drop, and by the

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use shardcron::registry::zookeeper::{ZkConfig, ZkConnector, ZkSession};
 use shardcron::registry::Registry;
 
-use crate::support::wait::wait_until_blocking_every;
+use crate::wait::wait_until_blocking_every;
 
 /// How long the test's own session may take to open and to answer.
 const CALL_WITHIN: Duration = Duration::from_secs(5);

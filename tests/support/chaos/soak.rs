@@ -19,16 +19,16 @@
 //! `SHARDCRON_SOAK_SEED` sets the seed (random otherwise, always printed) and
 //! `SHARDCRON_SOAK_SECONDS` how long faults are injected.
 
-use crate::support::jobs_file::{entries, script_job};
+use crate::jobs_file::{entries, script_job};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::spans::{JobCheck, Window};
 use super::workflow;
 use super::{now, Cluster, SESSION_TIMEOUT};
-use crate::support::wait::{poll_blocking, wait_until_blocking_every};
-use crate::support::zk::server::ZkEnsemble;
-use crate::support::zk::TcpProxy;
+use crate::wait::{poll_blocking, wait_until_blocking_every};
+use crate::zk::server::ZkEnsemble;
+use crate::zk::TcpProxy;
 
 mod faults;
 mod table;

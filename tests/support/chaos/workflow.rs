@@ -15,12 +15,12 @@
 //! Failover re-runs of a step item are not duplicates, as for fires: an owner cut off from the
 //! registry may end a run it cannot report, and the survivors take it over. They are counted.
 
-use crate::support::jobs_file::{entries, script_job};
+use crate::jobs_file::{entries, script_job};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::spans::{self, Span, Window};
-use crate::support::wait::wait_until_blocking_every;
+use crate::wait::wait_until_blocking_every;
 
 /// The workflow's jobs, as YAML list entries for [`super::Cluster::with_jobs`]: `flow` (4 items of
 /// 1 s every 5 s) and `flow_report` (4 items of 0.3 s after it), both with failover: an item on

@@ -103,7 +103,7 @@ macro_rules! conformance_tests {
                 async fn $case() {
                     $guard
                     let backend = $backend;
-                    $crate::support::conformance::$case(&backend).await;
+                    $crate::conformance::$case(&backend).await;
                 }
             )*
         }

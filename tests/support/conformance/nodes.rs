@@ -1,10 +1,10 @@
 //! Conformance cases on node semantics: round trips, typed refusals, sequences, multi-ops.
 
-use crate::support::namespace;
+use crate::namespace;
 use shardcron::registry::{CreateMode, Op, OpKind, OpResult, Registry, RegistryError, ANY_VERSION};
 
 use super::now_millis;
-use crate::support::backend::Backend;
+use crate::backend::Backend;
 
 /// The error of a create that must fail.
 async fn refused_create(

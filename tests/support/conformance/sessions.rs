@@ -1,11 +1,11 @@
 //! Conformance cases on sessions and watches: ephemerals dying with their session, recursive
 //! watch order and scope, disconnects, expiry, the registry clock, namespaces.
 
-use crate::support::namespace;
+use crate::namespace;
 use shardcron::registry::{CreateMode, NodeEventKind, Op, RegistryError, SessionState, WatchEvent};
 
 use super::{ev, node_events, now_millis, wait_for, WAIT};
-use crate::support::backend::{ephemeral_and_other, Backend};
+use crate::backend::{ephemeral_and_other, Backend};
 
 /// An ephemeral node belongs to its session and goes when that session closes.
 pub async fn ephemeral_nodes_vanish_when_their_session_closes(b: &dyn Backend) {

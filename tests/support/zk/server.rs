@@ -15,7 +15,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::support::wait::wait_until_blocking;
+use crate::wait::wait_until_blocking;
 
 /// Where Debian's `zookeeper` package puts the server jar; its manifest names its dependencies.
 const DEBIAN_JAR: &str = "/usr/share/java/zookeeper.jar";
