@@ -24,6 +24,10 @@ pub struct FireSettings {
     /// `shardcron.overlap: allow_all`: an item running here runs again beside itself (the job
     /// writes no `running` markers: `monitorExecution` is off).
     pub allow_overlap: bool,
+    /// `shardingTotalCount`: only items below it exist. A plan of a larger count (the count was
+    /// just lowered, the leader has not resharded yet) still names items beyond it; they never
+    /// run (ElasticJob reads an instance's items for `0..shardingTotalCount` only).
+    pub total: u32,
 }
 
 /// What this instance knows of its own runs.
@@ -87,7 +91,7 @@ pub fn plan_run(
     only: Option<&BTreeSet<ShardItem>>,
 ) -> RunPlan {
     let mut plan = RunPlan::default();
-    for (item, v) in &view.items {
+    for (item, v) in view.items.range(..ShardItem(settings.total)) {
         if v.owner.as_ref() != Some(me) || v.disabled {
             continue;
         }
@@ -189,6 +193,7 @@ mod tests {
         failover: false,
         misfire: true,
         allow_overlap: false,
+        total: 10,
     };
 
     #[test]
@@ -283,6 +288,38 @@ mod tests {
     }
 
     #[test]
+    fn items_of_a_plan_beyond_a_lowered_count_neither_run_nor_are_marked_nor_flagged() {
+        // The count went from 6 to 2; the leader has not resharded yet: the plan still names
+        // items 2..6, two of them running here, one with its marker written ahead.
+        let a = inst("10.0.0.1@-@1");
+        let v = owned(
+            view(&[&a], Some(&a)),
+            &[(0, &a), (1, &a), (2, &a), (3, &a), (4, &a), (5, &a)],
+        );
+        let local = LocalRuns {
+            running: [ShardItem(3), ShardItem(4)].into(),
+            marked: [ShardItem(5)].into(),
+            ..Default::default()
+        };
+        let lowered = FireSettings {
+            total: 2,
+            ..MONITORED
+        };
+        let plan = plan_run(&v, &job(), &a, lowered, &local, None);
+        assert_eq!(plan.run, vec![ShardItem(0), ShardItem(1)]);
+        assert!(plan.skipped.is_empty() && plan.flagged.is_empty() && plan.unmarked.is_empty());
+        let only: BTreeSet<ShardItem> = [ShardItem(1), ShardItem(2)].into();
+        let plan = plan_run(&v, &job(), &a, lowered, &local, Some(&only));
+        assert_eq!(
+            plan.run,
+            vec![ShardItem(1)],
+            "a re-run of named items as well"
+        );
+        let prepared = super::super::prepare::plan_prepare(&v, &job(), &a, lowered, &local);
+        assert_eq!(prepared.items, vec![ShardItem(0), ShardItem(1)]);
+    }
+
+    #[test]
     fn without_monitor_execution_a_run_writes_nothing() {
         let a = inst("10.0.0.1@-@1");
         let v = owned(view(&[&a], Some(&a)), &[(0, &a)]);
@@ -291,6 +328,7 @@ mod tests {
             failover: false,
             misfire: true,
             allow_overlap: false,
+            total: 10,
         };
         let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
         assert_eq!(plan.run, vec![ShardItem(0)]);
@@ -310,6 +348,7 @@ mod tests {
             failover: false,
             misfire: true,
             allow_overlap: true,
+            total: 10,
         };
         let plan = plan_run(&v, &job(), &a, s, &local, None);
         assert_eq!(plan.run, vec![ShardItem(0), ShardItem(1)]);
@@ -334,6 +373,7 @@ mod tests {
             failover: true,
             misfire: false,
             allow_overlap: false,
+            total: 10,
         };
         let plan = plan_run(&v, &job(), &a, s, &LocalRuns::default(), None);
         assert_eq!(

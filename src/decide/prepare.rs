@@ -40,7 +40,7 @@ pub fn plan_prepare(
     } else {
         CreateMode::Ephemeral
     };
-    for (item, v) in &view.items {
+    for (item, v) in view.items.range(..ShardItem(settings.total)) {
         let free = v.owner.as_ref() == Some(me)
             && !v.disabled
             && !super::failover::taken_off(v, settings.failover)
@@ -80,6 +80,7 @@ mod tests {
         failover: true,
         misfire: true,
         allow_overlap: false,
+        total: 10,
     };
 
     #[test]

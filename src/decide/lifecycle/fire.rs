@@ -29,6 +29,7 @@ impl JobMachine {
             // `misfire` unless the job names its overlap policy (`shardcron.overlap`).
             misfire: overlap != Overlap::Skip,
             allow_overlap: overlap == Overlap::AllowAll,
+            total: self.config.sharding_total_count(),
         }
     }
 
