@@ -125,7 +125,18 @@ pub struct Register {
     phase: Phase,
 }
 
-/// The parents the step-by-step path ensures.
+/// Every parent node of a registered job, each before its children: the one-write path creates
+/// those the mirror lacks.
+const EVERY_PARENT: [JobNode; 6] = [
+    JobNode::Servers,
+    JobNode::Instances,
+    JobNode::Sharding,
+    JobNode::Leader,
+    JobNode::LeaderElection,
+    JobNode::LeaderSharding,
+];
+
+/// The parents the step-by-step path ensures (ensuring a path creates its ancestors).
 const PARENTS: [JobNode; 5] = [
     JobNode::Servers,
     JobNode::Instances,
@@ -196,14 +207,7 @@ impl Register {
             },
             Some(data) => self.theirs(facts, data),
         };
-        for parent in [
-            JobNode::Servers,
-            JobNode::Instances,
-            JobNode::Sharding,
-            JobNode::Leader,
-            JobNode::LeaderElection,
-            JobNode::LeaderSharding,
-        ] {
+        for parent in EVERY_PARENT {
             if !facts.exists(&parent) {
                 ops.push(Op::create(self.path(parent), "", CreateMode::Persistent));
             }

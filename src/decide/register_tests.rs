@@ -39,14 +39,7 @@ impl Fake {
             .with(JobNode::Root, "SCRIPT")
             .with(JobNode::Config, "theirs")
             .with(JobNode::Server("10.0.0.1".into()), "");
-        for p in [
-            JobNode::Servers,
-            JobNode::Instances,
-            JobNode::Sharding,
-            JobNode::Leader,
-            JobNode::LeaderElection,
-            JobNode::LeaderSharding,
-        ] {
+        for p in EVERY_PARENT {
             f = f.with(p, "");
         }
         f
