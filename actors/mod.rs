@@ -45,6 +45,38 @@
 //! goes back in → `Launch` starts the run's task → `RunFinished` → the markers' removal is handed
 //! to the session's write batcher → `RunEnded`; no handler waits on the run or its end write.
 
+/// `impl Actor for $actor` for an actor whose handlers never wait: its state is built by
+/// `$state::started(&myself, args)` and answers each message with `state.handle(&myself, msg)`,
+/// plain functions, so that no handler can await anything (a wait would hold up every job the
+/// actor serves; work that waits runs in the job's lane task, which reports back by message).
+macro_rules! sync_actor {
+    ($actor:ty: $msg:ty, $state:ty, $args:ty) => {
+        impl ractor::Actor for $actor {
+            type Msg = $msg;
+            type State = $state;
+            type Arguments = $args;
+
+            async fn pre_start(
+                &self,
+                myself: ractor::ActorRef<$msg>,
+                args: $args,
+            ) -> Result<$state, ractor::ActorProcessingErr> {
+                Ok(<$state>::started(&myself, args))
+            }
+
+            async fn handle(
+                &self,
+                myself: ractor::ActorRef<$msg>,
+                msg: $msg,
+                state: &mut $state,
+            ) -> Result<(), ractor::ActorProcessingErr> {
+                state.handle(&myself, msg);
+                Ok(())
+            }
+        }
+    };
+}
+
 pub(crate) mod adopt;
 pub(crate) mod alarm;
 pub(crate) mod context;
