@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::ActorRef;
 
 use crate::paths::JobNode;
 use crate::registry::mirror::Mirror;
@@ -136,10 +136,8 @@ impl FailoverState {
         let myself = myself.clone();
         tokio::spawn(async move {
             let work = super::failover_lane::handle_job(&ctx, executor.as_ref(), &job, request);
-            if lanes::guarded("failover", &job, work).await.is_err() {
-                let again = job.clone();
-                myself.send_after(lanes::PANIC_RETRY, move || FailoverMsg::Again(again));
-            }
+            // A panic is reported; the job's failover is looked at again.
+            lanes::or_retry("failover", &myself, &job, work, FailoverMsg::Again, ()).await;
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(FailoverMsg::Handled(job));
         });
@@ -150,41 +148,32 @@ impl FailoverState {
     }
 }
 
-impl Actor for FailoverActor {
-    type Msg = FailoverMsg;
-    type State = FailoverState;
-    type Arguments = FailoverArgs;
+sync_actor!(FailoverActor: FailoverMsg, FailoverState, FailoverArgs);
 
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        args: FailoverArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
+impl FailoverState {
+    /// The state of a new FailoverActor.
+    fn started(_myself: &ActorRef<FailoverMsg>, args: FailoverArgs) -> Self {
         let FailoverArgs { ctx, executors } = args;
-        Ok(FailoverState {
+        Self {
             ctx,
             executors,
             lanes: Lanes::default(),
-        })
+        }
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
+    /// One message, handled without waiting: a job's failover work runs in its lane.
+    fn handle(&mut self, myself: &ActorRef<FailoverMsg>, msg: FailoverMsg) {
         let claim = Request {
             claim: true,
             ..Request::default()
         };
         match msg {
             FailoverMsg::ConfigChanged(job) | FailoverMsg::Again(job) => {
-                state.request(&myself, job, Request::everything())
+                self.request(myself, job, Request::everything())
             }
             FailoverMsg::Job(ev) => {
-                let request = match reaction(&ev, state.ctx.me()) {
-                    Reaction::Nothing => return Ok(()),
+                let request = match reaction(&ev, self.ctx.me()) {
+                    Reaction::Nothing => return,
                     Reaction::CheckSetting => Request {
                         check: true,
                         ..Request::default()
@@ -201,29 +190,28 @@ impl Actor for FailoverActor {
                     },
                     Reaction::Claim => claim,
                 };
-                state.request(&myself, ev.job, request);
+                self.request(myself, ev.job, request);
             }
             FailoverMsg::Resynced => {
-                for job in state.jobs() {
-                    state.request(&myself, job, Request::everything());
+                for job in self.jobs() {
+                    self.request(myself, job, Request::everything());
                 }
             }
-            FailoverMsg::RunEnded(job) => state.request(&myself, job, claim),
+            FailoverMsg::RunEnded(job) => self.request(myself, job, claim),
             FailoverMsg::Executor(job, exec) => {
-                state.executors.insert(job, exec);
+                self.executors.insert(job, exec);
             }
             FailoverMsg::ExecutorGone(job, id) => {
-                if state.executors.get(&job).is_some_and(|e| e.get_id() == id) {
-                    state.executors.remove(&job);
+                if self.executors.get(&job).is_some_and(|e| e.get_id() == id) {
+                    self.executors.remove(&job);
                 }
             }
             FailoverMsg::Handled(job) => {
-                if let Some((job, next)) = state.lanes.done(&job) {
-                    state.spawn(&myself, job, next);
+                if let Some((job, next)) = self.lanes.done(&job) {
+                    self.spawn(myself, job, next);
                 }
             }
         }
-        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
 use super::*;
@@ -29,34 +29,22 @@ struct FakeState {
     claimed: watch::Sender<Vec<ShardItem>>,
 }
 
-impl Actor for FakeExecutor {
-    type Msg = ExecutorMsg;
-    type State = FakeState;
-    type Arguments = FakeState;
+sync_actor!(FakeExecutor: ExecutorMsg, FakeState, FakeState);
 
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        args: FakeState,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(args)
+impl FakeState {
+    fn started(_myself: &ActorRef<ExecutorMsg>, state: FakeState) -> Self {
+        state
     }
 
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        match (msg, state.idle) {
+    fn handle(&mut self, _myself: &ActorRef<ExecutorMsg>, msg: ExecutorMsg) {
+        match (msg, self.idle) {
             (ExecutorMsg::IsIdle(reply), Some(idle)) => drop(reply.send(idle)),
-            (ExecutorMsg::IsIdle(reply), None) => state.open.send_modify(|o| o.push(reply)),
+            (ExecutorMsg::IsIdle(reply), None) => self.open.send_modify(|o| o.push(reply)),
             (ExecutorMsg::Step(Input::FailoverClaimed(items)), _) => {
-                state.claimed.send_modify(|c| c.extend(items))
+                self.claimed.send_modify(|c| c.extend(items))
             }
             _ => {}
         }
-        Ok(())
     }
 }
 

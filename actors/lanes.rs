@@ -12,7 +12,7 @@
 //! ends: its work runs under [`guarded`], which turns a panic (a user `ShardingStrategy` runs in
 //! the sharding lane) into an error the task reports, logged at ERROR and counted in
 //! `shardcron_lane_panics_total`; the actor then frees the slot and retries the job after
-//! [`PANIC_RETRY`].
+//! [`PANIC_RETRY`] ([`or_retry`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -20,6 +20,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
+use ractor::{ActorRef, Message};
 
 use crate::types::JobName;
 
@@ -51,6 +52,27 @@ pub(crate) fn guarded<T>(
     AssertUnwindSafe(work)
         .catch_unwind()
         .map(move |outcome| outcome.map_err(|payload| reported(lane, job, payload)))
+}
+
+/// Runs `work` (a lane task's body) under [`guarded`] and returns its output; after a panic,
+/// `fallback`, and `retry(job)` goes to the actor after [`PANIC_RETRY`] (the panic is logged and
+/// counted). Not an `async fn`, for the reason [`guarded`] gives.
+pub(crate) fn or_retry<M: Message, T>(
+    lane: &'static str,
+    myself: &ActorRef<M>,
+    job: &JobName,
+    work: impl Future<Output = T>,
+    retry: fn(JobName) -> M,
+    fallback: T,
+) -> impl Future<Output = T> {
+    let (myself, again) = (myself.clone(), job.clone());
+    guarded(lane, job, work).map(move |outcome| match outcome {
+        Ok(output) => output,
+        Err(_) => {
+            myself.send_after(PANIC_RETRY, move || retry(again));
+            fallback
+        }
+    })
 }
 
 /// Logs and counts a lane task's panic.

@@ -45,6 +45,93 @@
 //! goes back in → `Launch` starts the run's task → `RunFinished` → the markers' removal is handed
 //! to the session's write batcher → `RunEnded`; no handler waits on the run or its end write.
 
+/// `impl Actor for $actor` with its state built by the `pre_start` body given and each message
+/// handled by the `handle` body given (both with ractor's arguments, named by the caller), then
+/// any further handlers: the shape `sync_actor!` and `supervisor_actor!` share.
+macro_rules! actor_impl {
+    (
+        $actor:ty: $msg:ty, $state:ty, $args:ty;
+        pre_start($myself:ident, $given:ident) $pre_start:block
+        handle($me:ident, $message:ident, $st:ident) $handle:block
+        $($more:tt)*
+    ) => {
+        impl ractor::Actor for $actor {
+            type Msg = $msg;
+            type State = $state;
+            type Arguments = $args;
+
+            async fn pre_start(
+                &self,
+                $myself: ractor::ActorRef<$msg>,
+                $given: $args,
+            ) -> Result<$state, ractor::ActorProcessingErr> $pre_start
+
+            async fn handle(
+                &self,
+                $me: ractor::ActorRef<$msg>,
+                $message: $msg,
+                $st: &mut $state,
+            ) -> Result<(), ractor::ActorProcessingErr> $handle
+
+            $($more)*
+        }
+    };
+}
+
+/// `impl Actor for $actor` for an actor whose handlers never wait: its state is built by
+/// `$state::started(&myself, args)` and answers each message with `state.handle(&myself, msg)`,
+/// plain functions, so that no handler can await anything (a wait would hold up every job the
+/// actor serves; work that waits runs in the job's lane task, which reports back by message).
+macro_rules! sync_actor {
+    ($actor:ty: $msg:ty, $state:ty, $args:ty) => {
+        actor_impl! {
+            $actor: $msg, $state, $args;
+            pre_start(myself, args) { Ok(<$state>::started(&myself, args)) }
+            handle(myself, msg, state) {
+                state.handle(&myself, msg);
+                Ok(())
+            }
+        }
+    };
+}
+
+/// What a handler answers: nothing, or an error that fails the actor (and tells its supervisor).
+pub(crate) type Handled = Result<(), ractor::ActorProcessingErr>;
+
+/// `impl Actor for $actor` for a supervisor whose handlers are async methods of its state:
+/// `$state::started(&myself, args)`, `state.handle(&myself, msg)`, `state.stopping(&myself)` in
+/// `post_stop`, and for a child that failed or terminated alike (one helper for both: ractor's
+/// default, stopping the parent, is never wanted) `state.child_ended(&myself, cell, reason)`.
+macro_rules! supervisor_actor {
+    ($actor:ty: $msg:ty, $state:ty, $args:ty) => {
+        actor_impl! {
+            $actor: $msg, $state, $args;
+            pre_start(myself, args) { <$state>::started(&myself, args).await }
+            handle(myself, msg, state) { state.handle(&myself, msg).await }
+
+            async fn handle_supervisor_evt(
+                &self,
+                myself: ractor::ActorRef<$msg>,
+                evt: ractor::SupervisionEvent,
+                state: &mut $state,
+            ) -> Result<(), ractor::ActorProcessingErr> {
+                match $crate::actors::error::child_ended(&evt) {
+                    Some((cell, reason)) => state.child_ended(&myself, cell.clone(), reason).await,
+                    None => Ok(()),
+                }
+            }
+
+            async fn post_stop(
+                &self,
+                myself: ractor::ActorRef<$msg>,
+                state: &mut $state,
+            ) -> Result<(), ractor::ActorProcessingErr> {
+                state.stopping(&myself).await
+            }
+        }
+    };
+}
+
 pub(crate) mod adopt;
 pub(crate) mod alarm;
 pub(crate) mod context;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::ActorRef;
 
 use crate::decide::drift::Seen;
 use crate::decide::failover_claim;
@@ -114,15 +114,9 @@ impl LeaderState {
         let sharding = self.sharding.clone();
         tokio::spawn(async move {
             let work = evaluate(&ctx, &memos, &job, request, flagged, sharding.as_ref());
-            let memory = match lanes::guarded("leader", &job, work).await {
-                Ok(memory) => memory,
-                Err(_) => {
-                    // Reported (logged, counted); evaluated again once the slot is free.
-                    let retry = job.clone();
-                    myself.send_after(lanes::PANIC_RETRY, move || LeaderMsg::Evaluate(retry));
-                    Memory::Keep
-                }
-            };
+            // A panic is reported; the job is evaluated again once the slot is free.
+            let retry = LeaderMsg::Evaluate;
+            let memory = lanes::or_retry("leader", &myself, &job, work, retry, Memory::Keep).await;
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(LeaderMsg::Evaluated(job, memory));
         });
@@ -143,83 +137,72 @@ impl Merge for Evaluation {
     }
 }
 
-impl Actor for LeaderActor {
-    type Msg = LeaderMsg;
-    type State = LeaderState;
-    type Arguments = SessionCtx;
+sync_actor!(LeaderActor: LeaderMsg, LeaderState, SessionCtx);
 
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        ctx: SessionCtx,
-    ) -> Result<Self::State, ActorProcessingErr> {
+impl LeaderState {
+    /// The state of a new LeaderActor, its reconcile tick started.
+    fn started(myself: &ActorRef<LeaderMsg>, ctx: SessionCtx) -> Self {
         myself.send_interval(RECONCILE_TICK, || LeaderMsg::ReconcileTick);
-        Ok(LeaderState {
+        Self {
             ctx,
             last_reconcile: HashMap::new(),
             lanes: Lanes::default(),
             flagged: HashMap::new(),
             memos: Arc::default(),
             sharding: None,
-        })
+        }
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
+    /// One message, handled without waiting: an evaluation runs in its job's lane.
+    fn handle(&mut self, myself: &ActorRef<LeaderMsg>, msg: LeaderMsg) {
         match msg {
             LeaderMsg::Job(ev) => match reaction(&ev.node, ev.kind) {
                 Reaction::Nothing => {}
-                Reaction::CheckOwner(item) => state.check_owner(&ev.job, item),
-                Reaction::Evaluate(evaluation) => state.evaluate(&myself, &ev.job, evaluation),
+                Reaction::CheckOwner(item) => self.check_owner(&ev.job, item),
+                Reaction::Evaluate(evaluation) => self.evaluate(myself, &ev.job, evaluation),
             },
             LeaderMsg::Resynced => {
-                let jobs: Vec<JobName> =
-                    state.ctx.configs.iter().map(|e| e.key().clone()).collect();
+                let jobs: Vec<JobName> = self.ctx.configs.iter().map(|e| e.key().clone()).collect();
                 for job in jobs {
-                    state.evaluate(&myself, &job, RECONCILE);
+                    self.evaluate(myself, &job, RECONCILE);
                 }
             }
-            LeaderMsg::Evaluate(job) => state.evaluate(&myself, &job, RECONCILE),
-            LeaderMsg::Sharding(sharding) => state.sharding = Some(sharding),
+            LeaderMsg::Evaluate(job) => self.evaluate(myself, &job, RECONCILE),
+            LeaderMsg::Sharding(sharding) => self.sharding = Some(sharding),
             LeaderMsg::Evaluated(job, memory) => {
                 match memory {
                     Memory::Keep => {}
                     Memory::Set(seen) => {
-                        state.flagged.insert(job.clone(), seen);
+                        self.flagged.insert(job.clone(), seen);
                     }
                     Memory::Forget => {
-                        state.flagged.remove(&job);
+                        self.flagged.remove(&job);
                     }
                 }
-                if let Some((job, next)) = state.lanes.done(&job) {
-                    state.spawn_evaluation(&myself, job, next);
+                if let Some((job, next)) = self.lanes.done(&job) {
+                    self.spawn_evaluation(myself, job, next);
                 }
             }
             LeaderMsg::ReconcileTick => {
-                let now = state.ctx.node.clock.now();
-                let due: Vec<JobName> = state
+                let now = self.ctx.node.clock.now();
+                let due: Vec<JobName> = self
                     .ctx
                     .configs
                     .iter()
                     .filter(|e| {
                         let minutes = e.value().config().reconcile_interval_minutes;
                         minutes > 0
-                            && state.last_reconcile.get(e.key()).is_none_or(|last| {
+                            && self.last_reconcile.get(e.key()).is_none_or(|last| {
                                 now - *last >= chrono::Duration::minutes(minutes.into())
                             })
                     })
                     .map(|e| e.key().clone())
                     .collect();
                 for job in due {
-                    state.last_reconcile.insert(job.clone(), now);
-                    state.evaluate(&myself, &job, RECONCILE);
+                    self.last_reconcile.insert(job.clone(), now);
+                    self.evaluate(myself, &job, RECONCILE);
                 }
             }
         }
-        Ok(())
     }
 }

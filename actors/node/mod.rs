@@ -31,15 +31,15 @@ mod handle;
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 use super::context::NodeContext;
 use super::mail::RegistryMsg;
 use super::registry::RegistryActor;
 
-use super::error::child_ended;
 pub use super::error::EngineError;
 pub use super::mail::NodeMsg;
+use super::Handled;
 pub use builder::NodeBuilder;
 pub use handle::NodeHandle;
 
@@ -98,33 +98,26 @@ impl NodeState {
     }
 }
 
-impl Actor for NodeActor {
-    type Msg = NodeMsg;
-    type State = NodeState;
-    type Arguments = Arc<NodeContext>;
+supervisor_actor!(NodeActor: NodeMsg, NodeState, Arc<NodeContext>);
 
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
+impl NodeState {
+    /// The state of a new NodeActor, its RegistryActor spawned.
+    async fn started(
+        myself: &ActorRef<NodeMsg>,
         node: Arc<NodeContext>,
-    ) -> Result<Self::State, ActorProcessingErr> {
+    ) -> Result<Self, ActorProcessingErr> {
         let mut state = NodeState {
             node,
             registry: None,
             restarts: Default::default(),
         };
-        state.spawn_registry(&myself).await?;
+        state.spawn_registry(myself).await?;
         Ok(state)
     }
 
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: NodeMsg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        // Reply ports go on to the current RegistryActor; none while it restarts.
-        let Some(registry) = &state.registry else {
+    /// Reply ports go on to the current RegistryActor; none while it restarts.
+    async fn handle(&mut self, _myself: &ActorRef<NodeMsg>, msg: NodeMsg) -> Handled {
+        let Some(registry) = &self.registry else {
             answer_without_registry(msg);
             return Ok(());
         };
@@ -133,34 +126,29 @@ impl Actor for NodeActor {
         Ok(())
     }
 
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        evt: SupervisionEvent,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let current = state.registry.as_ref().map(|r| r.get_id());
-        let Some((_, why)) = child_ended(&evt).filter(|(c, _)| Some(c.get_id()) == current) else {
+    /// A child ended: when it is the current RegistryActor, it is restarted (one helper for failed
+    /// and terminated alike; past the restart intensity this returns an error, which fails the
+    /// node and tells the host's supervisor).
+    async fn child_ended(
+        &mut self,
+        myself: &ActorRef<NodeMsg>,
+        cell: ActorCell,
+        why: String,
+    ) -> Handled {
+        if self.registry.as_ref().map(|r| r.get_id()) != Some(cell.get_id()) {
             return Ok(());
-        };
+        }
         let why = if why.is_empty() {
             "terminated".to_owned()
         } else {
             why
         };
-        // One helper for failed and terminated alike; past the restart intensity this returns an
-        // error, which fails the node and tells the host's supervisor.
-        state.restart_registry(&myself, &why).await?;
-        Ok(())
+        self.restart_registry(myself, &why).await
     }
 
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(r) = state.registry.take() {
-            // The registry actor drains the executors and closes the session in its post_stop.
+    /// The registry actor drains the executors and closes the session in its post_stop.
+    async fn stopping(&mut self, _myself: &ActorRef<NodeMsg>) -> Handled {
+        if let Some(r) = self.registry.take() {
             let _ = r.stop_and_wait(Some("node stopping".into()), None).await;
         }
         Ok(())

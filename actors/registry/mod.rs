@@ -12,7 +12,7 @@ mod subtree;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{ActorCell, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
 
 use crate::events::EngineEvent;
@@ -21,9 +21,9 @@ use crate::registry::mirror::{FeedHandle, MirrorEvent};
 use crate::registry::{NodeEventKind, Registry, SessionState};
 
 use super::context::{lock_jobs, JobEvent, NodeContext, SessionCtx};
-use super::error::child_ended;
 use super::mail::{NodeMsg, RegistryMsg};
 use super::session::{SessionMsg, Singletons};
+use super::Handled;
 
 use requests::on_request;
 use subtree::start_session;
@@ -72,16 +72,14 @@ fn route(ev: &MirrorEvent) -> Option<JobEvent> {
     Some(JobEvent { job, node, kind })
 }
 
-impl Actor for RegistryActor {
-    type Msg = RegistryMsg;
-    type State = RegistryState;
-    type Arguments = Arc<NodeContext>;
+supervisor_actor!(RegistryActor: RegistryMsg, RegistryState, Arc<NodeContext>);
 
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        node: Self::Arguments,
-    ) -> Result<Self::State, ActorProcessingErr> {
+impl RegistryState {
+    /// The state of a new RegistryActor: its first connection asked for, its clock check started.
+    async fn started(
+        myself: &ActorRef<RegistryMsg>,
+        node: Arc<NodeContext>,
+    ) -> Result<Self, ActorProcessingErr> {
         myself.send_message(RegistryMsg::Connect)?;
         myself.send_interval(node.options.clock_check_interval, || {
             RegistryMsg::CheckClock
@@ -97,97 +95,91 @@ impl Actor for RegistryActor {
         })
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
+    /// One message: connections and sessions opened off the mailbox, requests passed on or parked.
+    async fn handle(&mut self, myself: &ActorRef<RegistryMsg>, msg: RegistryMsg) -> Handled {
         match msg {
             RegistryMsg::Connect => {
-                if state.active.is_some() || state.connecting {
+                if self.active.is_some() || self.connecting {
                     return Ok(());
                 }
                 // Off the mailbox: the connection and the mirror's first listing take round
                 // trips (seconds when the registry is slow); requests are answered meanwhile.
-                state.connecting = true;
-                let (node, me) = (state.node.clone(), myself.clone());
+                self.connecting = true;
+                let (node, me) = (self.node.clone(), myself.clone());
                 tokio::spawn(async move {
                     let opened = super::feed::open(&node).await;
                     let _ = me.send_message(RegistryMsg::Opened(Box::new(opened)));
                 });
             }
             RegistryMsg::Opened(opened) => {
-                state.connecting = false;
+                self.connecting = false;
                 let result = match *opened {
                     Ok((registry, feed, roots)) => {
-                        start_session(state, &myself, registry, feed, roots).await
+                        start_session(self, myself, registry, feed, roots).await
                     }
                     Err(e) => Err(e.into()),
                 };
-                for request in std::mem::take(&mut state.parked) {
-                    on_request(state, &myself, request);
+                for request in std::mem::take(&mut self.parked) {
+                    on_request(self, myself, request);
                 }
                 match result {
-                    Ok(()) => state.backoff = state.node.options.reconnect_initial,
+                    Ok(()) => self.backoff = self.node.options.reconnect_initial,
                     Err(e) => {
-                        tracing::warn!(target = %state.node.connector.describe(), error = %e,
-                            retry_in = ?state.backoff, "cannot open a registry session");
-                        myself.send_after(state.backoff, || RegistryMsg::Connect);
-                        state.backoff = (state.backoff * 2).min(state.node.options.reconnect_max);
+                        tracing::warn!(target = %self.node.connector.describe(), error = %e,
+                            retry_in = ?self.backoff, "cannot open a registry session");
+                        myself.send_after(self.backoff, || RegistryMsg::Connect);
+                        self.backoff = (self.backoff * 2).min(self.node.options.reconnect_max);
                     }
                 }
             }
             RegistryMsg::FeedEnded(generation) => {
-                if state.active.is_none() || generation != state.generation {
+                if self.active.is_none() || generation != self.generation {
                     return Ok(()); // a feed already torn down
                 }
                 tracing::warn!(
                     "the mirror's watch ended while the session lives; opening a new session"
                 );
-                state.teardown().await;
+                self.teardown().await;
                 // After the reconnect backoff: a watch that cannot be set up at all must not
                 // churn sessions back to back.
-                myself.send_after(state.backoff, || RegistryMsg::Connect);
-                state.backoff = (state.backoff * 2).min(state.node.options.reconnect_max);
+                myself.send_after(self.backoff, || RegistryMsg::Connect);
+                self.backoff = (self.backoff * 2).min(self.node.options.reconnect_max);
             }
             RegistryMsg::MirrorChanged(generation, ev) => {
-                let Some(active) = state
+                let Some(active) = self
                     .active
                     .as_ref()
-                    .filter(|_| generation == state.generation)
+                    .filter(|_| generation == self.generation)
                 else {
                     return Ok(()); // from a feed already torn down
                 };
                 match ev {
                     MirrorEvent::Session(s) if s.is_terminal() => {
-                        state
-                            .node
+                        self.node
                             .events
                             .emit(EngineEvent::SessionChanged { state: s });
                         tracing::warn!(state = ?s, "registry session ended; opening a new one");
-                        state.teardown().await;
+                        self.teardown().await;
                         myself.send_message(RegistryMsg::Connect)?;
                     }
                     MirrorEvent::Session(s) => {
-                        state
-                            .node
+                        self.node
                             .events
                             .emit(EngineEvent::SessionChanged { state: s });
                         let _ = active.session.send_message(SessionMsg::SessionState(s));
                     }
                     MirrorEvent::Resynced => {
                         let _ = active.session.send_message(SessionMsg::Resynced);
-                        super::adopt::resynced(&state.node, &myself);
+                        super::adopt::resynced(&self.node, myself);
                     }
                     other => {
                         if let Some(ev) = route(&other) {
                             crate::metrics::registry_event(
-                                &state.node.instance_id,
-                                lock_jobs(&state.node).contains_key(&ev.job),
+                                &self.node.instance_id,
+                                lock_jobs(&self.node).contains_key(&ev.job),
                             );
-                            if state.node.adoption.is_some() && super::adopt::concerns(&ev) {
-                                super::adopt::heard(&state.node, &myself, &ev.job);
+                            if self.node.adoption.is_some() && super::adopt::concerns(&ev) {
+                                super::adopt::heard(&self.node, myself, &ev.job);
                             }
                             let _ = active.session.send_message(SessionMsg::Job(ev));
                         }
@@ -202,23 +194,23 @@ impl Actor for RegistryActor {
                 | NodeMsg::Executor(..),
             )
             | RegistryMsg::Dropped(_)) => {
-                if state.connecting {
-                    state.parked.push(request);
+                if self.connecting {
+                    self.parked.push(request);
                 } else {
-                    on_request(state, &myself, request);
+                    on_request(self, myself, request);
                 }
             }
             RegistryMsg::CheckClock => {
-                let Some(active) = &state.active else {
+                let Some(active) = &self.active else {
                     return Ok(());
                 };
-                let job = lock_jobs(&state.node)
+                let job = lock_jobs(&self.node)
                     .iter()
                     .find(|(_, s)| s.config.max_time_diff_seconds >= 0)
                     .map(|(j, _)| j.clone());
                 if let Some(job) = job {
                     // Off the mailbox: a registry write whose answer only updates a number.
-                    let (registry, node) = (active.registry.clone(), state.node.clone());
+                    let (registry, node) = (active.registry.clone(), self.node.clone());
                     tokio::spawn(async move {
                         let path = JobNode::SystemTimeCurrent.to_path(&job);
                         match registry.server_time_millis(&path).await {
@@ -237,48 +229,43 @@ impl Actor for RegistryActor {
                 }
             }
             RegistryMsg::Request(NodeMsg::ReadySession(reply)) => {
-                let session = state.active.as_ref().and_then(|a| {
+                let session = self.active.as_ref().and_then(|a| {
                     let connected = *a.registry.session_state().borrow() == SessionState::Connected;
-                    (connected && state.node.mirror.is_synced())
+                    (connected && self.node.mirror.is_synced())
                         .then(|| a.registry.session_info().id)
                 });
                 let _ = reply.send(session);
             }
             RegistryMsg::Request(NodeMsg::Session(reply)) => {
-                let _ = reply.send(state.active.as_ref().map(|a| a.registry.clone()));
+                let _ = reply.send(self.active.as_ref().map(|a| a.registry.clone()));
             }
         }
         Ok(())
     }
 
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        evt: SupervisionEvent,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let Some((cell, reason)) = child_ended(&evt) else {
-            return Ok(());
-        };
+    /// A child ended: when it is the current session's subtree, it is rebuilt on the same session.
+    async fn child_ended(
+        &mut self,
+        myself: &ActorRef<RegistryMsg>,
+        cell: ActorCell,
+        reason: String,
+    ) -> Handled {
         let id = cell.get_id();
-        let is_current = state
+        let is_current = self
             .active
             .as_ref()
             .is_some_and(|a| a.session.get_id() == id);
         if is_current {
             // The session subtree died while its session lives: rebuild it on the same session.
             tracing::warn!(%reason, "session actor ended; restarting it");
-            state.rebuild_session(&myself).await?;
+            self.rebuild_session(myself).await?;
         }
         Ok(())
     }
 
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(active) = state.active.take() {
+    /// The session subtree drained and stopped, then the session closed.
+    async fn stopping(&mut self, _myself: &ActorRef<RegistryMsg>) -> Handled {
+        if let Some(active) = self.active.take() {
             active.forward.abort();
             // Drains the executors (bounded by the shutdown timeout) in the session actor's post_stop.
             active

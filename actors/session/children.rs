@@ -164,7 +164,7 @@ impl SessionActorState {
     /// What the SessionActor does when its child `cell` ended for `reason`: forgets an executor
     /// whose job is gone or whose registration was refused, starts the successor of a replaced one,
     /// restarts the rest.
-    pub(super) async fn restart_or_forget(
+    pub(super) async fn child_ended(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         cell: ActorCell,

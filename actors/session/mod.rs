@@ -11,18 +11,17 @@ mod route;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ractor::{
-    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
-};
+use ractor::{ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::decide::lifecycle::{FenceBudget, Input};
 use crate::registry::SessionState;
 use crate::types::JobName;
 
 use super::context::{lock_jobs, JobEvent, SessionCtx};
-use super::error::{child_ended, EngineError};
+use super::error::EngineError;
 use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, ShardingMsg, TriggerMsg};
 use super::spec::{job_name, JobSpec};
+use super::Handled;
 
 /// How long to wait before trying again to start a child whose restart failed.
 const RESTART_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -126,16 +125,14 @@ pub(crate) struct SessionActorState {
     held: Option<Vec<JobEvent>>,
 }
 
-impl Actor for SessionActor {
-    type Msg = SessionMsg;
-    type State = SessionActorState;
-    type Arguments = SessionArgs;
+supervisor_actor!(SessionActor: SessionMsg, SessionActorState, SessionArgs);
 
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
+impl SessionActorState {
+    /// The state of a new SessionActor: its children spawned, each job's executor registering.
+    async fn started(
+        myself: &ActorRef<SessionMsg>,
         SessionArgs { ctx, singletons }: SessionArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
+    ) -> Result<Self, ActorProcessingErr> {
         let fence = FenceBudget::for_session(ctx.registry.session_info().timeout);
         let period = (fence.late_fire_bound() / 2).max(std::time::Duration::from_millis(100));
         let mut state = SessionActorState {
@@ -193,23 +190,19 @@ impl Actor for SessionActor {
         Ok(state)
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
+    /// One message: events routed, the session's state and pauses watched, jobs added and removed.
+    async fn handle(&mut self, myself: &ActorRef<SessionMsg>, msg: SessionMsg) -> Handled {
         match msg {
             SessionMsg::Replayed => {
-                for ev in state.held.take().unwrap_or_default() {
-                    state.route(ev);
+                for ev in self.held.take().unwrap_or_default() {
+                    self.route(ev);
                 }
             }
-            SessionMsg::Job(ev) => match &mut state.held {
+            SessionMsg::Job(ev) => match &mut self.held {
                 Some(held) => held.push(ev),
-                None => state.route(ev),
+                None => self.route(ev),
             },
-            SessionMsg::Resynced => state.broadcast(|| {
+            SessionMsg::Resynced => self.broadcast(|| {
                 (
                     LeaderMsg::Resynced,
                     ShardingMsg::Resynced,
@@ -218,51 +211,51 @@ impl Actor for SessionActor {
                 )
             }),
             SessionMsg::SessionState(s) => {
-                state.to_executors(|| ExecutorMsg::Step(Input::Session(s)));
+                self.to_executors(|| ExecutorMsg::Step(Input::Session(s)));
                 match s {
-                    SessionState::Disconnected if state.disconnected.is_none() => {
+                    SessionState::Disconnected if self.disconnected.is_none() => {
                         // Running items must stop before the server can expire the session and a
                         // survivor take them over: the fencing budget (FenceBudget) counts from
                         // the notice, which comes at most 9 client ticks after the last answer.
-                        state.epochs += 1;
-                        let epoch = state.epochs;
-                        state.disconnected = Some(epoch);
-                        let after = state.fence.cancel_after_notice();
+                        self.epochs += 1;
+                        let epoch = self.epochs;
+                        self.disconnected = Some(epoch);
+                        let after = self.fence.cancel_after_notice();
                         myself.send_after(after, move || SessionMsg::DisconnectDeadline(epoch));
                     }
-                    SessionState::Connected => state.disconnected = None,
+                    SessionState::Connected => self.disconnected = None,
                     _ => {}
                 }
             }
             SessionMsg::DisconnectDeadline(epoch) => {
-                if state.disconnected == Some(epoch) {
+                if self.disconnected == Some(epoch) {
                     tracing::warn!("registry disconnected past the fencing budget: cancelling running items before the session can expire");
-                    state.to_executors(|| ExecutorMsg::Step(Input::Fenced));
+                    self.to_executors(|| ExecutorMsg::Step(Input::Fenced));
                 }
             }
             SessionMsg::Watchdog(fired) => {
-                let (period, last) = state.watchdog;
-                state.watchdog.1 = fired;
+                let (period, last) = self.watchdog;
+                self.watchdog.1 = fired;
                 let paused = fired.duration_since(last).saturating_sub(period);
-                if paused > state.fence.late_fire_bound() {
+                if paused > self.fence.late_fire_bound() {
                     tracing::warn!(?paused, "this node was not scheduled for a while: checking the session before any fire");
-                    state.to_executors(|| ExecutorMsg::Step(Input::Paused(paused)));
+                    self.to_executors(|| ExecutorMsg::Step(Input::Paused(paused)));
                 }
             }
             SessionMsg::Restart(child) => {
                 let gone = match &child {
-                    Child::Executor(job) => !lock_jobs(&state.ctx.node).contains_key(job),
+                    Child::Executor(job) => !lock_jobs(&self.ctx.node).contains_key(job),
                     _ => false,
                 };
                 if !gone {
-                    if let Err(e) = state.spawn(&myself.get_cell(), child.clone()).await {
+                    if let Err(e) = self.spawn(&myself.get_cell(), child.clone()).await {
                         tracing::warn!(?child, error = %e, retry_in = ?RESTART_RETRY, "restart failed; retrying");
                         myself.send_after(RESTART_RETRY, move || SessionMsg::Restart(child));
                     }
                 }
             }
             SessionMsg::Abandon => {
-                state.abandoned = true;
+                self.abandoned = true;
                 myself.stop(Some("session expired".into()));
             }
             SessionMsg::AddJob(spec, reply) => {
@@ -273,24 +266,24 @@ impl Actor for SessionActor {
                         return Ok(());
                     }
                 };
-                if let Some(old) = state.executors.get(&job) {
+                if let Some(old) = self.executors.get(&job) {
                     // The new executor starts when the old one has stopped (its supervision
                     // event), so the two never schedule the job side by side.
                     old.stop(Some("job replaced".into()));
-                    state.removing.push(job.clone());
-                    if let Some(earlier) = state.replacing.insert(job, reply) {
+                    self.removing.push(job.clone());
+                    if let Some(earlier) = self.replacing.insert(job, reply) {
                         let _ = earlier.send(Ok(())); // a later spec of the job wins
                     }
                     return Ok(());
                 }
-                if let Err(e) = state.spawn_job(&myself.get_cell(), &job, Some(reply)).await {
+                if let Err(e) = self.spawn_job(&myself.get_cell(), &job, Some(reply)).await {
                     tracing::error!(%job, error = %e, "job not started on this session");
                 }
             }
             SessionMsg::RemoveJob(job, reply) => {
-                let result = match state.executors.get(&job) {
+                let result = match self.executors.get(&job) {
                     Some(exec) => {
-                        state.removing.push(job.clone());
+                        self.removing.push(job.clone());
                         let _ = exec.send_message(ExecutorMsg::Step(Input::Remove));
                         Ok(())
                     }
@@ -299,14 +292,14 @@ impl Actor for SessionActor {
                 let _ = reply.send(result);
             }
             SessionMsg::Executor(job, reply) => {
-                let result = match state.executors.get(&job) {
+                let result = match self.executors.get(&job) {
                     Some(exec) => Ok(exec.get_cell()),
                     None => Err(EngineError::UnknownJob(job)),
                 };
                 let _ = reply.send(result);
             }
             SessionMsg::Trigger(job, reply) => {
-                let result = match state.executors.get(&job) {
+                let result = match self.executors.get(&job) {
                     Some(exec) => exec
                         .send_message(ExecutorMsg::Step(Input::Trigger))
                         .map_err(|e| EngineError::Actor(e.to_string())),
@@ -318,35 +311,19 @@ impl Actor for SessionActor {
         Ok(())
     }
 
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        evt: SupervisionEvent,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let Some((cell, reason)) = child_ended(&evt) else {
-            return Ok(());
-        };
-        let cell = cell.clone();
-        state.restart_or_forget(&myself, cell, reason).await
-    }
-
-    async fn post_stop(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if state.abandoned {
+    /// The executors drained (or, the session dead, only stopped), then every child stopped.
+    async fn stopping(&mut self, myself: &ActorRef<SessionMsg>) -> Handled {
+        if self.abandoned {
             // The session is dead: nothing can be written; the executors cancel their items as
             // they stop.
-            state.children.clear();
+            self.children.clear();
             myself
                 .stop_children_and_wait(Some("session expired".into()), None)
                 .await;
             return Ok(());
         }
-        let timeout = state.ctx.node.options.shutdown_timeout;
-        let executors: Vec<_> = state.executors.values().cloned().collect();
+        let timeout = self.ctx.node.options.shutdown_timeout;
+        let executors: Vec<_> = self.executors.values().cloned().collect();
         let drains = executors.iter().map(|e| {
             e.call(
                 ExecutorMsg::Drain,
@@ -354,7 +331,7 @@ impl Actor for SessionActor {
             )
         });
         futures::future::join_all(drains).await;
-        state.children.clear();
+        self.children.clear();
         myself
             .stop_children_and_wait(Some("session ending".into()), None)
             .await;

@@ -17,7 +17,7 @@ mod step;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::ActorRef;
 
 use crate::types::JobName;
 use crate::view::NamespaceCache;
@@ -122,32 +122,22 @@ impl ShardingState {
                     None => Outcome::Done,
                 }
             };
-            let outcome = match lanes::guarded("sharding", &job, work).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    // Reported (logged, counted); the job waits and is tried again.
-                    let retry = job.clone();
-                    myself.send_after(lanes::PANIC_RETRY, move || ShardingMsg::Retry(retry));
-                    Outcome::Waits
-                }
-            };
+            // A panic is reported; the job waits and is tried again.
+            let retry = ShardingMsg::Retry;
+            let outcome =
+                lanes::or_retry("sharding", &myself, &job, work, retry, Outcome::Waits).await;
             // The actor may be gone (session ending): nobody is left to tell.
             let _ = myself.send_message(ShardingMsg::Sharded { job, outcome });
         });
     }
 }
 
-impl Actor for ShardingActor {
-    type Msg = ShardingMsg;
-    type State = ShardingState;
-    type Arguments = SessionCtx;
+sync_actor!(ShardingActor: ShardingMsg, ShardingState, SessionCtx);
 
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        ctx: SessionCtx,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(ShardingState {
+impl ShardingState {
+    /// The state of a new ShardingActor.
+    fn started(_myself: &ActorRef<ShardingMsg>, ctx: SessionCtx) -> Self {
+        Self {
             ctx,
             waiting: BTreeSet::new(),
             retrying: BTreeSet::new(),
@@ -157,19 +147,15 @@ impl Actor for ShardingActor {
             last_change: tokio::time::Instant::now(),
             namespace: NamespaceCache::new(),
             balanced_jobs: None,
-        })
+        }
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
+    /// One message, handled without waiting: a sharding step runs in its job's lane.
+    fn handle(&mut self, myself: &ActorRef<ShardingMsg>, msg: ShardingMsg) {
         match msg {
-            ShardingMsg::ShardIfNecessary(job) => state.shard(&myself, &job),
+            ShardingMsg::ShardIfNecessary(job) => self.shard(myself, &job),
             ShardingMsg::FlagRaised(job) => {
-                state.shard_with(&myself, &job, Request { flag_raised: true })
+                self.shard_with(myself, &job, Request { flag_raised: true })
             }
             ShardingMsg::Job(ev) => {
                 let Reaction {
@@ -178,74 +164,73 @@ impl Actor for ShardingActor {
                     moves_balance,
                 } = reaction(&ev.node, ev.kind);
                 if moves_balance {
-                    state.note_change(&myself, &ev.job);
+                    self.note_change(myself, &ev.job);
                 }
                 if flagged {
-                    state.shard(&myself, &ev.job);
+                    self.shard(myself, &ev.job);
                 } else if unblocks
-                    && state.waiting.contains(&ev.job)
-                    && state.retrying.insert(ev.job.clone())
+                    && self.waiting.contains(&ev.job)
+                    && self.retrying.insert(ev.job.clone())
                 {
                     let job = ev.job.clone();
                     myself.send_after(RETRY_AFTER, move || ShardingMsg::Retry(job));
                 }
             }
             ShardingMsg::Rebalance => {
-                state.rebalance_due = false;
-                let quiet = state.last_change.elapsed();
+                self.rebalance_due = false;
+                let quiet = self.last_change.elapsed();
                 if quiet < REBALANCE_AFTER {
-                    state.rebalance_due = true;
+                    self.rebalance_due = true;
                     myself.send_after(REBALANCE_AFTER - quiet, || ShardingMsg::Rebalance);
                 } else {
-                    state.rebalance();
+                    self.rebalance();
                 }
             }
             ShardingMsg::Retry(job) => {
-                state.retrying.remove(&job);
-                if state.waiting.contains(&job) {
-                    state.shard(&myself, &job);
+                self.retrying.remove(&job);
+                if self.waiting.contains(&job) {
+                    self.shard(myself, &job);
                 }
             }
             ShardingMsg::Sharded { job, outcome } => {
                 if !matches!(outcome, Outcome::Failed(_)) {
-                    state.failures.remove(&job);
+                    self.failures.remove(&job);
                 }
                 match outcome {
                     Outcome::Done => {
-                        state.waiting.remove(&job);
+                        self.waiting.remove(&job);
                     }
                     Outcome::Waits => {
-                        state.waiting.insert(job.clone());
+                        self.waiting.insert(job.clone());
                     }
                     Outcome::Failed(error) => {
-                        let failures = state.failures.entry(job.clone()).or_default();
+                        let failures = self.failures.entry(job.clone()).or_default();
                         *failures += 1;
                         if *failures == FAILURES_BEFORE_WARN || *failures % WARN_EVERY == 0 {
                             tracing::warn!(%job, failures = *failures, %error, "sharding commits keep failing; will retry");
                         }
-                        state.waiting.insert(job.clone());
-                        if state.retrying.insert(job.clone()) {
+                        self.waiting.insert(job.clone());
+                        if self.retrying.insert(job.clone()) {
                             let again = job.clone();
                             myself.send_after(COMMIT_RETRY, move || ShardingMsg::Retry(again));
                         }
                     }
                 }
-                if let Some((job, next)) = state.lanes.done(&job) {
-                    state.spawn_shard(&myself, job, next);
+                if let Some((job, next)) = self.lanes.done(&job) {
+                    self.spawn_shard(myself, job, next);
                 }
             }
             ShardingMsg::Resynced => {
-                state.namespace.relist();
-                state.balanced_jobs = None;
-                if state.runs_balanced() {
-                    state.schedule_look(&myself);
+                self.namespace.relist();
+                self.balanced_jobs = None;
+                if self.runs_balanced() {
+                    self.schedule_look(myself);
                 }
-                let waiting: Vec<_> = state.waiting.iter().cloned().collect();
+                let waiting: Vec<_> = self.waiting.iter().cloned().collect();
                 for job in waiting {
-                    state.shard(&myself, &job);
+                    self.shard(myself, &job);
                 }
             }
         }
-        Ok(())
     }
 }

@@ -19,6 +19,8 @@
 //! Every other answer ends registration with [`Failure::Registry`] naming the step; the
 //! interpreter attaches the registry's error to it.
 
+mod steps;
+
 use std::sync::Arc;
 
 use crate::config::ValidatedConfig;
@@ -125,11 +127,13 @@ pub struct Register {
     phase: Phase,
 }
 
-/// The parents the step-by-step path ensures.
-const PARENTS: [JobNode; 5] = [
+/// Every parent node of a registered job, each before its children: the one-write path creates
+/// those the mirror lacks.
+const EVERY_PARENT: [JobNode; 6] = [
     JobNode::Servers,
     JobNode::Instances,
     JobNode::Sharding,
+    JobNode::Leader,
     JobNode::LeaderElection,
     JobNode::LeaderSharding,
 ];
@@ -196,14 +200,7 @@ impl Register {
             },
             Some(data) => self.theirs(facts, data),
         };
-        for parent in [
-            JobNode::Servers,
-            JobNode::Instances,
-            JobNode::Sharding,
-            JobNode::Leader,
-            JobNode::LeaderElection,
-            JobNode::LeaderSharding,
-        ] {
+        for parent in EVERY_PARENT {
             if !facts.exists(&parent) {
                 ops.push(Op::create(self.path(parent), "", CreateMode::Persistent));
             }
@@ -293,130 +290,6 @@ impl Register {
         }
     }
 
-    /// The job root: it names the job's type; another type may only take it over when nobody
-    /// runs it.
-    fn root(&mut self, facts: &dyn RegisterFacts) -> RegisterStep {
-        self.phase = Phase::Root;
-        let root = self.path(JobNode::Root);
-        match facts.data(&JobNode::Root) {
-            None => RegisterStep::Write(
-                vec![Op::create(
-                    root,
-                    self.root_data.as_str(),
-                    CreateMode::Persistent,
-                )],
-                WriteMode::Direct,
-            ),
-            Some(d) if *d == *self.root_data.as_bytes() => self.config(facts),
-            Some(d) => {
-                let other = String::from_utf8_lossy(&d).into_owned();
-                if !other.is_empty() && facts.has_instances() {
-                    return self.end(Err(Failure::JobTypeConflict { running: other }));
-                }
-                RegisterStep::Write(
-                    vec![Op::set(root, self.root_data.as_str())],
-                    WriteMode::Direct,
-                )
-            }
-        }
-    }
-
-    /// The config: ours when absent or `overwrite`, otherwise the registry's if it is valid.
-    fn config(&mut self, facts: &dyn RegisterFacts) -> RegisterStep {
-        let path = self.path(JobNode::Config);
-        let (found, op) = match facts.data(&JobNode::Config) {
-            None => match facts.our_yaml() {
-                Ok(text) => (
-                    self.ours(&text),
-                    Op::create(path, text, CreateMode::Persistent),
-                ),
-                Err(e) => return self.end(Err(Failure::InvalidConfig(e))),
-            },
-            Some(_) if self.overwrite => match facts.our_yaml() {
-                Ok(text) => (self.ours(&text), Op::set(path, text)),
-                Err(e) => return self.end(Err(Failure::InvalidConfig(e))),
-            },
-            Some(data) => {
-                self.found = Some(self.theirs(facts, data));
-                return self.parents();
-            }
-        };
-        self.found = Some(found);
-        self.phase = Phase::Config;
-        RegisterStep::Write(vec![op], WriteMode::Direct)
-    }
-
-    fn parents(&mut self) -> RegisterStep {
-        self.phase = Phase::Parents;
-        RegisterStep::EnsurePaths(PARENTS.iter().map(|p| self.path(p.clone())).collect())
-    }
-
-    fn server(&mut self) -> RegisterStep {
-        let config = self.found_config();
-        let status = status_of(&config);
-        self.phase = Phase::Server;
-        RegisterStep::Write(
-            vec![Op::set(
-                self.path(JobNode::Server(self.me.ip().to_owned())),
-                status.as_data(),
-            )],
-            WriteMode::Direct,
-        )
-    }
-
-    fn instance(&mut self) -> RegisterStep {
-        self.phase = Phase::Instance;
-        RegisterStep::Write(vec![self.instance_create()], WriteMode::Direct)
-    }
-
-    fn instance_create(&self) -> Op {
-        Op::create(
-            self.path(JobNode::Instance(self.me.clone())),
-            self.instance_data.as_str(),
-            CreateMode::Ephemeral,
-        )
-    }
-
-    /// `servers/{ip}`: set when mirrored, created otherwise (the one-write path).
-    fn server_op(&self, config: &ValidatedConfig, facts: &dyn RegisterFacts) -> Op {
-        let node = JobNode::Server(self.me.ip().to_owned());
-        let status = status_of(config);
-        if facts.exists(&node) {
-            Op::set(self.path(node), status.as_data())
-        } else {
-            Op::create(self.path(node), status.as_data(), CreateMode::Persistent)
-        }
-    }
-
-    fn ours(&self, text: &str) -> Found {
-        Found {
-            config: self.local.clone(),
-            yaml: Some(Arc::from(text.as_bytes())),
-            refused: None,
-        }
-    }
-
-    fn theirs(&self, facts: &dyn RegisterFacts, data: Arc<[u8]>) -> Found {
-        match facts.registry_config(&data) {
-            Ok(config) => Found {
-                config,
-                yaml: Some(data),
-                refused: None,
-            },
-            Err(e) => Found {
-                config: self.local.clone(),
-                yaml: Some(data),
-                refused: Some(e),
-            },
-        }
-    }
-
-    fn found_config(&self) -> Arc<ValidatedConfig> {
-        self.found
-            .as_ref()
-            .map_or_else(|| self.local.clone(), |f| f.config.clone())
-    }
-
     fn registered(&mut self) -> RegisterStep {
         let found = self.found.take().unwrap_or_else(|| Found {
             config: self.local.clone(),
@@ -449,5 +322,4 @@ fn status_of(config: &ValidatedConfig) -> ServerStatus {
 }
 
 #[cfg(test)]
-#[path = "register_tests.rs"]
 mod tests;

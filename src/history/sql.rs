@@ -2,7 +2,7 @@
 //! SQLite or PostgreSQL, through one sqlx pool of either kind.
 //!
 //! The statements are written once, with `$n` placeholders (both backends accept them), and bound
-//! per backend by the macros below: sqlx's `Any` driver would do the same at the cost of a runtime
+//! per backend by the macros of `rows.rs`: sqlx's `Any` driver would do the same at the cost of a runtime
 //! type mapping and another feature.
 //!
 //! Every write is idempotent (`ON CONFLICT (id)`), so a redelivered event, or several nodes
@@ -12,13 +12,20 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::Row;
 
+mod rows;
+
 use super::record::{ExecutionRecord, HistoryQuery, HistoryWrite, StatusRecord};
 use super::{HistoryError, StatusQuery};
+
+pub(super) use rows::{
+    bind_all, execution_from_row, fetch_optional, fetch_rows, from_db, item_to_db, on_pool, stored,
+    to_db, Param,
+};
+use rows::{execution_params, status_from_row, status_params};
 
 /// `JOB_EXECUTION_LOG` with ElasticJob's columns. Ids, task ids and causes are `TEXT`: our ids
 /// (`{taskId}@-@{item}`) and task ids are longer than ElasticJob's UUIDs, and a cause is never
@@ -119,141 +126,6 @@ const STATUS_COLUMNS: &str = "id, job_name, original_task_id, task_id, slave_id,
 const INSERT_STATUS: &str = "INSERT INTO JOB_STATUS_TRACE_LOG (id, job_name, original_task_id, \
      task_id, slave_id, source, execution_type, sharding_item, state, message, creation_time) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING";
-
-/// A value bound to a `$n` placeholder.
-#[derive(Debug, Clone)]
-pub(super) enum Param {
-    Text(String),
-    OptText(Option<String>),
-    Int(i32),
-    OptInt(Option<i32>),
-    BigInt(i64),
-    Time(NaiveDateTime),
-    OptTime(Option<NaiveDateTime>),
-}
-
-/// Binds `params` in order; expands for each backend's query type.
-macro_rules! bind_all {
-    ($query:expr, $params:expr) => {{
-        let mut query = $query;
-        for param in $params {
-            query = match param {
-                Param::Text(v) => query.bind(v),
-                Param::OptText(v) => query.bind(v),
-                Param::Int(v) => query.bind(v),
-                Param::OptInt(v) => query.bind(v),
-                Param::BigInt(v) => query.bind(v),
-                Param::Time(v) => query.bind(v),
-                Param::OptTime(v) => query.bind(v),
-            };
-        }
-        query
-    }};
-}
-pub(super) use bind_all;
-
-/// `$body` with `$pool` bound to the pool `$store` holds: one text, typed for each backend.
-macro_rules! on_pool {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match $store {
-            Store::Sqlite($pool) => $body,
-            Store::Postgres($pool) => $body,
-        }
-    };
-}
-pub(super) use on_pool;
-
-/// Every row `$sql` with `$params` answers on `$store`, each read with `$from_row!`; a failure
-/// names `$table`.
-macro_rules! fetch_rows {
-    ($store:expr, $sql:expr, $params:expr, $table:literal, $from_row:ident) => {{
-        let fail = |source| HistoryError::Query {
-            table: $table,
-            source,
-        };
-        on_pool!($store, pool => {
-            let rows = bind_all!(sqlx::query($sql), $params)
-                .fetch_all(pool)
-                .await
-                .map_err(fail)?;
-            rows.iter()
-                .map(|row| $from_row!(row))
-                .collect::<Result<_, _>>()
-                .map_err(fail)
-        })
-    }};
-}
-pub(super) use fetch_rows;
-
-/// The row `$sql` with `$params` answers on `$store`, if any, read with `$from_row!`; a failure
-/// names `$table`.
-macro_rules! fetch_optional {
-    ($store:expr, $sql:expr, $params:expr, $table:literal, $from_row:ident) => {{
-        let fail = |source| HistoryError::Query {
-            table: $table,
-            source,
-        };
-        on_pool!($store, pool => bind_all!(sqlx::query($sql), $params)
-            .fetch_optional(pool)
-            .await
-            .map_err(fail)?
-            .map(|row| $from_row!(&row))
-            .transpose()
-            .map_err(fail))
-    }};
-}
-pub(super) use fetch_optional;
-
-/// Reads an [`ExecutionRecord`] from a row of either backend.
-macro_rules! execution_from_row {
-    ($row:expr) => {{
-        let row = $row;
-        Ok::<_, sqlx::Error>(ExecutionRecord {
-            id: row.try_get("id")?,
-            job_name: row.try_get("job_name")?,
-            task_id: row.try_get("task_id")?,
-            hostname: row.try_get("hostname")?,
-            ip: row.try_get("ip")?,
-            sharding_item: u32::try_from(row.try_get::<i32, _>("sharding_item")?).unwrap_or(0),
-            execution_source: row.try_get("execution_source")?,
-            failure_cause: row.try_get("failure_cause")?,
-            is_success: row.try_get::<i32, _>("is_success")? != 0,
-            start_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("start_time")?)
-                .unwrap_or_default(),
-            complete_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("complete_time")?),
-            scheduled_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("scheduled_time")?),
-            attempt: (row.try_get::<Option<i32>, _>("attempt")?)
-                .and_then(|a| u32::try_from(a).ok()),
-            outcome: row.try_get("outcome")?,
-            workflow_run: row.try_get("workflow_run")?,
-        })
-    }};
-}
-
-pub(super) use execution_from_row;
-
-/// Reads a [`StatusRecord`] from a row of either backend.
-macro_rules! status_from_row {
-    ($row:expr) => {{
-        let row = $row;
-        Ok::<_, sqlx::Error>(StatusRecord {
-            id: row.try_get("id")?,
-            job_name: row.try_get("job_name")?,
-            original_task_id: row.try_get("original_task_id")?,
-            task_id: row.try_get("task_id")?,
-            slave_id: row.try_get("slave_id")?,
-            source: row.try_get("source")?,
-            execution_type: row.try_get("execution_type")?,
-            sharding_item: row.try_get("sharding_item")?,
-            state: row.try_get("state")?,
-            message: row
-                .try_get::<Option<String>, _>("message")?
-                .unwrap_or_default(),
-            creation_time: from_db(row.try_get::<Option<NaiveDateTime>, _>("creation_time")?)
-                .unwrap_or_default(),
-        })
-    }};
-}
 
 /// A pool on one of the two backends.
 #[derive(Debug, Clone)]
@@ -470,65 +342,6 @@ impl Store {
     }
 }
 
-fn execution_params(r: &ExecutionRecord) -> Vec<Param> {
-    vec![
-        Param::Text(r.id.clone()),
-        Param::Text(r.job_name.clone()),
-        Param::Text(r.task_id.clone()),
-        Param::Text(r.hostname.clone()),
-        Param::Text(r.ip.clone()),
-        Param::Int(item_to_db(r.sharding_item)),
-        Param::Text(r.execution_source.clone()),
-        Param::OptText(r.failure_cause.clone()),
-        Param::Int(i32::from(r.is_success)),
-        Param::Time(to_db(r.start_time)),
-        Param::OptTime(r.complete_time.map(to_db)),
-        Param::OptTime(r.scheduled_time.map(to_db)),
-        Param::OptInt(r.attempt.map(|a| i32::try_from(a).unwrap_or(i32::MAX))),
-        Param::OptText(r.outcome.clone()),
-        Param::OptText(r.workflow_run.clone()),
-    ]
-}
-
-fn status_params(r: &StatusRecord) -> Vec<Param> {
-    vec![
-        Param::Text(r.id.clone()),
-        Param::Text(r.job_name.clone()),
-        Param::Text(r.original_task_id.clone()),
-        Param::Text(r.task_id.clone()),
-        Param::Text(r.slave_id.clone()),
-        Param::Text(r.source.clone()),
-        Param::Text(r.execution_type.clone()),
-        Param::Text(r.sharding_item.clone()),
-        Param::Text(r.state.clone()),
-        Param::Text(r.message.clone()),
-        Param::Time(to_db(r.creation_time)),
-    ]
-}
-
-/// Items are `0..shardingTotalCount` with a count that is an `i32` in the config.
-pub(super) fn item_to_db(item: u32) -> i32 {
-    i32::try_from(item).unwrap_or(i32::MAX)
-}
-
-/// `TIMESTAMP` columns hold UTC without a zone, to the microsecond (PostgreSQL's precision; the
-/// same on SQLite so both backends return what was written).
-pub(super) fn to_db(at: DateTime<Utc>) -> NaiveDateTime {
-    let micros = at.timestamp_micros();
-    DateTime::from_timestamp_micros(micros)
-        .unwrap_or(at)
-        .naive_utc()
-}
-
-/// Rounds `at` as the database stores it (microseconds).
-pub(super) fn stored(at: DateTime<Utc>) -> DateTime<Utc> {
-    to_db(at).and_utc()
-}
-
-pub(super) fn from_db(at: Option<NaiveDateTime>) -> Option<DateTime<Utc>> {
-    at.map(|t| t.and_utc())
-}
-
 /// The URL without its password, for error messages and logs.
 pub(super) fn redact(url: &str) -> String {
     match reqwest::Url::parse(url) {
@@ -561,6 +374,8 @@ async fn sqlite_has_column(
 
 #[cfg(test)]
 mod tests {
+    use chrono::DateTime;
+
     use super::*;
 
     #[test]

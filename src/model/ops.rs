@@ -180,6 +180,26 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// Every kind, in the order declared: the order of the call counters' tables.
+    pub(crate) const ALL: [OpKind; 11] = [
+        OpKind::Create,
+        OpKind::Get,
+        OpKind::Set,
+        OpKind::Delete,
+        OpKind::Children,
+        OpKind::Exists,
+        OpKind::Multi,
+        OpKind::Check,
+        OpKind::Watch,
+        OpKind::List,
+        OpKind::GetMany,
+    ];
+
+    /// This kind's position in [`OpKind::ALL`] (its counter's slot).
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     /// A short lowercase name (`create`, `get`, ...), used as a metric label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -213,4 +233,16 @@ pub struct ListedNode {
     pub data: Vec<u8>,
     /// Metadata.
     pub stat: Stat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OpKind;
+
+    #[test]
+    fn every_kind_stands_at_its_own_index_in_the_list_of_all_kinds() {
+        for (i, kind) in OpKind::ALL.iter().enumerate() {
+            assert_eq!(kind.index(), i, "{kind}");
+        }
+    }
 }

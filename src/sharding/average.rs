@@ -5,14 +5,10 @@ use std::collections::BTreeSet;
 use super::{ShardingPlan, ShardingStrategy};
 use crate::{InstanceId, JobName, ShardItem};
 
-/// AVG_ALLOCATION: contiguous blocks of items in instance order, the remainder one each to the first
-/// instances (ElasticJob's `AverageAllocationJobShardingStrategy`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AverageAllocation;
-
-impl AverageAllocation {
-    /// The name under which the strategy is configured (`jobShardingStrategyType`).
-    pub const NAME: &'static str = "AVG_ALLOCATION";
+super::builtin_strategy! {
+    /// AVG_ALLOCATION: contiguous blocks of items in instance order, the remainder one each to the
+    /// first instances (ElasticJob's `AverageAllocationJobShardingStrategy`).
+    AverageAllocation = "AVG_ALLOCATION"
 }
 
 impl ShardingStrategy for AverageAllocation {

@@ -21,6 +21,22 @@
 //! With `staticSharding`, the configured strategy shards a job only once; afterwards
 //! [`keep_owners`] moves only the items whose owner cannot run them.
 
+/// Declares a built-in strategy: a unit struct (with the doc given) and the name it is configured
+/// by, `jobShardingStrategyType`.
+macro_rules! builtin_strategy {
+    ($(#[$doc:meta])* $strategy:ident = $name:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $strategy;
+
+        impl $strategy {
+            /// The name under which the strategy is configured (`jobShardingStrategyType`).
+            pub const NAME: &'static str = $name;
+        }
+    };
+}
+use builtin_strategy;
+
 mod average;
 mod java_hash;
 mod labels;
@@ -240,6 +256,19 @@ pub(crate) mod tests {
             .zip(items)
             .map(|(id, items)| (id.clone(), items.iter().copied().map(ShardItem).collect()))
             .collect()
+    }
+
+    /// Checks each row `(job, instances as given, total, expected items per instance in the given
+    /// order)` of a table against `strategy`.
+    pub(crate) fn assert_table(strategy: &dyn ShardingStrategy, table: &[(&str, Ips, u32, Items)]) {
+        for &(name, given, total, expected) in table {
+            let given = ids(given);
+            assert_eq!(
+                strategy.shard(&given, &job(name), total),
+                plan(&given, expected),
+                "job {name} over {given:?} with {total} items"
+            );
+        }
     }
 
     #[test]

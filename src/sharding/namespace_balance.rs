@@ -7,26 +7,24 @@ use std::collections::BTreeMap;
 use super::{java_string_hash, ShardingInput, ShardingPlan, ShardingStrategy};
 use crate::{InstanceId, JobName, ShardItem};
 
-/// NAMESPACE_BALANCE: fills the least loaded instances first, counting the items each already
-/// holds in the namespace's other jobs ([`ShardingInput::held`]).
-///
-/// Item by item, the next item goes to the instance with the fewest items (other jobs' plus this
-/// job's so far); ties go to the earliest instance in the list rotated by the job name's hash (as
-/// ROUND_ROBIN rotates it), so that jobs sharded at the same moment from the same counts still
-/// start on different instances. Each instance then gets its count of items as one contiguous block,
-/// in that rotated order. Without counts (every instance holds nothing elsewhere) the result has
-/// ROUND_ROBIN's block sizes.
-///
-/// The counts come from the leader's mirror, so two leaders sharding at the same instant may both
-/// see an instance as the least loaded; the hash rotation spreads such ties, and the next resharding
-/// of either job sees the other's commit.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NamespaceBalance;
+super::builtin_strategy! {
+    /// NAMESPACE_BALANCE: fills the least loaded instances first, counting the items each already
+    /// holds in the namespace's other jobs ([`ShardingInput::held`]).
+    ///
+    /// Item by item, the next item goes to the instance with the fewest items (other jobs' plus
+    /// this job's so far); ties go to the earliest instance in the list rotated by the job name's
+    /// hash (as ROUND_ROBIN rotates it), so that jobs sharded at the same moment from the same
+    /// counts still start on different instances. Each instance then gets its count of items as one
+    /// contiguous block, in that rotated order. Without counts (every instance holds nothing
+    /// elsewhere) the result has ROUND_ROBIN's block sizes.
+    ///
+    /// The counts come from the leader's mirror, so two leaders sharding at the same instant may
+    /// both see an instance as the least loaded; the hash rotation spreads such ties, and the next
+    /// resharding of either job sees the other's commit.
+    NamespaceBalance = "NAMESPACE_BALANCE"
+}
 
 impl NamespaceBalance {
-    /// The name under which the strategy is configured (`jobShardingStrategyType`).
-    pub const NAME: &'static str = "NAMESPACE_BALANCE";
-
     /// The plan given `held`, the items each instance holds in other jobs (absent: none).
     pub fn shard_held(
         instances: &[InstanceId],

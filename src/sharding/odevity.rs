@@ -4,21 +4,18 @@
 use super::{average_allocation, java_string_hash, ShardingPlan, ShardingStrategy};
 use crate::{InstanceId, JobName};
 
-/// ODEVITY (ElasticJob's `OdevitySortByNameJobShardingStrategy`).
-///
-/// Our reading, taken from the Java code rather than from its doc comment: when
-/// `(long) jobName.hashCode() % 2 == 0` the instance list is reversed, otherwise it is used as
-/// given, then items are averaged. The list the Java leader passes comes from the registry in
-/// descending order, so an even hash shards in ascending order and an odd hash (negative odd ones
-/// too: Java's `%` gives -1) in descending order. The doc comment ("odd: ascending, even:
-/// descending") and the seed's example hold only for a list given in ascending order; we follow the
-/// code, because a Java leader and a Rust leader of the same job must produce the same plan.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Odevity;
-
-impl Odevity {
-    /// The name under which the strategy is configured (`jobShardingStrategyType`).
-    pub const NAME: &'static str = "ODEVITY";
+super::builtin_strategy! {
+    /// ODEVITY (ElasticJob's `OdevitySortByNameJobShardingStrategy`).
+    ///
+    /// Our reading, taken from the Java code rather than from its doc comment: when
+    /// `(long) jobName.hashCode() % 2 == 0` the instance list is reversed, otherwise it is used as
+    /// given, then items are averaged. The list the Java leader passes comes from the registry in
+    /// descending order, so an even hash shards in ascending order and an odd hash (negative odd
+    /// ones too: Java's `%` gives -1) in descending order. The doc comment ("odd: ascending, even:
+    /// descending") and the seed's example hold only for a list given in ascending order; we follow
+    /// the code, because a Java leader and a Rust leader of the same job must produce the same
+    /// plan.
+    Odevity = "ODEVITY"
 }
 
 impl ShardingStrategy for Odevity {
@@ -35,7 +32,7 @@ impl ShardingStrategy for Odevity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sharding::tests::{ids, job, plan, Ips, Items};
+    use crate::sharding::tests::{assert_table, Ips, Items};
 
     #[test]
     fn odevity_reverses_the_given_order_only_for_an_even_hash() {
@@ -59,13 +56,6 @@ mod tests {
             ("b", &[], 3, &[]),
             ("b", &["1"], 3, &[&[0, 1, 2]]),
         ];
-        for &(name, given, total, expected) in table {
-            let given = ids(given);
-            assert_eq!(
-                Odevity.shard(&given, &job(name), total),
-                plan(&given, expected),
-                "job {name} over {given:?} with {total} items"
-            );
-        }
+        assert_table(&Odevity, table);
     }
 }

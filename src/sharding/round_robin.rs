@@ -4,24 +4,22 @@
 use super::{average_allocation, java_string_hash, ShardingPlan, ShardingStrategy};
 use crate::{InstanceId, JobName};
 
-/// ROUND_ROBIN (ElasticJob's `RotateServerByNameJobShardingStrategy`, `RoundRobinByName...` in
-/// 3.x): the list is rotated left by `offset = Math.abs(jobName.hashCode()) % n`, so position `i`
-/// takes the instance at `(i + offset) % n`, then items are averaged.
-///
-/// The seed's examples ("hash 1, 9 items: server1=\[1,2,3\], server2=\[4,5,6\], server3=\[7,8,0\]")
-/// describe shifting the items; the Java code rotates the instances, giving server2=\[0,1,2\],
-/// server3=\[3,4,5\], server1=\[6,7,8\]. We follow the code so that a Java and a Rust leader agree.
-///
-/// Two cases where Java throws and we do not: with no instances Java divides by zero (we return an
-/// empty plan), and for a hash of `i32::MIN` Java's `Math.abs` stays negative, the offset is negative
-/// and the list lookup fails unless `n` divides 2^31. We take the absolute value in 64 bits
-/// (2^31 % n), which is deterministic and equals Java's offset in every case where Java succeeds.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RoundRobin;
-
-impl RoundRobin {
-    /// The name under which the strategy is configured (`jobShardingStrategyType`).
-    pub const NAME: &'static str = "ROUND_ROBIN";
+super::builtin_strategy! {
+    /// ROUND_ROBIN (ElasticJob's `RotateServerByNameJobShardingStrategy`, `RoundRobinByName...` in
+    /// 3.x): the list is rotated left by `offset = Math.abs(jobName.hashCode()) % n`, so position
+    /// `i` takes the instance at `(i + offset) % n`, then items are averaged.
+    ///
+    /// The seed's examples ("hash 1, 9 items: server1=\[1,2,3\], server2=\[4,5,6\],
+    /// server3=\[7,8,0\]") describe shifting the items; the Java code rotates the instances, giving
+    /// server2=\[0,1,2\], server3=\[3,4,5\], server1=\[6,7,8\]. We follow the code so that a Java
+    /// and a Rust leader agree.
+    ///
+    /// Two cases where Java throws and we do not: with no instances Java divides by zero (we return
+    /// an empty plan), and for a hash of `i32::MIN` Java's `Math.abs` stays negative, the offset is
+    /// negative and the list lookup fails unless `n` divides 2^31. We take the absolute value in 64
+    /// bits (2^31 % n), which is deterministic and equals Java's offset in every case where Java
+    /// succeeds.
+    RoundRobin = "ROUND_ROBIN"
 }
 
 impl ShardingStrategy for RoundRobin {
@@ -41,7 +39,7 @@ impl ShardingStrategy for RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sharding::tests::{ids, job, plan, Ips, Items};
+    use crate::sharding::tests::{assert_table, Ips, Items};
 
     #[test]
     fn round_robin_rotates_the_instances_left_by_the_hash_offset() {
@@ -92,13 +90,6 @@ mod tests {
             ("a", &[], 3, &[]),
             ("a", &["1"], 2, &[&[0, 1]]),
         ];
-        for &(name, given, total, expected) in table {
-            let given = ids(given);
-            assert_eq!(
-                RoundRobin.shard(&given, &job(name), total),
-                plan(&given, expected),
-                "job {name} over {given:?} with {total} items"
-            );
-        }
+        assert_table(&RoundRobin, table);
     }
 }

@@ -7,27 +7,25 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{average_allocation, java_string_hash, ShardingInput, ShardingPlan, ShardingStrategy};
 use crate::{InstanceId, JobName};
 
-/// SINGLE_SHARDING_BALANCE: the instance list is rotated left by
-/// `offset = |jobName.hashCode() + (int) nowMillis| % n` (Java's 32-bit wrapping sum of the hash and
-/// the low 32 bits of the sharding's wall-clock milliseconds), then items are averaged.
-///
-/// What it balances, read from the Java code: the offset is drawn at each *resharding* (an instance
-/// joins or leaves, a server is enabled or disabled, the item count changes, a reconcile), not at
-/// each run; between two reshardings a one-item job stays on one instance, as in Java. Across many
-/// jobs the offsets are spread by the time, so one-item jobs no longer all land on the instance
-/// their hash picks. For a balance that does not depend on chance, see
-/// [`super::NamespaceBalance`].
-///
-/// As for ROUND_ROBIN, Java fails where we do not: with no instances (a division by zero) and when
-/// the sum is `i32::MIN` (`Math.abs` stays negative); we take the absolute value in 64 bits, which
-/// equals Java's offset wherever Java succeeds.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SingleShardingBalance;
+super::builtin_strategy! {
+    /// SINGLE_SHARDING_BALANCE: the instance list is rotated left by `offset = |jobName.hashCode()
+    /// + (int) nowMillis| % n` (Java's 32-bit wrapping sum of the hash and the low 32 bits of the
+    /// sharding's wall-clock milliseconds), then items are averaged.
+    ///
+    /// What it balances, read from the Java code: the offset is drawn at each *resharding* (an
+    /// instance joins or leaves, a server is enabled or disabled, the item count changes, a
+    /// reconcile), not at each run; between two reshardings a one-item job stays on one instance,
+    /// as in Java. Across many jobs the offsets are spread by the time, so one-item jobs no longer
+    /// all land on the instance their hash picks. For a balance that does not depend on chance, see
+    /// [`super::NamespaceBalance`].
+    ///
+    /// As for ROUND_ROBIN, Java fails where we do not: with no instances (a division by zero) and
+    /// when the sum is `i32::MIN` (`Math.abs` stays negative); we take the absolute value in 64
+    /// bits, which equals Java's offset wherever Java succeeds.
+    SingleShardingBalance = "SINGLE_SHARDING_BALANCE"
+}
 
 impl SingleShardingBalance {
-    /// The name under which the strategy is configured (`jobShardingStrategyType`).
-    pub const NAME: &'static str = "SINGLE_SHARDING_BALANCE";
-
     /// The plan for a sharding at `now_millis` (milliseconds since the Unix epoch).
     pub fn shard_at(
         instances: &[InstanceId],

@@ -10,7 +10,6 @@ use crate::model::ExecutionSource;
 use crate::model::{CreateMode, NodeEventKind, Op};
 use crate::paths::JobNode;
 use crate::types::ShardItem;
-use crate::view::ServerStatus;
 
 use super::{Command, Facts, Input, JobMachine};
 
@@ -106,32 +105,15 @@ impl JobMachine {
             return;
         };
         let busy = (self.runs.iter()).any(|(_, r)| r.source == ExecutionSource::Backfill);
-        if busy
-            || !self.may_start()
-            || self.starting.is_some()
-            || self.parked.is_some()
-            || self.held.is_some()
-        {
+        if busy {
             return;
         }
-        let view = facts.view();
-        let unsharded = !view.items.values().any(|v| v.has_owner_node);
-        if view.sharding_necessary
-            || view.sharding_processing
-            || unsharded
-            || view.server_status(self.me.ip()) == ServerStatus::Disabled
-        {
+        let Some(view) = self.settled_view(facts) else {
             return;
-        }
+        };
         let progress = facts.backfill_progress();
-        let items: BTreeMap<ShardItem, usize> = view
-            .items
-            .iter()
-            .filter(|(i, v)| {
-                v.owner.as_ref() == Some(&self.me)
-                    && !v.disabled
-                    && !super::catchup::busy(&self.local, **i, v, &self.me)
-            })
+        let items: BTreeMap<ShardItem, usize> = self
+            .idle_owned(&view)
             .map(|(i, _)| {
                 let mirrored = progress
                     .get(i)

@@ -3,6 +3,7 @@
 //! catch-up already answered. A job without a window has no [`CatchUp`] and none of this runs.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -14,7 +15,7 @@ use crate::model::ExecutionSource;
 use crate::model::{NodeEventKind, Op, SessionState};
 use crate::paths::JobNode;
 use crate::types::{InstanceId, ShardItem};
-use crate::view::{ItemView, ServerStatus};
+use crate::view::{ItemView, JobView, ServerStatus};
 
 use super::{Command, Facts, Input, JobMachine, Purpose, WriteMode};
 
@@ -99,6 +100,41 @@ impl JobMachine {
         }
     }
 
+    /// The job's view when extra runs (a catch-up, a backfill run) may start: work may start, no
+    /// fire is starting, parked or held, and the plan is settled with this instance's server
+    /// enabled; `None` otherwise.
+    pub(super) fn settled_view(&self, facts: &dyn Facts) -> Option<Rc<JobView>> {
+        if !self.may_start()
+            || self.starting.is_some()
+            || self.parked.is_some()
+            || self.held.is_some()
+        {
+            return None;
+        }
+        let view = facts.view();
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        if view.sharding_necessary
+            || view.sharding_processing
+            || unsharded
+            || view.server_status(self.me.ip()) == ServerStatus::Disabled
+        {
+            return None;
+        }
+        Some(view)
+    }
+
+    /// The items of `view` this instance owns, enabled and not running (here or per the mirror).
+    pub(super) fn idle_owned<'a>(
+        &'a self,
+        view: &'a JobView,
+    ) -> impl Iterator<Item = (&'a ShardItem, &'a ItemView)> + 'a {
+        view.items.iter().filter(|(i, v)| {
+            v.owner.as_ref() == Some(&self.me)
+                && !v.disabled
+                && !busy(&self.local, **i, v, &self.me)
+        })
+    }
+
     /// Whether the cron fire for `scheduled` was answered by a catch-up already.
     pub(super) fn caught_up(&self, scheduled: DateTime<Utc>) -> bool {
         self.catchup
@@ -113,32 +149,10 @@ impl JobMachine {
         let Some(window) = self.catchup.as_ref().map(|c| c.window) else {
             return;
         };
-        if !self.may_start()
-            || self.starting.is_some()
-            || self.parked.is_some()
-            || self.held.is_some()
-        {
+        let Some(view) = self.settled_view(facts) else {
             return;
-        }
-        let view = facts.view();
-        let unsharded = !view.items.values().any(|v| v.has_owner_node);
-        if view.sharding_necessary
-            || view.sharding_processing
-            || unsharded
-            || view.server_status(self.me.ip()) == ServerStatus::Disabled
-        {
-            return;
-        }
-        let owned: Vec<ShardItem> = view
-            .items
-            .iter()
-            .filter(|(i, v)| {
-                v.owner.as_ref() == Some(&self.me)
-                    && !v.disabled
-                    && !busy(&self.local, **i, v, &self.me)
-            })
-            .map(|(i, _)| *i)
-            .collect();
+        };
+        let owned: Vec<ShardItem> = self.idle_owned(&view).map(|(i, _)| *i).collect();
         drop(view);
         if owned.is_empty() {
             return;

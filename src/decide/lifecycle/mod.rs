@@ -35,6 +35,7 @@ mod overlap;
 mod policy;
 mod protocol;
 mod registration;
+mod runs;
 mod step;
 #[cfg(test)]
 mod tests;

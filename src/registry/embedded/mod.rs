@@ -42,21 +42,6 @@ use crate::registry::{OpKind, SessionState};
 /// The session timeout a connector negotiates unless told otherwise (ZooKeeper's usual 10 s).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Every [`OpKind`], in the order of the counters.
-const KINDS: [OpKind; 11] = [
-    OpKind::Create,
-    OpKind::Get,
-    OpKind::Set,
-    OpKind::Delete,
-    OpKind::Children,
-    OpKind::Exists,
-    OpKind::Multi,
-    OpKind::Check,
-    OpKind::Watch,
-    OpKind::List,
-    OpKind::GetMany,
-];
-
 /// One in-process registry tree. Clones share the tree.
 #[derive(Debug, Clone, Default)]
 pub struct EmbeddedServer {
@@ -66,7 +51,7 @@ pub struct EmbeddedServer {
 #[derive(Debug)]
 struct Inner {
     state: Mutex<ServerState>,
-    counts: [AtomicU64; KINDS.len()],
+    counts: [AtomicU64; OpKind::ALL.len()],
 }
 
 impl Default for Inner {
@@ -185,7 +170,7 @@ impl EmbeddedServer {
     /// How many calls of each kind the sessions made (a multi-op counts once, as `Multi`), for
     /// benchmarks that measure registry traffic. Kinds never called are absent.
     pub fn op_counts(&self) -> HashMap<OpKind, u64> {
-        KINDS
+        OpKind::ALL
             .iter()
             .zip(&self.inner.counts)
             .map(|(kind, n)| (*kind, n.load(Ordering::Relaxed)))
@@ -204,11 +189,7 @@ impl EmbeddedServer {
     }
 
     fn count(&self, kind: OpKind) {
-        let i = KINDS
-            .iter()
-            .position(|k| *k == kind)
-            .expect("every kind is listed");
-        self.inner.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.inner.counts[kind.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, ServerState> {

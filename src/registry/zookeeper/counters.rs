@@ -5,46 +5,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::registry::OpKind;
 
-/// Every [`OpKind`], in the order of the counter table.
-const KINDS: [OpKind; 11] = [
-    OpKind::Create,
-    OpKind::Get,
-    OpKind::Set,
-    OpKind::Delete,
-    OpKind::Children,
-    OpKind::Exists,
-    OpKind::Multi,
-    OpKind::Check,
-    OpKind::Watch,
-    OpKind::List,
-    OpKind::GetMany,
-];
-
-fn index(kind: OpKind) -> usize {
-    KINDS
-        .iter()
-        .position(|k| *k == kind)
-        .expect("KINDS lists every OpKind")
-}
-
 /// Live counters, shared by a connector and the sessions it opened.
 #[derive(Debug, Default)]
 pub(crate) struct OpCounters {
-    ok: [AtomicU64; KINDS.len()],
-    err: [AtomicU64; KINDS.len()],
+    ok: [AtomicU64; OpKind::ALL.len()],
+    err: [AtomicU64; OpKind::ALL.len()],
 }
 
 impl OpCounters {
     /// Counts one finished call.
     pub(crate) fn record(&self, kind: OpKind, ok: bool) {
         let table = if ok { &self.ok } else { &self.err };
-        table[index(kind)].fetch_add(1, Ordering::Relaxed);
+        table[kind.index()].fetch_add(1, Ordering::Relaxed);
         crate::metrics::registry_operation("zookeeper", kind, ok);
     }
 
     /// A copy of the counters now.
     pub(crate) fn snapshot(&self) -> OpCounts {
-        let load = |t: &[AtomicU64; KINDS.len()]| t.each_ref().map(|a| a.load(Ordering::Relaxed));
+        let load =
+            |t: &[AtomicU64; OpKind::ALL.len()]| t.each_ref().map(|a| a.load(Ordering::Relaxed));
         OpCounts {
             ok: load(&self.ok),
             err: load(&self.err),
@@ -62,19 +41,19 @@ impl OpCounters {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpCounts {
-    ok: [u64; KINDS.len()],
-    err: [u64; KINDS.len()],
+    ok: [u64; OpKind::ALL.len()],
+    err: [u64; OpKind::ALL.len()],
 }
 
 impl OpCounts {
     /// Calls of `kind` that succeeded.
     pub fn ok(&self, kind: OpKind) -> u64 {
-        self.ok[index(kind)]
+        self.ok[kind.index()]
     }
 
     /// Calls of `kind` that failed (any error, timeouts included).
     pub fn err(&self, kind: OpKind) -> u64 {
-        self.err[index(kind)]
+        self.err[kind.index()]
     }
 
     /// All calls, whatever their kind and outcome.
@@ -84,7 +63,7 @@ impl OpCounts {
 
     /// `(kind, ok, err)` for every kind with at least one call.
     pub fn iter(&self) -> impl Iterator<Item = (OpKind, u64, u64)> + '_ {
-        KINDS
+        OpKind::ALL
             .iter()
             .enumerate()
             .map(|(i, k)| (*k, self.ok[i], self.err[i]))
@@ -94,7 +73,7 @@ impl OpCounts {
     /// The calls made between `earlier` and `self`.
     pub fn since(&self, earlier: &OpCounts) -> OpCounts {
         let mut out = *self;
-        for i in 0..KINDS.len() {
+        for i in 0..OpKind::ALL.len() {
             out.ok[i] -= earlier.ok[i].min(out.ok[i]);
             out.err[i] -= earlier.err[i].min(out.err[i]);
         }

@@ -1,0 +1,253 @@
+//! Fault cases of issue 17 about what this instance owns: its instance node (deleted by an
+//! operator, by its own take-over, or left by an older session of it) and its items under a new
+//! plan.
+
+use super::*;
+
+#[test]
+fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror_showed_it_ours() {
+    let leave = |leader_ops: bool| {
+        let mut ops = vec![Op::delete(format!("/orders/instances/{}", me()))];
+        if leader_ops {
+            ops.push(Op::delete("/orders/leader/election/instance"));
+        }
+        vec![
+            Command::Unschedule,
+            Command::Write {
+                ops,
+                mode: WriteMode::Tolerant,
+                then: Purpose::Leave,
+            },
+            Command::Stop,
+        ]
+    };
+    // (case, registration, session state, owner of instances/{me} in the mirror, owner of the
+    // removed node, commands)
+    type Case = (
+        &'static str,
+        Registration,
+        Option<SessionState>,
+        Option<i64>,
+        Option<i64>,
+        Vec<Command>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "stale deletion of the old session's node, reported by a re-list after ours was written",
+            Registration::Unconfirmed,
+            None,
+            None,
+            Some(OLD_SESSION),
+            vec![register_again()],
+        ),
+        (
+            "the old session's node expired after a quick restart: ours is created",
+            Registration::Older(OLD_SESSION),
+            None,
+            None,
+            Some(OLD_SESSION),
+            vec![register_again()],
+        ),
+        (
+            "ours already stands in the mirror: the event was about an older incarnation",
+            Registration::Confirmed,
+            None,
+            Some(SESSION),
+            Some(OLD_SESSION),
+            vec![],
+        ),
+        (
+            "deleted while the registry does not answer: in doubt, re-register and keep running",
+            Registration::Confirmed,
+            Some(SessionState::Disconnected),
+            None,
+            Some(SESSION),
+            vec![register_again()],
+        ),
+        (
+            "ours was confirmed, but the node removed was the older session's (its deletion reached \
+             the job after ours was seen, a restart under the same id): re-register",
+            Registration::Confirmed,
+            None,
+            None,
+            Some(OLD_SESSION),
+            vec![register_again()],
+        ),
+        (
+            "confirmed, but the removed node's owner was never read: in doubt, re-register",
+            Registration::Confirmed,
+            None,
+            None,
+            None,
+            vec![register_again()],
+        ),
+    ];
+    for (name, registration, session, owner, removed, expected) in cases {
+        let mut m = machine(registration);
+        let f = Fake {
+            owner,
+            removed,
+            ..fake()
+        };
+        if let Some(s) = session {
+            m.step(Input::Session(s), &f);
+        }
+        assert_eq!(m.step(deleted_me(), &f), expected, "{name}");
+    }
+    // Confirmed by the mirror, connected, and the node removed was this session's: an
+    // operator's shutdown, logged at WARN.
+    let mut m = machine(Registration::Confirmed);
+    let out = m.step(
+        deleted_me(),
+        &Fake {
+            owner: None,
+            removed: Some(SESSION),
+            ..fake()
+        },
+    );
+    assert!(
+        matches!(&out[0], Command::Warn(w) if w.contains("operator")),
+        "{out:?}"
+    );
+    assert_eq!(out[1..], leave(true)[..]);
+}
+
+#[test]
+fn the_deletion_a_take_over_made_of_this_sessions_own_node_is_not_an_operator_shutdown() {
+    // A re-list after a quick restart still shows the older session's node; registration had
+    // already replaced it with ours, so the machine's take-over deletes ours and creates it again.
+    let mut m = machine(Registration::Unconfirmed);
+    let older = held_by_old_session();
+    m.step(Input::Resynced, &older);
+    m.step(written(Purpose::TakeOver), &older);
+    // Registration's creation event arrives late and confirms ours...
+    let ours = fake();
+    m.step(created_me(), &ours);
+    // ...then the take-over's deletion, seen before its creation is read: no shutdown, a create
+    // that the take-over's own creation makes harmless.
+    let deleted = Fake {
+        owner: None,
+        removed: Some(SESSION),
+        ..fake()
+    };
+    assert_eq!(m.step(deleted_me(), &deleted), vec![register_again()]);
+    m.step(created_me(), &ours);
+    // A later deletion of our node is an operator's again.
+    let out = m.step(deleted_me(), &deleted);
+    assert!(
+        matches!(&out[0], Command::Warn(w) if w.contains("operator")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_starts_meanwhile() {
+    // A re-list shows instances/{me} still held by the session before a quick restart.
+    let mut m = machine(Registration::Unconfirmed);
+    let f = held_by_old_session();
+    let path = format!("/orders/instances/{}", me());
+    let take_over = Command::Write {
+        ops: vec![
+            Op::delete(path.clone()),
+            Op::create(
+                path,
+                format!("jobInstanceId: {}\nserverIp: 10.0.0.1\n", me()),
+                CreateMode::Ephemeral,
+            ),
+        ],
+        mode: WriteMode::Direct,
+        then: Purpose::TakeOver,
+    };
+    assert_eq!(m.step(Input::Resynced, &f), vec![take_over]);
+    assert_eq!(m.registration(), Registration::Older(OLD_SESSION));
+    let skipped = skip(
+        SkipReason::NotRegistered,
+        0,
+        Some(MissReason::CannotStart),
+        true,
+    );
+    assert_eq!(m.step(Input::Fire { scheduled: t(0) }, &f), vec![skipped]);
+    assert_eq!(m.step(Input::Prepare { scheduled: t(1) }, &f), vec![]);
+    // The old node went in between: ours is created plainly.
+    let conflict = answered(Purpose::TakeOver, Outcome::Conflict);
+    assert_eq!(m.step(conflict, &f), vec![register_again()]);
+    let f = Fake {
+        owner: Some(SESSION),
+        now: t(1),
+        ..f
+    };
+    let created = Input::Event {
+        node: JobNode::Instance(me()),
+        kind: NodeEventKind::Created,
+    };
+    assert_eq!(m.step(created, &f), vec![]);
+    assert_eq!(m.registration(), Registration::Confirmed);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(1) }, &f),
+        vec![start(begins(&[0, 1]))]
+    );
+}
+
+#[test]
+fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
+    let mut m = machine(Registration::Confirmed);
+    // This instance just joined: under the old plan `other` owns both items, and the leader
+    // has raised the flag.
+    let old_plan = committed(owned(
+        view(&[&me(), &other()], Some(&other())),
+        &[(0, &other()), (1, &other())],
+    ));
+    let mut f = Fake {
+        view: old_plan.clone(),
+        ..fake()
+    };
+    f.view.sharding_necessary = true;
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &f),
+        vec![Command::SetResharding(true)]
+    );
+    // The old owner, whose mirror had not seen the flag yet, runs item 1 of this fire.
+    let running = Input::Event {
+        node: JobNode::ShardingRunning(ShardItem(1)),
+        kind: NodeEventKind::Created,
+    };
+    assert_eq!(m.step(running, &f), vec![]);
+    // The leader waited for it and committed: both items are this instance's now.
+    let f = Fake {
+        view: two_items(),
+        now: at_ms(300),
+        ..fake()
+    };
+    let done = Input::Event {
+        node: JobNode::LeaderShardingNecessary,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(
+        m.step(done, &f),
+        vec![Command::SetResharding(false), start(begins(&[0]))],
+        "item 1 of this fire ran under the old plan: only item 0 runs here"
+    );
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0])]
+    );
+}
+
+#[test]
+fn an_item_moved_away_by_a_new_plan_is_cancelled_here() {
+    let (mut m, f) = (machine(Registration::Confirmed), fake());
+    started(&mut m, t(0), &f);
+    let f = Fake {
+        view: owned(two_items(), &[(1, &other())]),
+        ..fake()
+    };
+    let moved = |i| Input::Event {
+        node: JobNode::ShardingInstance(ShardItem(i)),
+        kind: NodeEventKind::DataChanged,
+    };
+    assert_eq!(m.step(moved(0), &f), vec![]);
+    assert_eq!(
+        m.step(moved(1), &f),
+        vec![Command::Cancel(vec![ShardItem(1)])]
+    );
+}
