@@ -134,7 +134,11 @@ fn items_of_a_plan_beyond_a_lowered_count_neither_run_nor_are_marked_nor_flagged
     assert!(plan.skipped.is_empty() && plan.flagged.is_empty() && plan.unmarked.is_empty());
     let only: BTreeSet<ShardItem> = [ShardItem(1), ShardItem(2)].into();
     let plan = plan_run(&v, &job(), &a, lowered, &local, Some(&only));
-    assert_eq!(plan.run, vec![ShardItem(1)], "a re-run of named items as well");
+    assert_eq!(
+        plan.run,
+        vec![ShardItem(1)],
+        "a re-run of named items as well"
+    );
     let prepared = crate::decide::prepare::plan_prepare(&v, &job(), &a, lowered, &local);
     assert_eq!(prepared.items, vec![ShardItem(0), ShardItem(1)]);
 }
