@@ -22,6 +22,10 @@ use super::feed::{Control, FeedOptions, MirrorError, MirrorEvent};
 /// The most node events applied as one batch.
 const MAX_BATCH: usize = 1024;
 
+/// How long after a failed read or listing, the session still connected, the roots with a gap
+/// are listed again: a quiet root would otherwise wait for its own next event.
+pub(super) const RELIST_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A watched root.
 struct Root {
     /// Its watch may have missed changes (a disconnect, a failed read) since its last listing.
@@ -50,6 +54,9 @@ pub(super) struct Feeder {
     /// node went meanwhile are skipped when reached).
     pending: VecDeque<(Instant, String)>,
     pending_set: HashSet<String>,
+    /// When the roots with a gap are listed again after a failed call ([`RELIST_RETRY`]); a
+    /// reconnect lists them instead.
+    relist_at: Option<Instant>,
 }
 
 /// What one event of a batch needs.
@@ -127,6 +134,7 @@ impl Feeder {
             told: SessionState::Connected,
             pending: VecDeque::new(),
             pending_set: HashSet::new(),
+            relist_at: None,
         };
         let roots = uncovered(&feeder.roots, roots);
         for (root, watch) in roots.iter().zip(feeder.watch(&roots).await) {
@@ -218,6 +226,13 @@ impl Feeder {
                             }
                             continue;
                         }
+                        () = sleep_until_some(self.relist_at) => {
+                            self.relist_at = None;
+                            if let Flow::End = self.relist_gaps().await {
+                                return;
+                            }
+                            continue;
+                        }
                         () = sleep_until_some(settle_at) => {
                             let due = Instant::now() - self.options.settle;
                             if let Flow::End = self.flush(Some(due)).await {
@@ -257,6 +272,8 @@ impl Feeder {
                     }
                 },
                 WatchEvent::Session(SessionState::Disconnected) => {
+                    // The reconnect lists every root again.
+                    self.relist_at = None;
                     let roots: Vec<Arc<str>> = self.roots.keys().cloned().collect();
                     for root in roots {
                         self.open_gap(&root);
@@ -284,7 +301,8 @@ impl Feeder {
     }
 
     /// A registry call failed: a fatal error ends the feed, any other leaves a gap in `root`
-    /// that its next event or reconnect re-lists.
+    /// that its next event, the reconnect or, connected, the retry [`RELIST_RETRY`] later
+    /// re-lists, whichever comes first.
     fn failed(&mut self, step: &str, e: RegistryError, root: &str) -> Flow {
         match e {
             RegistryError::SessionExpired => self.end(SessionState::Expired),
@@ -292,6 +310,9 @@ impl Feeder {
             e => {
                 tracing::warn!(%root, error = %e, "mirror feed failed {step}; will re-list");
                 self.open_gap(root);
+                if self.told == SessionState::Connected && self.relist_at.is_none() {
+                    self.relist_at = Some(Instant::now() + RELIST_RETRY);
+                }
                 Flow::Continue
             }
         }
