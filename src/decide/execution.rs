@@ -36,6 +36,9 @@ pub struct LocalRuns {
     /// Items whose `running` marker this instance wrote ahead of a fire
     /// ([`super::prepare::plan_prepare`]) and that no run has used yet.
     pub marked: BTreeSet<ShardItem>,
+    /// Items marked whose marker write has not answered yet (it is not awaited: the fire runs
+    /// them at its instant, and a refused marker is the machine's next input).
+    pub unconfirmed: BTreeSet<ShardItem>,
     /// Items whose `running` marker this instance deleted at the end of a run while the mirror
     /// may still show it (its data possibly unread): such a marker is not someone else's run.
     pub ended: BTreeSet<ShardItem>,
@@ -49,6 +52,7 @@ impl LocalRuns {
             &mut self.running,
             &mut self.misfire_flagged,
             &mut self.marked,
+            &mut self.unconfirmed,
             &mut self.ended,
         ] {
             if set.is_empty() {
@@ -98,8 +102,14 @@ pub fn plan_run(
             // Another instance took it over: its until that run ends (ElasticJob's take-off).
             continue;
         }
-        if local.marked.contains(item) && !local.running.contains(item) {
-            // Its marker was written ahead of the instant: it runs with no write now.
+        let running_elsewhere =
+            v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(item);
+        // A marker still unanswered while the mirror shows another instance's: ours will be
+        // refused, so the item is decided as running elsewhere.
+        let refused = running_elsewhere && local.unconfirmed.contains(item);
+        if local.marked.contains(item) && !local.running.contains(item) && !refused {
+            // Its marker was written ahead of the instant (or is on its way): it runs with no
+            // write now.
             plan.run.push(*item);
             plan.unmarked.push(*item);
             if settings.monitor_execution {
@@ -108,8 +118,6 @@ pub fn plan_run(
             }
             continue;
         }
-        let running_elsewhere =
-            v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(item);
         let running_here = local.running.contains(item) && !settings.allow_overlap;
         if running_here || running_elsewhere {
             plan.skipped.push(*item);

@@ -55,9 +55,10 @@ impl JobMachine {
         }
         let plan = plan_prepare(&view, &self.job, &self.me, self.settings(), &self.local);
         if !plan.ops.is_empty() {
+            self.marking(&plan.items);
             out.push(Command::Write {
                 ops: plan.ops,
-                mode: WriteMode::Batched,
+                mode: WriteMode::Submitted,
                 then: Purpose::Prepare(plan.items),
             });
         }
@@ -361,6 +362,7 @@ impl JobMachine {
                 backing_off: false,
                 parameter: parameter.clone(),
                 workflow: workflow.clone(),
+                end_held: false,
             },
         ));
         out.push(Command::Launch {
@@ -402,6 +404,8 @@ impl JobMachine {
         run.end_ops.splice(0..0, taken_back);
         if run.end_ops.is_empty() {
             self.finish(run_id, true, facts, out);
+        } else if run.items.iter().any(|i| self.local.unconfirmed.contains(i)) {
+            run.end_held = true;
         } else {
             out.push(Command::SubmitEnd {
                 run_id,

@@ -5,6 +5,7 @@ mod backfill;
 mod catchup;
 mod heeded;
 mod manual;
+mod marked;
 mod missed;
 mod overlap;
 mod policies;
@@ -804,8 +805,9 @@ fn an_item_moved_away_by_a_new_plan_is_cancelled_here() {
 
 #[test]
 fn a_jobs_machine_stays_small_for_ten_thousand_jobs() {
-    // Every job holds one: its idle state must stay a few hundred bytes.
+    // Every job holds one: its idle state must stay a few hundred bytes (344: the set of markers
+    // written ahead whose answer has not come, 24 bytes, empty and allocating nothing when idle).
     let size = std::mem::size_of::<JobMachine>();
     println!("JobMachine: {size} bytes");
-    assert!(size <= 320, "{size}");
+    assert!(size <= 344, "{size}");
 }
