@@ -102,14 +102,10 @@ pub fn plan_run(
             // Another instance took it over: its until that run ends (ElasticJob's take-off).
             continue;
         }
-        let running_elsewhere =
-            v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(item);
-        // A marker still unanswered while the mirror shows another instance's: ours will be
-        // refused, so the item is decided as running elsewhere.
-        let refused = running_elsewhere && local.unconfirmed.contains(item);
-        if local.marked.contains(item) && !local.running.contains(item) && !refused {
-            // Its marker was written ahead of the instant (or is on its way): it runs with no
-            // write now.
+        if local.marked.contains(item) && !local.running.contains(item) {
+            // Its marker was written ahead of the instant (or is on its way: a marker the mirror
+            // shows meanwhile may be ours with its data unread, so its answer decides, not the
+            // mirror): it runs with no write now.
             plan.run.push(*item);
             plan.unmarked.push(*item);
             if settings.monitor_execution {
@@ -118,6 +114,8 @@ pub fn plan_run(
             }
             continue;
         }
+        let running_elsewhere =
+            v.running.as_deref().is_some_and(|r| r != me.as_str()) && !local.ended.contains(item);
         let running_here = local.running.contains(item) && !settings.allow_overlap;
         if running_here || running_elsewhere {
             plan.skipped.push(*item);
