@@ -174,7 +174,8 @@ impl SessionCtx {
     /// the moment, directly, or op by op tolerating nodes already as wanted.
     pub(crate) async fn write(&self, ops: Vec<Op>, mode: WriteMode) -> Result<(), RegistryError> {
         match mode {
-            WriteMode::Batched => self.writes.apply(ops).await,
+            // (The executor queues a `Submitted` write and hears its outcome as a message.)
+            WriteMode::Batched | WriteMode::Submitted => self.writes.apply(ops).await,
             WriteMode::Direct => self.apply(&ops).await,
             WriteMode::Tolerant => apply_each_tolerant(&*self.registry, &ops).await,
         }

@@ -128,31 +128,36 @@ impl TriggerState {
         self.alarm.arm(myself, delay, self.generation);
     }
 
-    /// Sends every entry due at `now` and queues the fired jobs' next instants.
+    /// Sends every entry due at `now`, then queues the fired jobs' next instants: at a busy
+    /// instant the last job's `Fire` does not wait for every other job's cron arithmetic.
     fn ring(&mut self, now: DateTime<Utc>) {
-        while let Some((at, phase, job)) = self.queue.first().cloned() {
-            if at > now {
+        let mut fired = Vec::new();
+        while self.queue.first().is_some_and(|(at, _, _)| *at <= now) {
+            let Some((at, phase, job)) = self.queue.pop_first() else {
                 break;
-            }
-            self.queue.pop_first();
+            };
+            let Some(s) = self.next.get_mut(&job) else {
+                continue;
+            };
             if phase == Phase::Prepare {
-                if let Some(s) = self.next.get_mut(&job) {
-                    s.prepare_at = None;
-                    let _ = s
-                        .executor
-                        .send_message(ExecutorMsg::Step(Input::Prepare { scheduled: s.at }));
-                }
+                s.prepare_at = None;
+                let _ = s
+                    .executor
+                    .send_message(ExecutorMsg::Step(Input::Prepare { scheduled: s.at }));
                 continue;
             }
+            let _ = s
+                .executor
+                .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
+            fired.push((at, job));
+        }
+        for (at, job) in fired {
             let Some(s) = self.next.remove(&job) else {
                 continue;
             };
             if let Some(p) = s.prepare_at {
                 self.queue.remove(&(p, Phase::Prepare, job.clone()));
             }
-            let _ = s
-                .executor
-                .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
             // Fires missed while the node was busy or asleep collapse into the one just sent.
             let next = match s.config.next_fire_after(at) {
                 Some(n) if n <= now => s.config.next_fire_after(now),

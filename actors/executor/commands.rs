@@ -8,7 +8,7 @@ use crate::actors::interpret::{self, Interpret};
 use crate::actors::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, ShardingMsg, TriggerMsg};
 use crate::actors::register::check_session;
 use crate::actors::run::report;
-use crate::decide::lifecycle::{Command, Input, Outcome, Purpose};
+use crate::decide::lifecycle::{Command, Input, Outcome, Purpose, WriteMode};
 use crate::job::ExecutionSource;
 
 use super::{ExecutorState, JOB_REMOVED};
@@ -35,6 +35,21 @@ impl ExecutorState {
         let job = self.machine.job().clone();
         let peers = &self.peers;
         match command {
+            Command::Write {
+                ops,
+                mode: WriteMode::Submitted,
+                then,
+            } => {
+                let me = myself.clone();
+                self.ctx.writes.submit_then(ops, move |result| {
+                    let outcome = Outcome::of(&result);
+                    // The executor may be gone (job removed, node stopping): nobody to tell.
+                    let _ = me.send_message(ExecutorMsg::Step(Input::Written {
+                        purpose: then,
+                        outcome,
+                    }));
+                });
+            }
             Command::Write { ops, mode, then } => {
                 if then == Purpose::WorkflowStart {
                     self.decisions.deciding(&ops, self.ctx.node.clock.now());

@@ -40,6 +40,9 @@ pub struct LocalRuns {
     /// Items whose `running` marker this instance wrote ahead of a fire
     /// ([`super::prepare::plan_prepare`]) and that no run has used yet.
     pub marked: BTreeSet<ShardItem>,
+    /// Items marked whose marker write has not answered yet (it is not awaited: the fire runs
+    /// them at its instant, and a refused marker is the machine's next input).
+    pub unconfirmed: BTreeSet<ShardItem>,
     /// Items whose `running` marker this instance deleted at the end of a run while the mirror
     /// may still show it (its data possibly unread): such a marker is not someone else's run.
     pub ended: BTreeSet<ShardItem>,
@@ -53,6 +56,7 @@ impl LocalRuns {
             &mut self.running,
             &mut self.misfire_flagged,
             &mut self.marked,
+            &mut self.unconfirmed,
             &mut self.ended,
         ] {
             if set.is_empty() {
@@ -103,7 +107,9 @@ pub fn plan_run(
             continue;
         }
         if local.marked.contains(item) && !local.running.contains(item) {
-            // Its marker was written ahead of the instant: it runs with no write now.
+            // Its marker was written ahead of the instant (or is on its way: a marker the mirror
+            // shows meanwhile may be ours with its data unread, so its answer decides, not the
+            // mirror): it runs with no write now.
             plan.run.push(*item);
             plan.unmarked.push(*item);
             if settings.monitor_execution {

@@ -54,9 +54,10 @@ impl JobMachine {
         }
         let plan = plan_prepare(&view, &self.job, &self.me, self.settings(), &self.local);
         if !plan.ops.is_empty() {
+            self.marking(&plan.items);
             out.push(Command::Write {
                 ops: plan.ops,
-                mode: WriteMode::Batched,
+                mode: WriteMode::Submitted,
                 then: Purpose::Prepare(plan.items),
             });
         }

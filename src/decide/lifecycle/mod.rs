@@ -30,6 +30,7 @@ mod fence;
 mod fire;
 pub mod heed;
 mod manual;
+mod marked;
 mod mirror_facts;
 mod overlap;
 mod policy;
@@ -148,6 +149,10 @@ struct Run {
     parameter: Option<Arc<str>>,
     /// The workflow run it is a step of (its items' records are ended by its end write).
     workflow: Option<crate::decide::workflow::run::RunId>,
+    /// It ended while a marker of its items was still unanswered: its end write waits for the
+    /// answer ([`LocalRuns::unconfirmed`](super::execution::LocalRuns::unconfirmed)), so a
+    /// refused marker's deletion is never written over another instance's marker.
+    end_held: bool,
 }
 
 /// A trigger's parameters, kept until its manual run launches.

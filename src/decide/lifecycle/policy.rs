@@ -134,6 +134,7 @@ impl JobMachine {
                 backing_off: true,
                 parameter,
                 workflow,
+                end_held: false,
             },
         ));
         out.push(Command::StartTimer {

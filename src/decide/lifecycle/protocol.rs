@@ -93,6 +93,9 @@ pub enum Purpose {
 pub enum WriteMode {
     /// Through the session's write batcher (shared multi-ops), awaited.
     Batched,
+    /// Through the session's write batcher, not awaited: nothing waits for it, and its outcome
+    /// comes back later as [`Input::Written`] (the markers written ahead of a fire).
+    Submitted,
     /// One call or one multi-op.
     Direct,
     /// Op by op, nodes already as wanted count as done.

@@ -105,6 +105,7 @@ impl JobMachine {
                 backing_off: false,
                 parameter: parameter.clone(),
                 workflow: workflow.clone(),
+                end_held: false,
             },
         ));
         out.push(Command::Launch {
@@ -146,6 +147,8 @@ impl JobMachine {
         run.end_ops.splice(0..0, taken_back);
         if run.end_ops.is_empty() {
             self.finish(run_id, true, facts, out);
+        } else if run.items.iter().any(|i| self.local.unconfirmed.contains(i)) {
+            run.end_held = true;
         } else {
             out.push(Command::SubmitEnd {
                 run_id,

@@ -74,13 +74,7 @@ impl JobMachine {
                     "fire skipped: writing running markers failed".into(),
                 ));
             }
-            (Purpose::Prepare(items), Outcome::Done) => {
-                for i in &items {
-                    self.local.ended.remove(i);
-                }
-                self.local.marked.extend(items);
-            }
-            (Purpose::Prepare(_), _) => {}
+            (Purpose::Prepare(items), outcome) => self.marked_answered(&items, outcome, facts, out),
             (Purpose::Release, Outcome::Done) => self.local.marked.clear(),
             (Purpose::Release, Outcome::Conflict | Outcome::Stale | Outcome::Failed(_)) => {
                 // Kept: the next fire uses them, or a new session clears this instance's markers.

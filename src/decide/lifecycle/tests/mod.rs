@@ -6,6 +6,7 @@ mod backfill;
 mod catchup;
 mod heeded;
 mod manual;
+mod marked;
 mod missed;
 mod overlap;
 mod own_node;
@@ -351,8 +352,9 @@ fn a_fire_writes_its_markers_in_one_batched_write_then_runs_and_ends_with_one_mo
 
 #[test]
 fn a_jobs_machine_stays_small_for_ten_thousand_jobs() {
-    // Every job holds one: its idle state must stay a few hundred bytes.
+    // Every job holds one: its idle state must stay a few hundred bytes (344: the set of markers
+    // written ahead whose answer has not come, 24 bytes, empty and allocating nothing when idle).
     let size = std::mem::size_of::<JobMachine>();
     println!("JobMachine: {size} bytes");
-    assert!(size <= 320, "{size}");
+    assert!(size <= 344, "{size}");
 }

@@ -1,0 +1,159 @@
+//! Markers written ahead and not awaited: the fire runs its items before their answer, and the
+//! answer (done, refused, failed) decides what follows.
+
+use super::*;
+
+/// Markers of items 0 and 1 written ahead.
+fn prepared() -> Purpose {
+    Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])
+}
+
+#[test]
+fn markers_written_ahead_and_their_answer_give_the_commands_the_table_says() {
+    let f = fake();
+    let released = Command::Write {
+        ops: unmark(&[0, 1]),
+        mode: WriteMode::Tolerant,
+        then: Purpose::ClearUnknown,
+    };
+    let refused = Command::Warn(
+        "the running markers of items [ShardItem(0), ShardItem(1)] written ahead were refused \
+         (another instance's marker is there): their run here is cancelled"
+            .into(),
+    );
+    let failed = Command::Warn(
+        "writing the running markers of items [ShardItem(0), ShardItem(1)] ahead failed \
+         (connection lost): their run here goes on without them"
+            .into(),
+    );
+    let cases: Vec<(&str, Vec<Input>, Vec<Command>)> = vec![
+        (
+            "a prepare queues its markers and waits for nothing",
+            vec![Input::Prepare { scheduled: t(0) }],
+            vec![Command::Write {
+                ops: vec![marker(0), marker(1)],
+                mode: WriteMode::Submitted,
+                then: prepared(),
+            }],
+        ),
+        (
+            "the fire runs the items whose markers have not answered yet, with no write",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+            ],
+            vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        ),
+        (
+            "a run that ends before its markers' answer holds its end write",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+                finished(1, &[]),
+            ],
+            vec![],
+        ),
+        (
+            "the markers' answer lets the held end write go",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+                finished(1, &[]),
+                written(prepared()),
+            ],
+            vec![submit_end(1, unmark(&[0, 1]))],
+        ),
+        (
+            "a run ending after its markers' answer writes its end at once",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+                written(prepared()),
+                finished(1, &[]),
+            ],
+            vec![submit_end(1, unmark(&[0, 1]))],
+        ),
+        (
+            "refused markers cancel the run of their items here",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+                answered(prepared(), Outcome::Conflict),
+            ],
+            vec![
+                refused.clone(),
+                Command::Cancel(vec![ShardItem(0), ShardItem(1)]),
+            ],
+        ),
+        (
+            "a run whose markers were refused ends without deleting the other instance's",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+                finished(1, &[]),
+                answered(prepared(), Outcome::Conflict),
+            ],
+            vec![refused, Command::Cancel(vec![ShardItem(0), ShardItem(1)])],
+        ),
+        (
+            "a failed marker write lets the run go on and its held end write follows",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Fire { scheduled: t(0) },
+                finished(1, &[]),
+                answered(prepared(), Outcome::Failed("connection lost".into())),
+            ],
+            vec![failed, submit_end(1, unmark(&[0, 1]))],
+        ),
+        (
+            "refused markers of items no run took are only forgotten",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                answered(prepared(), Outcome::Conflict),
+            ],
+            vec![],
+        ),
+        (
+            "markers answered after their items were released are deleted again",
+            vec![
+                Input::Prepare { scheduled: t(0) },
+                Input::Drain,
+                written(Purpose::Release),
+                written(prepared()),
+            ],
+            vec![released],
+        ),
+    ];
+    for (name, inputs, expected) in cases {
+        let mut m = machine(Registration::Confirmed);
+        assert_eq!(last_step(&mut m, inputs, &f), expected, "{name}");
+    }
+}
+
+#[test]
+fn refused_markers_leave_the_items_to_be_decided_at_the_next_fire_with_a_start_write() {
+    let mut m = machine(Registration::Confirmed);
+    let f = fake();
+    m.step(Input::Prepare { scheduled: t(0) }, &f);
+    m.step(answered(prepared(), Outcome::Conflict), &f);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &f),
+        vec![start(begins(&[0, 1]))]
+    );
+}
+
+#[test]
+fn a_marker_on_its_way_runs_even_while_the_mirror_shows_one_whose_data_is_unread() {
+    // The mirror may show the marker's creation before its data (ours, read later): only the
+    // write's answer tells whose it is.
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::Prepare { scheduled: t(0) }, &fake());
+    let f = Fake {
+        view: with_item(two_items(), 0, |i| i.running = Some(String::new())),
+        ..fake()
+    };
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &f),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
+}
