@@ -51,7 +51,11 @@ pub use peer::Peer;
 /// The repository's root (the shardcron package), for the files tests read and the programs they
 /// build.
 pub fn repo_root() -> &'static std::path::Path {
-    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+    let kit = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // tests/support -> the repository
+    kit.parent()
+        .and_then(std::path::Path::parent)
+        .expect("the kit lies in <repository>/tests/support")
 }
 
 /// A registry namespace no other test of this process (or of a concurrent test binary) uses:
