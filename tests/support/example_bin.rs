@@ -108,6 +108,18 @@ pub fn example_binary() -> PathBuf {
     example("node")
 }
 
+/// The variables cargo sets for a test process besides `CARGO_PKG_*` and `CARGO_BIN_EXE_*`.
+const SET_FOR_A_TEST: [&str; 8] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "LD_LIBRARY_PATH",
+    "RUST_RECURSION_COUNT",
+];
+
 /// The binary of example `name`, built once per test binary with `cargo build --example NAME`.
 ///
 /// `cargo test --all-targets` builds examples only as test harnesses (`examples/node-<hash>`), not
@@ -129,10 +141,13 @@ pub fn example(name: &str) -> PathBuf {
     let mut cargo = Command::new(env!("CARGO"));
     // Without what cargo set for this test process (its package's `CARGO_*`, the library path),
     // so that the nested build sees the environment the outer one saw and finds its work fresh.
+    // The caller's own settings (`CARGO_INCREMENTAL`, `CARGO_PROFILE_*`, ...) stay.
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
-        let set_by_cargo = key.starts_with("CARGO_") && key != "CARGO_HOME";
-        if set_by_cargo || key == "LD_LIBRARY_PATH" || key == "RUST_RECURSION_COUNT" {
+        let set_by_cargo = key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_EXE_")
+            || SET_FOR_A_TEST.contains(&key.as_ref());
+        if set_by_cargo {
             cargo.env_remove(key.as_ref());
         }
     }
