@@ -76,6 +76,7 @@ impl ExecutorState {
                 attempt,
                 parameter,
                 workflow,
+                start_at,
             } => {
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
@@ -93,6 +94,7 @@ impl ExecutorState {
                     parameter,
                     workflow,
                     decided_at,
+                    start_at,
                 };
                 self.kit.launch(&self.ctx, config, myself, run, &items, go);
             }
@@ -102,6 +104,7 @@ impl ExecutorState {
                 self.kit.cancel(|i| items.contains(&i))
             }
             Command::CancelAll => self.kit.cancel(|_| true),
+            Command::Withdraw(run_id) => self.kit.withdraw(run_id),
             Command::Schedule => {
                 let config = self.machine.config().clone();
                 let _ =
@@ -126,6 +129,7 @@ impl ExecutorState {
                 watch_what_it_needs(&self.ctx, &config);
                 self.kit.reconfigure(&self.ctx.node, &config);
                 self.once.reconfigure(&self.ctx, &config);
+                self.machine.set_launch_ahead(!self.once.is_active());
                 self.ctx.configs.insert(job, config);
             }
             Command::StartTimer {
