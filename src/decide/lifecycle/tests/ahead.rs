@@ -287,10 +287,13 @@ fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
                 withdraw.clone(),
                 launch(2, ExecutionSource::Manual, None, &[0, 1]),
             ],
-            Some(vec![start(vec![
-                Op::create("/orders/sharding/0/misfire", "", CreateMode::Persistent),
-                Op::create("/orders/sharding/1/misfire", "", CreateMode::Persistent),
-            ])]),
+            Some(vec![
+                skip(SkipReason::StillRunning, 2, None, true),
+                start(vec![
+                    Op::create("/orders/sharding/0/misfire", "", CreateMode::Persistent),
+                    Op::create("/orders/sharding/1/misfire", "", CreateMode::Persistent),
+                ]),
+            ]),
         ),
         (
             "a re-list: the fire decides on what it shows",
