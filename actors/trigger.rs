@@ -38,7 +38,9 @@ const PREPARE_LEAD_MAX: TimeDelta = TimeDelta::seconds(2);
 /// The lead of an instant `jobs` monitored jobs share.
 pub(crate) fn prepare_lead(jobs: usize) -> TimeDelta {
     let jobs = i32::try_from(jobs).unwrap_or(i32::MAX);
-    let lead = PREPARE_LEAD_PER_JOB.checked_mul(jobs).unwrap_or(PREPARE_LEAD_MAX);
+    let lead = PREPARE_LEAD_PER_JOB
+        .checked_mul(jobs)
+        .unwrap_or(PREPARE_LEAD_MAX);
     lead.clamp(PREPARE_LEAD, PREPARE_LEAD_MAX)
 }
 
@@ -77,7 +79,9 @@ impl Prepares {
     fn due(&self, at: DateTime<Utc>) -> DateTime<Utc> {
         let halfway = self.since.map(|s| s + (at - s) / 2);
         let early = at - prepare_lead(self.jobs.len());
-        halfway.map_or(early, |h| h.max(early)).min(at - PREPARE_LEAD)
+        halfway
+            .map_or(early, |h| h.max(early))
+            .min(at - PREPARE_LEAD)
     }
 }
 

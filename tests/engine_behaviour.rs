@@ -298,8 +298,8 @@ async fn leave_while_an_item_runs(work: Duration, shutdown_timeout: Duration) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_run_launched_ahead_starts_at_its_instant_and_a_config_change_just_before_it_is_followed(
-) {
+async fn a_run_launched_ahead_starts_at_its_instant_and_a_config_change_just_before_it_is_followed()
+{
     let (_server, conn, rec) = cluster::embedded("engine");
     let old = every_second("orders", 2).item_parameters("0=old,1=old");
     let node = rec.start(&conn, 1, old, Duration::ZERO).await;
@@ -310,8 +310,13 @@ async fn a_run_launched_ahead_starts_at_its_instant_and_a_config_change_just_bef
         .await;
     // Launched ahead at their prepares, 200 ms before: their items start at the instant itself.
     let fires = complete_fires(&log, 2);
-    let at = |e: &cluster::Execution| e.at - chrono::DateTime::from_timestamp(e.at.timestamp(), 0).unwrap();
-    for e in log.iter().filter(|e| fires[1..].contains(&e.at.timestamp())) {
+    let at = |e: &cluster::Execution| {
+        e.at - chrono::DateTime::from_timestamp(e.at.timestamp(), 0).unwrap()
+    };
+    for e in log
+        .iter()
+        .filter(|e| fires[1..].contains(&e.at.timestamp()))
+    {
         assert!(at(e) <= chrono::TimeDelta::milliseconds(1), "{e:?}");
     }
     let clock = rec.clock();

@@ -250,7 +250,10 @@ impl RunKit {
             self.deadlines.retain(|(id, _)| *id != run_id);
             return;
         }
-        tracing::warn!(run_id, "a run withdrawn at its instant had started: cancelled");
+        tracing::warn!(
+            run_id,
+            "a run withdrawn at its instant had started: cancelled"
+        );
         for (_, token) in &run.tokens {
             run.grace.cancel_within(token, run.cancel_grace);
         }

@@ -85,7 +85,9 @@ impl StartGate {
 
     fn take(&self, to: u8) -> bool {
         let (from, order) = (Self::WAITING, Ordering::AcqRel);
-        self.0.compare_exchange(from, to, order, Ordering::Acquire).is_ok()
+        self.0
+            .compare_exchange(from, to, order, Ordering::Acquire)
+            .is_ok()
     }
 }
 

@@ -53,8 +53,8 @@ use chrono::{DateTime, Utc};
 
 pub use fence::FenceBudget;
 pub use protocol::{
-    Command, Input, Link, Outcome, Purpose, Registration, Timer, WriteMode, SESSION_CHECK_LOST_AFTER,
-    SESSION_CHECK_TIMEOUT,
+    Command, Input, Link, Outcome, Purpose, Registration, Timer, WriteMode,
+    SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT,
 };
 pub use skips::{MissReason, SkipReason};
 

@@ -81,7 +81,10 @@ fn a_fire_decided_at_its_prepare_is_launched_ahead_and_its_fire_only_confirms_it
 fn a_run_launched_ahead_that_ended_before_its_fire_was_handled_is_not_run_again() {
     let mut m = launched_ahead();
     let f = before(-5);
-    m.step(written(Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])), &f);
+    m.step(
+        written(Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])),
+        &f,
+    );
     let ended = m.step(finished(1, &[]), &f);
     assert_eq!(ended, vec![submit_end(1, unmark(&[0, 1]))]);
     assert_eq!(m.step(run_done(1), &f), vec![]);
@@ -115,7 +118,13 @@ fn a_fire_handled_past_the_late_bound_has_the_session_of_its_running_run_checked
 
 /// A table row: what happens 100 ms before the instant, the facts it and the fire see, what it
 /// answers, and what the fire at the instant answers then (`None`: no fire comes).
-type Case = (&'static str, Input, Fake, Vec<Command>, Option<Vec<Command>>);
+type Case = (
+    &'static str,
+    Input,
+    Fake,
+    Vec<Command>,
+    Option<Vec<Command>>,
+);
 
 #[test]
 fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
@@ -160,7 +169,14 @@ fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
             Command::Stop,
         ]
     };
-    let lost = || Some(vec![skip(SkipReason::Disconnected, 0, Some(MissReason::CannotStart), true)]);
+    let lost = || {
+        Some(vec![skip(
+            SkipReason::Disconnected,
+            0,
+            Some(MissReason::CannotStart),
+            true,
+        )])
+    };
     let cases: Vec<Case> = vec![
         (
             "a config change: the fire runs the marked items under the new config",
@@ -171,7 +187,12 @@ fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
                 Command::ConfigApplied(params),
                 Command::Evaluate,
             ],
-            Some(vec![launch(2, ExecutionSource::Normal, Some(t(0)), &[0, 1])]),
+            Some(vec![launch(
+                2,
+                ExecutionSource::Normal,
+                Some(t(0)),
+                &[0, 1],
+            )]),
         ),
         (
             "a new cron: the markers go and the job is scheduled again",
@@ -188,21 +209,30 @@ fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
         ),
         (
             "a new plan moving an item away: the fire runs the other and deletes its marker",
-            event(JobNode::ShardingInstance(ShardItem(1)), NodeEventKind::DataChanged),
+            event(
+                JobNode::ShardingInstance(ShardItem(1)),
+                NodeEventKind::DataChanged,
+            ),
             moved,
             vec![withdraw.clone()],
             Some(vec![start(unmark(&[1]))]),
         ),
         (
             "an item disabled: the fire runs the other and deletes its marker",
-            event(JobNode::ShardingDisabled(ShardItem(0)), NodeEventKind::Created),
+            event(
+                JobNode::ShardingDisabled(ShardItem(0)),
+                NodeEventKind::Created,
+            ),
             item_off,
             vec![withdraw.clone()],
             Some(vec![start(unmark(&[0]))]),
         ),
         (
             "this server disabled: the fire releases the markers",
-            event(JobNode::Server("10.0.0.1".into()), NodeEventKind::DataChanged),
+            event(
+                JobNode::Server("10.0.0.1".into()),
+                NodeEventKind::DataChanged,
+            ),
             server_off,
             vec![withdraw.clone()],
             Some(vec![release(&[0, 1])]),
@@ -300,7 +330,12 @@ fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
             Input::Resynced,
             before(100),
             vec![withdraw.clone()],
-            Some(vec![launch(2, ExecutionSource::Normal, Some(t(0)), &[0, 1])]),
+            Some(vec![launch(
+                2,
+                ExecutionSource::Normal,
+                Some(t(0)),
+                &[0, 1],
+            )]),
         ),
         (
             "refused markers: the fire writes them again, guarded",
@@ -364,7 +399,11 @@ fn inputs_that_change_nothing_leave_the_run_launched_ahead_alone() {
             written(Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])),
             vec![],
         ),
-        ("a short pause", Input::Paused(Duration::from_millis(50)), vec![]),
+        (
+            "a short pause",
+            Input::Paused(Duration::from_millis(50)),
+            vec![],
+        ),
     ];
     for (name, input, expected) in cases {
         let mut m = launched_ahead();
@@ -376,7 +415,10 @@ fn inputs_that_change_nothing_leave_the_run_launched_ahead_alone() {
 #[test]
 fn a_withdrawn_runs_report_is_ignored() {
     let mut m = launched_ahead();
-    m.step(Input::Config(config(|c| c.item_parameters("0=a"))), &before(100));
+    m.step(
+        Input::Config(config(|c| c.item_parameters("0=a"))),
+        &before(100),
+    );
     assert_eq!(m.step(finished(1, &[0, 1]), &before(99)), vec![]);
     assert_eq!(
         m.step(fire(), &before(0)),
