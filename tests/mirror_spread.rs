@@ -58,6 +58,19 @@ struct Setup {
     _feed: shardcron::registry::mirror::MirrorFeed,
 }
 
+impl Setup {
+    /// Cuts the feed's session and waits for the feed to hear it.
+    async fn cut(&self) {
+        self.server.disconnect(self.session);
+        wait_until(
+            async || !self.mirror.is_synced(),
+            "the feed to hear the disconnection",
+            Duration::from_secs(5),
+        )
+        .await;
+    }
+}
+
 async fn setup() -> Setup {
     support::cluster::init_tracing();
     let server = EmbeddedServer::new();
@@ -117,13 +130,7 @@ async fn a_reconnected_feed_lists_its_roots_at_its_point_of_the_spread_window_a_
     );
 
     // Cut, change every root meanwhile (the cut session's watches miss it), reconnect.
-    s.server.disconnect(s.session);
-    wait_until(
-        async || !s.mirror.is_synced(),
-        "the feed to hear the disconnection",
-        Duration::from_secs(5),
-    )
-    .await;
+    s.cut().await;
     for i in 0..ROOTS {
         let config = format!("/job{i}/config");
         s.admin.set(&config, b"new", None).await.unwrap();
@@ -167,13 +174,7 @@ async fn a_reconnected_feed_lists_its_roots_at_its_point_of_the_spread_window_a_
 async fn a_root_that_hears_an_event_during_the_spread_is_listed_at_once() {
     let s = setup().await;
     let delay = SPREAD.delay(ROOTS);
-    s.server.disconnect(s.session);
-    wait_until(
-        async || !s.mirror.is_synced(),
-        "the feed to hear the disconnection",
-        Duration::from_secs(5),
-    )
-    .await;
+    s.cut().await;
     s.admin.set("/job3/config", b"cut", None).await.unwrap();
     s.server.reconnect(s.session);
     tokio::time::sleep(Duration::from_millis(1)).await;
