@@ -6,7 +6,10 @@
 //! instant, so its `running` markers are written ahead and its run launched ahead (to start at the
 //! instant by its own timer): the instant itself waits on no write and no decision. The lead is
 //! [`PREPARE_LEAD`], longer for an instant many jobs share ([`prepare_lead`]): their prepares
-//! take the executors time, and every one must be handled before the instant.
+//! take the executors time, and every one must be handled before the instant. The `Fire` of a
+//! job whose run was launched ahead only confirms it: it is sent [`CONFIRM_AFTER`] the instant,
+//! with that job's rescheduling, so that neither its message nor the cron arithmetic competes
+//! with the runs starting at the instant.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -35,6 +38,9 @@ const PREPARE_LEAD_PER_JOB: TimeDelta = TimeDelta::microseconds(100);
 /// The longest lead (20,000 jobs due at one instant).
 const PREPARE_LEAD_MAX: TimeDelta = TimeDelta::seconds(2);
 
+/// How long after the instant the `Fire` of a job launched ahead is sent.
+const CONFIRM_AFTER: TimeDelta = TimeDelta::milliseconds(100);
+
 /// The lead of an instant `jobs` monitored jobs share.
 pub(crate) fn prepare_lead(jobs: usize) -> TimeDelta {
     let jobs = i32::try_from(jobs).unwrap_or(i32::MAX);
@@ -60,6 +66,10 @@ pub(crate) struct TriggerState {
     /// The monitored jobs whose prepare is still to be sent, by instant: an instant's prepares
     /// go together ([`Prepares::due`]).
     preparing: BTreeMap<DateTime<Utc>, Prepares>,
+    /// The jobs launched ahead whose instant came, until their `Fire` is sent and their next
+    /// instant queued at the time `confirming` names.
+    fired_ahead: HashMap<JobName, Scheduled>,
+    confirming: BTreeSet<(DateTime<Utc>, JobName)>,
     alarm: Alarm,
     generation: u64,
 }
@@ -90,6 +100,8 @@ struct Scheduled {
     at: DateTime<Utc>,
     /// Its prepare is queued in `preparing`, not sent yet.
     preparing: bool,
+    /// Its fire at `at` was launched ahead.
+    ahead: bool,
     config: std::sync::Arc<ValidatedConfig>,
     executor: ActorRef<ExecutorMsg>,
 }
@@ -107,6 +119,7 @@ pub(crate) struct TriggerArgs {
 
 impl TriggerState {
     fn unschedule(&mut self, job: &JobName) {
+        self.fired_ahead.remove(job);
         if let Some(s) = self.next.remove(job) {
             self.queue.remove(&(s.at, job.clone()));
             if s.preparing {
@@ -161,6 +174,7 @@ impl TriggerState {
             Scheduled {
                 at,
                 preparing,
+                ahead: false,
                 config,
                 executor,
             },
@@ -184,7 +198,11 @@ impl TriggerState {
     fn arm(&mut self, myself: &ActorRef<TriggerMsg>) {
         self.generation += 1;
         let fire = self.queue.first().map(|(at, _)| *at);
-        let Some(first) = fire.into_iter().chain(self.next_prepare()).min() else {
+        let confirm = self.confirming.first().map(|(at, _)| *at);
+        let Some(first) = (fire.into_iter().chain(confirm))
+            .chain(self.next_prepare())
+            .min()
+        else {
             self.alarm.disarm();
             return;
         };
@@ -219,15 +237,35 @@ impl TriggerState {
             let Some(s) = self.next.get(&job) else {
                 continue;
             };
+            if s.ahead {
+                self.confirming.insert((at + CONFIRM_AFTER, job.clone()));
+                if let Some(s) = self.next.remove(&job) {
+                    self.fired_ahead.insert(job, s);
+                }
+                continue;
+            }
             let _ = s
                 .executor
                 .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
-            fired.push((at, job));
+            fired.push(job);
         }
-        for (at, job) in fired {
+        while self.confirming.first().is_some_and(|(at, _)| *at <= now) {
+            let Some((_, job)) = self.confirming.pop_first() else {
+                break;
+            };
+            let Some(s) = self.fired_ahead.remove(&job) else {
+                continue;
+            };
+            let fire = Input::Fire { scheduled: s.at };
+            let _ = s.executor.send_message(ExecutorMsg::Step(fire));
+            self.next.insert(job.clone(), s);
+            fired.push(job);
+        }
+        for job in fired {
             let Some(s) = self.next.remove(&job) else {
                 continue;
             };
+            let at = s.at;
             if s.preparing {
                 self.unprepare(s.at, &job);
             }
@@ -258,6 +296,8 @@ impl Actor for TriggerActor {
             next: HashMap::new(),
             queue: BTreeSet::new(),
             preparing: BTreeMap::new(),
+            fired_ahead: HashMap::new(),
+            confirming: BTreeSet::new(),
             alarm,
             generation: 0,
         };
@@ -285,6 +325,12 @@ impl Actor for TriggerActor {
             TriggerMsg::Unschedule(job) => {
                 state.unschedule(&job);
                 state.arm(&myself);
+            }
+            TriggerMsg::Ahead(job, at, ahead) => {
+                // An instant already passed is served by its `Fire`, sent after it in any case.
+                if let Some(s) = state.next.get_mut(&job).filter(|s| s.at == at) {
+                    s.ahead = ahead;
+                }
             }
             TriggerMsg::Tick(generation) => {
                 if generation != state.generation {

@@ -78,6 +78,11 @@ impl ExecutorState {
                 workflow,
                 start_at,
             } => {
+                if let (Some(at), ExecutionSource::Normal) = (start_at, source) {
+                    // Its `Fire` only confirms it: the trigger sends it after the instant.
+                    let ahead = TriggerMsg::Ahead(job.clone(), at, true);
+                    let _ = peers.trigger.send_message(ahead);
+                }
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
                     .await;
@@ -104,7 +109,13 @@ impl ExecutorState {
                 self.kit.cancel(|i| items.contains(&i))
             }
             Command::CancelAll => self.kit.cancel(|_| true),
-            Command::Withdraw(run_id) => self.kit.withdraw(run_id),
+            Command::Withdraw(run_id) => {
+                if let Some(at) = self.kit.withdraw(run_id) {
+                    // Its `Fire` decides at the instant again.
+                    let behind = TriggerMsg::Ahead(job, at, false);
+                    let _ = peers.trigger.send_message(behind);
+                }
+            }
             Command::Schedule => {
                 let config = self.machine.config().clone();
                 let _ =

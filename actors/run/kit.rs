@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
@@ -58,8 +59,9 @@ struct InFlight {
     tokens: Vec<(ShardItem, CancellationToken)>,
     grace: StopGrace,
     cancel_grace: std::time::Duration,
-    /// A run launched ahead of its instant: its start gate and its task, aborted if withdrawn.
-    ahead: Option<(Arc<StartGate>, AbortHandle)>,
+    /// A run launched ahead of its instant: the instant, its start gate and its task, aborted
+    /// if withdrawn.
+    ahead: Option<(DateTime<Utc>, Arc<StartGate>, AbortHandle)>,
 }
 
 impl RunKit {
@@ -196,7 +198,7 @@ impl RunKit {
             .collect();
         let cancel_grace = budget.kill_grace();
         let ahead = start_at.map(|at| (at, Arc::new(StartGate::default())));
-        let gate = ahead.as_ref().map(|(_, gate)| gate.clone());
+        let gate = ahead.as_ref().map(|(at, gate)| (*at, gate.clone()));
         let deadline = config.policy().timeout.map(|t| {
             let deadline = Arc::new(RunDeadline::new(t.after));
             self.deadlines.push((run_id, deadline.clone()));
@@ -230,25 +232,25 @@ impl RunKit {
             tokens,
             grace,
             cancel_grace,
-            ahead: gate.map(|gate| (gate, task.abort_handle())),
+            ahead: gate.map(|(at, gate)| (at, gate, task.abort_handle())),
         });
     }
 
     /// Withdraws run `run_id`, launched ahead of its instant: its task is dropped before it
     /// starts. Should its instant have come first (the machine decided on a `now` just before
     /// it), the run started and its items are cancelled; its report finds the machine without it.
-    pub(crate) fn withdraw(&mut self, run_id: u64) {
-        let Some(at) = self.tokens.iter().position(|r| r.run_id == run_id) else {
-            return;
-        };
+    /// The run's instant, if it was launched ahead.
+    pub(crate) fn withdraw(&mut self, run_id: u64) -> Option<DateTime<Utc>> {
+        let at = self.tokens.iter().position(|r| r.run_id == run_id)?;
         let run = &self.tokens[at];
-        if run.ahead.as_ref().is_some_and(|(gate, _)| gate.withdraw()) {
-            if let Some((_, task)) = &run.ahead {
+        let instant = run.ahead.as_ref().map(|(instant, _, _)| *instant);
+        if run.ahead.as_ref().is_some_and(|(_, gate, _)| gate.withdraw()) {
+            if let Some((_, _, task)) = &run.ahead {
                 task.abort();
             }
             self.tokens.swap_remove(at);
             self.deadlines.retain(|(id, _)| *id != run_id);
-            return;
+            return instant;
         }
         tracing::warn!(
             run_id,
@@ -257,6 +259,7 @@ impl RunKit {
         for (_, token) in &run.tokens {
             run.grace.cancel_within(token, run.cancel_grace);
         }
+        instant
     }
 
     /// Cancels the running items `which` selects.

@@ -28,14 +28,16 @@ pub(super) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> Joi
     let req = Box::new(req);
     tokio::spawn(async move {
         let mut req = req;
+        // The run's future (kilobytes) boxed: a run launched ahead holds only its request and
+        // its wait until its instant, and ten thousand of them wait at once.
         let report = match req.ahead.take() {
             Some((at, gate)) => match until_instant(&req, at, &gate).await {
-                Some(true) => run(req).await,
+                Some(true) => Box::pin(run(req)).await,
                 Some(false) => cancelled_before_instant(&req),
                 // Withdrawn (the kit aborts the task too): the machine has forgotten the run.
                 None => return,
             },
-            None => run(req).await,
+            None => Box::pin(run(req)).await,
         };
         // The executor may be gone (job removed, node stopping): nobody is left to tell.
         let _ = executor.send_message(ExecutorMsg::RunFinished(Box::new(report)));
