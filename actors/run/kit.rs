@@ -244,7 +244,11 @@ impl RunKit {
         let at = self.tokens.iter().position(|r| r.run_id == run_id)?;
         let run = &self.tokens[at];
         let instant = run.ahead.as_ref().map(|(instant, _, _)| *instant);
-        if run.ahead.as_ref().is_some_and(|(_, gate, _)| gate.withdraw()) {
+        if run
+            .ahead
+            .as_ref()
+            .is_some_and(|(_, gate, _)| gate.withdraw())
+        {
             if let Some((_, _, task)) = &run.ahead {
                 task.abort();
             }

@@ -15,6 +15,7 @@ mod policies;
 mod reconfigured;
 mod sessions;
 mod transitions;
+mod withdrawn;
 mod workflow;
 
 use std::collections::BTreeSet;
