@@ -298,6 +298,20 @@ fn launch(
     }
 }
 
+/// The job leaves this instance: unscheduled, `ops` written (the markers it held, its instance
+/// node, the leader's node when it leads), stopped.
+fn leaves(ops: Vec<Op>) -> Vec<Command> {
+    vec![
+        Command::Unschedule,
+        Command::Write {
+            ops,
+            mode: WriteMode::Tolerant,
+            then: Purpose::Leave,
+        },
+        Command::Stop,
+    ]
+}
+
 fn register_again() -> Command {
     Command::Write {
         ops: vec![Op::create(

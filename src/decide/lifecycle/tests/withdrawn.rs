@@ -57,16 +57,7 @@ fn whatever_could_change_the_fires_decision_withdraws_the_run_launched_ahead() {
             Op::delete(format!("/orders/instances/{}", me())),
             Op::delete("/orders/leader/election/instance"),
         ]);
-        vec![
-            withdraw.clone(),
-            Command::Unschedule,
-            Command::Write {
-                ops,
-                mode: WriteMode::Tolerant,
-                then: Purpose::Leave,
-            },
-            Command::Stop,
-        ]
+        [vec![withdraw.clone()], leaves(ops)].concat()
     };
     let lost = || {
         Some(vec![skip(
