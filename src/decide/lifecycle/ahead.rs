@@ -150,7 +150,7 @@ impl JobMachine {
         let now = facts.now();
         let mut at = 0;
         while at < self.runs.len() {
-            if !self.runs[at].1.start_at.is_some_and(|s| now < s) {
+            if self.runs[at].1.start_at.is_none_or(|s| now >= s) {
                 at += 1;
                 continue;
             }
