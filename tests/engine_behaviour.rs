@@ -296,3 +296,54 @@ async fn leave_while_an_item_runs(work: Duration, shutdown_timeout: Duration) {
     );
     stays.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_run_launched_ahead_starts_at_its_instant_and_a_config_change_just_before_it_is_followed()
+{
+    let (_server, conn, rec) = cluster::embedded("engine");
+    let old = every_second("orders", 2).item_parameters("0=old,1=old");
+    let node = rec.start(&conn, 1, old, Duration::ZERO).await;
+    let log = rec
+        .wait_until("three complete fires", WITHIN, |log| {
+            complete_fires(log, 2).len() >= 3
+        })
+        .await;
+    // Launched ahead at their prepares, 200 ms before: their items start at the instant itself.
+    let fires = complete_fires(&log, 2);
+    let at = |e: &cluster::Execution| {
+        e.at - chrono::DateTime::from_timestamp(e.at.timestamp(), 0).unwrap()
+    };
+    for e in log
+        .iter()
+        .filter(|e| fires[1..].contains(&e.at.timestamp()))
+    {
+        assert!(at(e) <= chrono::TimeDelta::milliseconds(1), "{e:?}");
+    }
+    let clock = rec.clock();
+    let instant = chrono::DateTime::from_timestamp(clock.now().timestamp() + 2, 0).unwrap();
+    let change = instant - chrono::TimeDelta::milliseconds(100);
+    tokio::time::sleep((change - clock.now()).to_std().unwrap()).await;
+    tracing::info!("--- the item parameters change 100 ms before the instant");
+    let new = every_second("orders", 2).item_parameters("0=new,1=new");
+    let admin = conn.connect().await.unwrap();
+    let yaml = new.to_yaml().unwrap();
+    admin
+        .set("/orders/config", yaml.as_bytes(), None)
+        .await
+        .unwrap();
+    assert!(clock.now() < instant, "the change came before the instant");
+    let log = rec
+        .wait_until("the fire after the one at the instant", WITHIN, |log| {
+            complete_fires(log, 2).contains(&(instant.timestamp() + 1))
+        })
+        .await;
+    let at_instant: Vec<_> = (log.iter())
+        .filter(|e| e.at.timestamp() == instant.timestamp())
+        .collect();
+    assert_eq!(at_instant.len(), 2, "each item once: {at_instant:?}");
+    for e in at_instant {
+        assert_eq!(e.parameter, "new", "the fire follows the new config: {e:?}");
+        assert!(at(e) <= chrono::TimeDelta::milliseconds(1), "{e:?}");
+    }
+    node.shutdown().await;
+}

@@ -59,7 +59,7 @@ impl JobMachine {
             source,
             scheduled,
             plan.run,
-            (plan.end_ops, workflow),
+            (plan.end_ops, workflow, None),
             facts,
             out,
         );
@@ -69,13 +69,18 @@ impl JobMachine {
     }
 
     /// Hands `items` to a run; `end_ops` are written when they are done; `workflow` is the
-    /// workflow run it is a step of. Shared by fires and failover runs.
+    /// workflow run it is a step of; `start_at` the instant a run launched ahead starts (its
+    /// `started` and its timeout count from it). Shared by fires and failover runs.
     pub(super) fn launch(
         &mut self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         items: Vec<ShardItem>,
-        (mut end_ops, workflow): (Vec<Op>, Option<crate::decide::workflow::run::RunId>),
+        (mut end_ops, workflow, start_at): (
+            Vec<Op>,
+            Option<crate::decide::workflow::run::RunId>,
+            Option<DateTime<Utc>>,
+        ),
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
@@ -97,7 +102,7 @@ impl JobMachine {
             Run {
                 items: items.clone(),
                 end_ops,
-                started: facts.now(),
+                started: start_at.unwrap_or_else(|| facts.now()),
                 timed_out: false,
                 attempt: 1,
                 source,
@@ -106,6 +111,7 @@ impl JobMachine {
                 parameter: parameter.clone(),
                 workflow: workflow.clone(),
                 end_held: false,
+                start_at,
             },
         ));
         out.push(Command::Launch {
@@ -116,8 +122,10 @@ impl JobMachine {
             attempt: 1,
             parameter,
             workflow,
+            start_at,
         });
-        self.arm_timeout(run_id, out);
+        let lead = start_at.and_then(|at| (at - facts.now()).to_std().ok());
+        self.arm_timeout(run_id, lead.unwrap_or_default(), out);
     }
 
     /// A run's task ended: queue its end write (batched with every job's of the moment), or end

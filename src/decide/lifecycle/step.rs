@@ -27,6 +27,8 @@ impl JobMachine {
         Self {
             catchup,
             flow,
+            ahead: true,
+            ahead_at: None,
             manual: None,
             backfill: None,
             job,
@@ -49,7 +51,7 @@ impl JobMachine {
             served_until: None,
             behind: false,
             buffered: overlap::Owed::default(),
-            labels: Vec::new(),
+            labels: Box::default(),
             own_deletions: 0,
         }
     }
@@ -57,8 +59,14 @@ impl JobMachine {
     /// The labels this instance carries (`NodeBuilder::labels`): every `instances/{me}` node the
     /// machine writes names them, as the first registration did.
     pub fn with_labels(mut self, labels: Vec<String>) -> Self {
-        self.labels = labels;
+        self.labels = labels.into_boxed_slice();
         self
+    }
+
+    /// Whether fires may be launched ahead of their instants (not for a job whose runs take
+    /// part in distribute-once rounds).
+    pub fn set_launch_ahead(&mut self, ahead: bool) {
+        self.ahead = ahead;
     }
 
     /// The labels this instance carries.
@@ -113,10 +121,15 @@ impl JobMachine {
         let look_for_missed = self.catchup.is_some() && catchup::looks_after(&input);
         let backfill = self.backfill_heard(&input);
         let flow = self.workflow_heard(&input);
+        if self.ahead_at.is_some() && self.withdraws(&input) {
+            self.withdraw_ahead(facts, &mut out);
+        }
         match input {
             Input::Prepare { scheduled } => self.prepare(scheduled, facts, &mut out),
             Input::Fire { scheduled } => {
-                self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
+                if !self.confirm_ahead(scheduled, facts, &mut out) {
+                    self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
+                }
             }
             Input::Trigger => {
                 if self.runs.is_empty() || self.settings().allow_overlap {
@@ -183,7 +196,7 @@ impl JobMachine {
                         ExecutionSource::Failover,
                         scheduled,
                         items,
-                        (end_ops, taken.map(|(run, _)| run)),
+                        (end_ops, taken.map(|(run, _)| run), None),
                         facts,
                         &mut out,
                     );

@@ -11,15 +11,7 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
         if leader_ops {
             ops.push(Op::delete("/orders/leader/election/instance"));
         }
-        vec![
-            Command::Unschedule,
-            Command::Write {
-                ops,
-                mode: WriteMode::Tolerant,
-                then: Purpose::Leave,
-            },
-            Command::Stop,
-        ]
+        leaves(ops)
     };
     // (case, registration, session state, owner of instances/{me} in the mirror, owner of the
     // removed node, commands)

@@ -166,6 +166,7 @@ fn attempt(run_id: u64, items: &[u32], attempt: u32) -> Command {
         attempt,
         parameter: None,
         workflow: None,
+        start_at: None,
     }
 }
 
