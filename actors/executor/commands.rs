@@ -76,13 +76,7 @@ impl ExecutorState {
                 attempt,
                 parameter,
                 workflow,
-                start_at,
             } => {
-                if let (Some(at), ExecutionSource::Normal) = (start_at, source) {
-                    // Its `Fire` only confirms it: the trigger sends it after the instant.
-                    let ahead = TriggerMsg::Ahead(job.clone(), at, true);
-                    let _ = peers.trigger.send_message(ahead);
-                }
                 let go = (self.once)
                     .launching(&self.ctx, myself, run_id, source, &items)
                     .await;
@@ -99,7 +93,6 @@ impl ExecutorState {
                     parameter,
                     workflow,
                     decided_at,
-                    start_at,
                 };
                 self.kit.launch(&self.ctx, config, myself, run, &items, go);
             }
@@ -109,13 +102,6 @@ impl ExecutorState {
                 self.kit.cancel(|i| items.contains(&i))
             }
             Command::CancelAll => self.kit.cancel(|_| true),
-            Command::Withdraw(run_id) => {
-                if let Some(at) = self.kit.withdraw(run_id) {
-                    // Its `Fire` decides at the instant again.
-                    let behind = TriggerMsg::Ahead(job, at, false);
-                    let _ = peers.trigger.send_message(behind);
-                }
-            }
             Command::Schedule => {
                 let config = self.machine.config().clone();
                 let _ =
@@ -140,7 +126,6 @@ impl ExecutorState {
                 watch_what_it_needs(&self.ctx, &config);
                 self.kit.reconfigure(&self.ctx.node, &config);
                 self.once.reconfigure(&self.ctx, &config);
-                self.machine.set_launch_ahead(!self.once.is_active());
                 self.ctx.configs.insert(job, config);
             }
             Command::StartTimer {

@@ -180,12 +180,11 @@ impl ExecutorState {
                 return Ok(None);
             }
         };
-        let mut machine = registered.machine(&ctx, spec.config.instance_labels.clone());
+        let machine = registered.machine(&ctx, spec.config.instance_labels.clone());
         let config = registered.config;
         let job = config.job_name().clone();
         let kit = RunKit::new(&ctx.node, spec, &config)?;
         let once = OnceSlot::for_config(&ctx, &config);
-        machine.set_launch_ahead(!once.is_active());
         commands::watch_what_it_needs(&ctx, &config);
         ctx.configs.insert(job.clone(), config.clone());
         let schedule = TriggerMsg::Schedule(job.clone(), config.clone(), myself.clone());

@@ -21,8 +21,4 @@ pub(crate) enum TriggerMsg {
     Unschedule(JobName),
     /// The timer of arming `generation` rang.
     Tick(u64),
-    /// A job's fire at the instant was launched ahead (`true`; its run starts by its own timer,
-    /// so its `Fire`, a confirmation, is sent after the instant's other work) or withdrawn
-    /// (`false`).
-    Ahead(JobName, chrono::DateTime<chrono::Utc>, bool),
 }

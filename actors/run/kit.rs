@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ValidatedConfig;
@@ -24,7 +22,7 @@ use crate::actors::mail::{ExecutorMsg, RunReport};
 use crate::actors::spec::JobSpec;
 
 use super::task::spawn_run;
-use super::{task_id, Launch, RunRequest, StartGate};
+use super::{task_id, Launch, RunRequest};
 
 /// What a job's runs are made with, and the cancellation tokens of those in flight (usually
 /// none or one): the executor's equipment, kept apart from its state machine.
@@ -59,9 +57,6 @@ struct InFlight {
     tokens: Vec<(ShardItem, CancellationToken)>,
     grace: StopGrace,
     cancel_grace: std::time::Duration,
-    /// A run launched ahead of its instant: the instant, its start gate and its task, aborted
-    /// if withdrawn.
-    ahead: Option<(DateTime<Utc>, Arc<StartGate>, AbortHandle)>,
 }
 
 impl RunKit {
@@ -140,7 +135,6 @@ impl RunKit {
             parameter,
             workflow,
             decided_at,
-            start_at,
         } = run;
         let me = ctx.me().clone();
         let job = config.job_name().clone();
@@ -196,9 +190,12 @@ impl RunKit {
                 }
             })
             .collect();
-        let cancel_grace = budget.kill_grace();
-        let ahead = start_at.map(|at| (at, Arc::new(StartGate::default())));
-        let gate = ahead.as_ref().map(|(at, gate)| (*at, gate.clone()));
+        self.tokens.push(InFlight {
+            run_id,
+            tokens,
+            grace,
+            cancel_grace: budget.kill_grace(),
+        });
         let deadline = config.policy().timeout.map(|t| {
             let deadline = Arc::new(RunDeadline::new(t.after));
             self.deadlines.push((run_id, deadline.clone()));
@@ -224,46 +221,8 @@ impl RunKit {
             workflow_run: workflow.map(|w| w.to_string()),
             decided_at,
             notify: config.policy().notifies(attempt),
-            ahead,
         };
-        let task = spawn_run(req, executor.clone());
-        self.tokens.push(InFlight {
-            run_id,
-            tokens,
-            grace,
-            cancel_grace,
-            ahead: gate.map(|(at, gate)| (at, gate, task.abort_handle())),
-        });
-    }
-
-    /// Withdraws run `run_id`, launched ahead of its instant: its task is dropped before it
-    /// starts. Should its instant have come first (the machine decided on a `now` just before
-    /// it), the run started and its items are cancelled; its report finds the machine without it.
-    /// The run's instant, if it was launched ahead.
-    pub(crate) fn withdraw(&mut self, run_id: u64) -> Option<DateTime<Utc>> {
-        let at = self.tokens.iter().position(|r| r.run_id == run_id)?;
-        let run = &self.tokens[at];
-        let instant = run.ahead.as_ref().map(|(instant, _, _)| *instant);
-        if run
-            .ahead
-            .as_ref()
-            .is_some_and(|(_, gate, _)| gate.withdraw())
-        {
-            if let Some((_, _, task)) = &run.ahead {
-                task.abort();
-            }
-            self.tokens.swap_remove(at);
-            self.deadlines.retain(|(id, _)| *id != run_id);
-            return instant;
-        }
-        tracing::warn!(
-            run_id,
-            "a run withdrawn at its instant had started: cancelled"
-        );
-        for (_, token) in &run.tokens {
-            run.grace.cancel_within(token, run.cancel_grace);
-        }
-        instant
+        spawn_run(req, executor.clone());
     }
 
     /// Cancels the running items `which` selects.

@@ -11,7 +11,6 @@ mod task;
 
 pub(crate) use kit::RunKit;
 
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -58,37 +57,6 @@ pub(crate) struct RunRequest {
     pub(crate) decided_at: Option<DateTime<Utc>>,
     /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
     pub(crate) notify: bool,
-    /// A run launched ahead: the instant it starts at, and who of its task and a withdrawal
-    /// goes first.
-    pub(crate) ahead: Option<(DateTime<Utc>, Arc<StartGate>)>,
-}
-
-/// Who goes first of a run launched ahead of its instant: its task, starting at the instant, or
-/// its withdrawal before it. Once one went, the other finds the gate taken.
-#[derive(Debug, Default)]
-pub(crate) struct StartGate(AtomicU8);
-
-impl StartGate {
-    const WAITING: u8 = 0;
-    const STARTED: u8 = 1;
-    const WITHDRAWN: u8 = 2;
-
-    /// The task's instant came: whether it starts (not withdrawn first).
-    pub(crate) fn start(&self) -> bool {
-        self.take(Self::STARTED)
-    }
-
-    /// Whether the run is withdrawn (its task not started first).
-    pub(crate) fn withdraw(&self) -> bool {
-        self.take(Self::WITHDRAWN)
-    }
-
-    fn take(&self, to: u8) -> bool {
-        let (from, order) = (Self::WAITING, Ordering::AcqRel);
-        self.0
-            .compare_exchange(from, to, order, Ordering::Acquire)
-            .is_ok()
-    }
 }
 
 /// One run as the machine launched it.
@@ -106,8 +74,6 @@ pub(crate) struct Launch {
     pub(crate) workflow: Option<crate::decide::workflow::run::RunId>,
     /// When this instance saw the step's `{run}@start` decision appear (a workflow step only).
     pub(crate) decided_at: Option<DateTime<Utc>>,
-    /// A run launched ahead starts its items at this instant, not at once.
-    pub(crate) start_at: Option<DateTime<Utc>>,
 }
 
 /// `{job}@-@{items}@-@{SOURCE}@-@{instance}@-@{run}` (ElasticJob's task id, with a run number).

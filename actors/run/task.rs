@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use ractor::ActorRef;
 use tokio::task::JoinHandle;
 
@@ -18,7 +17,7 @@ use crate::types::{JobName, ShardItem};
 
 use crate::actors::mail::{ExecutorMsg, RunReport};
 
-use super::{RunRequest, StartGate};
+use super::RunRequest;
 
 /// Starts the run's task.
 pub(super) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()> {
@@ -27,57 +26,10 @@ pub(super) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> Joi
     // thousand jobs has them all in flight at once.
     let req = Box::new(req);
     tokio::spawn(async move {
-        let mut req = req;
-        // The run's future (kilobytes) boxed: a run launched ahead holds only its request and
-        // its wait until its instant, and ten thousand of them wait at once.
-        let report = match req.ahead.take() {
-            Some((at, gate)) => match until_instant(&req, at, &gate).await {
-                Some(true) => Box::pin(run(req)).await,
-                Some(false) => cancelled_before_instant(&req),
-                // Withdrawn (the kit aborts the task too): the machine has forgotten the run.
-                None => return,
-            },
-            None => Box::pin(run(req)).await,
-        };
+        let report = run(req).await;
         // The executor may be gone (job removed, node stopping): nobody is left to tell.
         let _ = executor.send_message(ExecutorMsg::RunFinished(Box::new(report)));
     })
-}
-
-/// A run launched ahead waits for its instant on the tokio timer: `Some(true)` once it came and
-/// the run may start, `Some(false)` when every item was cancelled first, `None` when the run was
-/// withdrawn first.
-async fn until_instant(req: &RunRequest, at: DateTime<Utc>, gate: &StartGate) -> Option<bool> {
-    let wait = (at - req.clock.now()).to_std().unwrap_or_default();
-    let all_cancelled =
-        futures::future::join_all(req.contexts.iter().map(|c| c.cancellation.cancelled()));
-    tokio::select! {
-        biased;
-        () = tokio::time::sleep(wait) => gate.start().then_some(true),
-        _ = all_cancelled => gate.withdraw().then_some(false),
-    }
-}
-
-/// The report of a run launched ahead whose items were all cancelled before its instant: none
-/// of them ran, no listener heard of it.
-fn cancelled_before_instant(req: &RunRequest) -> RunReport {
-    let now = req.clock.now();
-    let results = (req.contexts.iter())
-        .map(|c| {
-            let why = "cancelled before its instant".to_owned();
-            (c.sharding_item, Err(JobError::Cancelled(why)))
-        })
-        .collect();
-    RunReport {
-        run_id: req.run_id,
-        outcome: RunOutcome {
-            results,
-            started_at: now,
-            finished_at: now,
-        },
-        escalated: false,
-        notified: req.notify,
-    }
 }
 
 async fn run(mut req: Box<RunRequest>) -> RunReport {
@@ -196,10 +148,6 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
         results.push((item, result));
     }
     let finished_at = req.clock.now();
-    // The rest of the run (its reports, and the executor's handling of its end, which tokio runs
-    // next on this worker) goes behind the tasks already waiting: at an instant ten thousand runs
-    // share, the runs still to start start first.
-    tokio::task::yield_now().await;
     let mut escalated = false;
     for (item, result) in &results {
         if req.events.has_subscribers() {

@@ -39,11 +39,9 @@ impl JobMachine {
             && !matches!(self.registration, Registration::Older(_))
     }
 
-    /// The cron fires soon for `scheduled`: the free items' markers are queued, not awaited
-    /// (`marked.rs`), and the fire is launched ahead when it can be decided now (`ahead.rs`).
     pub(super) fn prepare(
         &mut self,
-        scheduled: DateTime<Utc>,
+        _scheduled: DateTime<Utc>,
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
@@ -62,7 +60,6 @@ impl JobMachine {
                 mode: WriteMode::Submitted,
                 then: Purpose::Prepare(plan.items),
             });
-            self.launch_ahead(scheduled, &view, facts, out);
         }
     }
 

@@ -24,7 +24,6 @@
 //! bound to the plan it was fired under); otherwise planned by
 //! [`plan_run`](super::execution::plan_run).
 
-mod ahead;
 mod backfill;
 mod catchup;
 mod fence;
@@ -38,7 +37,6 @@ mod policy;
 mod protocol;
 mod registration;
 mod runs;
-mod skips;
 mod step;
 #[cfg(test)]
 mod tests;
@@ -53,10 +51,9 @@ use chrono::{DateTime, Utc};
 
 pub use fence::FenceBudget;
 pub use protocol::{
-    Command, Input, Link, Outcome, Purpose, Registration, Timer, WriteMode,
+    Command, Input, Link, MissReason, Outcome, Purpose, Registration, SkipReason, Timer, WriteMode,
     SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT,
 };
-pub use skips::{MissReason, SkipReason};
 
 use crate::config::ValidatedConfig;
 use crate::model::ExecutionSource;
@@ -156,9 +153,6 @@ struct Run {
     /// answer ([`LocalRuns::unconfirmed`](super::execution::LocalRuns::unconfirmed)), so a
     /// refused marker's deletion is never written over another instance's marker.
     end_held: bool,
-    /// Launched ahead of its instant ([`Command::Launch`]'s `start_at`): its task starts its
-    /// items then, and until then the run may be withdrawn.
-    start_at: Option<DateTime<Utc>>,
 }
 
 /// A trigger's parameters, kept until its manual run launches.
@@ -224,9 +218,8 @@ pub struct JobMachine {
     /// `shardcron.overlap: buffer_all`: the fires each item still owes, run one after another
     /// once its current run ends (empty, and allocating nothing, under any other policy).
     buffered: overlap::Owed,
-    /// The labels this instance carries, written in its `instances/{me}` node (a boxed slice:
-    /// 8 bytes less than a `Vec` in every job's machine).
-    labels: Box<[String]>,
+    /// The labels this instance carries, written in its `instances/{me}` node.
+    labels: Vec<String>,
     /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
     /// come yet: a take-over judged on a mirror that lagged may delete this session's own node
     /// (and create it again in the same write), and that deletion is nobody's shutdown.
@@ -239,9 +232,4 @@ pub struct JobMachine {
     backfill: Option<Box<backfill::Backfilling>>,
     /// The job's part in workflows; `None` for a job outside any.
     flow: Option<Box<workflow::Flow>>,
-    /// Whether a fire may be launched ahead of its instant at its prepare (false for a job whose
-    /// runs take part in distribute-once rounds: their round starts at the launch).
-    ahead: bool,
-    /// The instant of the fire launched ahead, until its `Fire` confirms it.
-    ahead_at: Option<DateTime<Utc>>,
 }

@@ -38,17 +38,12 @@ use super::{Command, Facts, JobMachine, Run, Timer};
 
 impl JobMachine {
     /// A run was launched: start its timeout, if the job has one (a job without costs one test).
-    pub(super) fn arm_timeout(
-        &self,
-        run_id: u64,
-        lead: std::time::Duration,
-        out: &mut Vec<Command>,
-    ) {
+    pub(super) fn arm_timeout(&self, run_id: u64, out: &mut Vec<Command>) {
         if let Some(timeout) = self.config.policy().timeout {
             out.push(Command::StartTimer {
                 run_id,
                 timer: Timer::Timeout,
-                after: lead + timeout.after,
+                after: timeout.after,
             });
         }
     }
@@ -140,7 +135,6 @@ impl JobMachine {
                 parameter,
                 workflow,
                 end_held: false,
-                start_at: None,
             },
         ));
         out.push(Command::StartTimer {
@@ -172,9 +166,8 @@ impl JobMachine {
                 attempt: run.attempt,
                 parameter: run.parameter.clone(),
                 workflow: run.workflow.clone(),
-                start_at: None,
             });
-            self.arm_timeout(run_id, std::time::Duration::ZERO, out);
+            self.arm_timeout(run_id, out);
         } else {
             let why = if ours {
                 "the job cannot start work here now"

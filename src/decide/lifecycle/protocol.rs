@@ -12,8 +12,6 @@ use crate::model::{ExecutionSource, NodeEventKind, Op, RegistryError, SessionSta
 use crate::paths::JobNode;
 use crate::types::ShardItem;
 
-use super::skips::{MissReason, SkipReason};
-
 /// How long the round trip of a [`Command::CheckSession`] may take before its answer is
 /// `alive: false`.
 pub const SESSION_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -104,11 +102,76 @@ pub enum WriteMode {
     Tolerant,
 }
 
+/// Why a fire ran nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// A run started after the fire's instant already covers it (fires queued behind a stall).
+    Coalesced,
+    /// The registry is disconnected: no work starts.
+    Disconnected,
+    /// The session check after a pause found the session gone.
+    SessionLost,
+    /// This instance's node still belongs to an older session: its runs may be failed over.
+    NotRegistered,
+    /// Items were still running at the fire: they are flagged misfire or skipped.
+    StillRunning,
+    /// The fire came while another waited for the session check.
+    AlreadyHeld,
+    /// A new plan was committed between the fire's planning and its start write.
+    PlanChanged,
+    /// Items were still running and already had as many fires buffered as
+    /// `shardcron.overlap.buffer` keeps (`buffer_all`).
+    BufferFull,
+}
+
+impl SkipReason {
+    /// Metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Coalesced => "coalesced",
+            Self::Disconnected => "disconnected",
+            Self::SessionLost => "session_lost",
+            Self::NotRegistered => "not_registered",
+            Self::StillRunning => "still_running",
+            Self::AlreadyHeld => "already_held",
+            Self::PlanChanged => "plan_changed",
+            Self::BufferFull => "buffer_full",
+        }
+    }
+}
+
+/// Why a fire was dropped: its work will not run (counted in `shardcron_fires_missed_total`).
+/// A skip whose items are flagged misfire (`buffer_one`, `cancel_other`) or buffered
+/// (`buffer_all`) is not a miss: they run after the current run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissReason {
+    /// `shardcron.overlap: skip` (or ElasticJob's `misfire: false`): items still ran at the fire.
+    OverlapSkip,
+    /// Collapsed into another fire (queued behind a stall, or held for a session check).
+    Coalesced,
+    /// This instance could not start work at the fire (disconnected, session lost, stale node,
+    /// plan changed).
+    CannotStart,
+    /// `shardcron.overlap: buffer_all`: the item's buffer of fires was full.
+    OverlapBufferFull,
+}
+
+impl MissReason {
+    /// Metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OverlapSkip => "overlap_skip",
+            Self::Coalesced => "coalesced",
+            Self::CannotStart => "cannot_start",
+            Self::OverlapBufferFull => "overlap_buffer_full",
+        }
+    }
+}
+
 /// An input to the machine.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
-    /// The cron fires soon for `scheduled`: write the free items' markers ahead, and launch the
-    /// fire's run ahead when it can be decided now.
+    /// The cron fires soon for `scheduled`: write the free items' markers ahead.
     Prepare {
         /// The coming instant.
         scheduled: DateTime<Utc>,
@@ -225,14 +288,7 @@ pub enum Command {
         parameter: Option<Arc<str>>,
         /// The workflow run it is a step of (`shardcron.after`); `None` outside workflows.
         workflow: Option<crate::decide::workflow::run::RunId>,
-        /// A run launched ahead of its instant (`Prepare`): its task starts its items at this
-        /// instant, not before; `None`: at once.
-        start_at: Option<DateTime<Utc>>,
     },
-    /// Withdraw the run launched ahead whose instant has not come: its task never starts (the
-    /// machine has forgotten it; should its task have started after all, its items are
-    /// cancelled and its report is ignored).
-    Withdraw(u64),
     /// Cancel these running items.
     Cancel(Vec<ShardItem>),
     /// Cancel every running item.

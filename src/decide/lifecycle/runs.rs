@@ -59,7 +59,7 @@ impl JobMachine {
             source,
             scheduled,
             plan.run,
-            (plan.end_ops, workflow, None),
+            (plan.end_ops, workflow),
             facts,
             out,
         );
@@ -69,18 +69,13 @@ impl JobMachine {
     }
 
     /// Hands `items` to a run; `end_ops` are written when they are done; `workflow` is the
-    /// workflow run it is a step of; `start_at` the instant a run launched ahead starts (its
-    /// `started` and its timeout count from it). Shared by fires and failover runs.
+    /// workflow run it is a step of. Shared by fires and failover runs.
     pub(super) fn launch(
         &mut self,
         source: ExecutionSource,
         scheduled: Option<DateTime<Utc>>,
         items: Vec<ShardItem>,
-        (mut end_ops, workflow, start_at): (
-            Vec<Op>,
-            Option<crate::decide::workflow::run::RunId>,
-            Option<DateTime<Utc>>,
-        ),
+        (mut end_ops, workflow): (Vec<Op>, Option<crate::decide::workflow::run::RunId>),
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
@@ -102,7 +97,7 @@ impl JobMachine {
             Run {
                 items: items.clone(),
                 end_ops,
-                started: start_at.unwrap_or_else(|| facts.now()),
+                started: facts.now(),
                 timed_out: false,
                 attempt: 1,
                 source,
@@ -111,7 +106,6 @@ impl JobMachine {
                 parameter: parameter.clone(),
                 workflow: workflow.clone(),
                 end_held: false,
-                start_at,
             },
         ));
         out.push(Command::Launch {
@@ -122,10 +116,8 @@ impl JobMachine {
             attempt: 1,
             parameter,
             workflow,
-            start_at,
         });
-        let lead = start_at.and_then(|at| (at - facts.now()).to_std().ok());
-        self.arm_timeout(run_id, lead.unwrap_or_default(), out);
+        self.arm_timeout(run_id, out);
     }
 
     /// A run's task ended: queue its end write (batched with every job's of the moment), or end

@@ -27,8 +27,6 @@ impl JobMachine {
         Self {
             catchup,
             flow,
-            ahead: true,
-            ahead_at: None,
             manual: None,
             backfill: None,
             job,
@@ -51,7 +49,7 @@ impl JobMachine {
             served_until: None,
             behind: false,
             buffered: overlap::Owed::default(),
-            labels: Box::default(),
+            labels: Vec::new(),
             own_deletions: 0,
         }
     }
@@ -59,14 +57,8 @@ impl JobMachine {
     /// The labels this instance carries (`NodeBuilder::labels`): every `instances/{me}` node the
     /// machine writes names them, as the first registration did.
     pub fn with_labels(mut self, labels: Vec<String>) -> Self {
-        self.labels = labels.into_boxed_slice();
+        self.labels = labels;
         self
-    }
-
-    /// Whether fires may be launched ahead of their instants (not for a job whose runs take
-    /// part in distribute-once rounds).
-    pub fn set_launch_ahead(&mut self, ahead: bool) {
-        self.ahead = ahead;
     }
 
     /// The labels this instance carries.
@@ -121,15 +113,10 @@ impl JobMachine {
         let look_for_missed = self.catchup.is_some() && catchup::looks_after(&input);
         let backfill = self.backfill_heard(&input);
         let flow = self.workflow_heard(&input);
-        if self.ahead_at.is_some() && self.withdraws(&input) {
-            self.withdraw_ahead(facts, &mut out);
-        }
         match input {
             Input::Prepare { scheduled } => self.prepare(scheduled, facts, &mut out),
             Input::Fire { scheduled } => {
-                if !self.confirm_ahead(scheduled, facts, &mut out) {
-                    self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
-                }
+                self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
             }
             Input::Trigger => {
                 if self.runs.is_empty() || self.settings().allow_overlap {
@@ -196,7 +183,7 @@ impl JobMachine {
                         ExecutionSource::Failover,
                         scheduled,
                         items,
-                        (end_ops, taken.map(|(run, _)| run), None),
+                        (end_ops, taken.map(|(run, _)| run)),
                         facts,
                         &mut out,
                     );

@@ -43,7 +43,6 @@ fn manual(run_id: u64, items: &[u32], parameter: Option<&str>) -> Command {
         attempt: 1,
         parameter: parameter.map(Arc::from),
         workflow: None,
-        start_at: None,
     }
 }
 

@@ -2,7 +2,6 @@
 //! and the fixtures every test file shares; the fault cases of issue 17 in `own_node.rs` and
 //! `sessions.rs`, the ordinary transitions in `transitions.rs`.
 
-mod ahead;
 mod backfill;
 mod catchup;
 mod heeded;
@@ -15,7 +14,6 @@ mod policies;
 mod reconfigured;
 mod sessions;
 mod transitions;
-mod withdrawn;
 mod workflow;
 
 use std::collections::BTreeSet;
@@ -294,22 +292,7 @@ fn launch(
         attempt: 1,
         parameter: None,
         workflow: None,
-        start_at: None,
     }
-}
-
-/// The job leaves this instance: unscheduled, `ops` written (the markers it held, its instance
-/// node, the leader's node when it leads), stopped.
-fn leaves(ops: Vec<Op>) -> Vec<Command> {
-    vec![
-        Command::Unschedule,
-        Command::Write {
-            ops,
-            mode: WriteMode::Tolerant,
-            then: Purpose::Leave,
-        },
-        Command::Stop,
-    ]
 }
 
 fn register_again() -> Command {

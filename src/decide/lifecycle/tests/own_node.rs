@@ -11,7 +11,15 @@ fn a_deletion_of_this_instance_node_is_an_operator_shutdown_only_when_the_mirror
         if leader_ops {
             ops.push(Op::delete("/orders/leader/election/instance"));
         }
-        leaves(ops)
+        vec![
+            Command::Unschedule,
+            Command::Write {
+                ops,
+                mode: WriteMode::Tolerant,
+                then: Purpose::Leave,
+            },
+            Command::Stop,
+        ]
     };
     // (case, registration, session state, owner of instances/{me} in the mirror, owner of the
     // removed node, commands)

@@ -166,7 +166,6 @@ fn attempt(run_id: u64, items: &[u32], attempt: u32) -> Command {
         attempt,
         parameter: None,
         workflow: None,
-        start_at: None,
     }
 }
 

@@ -25,7 +25,6 @@ fn step_launch(source: ExecutionSource, items: &[u32], workflow: Option<&str>) -
         attempt: 1,
         parameter: None,
         workflow: workflow.and_then(RunId::parse),
-        start_at: None,
     }
 }
 
