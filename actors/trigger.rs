@@ -95,6 +95,18 @@ impl TriggerState {
         now: DateTime<Utc>,
     ) {
         self.unschedule(&job);
+        self.insert_at(job, config, executor, at, now);
+    }
+
+    /// Queues `job` (not scheduled now) for `at`, with its prepare when it monitors executions.
+    fn insert_at(
+        &mut self,
+        job: JobName,
+        config: std::sync::Arc<ValidatedConfig>,
+        executor: ActorRef<ExecutorMsg>,
+        at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) {
         let Some(at) = at else {
             return;
         };
@@ -129,32 +141,31 @@ impl TriggerState {
     }
 
     /// Sends every entry due at `now`, then queues the fired jobs' next instants: at a busy
-    /// instant the last job's `Fire` does not wait for every other job's cron arithmetic.
+    /// instant the last job's `Fire` does not wait for every other job's cron arithmetic. A fired
+    /// job is taken out of the schedule as it fires and put back once: one lookup each way.
     fn ring(&mut self, now: DateTime<Utc>) {
         let mut fired = Vec::new();
         while self.queue.first().is_some_and(|(at, _, _)| *at <= now) {
             let Some((at, phase, job)) = self.queue.pop_first() else {
                 break;
             };
-            let Some(s) = self.next.get_mut(&job) else {
-                continue;
-            };
             if phase == Phase::Prepare {
-                s.prepare_at = None;
-                let _ = s
-                    .executor
-                    .send_message(ExecutorMsg::Step(Input::Prepare { scheduled: s.at }));
+                if let Some(s) = self.next.get_mut(&job) {
+                    s.prepare_at = None;
+                    let prepare = Input::Prepare { scheduled: s.at };
+                    let _ = s.executor.send_message(ExecutorMsg::Step(prepare));
+                }
                 continue;
             }
-            let _ = s
-                .executor
-                .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
-            fired.push((at, job));
-        }
-        for (at, job) in fired {
             let Some(s) = self.next.remove(&job) else {
                 continue;
             };
+            let _ = s
+                .executor
+                .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
+            fired.push((at, job, s));
+        }
+        for (at, job, s) in fired {
             if let Some(p) = s.prepare_at {
                 self.queue.remove(&(p, Phase::Prepare, job.clone()));
             }
@@ -163,7 +174,7 @@ impl TriggerState {
                 Some(n) if n <= now => s.config.next_fire_after(now),
                 next => next,
             };
-            self.schedule_at(job, s.config, s.executor, next, now);
+            self.insert_at(job, s.config, s.executor, next, now);
         }
     }
 }
