@@ -99,9 +99,24 @@ fn root_of(path: &str) -> &str {
     path.split('/').nth(1).unwrap_or_default()
 }
 
+/// The jobs a submission of operations on `paths` touches, and how many operations it has.
+fn claims<'a>(paths: impl IntoIterator<Item = &'a str>) -> (Vec<Box<str>>, usize) {
+    let mut roots: Vec<Box<str>> = Vec::new();
+    let mut ops = 0;
+    for path in paths {
+        ops += 1;
+        let root = root_of(path);
+        if !roots.iter().any(|r| &**r == root) {
+            roots.push(root.into());
+        }
+    }
+    (roots, ops)
+}
+
 /// The submissions waiting for a batch, in the order they came, and the jobs of the batches in
-/// flight: which go out together. A submission goes in the next batch when no batch in flight and
-/// no submission before it still waiting touches one of its jobs; the others wait their turn.
+/// flight: which go out together. A submission goes in the next batch when no other batch in
+/// flight and no submission before it still waiting touches one of its jobs; the others wait
+/// their turn.
 /// No IO: the batcher's task sends what it returns.
 #[derive(Debug)]
 struct Queue<T> {
@@ -134,17 +149,8 @@ impl<T> Default for Queue<T> {
 }
 
 impl<T> Queue<T> {
-    /// Queues a submission of `ops` (its paths) behind the others.
-    fn push<'a>(&mut self, paths: impl IntoIterator<Item = &'a str>, item: T) {
-        let mut roots: Vec<Box<str>> = Vec::new();
-        let mut ops = 0;
-        for path in paths {
-            ops += 1;
-            let root = root_of(path);
-            if !roots.iter().any(|r| &**r == root) {
-                roots.push(root.into());
-            }
-        }
+    /// Queues a submission behind the others, with its [`claims`].
+    fn push(&mut self, (roots, ops): (Vec<Box<str>>, usize), item: T) {
         self.waiting.push_back(Waiting { roots, ops, item });
     }
 
@@ -153,7 +159,8 @@ impl<T> Queue<T> {
     }
 
     /// The next batch, of at most `max_ops` operations (or one larger submission alone), its jobs
-    /// now in flight; `None` when every waiting submission waits on a batch in flight.
+    /// now in flight; `None` when every waiting submission waits on a batch in flight. Writes of
+    /// one job may share a batch: a multi-op applies them in order, and so does its fallback.
     fn next_batch(&mut self, max_ops: usize) -> Option<Batch<T>> {
         let mut batch = Batch {
             items: Vec::new(),
@@ -164,8 +171,7 @@ impl<T> Queue<T> {
         let mut skipped: Vec<Waiting<T>> = Vec::new();
         while let Some(next) = self.waiting.pop_front() {
             let held = |root: &Box<str>| {
-                self.flying.contains_key(root)
-                    || skipped.iter().any(|s| s.roots.contains(root))
+                self.flying.contains_key(root) || skipped.iter().any(|s| s.roots.contains(root))
             };
             if next.roots.iter().any(held) {
                 skipped.push(next);
@@ -176,16 +182,19 @@ impl<T> Queue<T> {
                 break;
             }
             count += next.ops;
-            for root in next.roots {
-                *self.flying.entry(root.clone()).or_default() += 1;
-                batch.roots.push(root);
-            }
+            batch.roots.extend(next.roots);
             batch.items.push(next.item);
         }
         for s in skipped.into_iter().rev() {
             self.waiting.push_front(s);
         }
-        (!batch.items.is_empty()).then_some(batch)
+        if batch.items.is_empty() {
+            return None;
+        }
+        for root in &batch.roots {
+            *self.flying.entry(root.clone()).or_default() += 1;
+        }
+        Some(batch)
     }
 
     /// A batch landed (answered): its jobs are free for the submissions waiting on them.
@@ -208,7 +217,7 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
     loop {
         // Everything that queued up meanwhile goes in the same writes, up to the size limit.
         while let Ok(next) = rx.try_recv() {
-            queue.push(next.0.iter().map(Op::path), next);
+            queue.push(claims(next.0.iter().map(Op::path)), next);
         }
         while flying.len() < IN_FLIGHT {
             let Some(batch) = queue.next_batch(MAX_OPS) else {
@@ -225,7 +234,7 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
         }
         tokio::select! {
             next = rx.recv(), if open => match next {
-                Some(next) => queue.push(next.0.iter().map(Op::path), next),
+                Some(next) => queue.push(claims(next.0.iter().map(Op::path)), next),
                 None => open = false,
             },
             Some(roots) = flying.next(), if !flying.is_empty() => queue.landed(roots),

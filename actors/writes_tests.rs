@@ -79,9 +79,11 @@ async fn a_callback_hears_its_own_outcome_and_at_once_when_there_is_nothing_to_w
 #[test]
 fn the_queue_batches_in_order_and_holds_a_job_in_flight_back() {
     // (paths of each submission queued, jobs in flight, max ops) -> batch of submission indexes
-    let cases: [(&[&[&str]], &[&str], usize, &[usize]); 6] = [
+    let cases: [(&[&[&str]], &[&str], usize, &[usize]); 7] = [
         // Independent submissions go together, in order.
         (&[&["/a/x"], &["/b/x"], &["/c/x"]], &[], 10, &[0, 1, 2]),
+        // So do writes of one job: one multi-op applies them in order.
+        (&[&["/a/x"], &["/a/x"]], &[], 10, &[0, 1]),
         // Up to the size limit; the rest waits for the next batch.
         (&[&["/a/x", "/a/y"], &["/b/x"], &["/c/x"]], &[], 3, &[0, 1]),
         // A submission larger than the limit goes alone.
@@ -99,7 +101,7 @@ fn the_queue_batches_in_order_and_holds_a_job_in_flight_back() {
             q.flying.insert((*root).into(), 1);
         }
         for (i, paths) in queued.iter().enumerate() {
-            q.push(paths.iter().copied(), i);
+            q.push(claims(paths.iter().copied()), i);
         }
         let batch = q.next_batch(max).map(|b| b.items).unwrap_or_default();
         assert_eq!(batch, expected, "queued {queued:?}, in flight {in_flight:?}");
@@ -109,11 +111,11 @@ fn the_queue_batches_in_order_and_holds_a_job_in_flight_back() {
 #[test]
 fn a_landed_batch_frees_its_jobs_for_the_submissions_that_waited_in_their_order() {
     let mut q: Queue<&str> = Queue::default();
-    q.push(["/a/x"], "a1");
+    q.push(claims(["/a/x"]), "a1");
     let first = q.next_batch(10).expect("a batch");
-    q.push(["/a/x"], "a2");
-    q.push(["/b/x"], "b1");
-    q.push(["/a/y"], "a3");
+    q.push(claims(["/a/x"]), "a2");
+    q.push(claims(["/b/x"]), "b1");
+    q.push(claims(["/a/y"]), "a3");
     let second = q.next_batch(10).expect("b goes beside");
     assert_eq!(second.items, ["b1"]);
     assert!(q.next_batch(10).is_none(), "a waits while a1 flies");

@@ -101,6 +101,14 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn main() {
+    // The engine's own log, when asked for (`RUST_LOG=shardcron=debug`): what a step that does not
+    // hold skipped, and why.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
         return run_child(&args[1..]);

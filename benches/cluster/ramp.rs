@@ -112,16 +112,25 @@ impl Step {
             "running markers created / deleted; items run",
             format!("{created} / {deleted}; {}", self.executions()),
         );
+        // Per item too: what a step costs whatever else the machine runs meanwhile (on a shared
+        // machine a step may miss for want of CPU, not for its own cost).
         let cores = |cpu: Duration| format!("{:.2}", cpu.as_secs_f64() / self.seconds as f64);
+        let per_item = |cpu: Duration| {
+            let us = cpu.as_secs_f64() * 1e6 / self.executions().max(1) as f64;
+            format!("{us:.0}")
+        };
         table.info(
             &s,
-            "CPU (cores): bench process (node) / ZooKeeper",
+            "CPU cores: bench process (node) / ZooKeeper; µs per item run",
             format!(
-                "{} / {}",
+                "{} / {}; {} / {}",
                 cores(w.node_cpu),
-                w.zk_cpu.map_or("-".into(), cores)
+                w.zk_cpu.map_or("-".into(), cores),
+                per_item(w.node_cpu),
+                w.zk_cpu.map_or("-".into(), per_item)
             ),
         );
+        table.info(&s, "load average (1 min) after the window", w.load.clone());
         table.info(
             &s,
             &format!("holds (every item, p99 < {}, every marker)", dur(P99_BOUND)),
@@ -164,8 +173,20 @@ async fn shape(
     (held, first)
 }
 
-/// Runs the ramp's two shapes on the server at `zk`.
+/// Runs the ramp's two shapes on the server at `zk`, or only the steps `SHARDCRON_RAMP_STEPS`
+/// names (`100x100,2000x1`: jobs x items, to look at one step).
 pub(crate) async fn run(zk: SocketAddr, ramp: &Ramp, seconds: u64, table: &mut Table) {
+    if let Ok(steps) = std::env::var("SHARDCRON_RAMP_STEPS") {
+        let steps = steps.split(',').filter_map(|s| {
+            let (jobs, items) = s.trim().split_once('x')?;
+            Some((jobs.parse().ok()?, items.parse().ok()?))
+        });
+        let steps: Vec<(usize, i32)> = steps.collect();
+        for step in steps {
+            shape(zk, std::iter::once(step), seconds, table).await;
+        }
+        return;
+    }
     let one = ramp.one_item.iter().map(|j| (*j, 1));
     let (held, first) = shape(zk, one, seconds, table).await;
     // The first step keeps scenario 5's former target: a thousand one-item jobs, each on time.

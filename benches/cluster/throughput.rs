@@ -24,6 +24,9 @@ pub(crate) struct Window {
     /// jobs' handlers), and the ZooKeeper server's when the bench started it.
     pub(crate) node_cpu: Duration,
     pub(crate) zk_cpu: Option<Duration>,
+    /// The machine's 1-minute load average at the window's end (`/proc/loadavg`): others' work
+    /// on a shared machine.
+    pub(crate) load: String,
 }
 
 /// Whether the jobs capture their output (`shardcron.output`) and print a line per item.
@@ -63,6 +66,11 @@ pub(crate) async fn measure(
         fleet::wait_registered(&node, &names, Duration::from_secs(120)).await,
         "throughput: registration timed out"
     );
+    // Item 0 of every job has its owner: the first sharding is committed, fires run.
+    assert!(
+        fleet::wait_sharded(&node, &names, Duration::from_secs(120)).await,
+        "throughput: the first sharding timed out"
+    );
     let t0 = probe::next_instant(1, 0);
     probe::sleep_until_wall(t0, Duration::from_millis(2500)).await;
     let mark = log.mark();
@@ -87,6 +95,10 @@ pub(crate) async fn measure(
         markers,
         node_cpu: cpu1.0.saturating_sub(cpu0.0),
         zk_cpu: (!zk.is_empty()).then(|| cpu1.1.saturating_sub(cpu0.1)),
+        load: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+            .unwrap_or_default(),
     };
     node.shutdown().await;
     w
