@@ -104,7 +104,10 @@ fn the_queue_batches_in_order_and_holds_a_job_in_flight_back() {
             q.push(claims(paths.iter().copied()), i);
         }
         let batch = q.next_batch(max).map(|b| b.items).unwrap_or_default();
-        assert_eq!(batch, expected, "queued {queued:?}, in flight {in_flight:?}");
+        assert_eq!(
+            batch, expected,
+            "queued {queued:?}, in flight {in_flight:?}"
+        );
     }
 }
 
@@ -135,13 +138,23 @@ struct Gated {
 
 #[async_trait]
 impl Registry for Gated {
-    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String, RegistryError> {
+    async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<String, RegistryError> {
         self.inner.create(path, data, mode).await
     }
     async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat), RegistryError> {
         self.inner.get(path).await
     }
-    async fn set(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat, RegistryError> {
+    async fn set(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat, RegistryError> {
         self.inner.set(path, data, version).await
     }
     async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), RegistryError> {
@@ -155,7 +168,11 @@ impl Registry for Gated {
     }
     async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>, RegistryError> {
         if !self.held.swap(true, Ordering::SeqCst) {
-            self.gate.acquire().await.expect("the gate stays open").forget();
+            self.gate
+                .acquire()
+                .await
+                .expect("the gate stays open")
+                .forget();
         }
         self.inner.multi(ops).await
     }
@@ -181,7 +198,10 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
     let server = EmbeddedServer::new();
     let inner = server.connector("batch").connect().await.unwrap();
     for parent in ["/taken", "/j", "/k"] {
-        inner.create(parent, b"", CreateMode::Persistent).await.unwrap();
+        inner
+            .create(parent, b"", CreateMode::Persistent)
+            .await
+            .unwrap();
     }
     let reg = Arc::new(Gated {
         inner: inner.clone(),
@@ -198,16 +218,28 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
     };
     // Queued together before the batcher runs: one multi-op, held at the gate, that fails on
     // /taken and is then applied submission by submission.
-    batcher.submit_then(vec![Op::create("/taken", "", CreateMode::Persistent)], told("taken"));
-    batcher.submit_then(vec![Op::create("/j/m", "", CreateMode::Persistent)], told("create j"));
+    batcher.submit_then(
+        vec![Op::create("/taken", "", CreateMode::Persistent)],
+        told("taken"),
+    );
+    batcher.submit_then(
+        vec![Op::create("/j/m", "", CreateMode::Persistent)],
+        told("create j"),
+    );
     tokio::task::yield_now().await;
     // Job j's later write waits for that batch; job k's goes beside it.
     batcher.submit_then(vec![Op::delete("/j/m")], told("delete j"));
-    batcher.submit_then(vec![Op::create("/k/m", "", CreateMode::Persistent)], told("create k"));
+    batcher.submit_then(
+        vec![Op::create("/k/m", "", CreateMode::Persistent)],
+        told("create k"),
+    );
     let (name, outcome) = rx.recv().await.expect("an answer");
     assert_eq!(name, "create k", "k's write went while the batch was held");
     assert!(outcome.is_ok());
-    assert!(rx.try_recv().is_err(), "j's delete waits for its job's batch");
+    assert!(
+        rx.try_recv().is_err(),
+        "j's delete waits for its job's batch"
+    );
     reg.gate.add_permits(1);
     let mut heard = Vec::new();
     for _ in 0..3 {
@@ -217,6 +249,9 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
     assert_eq!(names, ["taken", "create j", "delete j"]);
     assert!(heard[0].1.as_ref().unwrap_err().is_node_exists());
     assert!(heard[1].1.is_ok() && heard[2].1.is_ok());
-    assert!(inner.exists("/j/m").await.unwrap().is_none(), "created, then deleted");
+    assert!(
+        inner.exists("/j/m").await.unwrap().is_none(),
+        "created, then deleted"
+    );
     assert!(inner.exists("/k/m").await.unwrap().is_some());
 }

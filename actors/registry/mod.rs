@@ -163,7 +163,12 @@ impl RegistryState {
                     else {
                         return Ok(()); // from a feed already torn down
                     };
-                    if !matches!(ev, MirrorEvent::Created { .. } | MirrorEvent::Changed { .. } | MirrorEvent::Deleted { .. }) {
+                    if !matches!(
+                        ev,
+                        MirrorEvent::Created { .. }
+                            | MirrorEvent::Changed { .. }
+                            | MirrorEvent::Deleted { .. }
+                    ) {
                         send_jobs(&active.session, &mut jobs);
                     }
                     match ev {

@@ -265,7 +265,12 @@ pub(crate) fn children_named(name: &str) -> Vec<String> {
             let comm = stat
                 .split_once('(')
                 .and_then(|(_, r)| r.rsplit_once(')'))
-                .map(|(c, rest)| (c.to_owned(), rest.split_whitespace().nth(1).map(str::to_owned)));
+                .map(|(c, rest)| {
+                    (
+                        c.to_owned(),
+                        rest.split_whitespace().nth(1).map(str::to_owned),
+                    )
+                });
             matches!(comm, Some((c, Some(ppid))) if c == name && ppid == me)
         })
         .collect()

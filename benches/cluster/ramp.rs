@@ -134,7 +134,8 @@ impl Step {
         table.info(
             &s,
             &format!("holds (every item, p99 < {}, every marker)", dur(P99_BOUND)),
-            self.broken().map_or("yes".into(), |why| format!("no: {why}")),
+            self.broken()
+                .map_or("yes".into(), |why| format!("no: {why}")),
         );
     }
 }
@@ -205,7 +206,11 @@ pub(crate) async fn run(zk: SocketAddr, ramp: &Ramp, seconds: u64, table: &mut T
     let s = "5 ramp, ZooKeeper, monitorExecution on";
     let figure = |shape: &str| format!("highest step that holds, {shape} (item executions / s)");
     table.info(s, &figure("one-item jobs"), held.to_string());
-    table.info(s, &figure(&format!("{jobs} jobs of many items")), held_many.to_string());
+    table.info(
+        s,
+        &figure(&format!("{jobs} jobs of many items")),
+        held_many.to_string(),
+    );
     let best = held.max(held_many);
     table.check(
         s,

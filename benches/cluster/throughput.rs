@@ -79,7 +79,11 @@ pub(crate) async fn measure(
     let written = |kind| c.applied(kind);
     let before = (written(OpKind::Create), written(OpKind::Delete));
     let zk = probe::children_named("java");
-    let zk_cpu = || zk.iter().map(|pid| probe::cpu_time_of(pid)).sum::<Duration>();
+    let zk_cpu = || {
+        zk.iter()
+            .map(|pid| probe::cpu_time_of(pid))
+            .sum::<Duration>()
+    };
     let cpu0 = (probe::cpu_time(), zk_cpu());
     probe::sleep_until_wall(t0, Duration::from_millis(2500 + 1000 * seconds)).await;
     let after = (written(OpKind::Create), written(OpKind::Delete));
