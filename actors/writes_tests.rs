@@ -13,6 +13,23 @@ use crate::registry::{
     WatchStream,
 };
 
+type Heard = (&'static str, Result<(), RegistryError>);
+
+/// Callbacks that tell their submission's name and outcome to the receiver returned beside them.
+fn answers() -> (
+    impl Fn(&'static str) -> Box<dyn FnOnce(Result<(), RegistryError>) + Send>,
+    mpsc::UnboundedReceiver<Heard>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel::<Heard>();
+    let told = move |name: &'static str| {
+        let tx = tx.clone();
+        Box::new(move |outcome: Result<(), RegistryError>| {
+            let _ = tx.send((name, outcome));
+        }) as Box<dyn FnOnce(Result<(), RegistryError>) + Send>
+    };
+    (told, rx)
+}
+
 #[tokio::test]
 async fn concurrent_submissions_share_multi_ops_and_a_conflict_stays_its_own() {
     let server = EmbeddedServer::new();
@@ -52,13 +69,7 @@ async fn a_callback_hears_its_own_outcome_and_at_once_when_there_is_nothing_to_w
     let server = EmbeddedServer::new();
     let reg = server.connector("batch").connect().await.unwrap();
     let batcher = WriteBatcher::start(reg.clone());
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let told = |name: &'static str| {
-        let tx = tx.clone();
-        move |outcome: Result<(), RegistryError>| {
-            let _ = tx.send((name, outcome));
-        }
-    };
+    let (told, mut rx) = answers();
     batcher.submit_then(Vec::new(), told("nothing"));
     let (name, outcome) = rx.try_recv().expect("called before submit_then returned");
     assert_eq!(name, "nothing");
@@ -209,13 +220,7 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
         held: AtomicBool::new(false),
     });
     let batcher = WriteBatcher::start(reg.clone());
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let told = |name: &'static str| {
-        let tx = tx.clone();
-        move |outcome: Result<(), RegistryError>| {
-            let _ = tx.send((name, outcome));
-        }
-    };
+    let (told, mut rx) = answers();
     // Queued together before the batcher runs: one multi-op, held at the gate, that fails on
     // /taken and is then applied submission by submission.
     batcher.submit_then(
