@@ -9,7 +9,7 @@ use ractor::ActorRef;
 
 use crate::decide::scope;
 use crate::paths::JobNode;
-use crate::registry::mirror::{FeedOptions, MirrorEvent};
+use crate::registry::mirror::{FeedOptions, MirrorEvent, RelistSpread};
 use crate::registry::SessionState;
 
 use super::context::{lock_jobs, NodeContext};
@@ -18,11 +18,29 @@ use super::mail::{Opened, RegistryMsg};
 /// How long a `running` marker may stay in the mirror with its data unread.
 const RUN_MARKER_SETTLE: Duration = Duration::from_secs(1);
 
+/// The re-list after a reconnect waits this much per watched root, up to [`RELIST_SPREAD_MAX`]:
+/// twenty-five jobs within 25 ms, a thousand within a second.
+const RELIST_SPREAD_PER_ROOT: Duration = Duration::from_millis(1);
+
+/// The longest window a reconnect's re-list spreads over.
+const RELIST_SPREAD_MAX: Duration = Duration::from_secs(1);
+
 /// `running` markers come and go around every run; nobody needs their data (the owner's id) at
 /// once, so the mirror reads it only for markers that outlive [`RUN_MARKER_SETTLE`], or before it
-/// applies any other change. A run then costs the mirror no registry read.
-fn feed_options() -> FeedOptions {
+/// applies any other change. A run then costs the mirror no registry read. After a reconnect the
+/// roots are re-listed at a point of the spread window that the instance's id picks
+/// ([`RelistSpread`]): the instances of a cluster do not all list at the same moment after an
+/// ensemble's election.
+fn feed_options(instance: &str) -> FeedOptions {
+    use std::hash::{Hash, Hasher};
+    let mut seed = std::collections::hash_map::DefaultHasher::new();
+    instance.hash(&mut seed);
     FeedOptions {
+        relist_spread: Some(RelistSpread {
+            per_root: RELIST_SPREAD_PER_ROOT,
+            max: RELIST_SPREAD_MAX,
+            seed: seed.finish(),
+        }),
         lazy_data: Some(Arc::new(|path: &str| {
             // The suffix first: most paths are not markers, and parsing one allocates.
             path.ends_with("/running")
@@ -43,7 +61,11 @@ pub(super) async fn open(node: &NodeContext) -> Opened {
     let registry = (node.connector.connect().await).map_err(|e| e.to_string())?;
     let (feed, roots) = (node
         .mirror
-        .feed_roots(registry.clone(), roots, feed_options())
+        .feed_roots(
+            registry.clone(),
+            roots,
+            feed_options(node.instance_id.as_str()),
+        )
         .await)
         .map_err(|e| e.to_string())?;
     Ok((registry, feed, roots))

@@ -18,6 +18,7 @@ fn lazy_markers(settle: Duration) -> FeedOptions {
     FeedOptions {
         lazy_data: Some(Arc::new(|p: &str| p.ends_with("/running"))),
         settle,
+        ..FeedOptions::default()
     }
 }
 

@@ -2,69 +2,21 @@
 //! `get_many` (a partitioned session's read waits for its call timeout) still learns at once that
 //! its session is disconnected, and cancels its running items before the session could expire.
 //!
-//! The embedded registry with paused time, behind a [`Stalling`] registry whose `get_many` the test
-//! holds.
+//! The embedded registry with paused time, behind a gated session (`support::gate`) whose
+//! `get_many` the test holds.
 
 use support::cluster;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use cluster::Recorder;
 use shardcron::events::EngineEvent;
-use shardcron::registry::embedded::{EmbeddedConnector, EmbeddedServer};
-use shardcron::registry::{Connector, CreateMode, Registry, Result, SessionState};
-use tokio::sync::watch;
+use shardcron::registry::embedded::EmbeddedServer;
+use shardcron::registry::{Connector, CreateMode, SessionState};
+use support::gate::{Gate, GatedConnector, Held};
 
 const WITHIN: Duration = Duration::from_secs(120);
 const SESSION_TIMEOUT: Duration = Duration::from_secs(6);
-
-/// Holds every `get_many` while `held` is true; counts the calls it holds.
-#[derive(Debug)]
-struct Gate {
-    held: watch::Sender<bool>,
-    waiting: watch::Sender<usize>,
-}
-
-/// A session whose `get_many` waits at the [`Gate`]; everything else is the inner session's.
-#[derive(Debug)]
-struct Stalling {
-    inner: Arc<dyn Registry>,
-    gate: Arc<Gate>,
-}
-
-support::delegating_registry!(Stalling, inner, get_many(this, paths) {
-    let mut held = this.gate.held.subscribe();
-    if *held.borrow() {
-        this.gate.waiting.send_modify(|n| *n += 1);
-        let _ = held.wait_for(|h| !*h).await;
-    }
-    this.inner.get_many(paths).await
-});
-
-/// Opens embedded sessions wrapped in [`Stalling`]; remembers the last session's id.
-#[derive(Debug)]
-struct StallingConnector {
-    inner: EmbeddedConnector,
-    gate: Arc<Gate>,
-    last: Mutex<Option<i64>>,
-}
-
-#[async_trait]
-impl Connector for StallingConnector {
-    async fn connect(&self) -> Result<Arc<dyn Registry>> {
-        let inner = self.inner.connect().await?;
-        *self.last.lock().unwrap() = Some(inner.session_info().id);
-        Ok(Arc::new(Stalling {
-            inner,
-            gate: self.gate.clone(),
-        }))
-    }
-    fn describe(&self) -> String {
-        format!("stalling {}", self.inner.describe())
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_disconnection_is_seen_and_fences_running_items_while_the_mirror_feed_is_stuck_on_a_read()
@@ -75,15 +27,8 @@ async fn a_disconnection_is_seen_and_fences_running_items_while_the_mirror_feed_
         .connector("stuck")
         .with_session_timeout(SESSION_TIMEOUT);
     let admin = embedded.connect().await.expect("an admin session");
-    let gate = Arc::new(Gate {
-        held: watch::Sender::new(false),
-        waiting: watch::Sender::new(0),
-    });
-    let conn = Arc::new(StallingConnector {
-        inner: embedded,
-        gate: gate.clone(),
-        last: Mutex::new(None),
-    });
+    let gate = Gate::new();
+    let conn = GatedConnector::new(embedded, gate.clone(), Held::GetMany);
     let rec = Recorder::default();
     let (node, mut cancellations) = rec
         .start_long_item(conn.clone(), Duration::from_secs(30), WITHIN)
@@ -103,7 +48,7 @@ async fn a_disconnection_is_seen_and_fences_running_items_while_the_mirror_feed_
         .expect("the gate lives");
 
     tracing::info!("--- the node's connection drops while the feed is stuck");
-    let session = conn.last.lock().unwrap().expect("the node's session");
+    let session = conn.last_session();
     server.disconnect(session);
     let seen = tokio::time::timeout(Duration::from_millis(500), async {
         while let Some(d) = events.events.recv().await {

@@ -187,6 +187,12 @@ impl RegistryState {
                                 .events
                                 .emit(EngineEvent::SessionChanged { state: s });
                             let _ = active.session.send_message(SessionMsg::SessionState(s));
+                            if s == SessionState::Connected {
+                                // The watches may have missed changes while disconnected, whether
+                                // or not their own copies of the states say so: the feed lists
+                                // again, and its `Resynced` lets the executors start again.
+                                active.ctx.roots.relist();
+                            }
                         }
                         MirrorEvent::Resynced => {
                             let _ = active.session.send_message(SessionMsg::Resynced);

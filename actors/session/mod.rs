@@ -104,6 +104,10 @@ pub(crate) struct SessionActorState {
     abandoned: bool,
     /// Counts disconnections; `Some` while disconnected.
     disconnected: Option<u64>,
+    /// Set from a disconnection until the mirror is listed again after the reconnect: the
+    /// executors hear `Connected` only then, so that no fire decides from a mirror that missed
+    /// the disconnection's changes (the re-list may wait for its share of the spread window).
+    relisting: bool,
     epochs: u64,
     trigger: Option<ActorRef<TriggerMsg>>,
     leader: Option<ActorRef<LeaderMsg>>,
@@ -143,6 +147,7 @@ impl SessionActorState {
             replacing: HashMap::new(),
             abandoned: false,
             disconnected: None,
+            relisting: false,
             epochs: 0,
             trigger: None,
             leader: None,
@@ -206,16 +211,28 @@ impl SessionActorState {
                     }
                 }
             },
-            SessionMsg::Resynced => self.broadcast(|| {
-                (
-                    LeaderMsg::Resynced,
-                    ShardingMsg::Resynced,
-                    FailoverMsg::Resynced,
-                    ExecutorMsg::Resynced,
-                )
-            }),
+            SessionMsg::Resynced => {
+                if std::mem::take(&mut self.relisting) {
+                    self.to_executors(|| {
+                        ExecutorMsg::Step(Input::Session(SessionState::Connected))
+                    });
+                }
+                self.broadcast(|| {
+                    (
+                        LeaderMsg::Resynced,
+                        ShardingMsg::Resynced,
+                        FailoverMsg::Resynced,
+                        ExecutorMsg::Resynced,
+                    )
+                })
+            }
             SessionMsg::SessionState(s) => {
-                self.to_executors(|| ExecutorMsg::Step(Input::Session(s)));
+                // A reconnection reaches the executors with the re-list's `Resynced` (above).
+                let held = s == SessionState::Connected && self.relisting;
+                if !held {
+                    self.relisting = s == SessionState::Disconnected;
+                    self.to_executors(|| ExecutorMsg::Step(Input::Session(s)));
+                }
                 match s {
                     SessionState::Disconnected if self.disconnected.is_none() => {
                         // Running items must stop before the server can expire the session and a

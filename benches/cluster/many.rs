@@ -62,8 +62,23 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32, scrape
         .await;
     let fire_took = (Utc::now() - fire).to_std().unwrap_or_default();
     let delays = Stats::of(log.delays_of(mark, fire.timestamp()));
-    // The quiet window: from just after the fire to just before the next one.
+    // The quiet window: from once the fire's registry calls are answered (none for 200 ms, and
+    // at least 300 ms after the last item started) to just before the next fire.
     tokio::time::sleep(Duration::from_millis(300)).await;
+    let calls = || {
+        let n = c.counts();
+        (n.reads, n.writes)
+    };
+    let latest = fire + chrono::Duration::milliseconds(period * 1000 - 1500);
+    let mut seen = calls();
+    while Utc::now() < latest {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = calls();
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
     let (cpu0, t0) = (probe::cpu_time(), Instant::now());
     probe::sleep_until_wall(fire, Duration::from_millis(period as u64 * 1000 - 300)).await;
     let (cpu, quiet) = (probe::cpu_time() - cpu0, t0.elapsed());

@@ -50,11 +50,17 @@ pub trait Backend: Send + Sync {
 }
 
 /// `impl Registry for $ty` that answers every call with the registry in `self.$field`, except
-/// `get_many`, whose body is given with `$this` for `self` and `$paths` for its argument: for
-/// wrappers that add one behaviour (a held read) or one owned value (a proxy) to a session.
+/// `get_many` (and `list_subtree` when given), whose body is given with `$this` for `self` and
+/// `$paths` for its argument: for wrappers that add one behaviour (a held read, a counted
+/// listing) or one owned value (a proxy) to a session.
 #[macro_export]
 macro_rules! delegating_registry {
     ($ty:ty, $field:ident, get_many($this:ident, $paths:ident) $get_many:block) => {
+        $crate::delegating_registry!($ty, $field, get_many($this, $paths) $get_many,
+            list_subtree(this, path) { this.$field.list_subtree(path).await });
+    };
+    ($ty:ty, $field:ident, get_many($this:ident, $paths:ident) $get_many:block,
+        list_subtree($lthis:ident, $lpath:ident) $list:block) => {
         // In a block of its own so that the calls on `self.$field` see the trait.
         const _: () = {
             use shardcron::registry::Registry;
@@ -122,9 +128,10 @@ macro_rules! delegating_registry {
                 }
                 async fn list_subtree(
                     &self,
-                    path: &str,
+                    $lpath: &str,
                 ) -> shardcron::registry::Result<Vec<shardcron::registry::ListedNode>> {
-                    self.$field.list_subtree(path).await
+                    let $lthis = self;
+                    $list
                 }
                 fn session_info(&self) -> shardcron::registry::SessionInfo {
                     self.$field.session_info()

@@ -29,6 +29,7 @@ pub mod console;
 pub mod embedded;
 pub mod events;
 pub mod example_bin;
+pub mod gate;
 pub mod http;
 pub mod imports;
 pub mod java;

@@ -30,6 +30,48 @@ pub struct FeedOptions {
     pub lazy_data: Option<LazyPaths>,
     /// How long a lazily created node may stay unread.
     pub settle: Duration,
+    /// How the re-list after a reconnect is spread; `None` lists at once.
+    pub relist_spread: Option<RelistSpread>,
+}
+
+/// How a feed spreads its re-list after a reconnect. After a ZooKeeper ensemble elects a new
+/// leader every client reconnects within the same second; listing at once, every instance would
+/// hit the ensemble together. Each feed waits instead for a delay of its own inside a window that
+/// grows with the roots it must list (an instance of few jobs barely waits), and lists at most
+/// [`RELIST_AT_ONCE`](super::RELIST_AT_ONCE) roots at a time. A root that hears an event
+/// meanwhile is listed at once, before that event is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelistSpread {
+    /// The window's length for each root with a gap.
+    pub per_root: Duration,
+    /// The longest window.
+    pub max: Duration,
+    /// Where in the window this feed lists: differs from instance to instance (a hash of the
+    /// instance's id), so that the instances of a cluster spread over the window.
+    pub seed: u64,
+}
+
+impl RelistSpread {
+    /// How long after a reconnect a feed with `gaps` roots to list waits: a fraction of the
+    /// window (`per_root` x `gaps`, at most `max`) that the seed picks.
+    pub fn delay(&self, gaps: usize) -> Duration {
+        let gaps = u32::try_from(gaps).unwrap_or(u32::MAX);
+        let window = self.per_root.saturating_mul(gaps).min(self.max);
+        let nanos = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
+        if nanos == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(mix(self.seed) % nanos)
+    }
+}
+
+/// SplitMix64's finaliser: seeds that differ in a few bits (instance ids of one host) land far
+/// apart in the window.
+fn mix(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl std::fmt::Debug for FeedOptions {
@@ -37,6 +79,7 @@ impl std::fmt::Debug for FeedOptions {
         f.debug_struct("FeedOptions")
             .field("lazy_data", &self.lazy_data.is_some())
             .field("settle", &self.settle)
+            .field("relist_spread", &self.relist_spread)
             .finish()
     }
 }
@@ -160,6 +203,9 @@ pub(super) enum Control {
     /// Stop watching this root and drop what the mirror holds under it, telling no consumer (its
     /// nodes are no longer of interest, not deleted), then run the callback.
     Remove(String, Done),
+    /// The session reconnected: list every root again (spread as the options say), then
+    /// [`MirrorEvent::Resynced`].
+    Relist,
 }
 
 impl FeedRoots {
@@ -176,11 +222,19 @@ impl FeedRoots {
         self.send(Control::Remove(root, Box::new(done)));
     }
 
+    /// Lists every root again (the session reconnected and the watches may have missed changes
+    /// meanwhile, whether or not they reported the disconnection), spread as the feed's
+    /// [`RelistSpread`] says; [`MirrorEvent::Resynced`] follows.
+    pub fn relist(&self) {
+        self.send(Control::Relist);
+    }
+
     fn send(&self, control: Control) {
         if let Err(mpsc::error::SendError(control)) = self.control.send(control) {
             // The feed ended: nothing to watch any more, and nobody else would run it.
             match control {
                 Control::Add(_, done) | Control::Remove(_, done) => done(),
+                Control::Relist => {}
             }
         }
     }

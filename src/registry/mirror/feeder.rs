@@ -26,6 +26,10 @@ const MAX_BATCH: usize = 1024;
 /// are listed again: a quiet root would otherwise wait for its own next event.
 pub(super) const RELIST_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The most roots a re-list lists side by side: an instance of a thousand jobs does not send a
+/// thousand recursive listings to the ensemble in one burst.
+pub const RELIST_AT_ONCE: usize = 32;
+
 /// A watched root.
 struct Root {
     /// Its watch may have missed changes (a disconnect, a failed read) since its last listing.
@@ -283,7 +287,7 @@ impl Feeder {
                 }
                 WatchEvent::Session(SessionState::Connected) => {
                     self.tell(SessionState::Connected);
-                    self.relist_gaps().await
+                    self.relist_spread().await
                 }
                 WatchEvent::Session(terminal) => self.end(terminal),
             };

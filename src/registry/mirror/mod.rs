@@ -29,4 +29,6 @@ mod feeder;
 pub use crate::store::{Mirror, MirrorNode, MirrorStat, Under};
 pub use feed::{
     Done, FeedHandle, FeedOptions, FeedRoots, LazyPaths, MirrorError, MirrorEvent, MirrorFeed,
+    RelistSpread,
 };
+pub use feeder::RELIST_AT_ONCE;

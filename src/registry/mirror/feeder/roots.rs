@@ -3,30 +3,68 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-use super::{list, uncovered, Feeder, Flow, Root};
+use super::{list, uncovered, Feeder, Flow, Root, RELIST_AT_ONCE};
 use crate::registry::mirror::feed::{Control, Done};
 
 impl Feeder {
-    /// Re-lists every root with a gap, the listings side by side.
+    /// Re-lists every root with a gap, [`RELIST_AT_ONCE`] listings side by side, each swapped in
+    /// as it comes.
     pub(super) async fn relist_gaps(&mut self) -> Flow {
         let roots: Vec<Arc<str>> = (self.roots.iter())
             .filter(|(_, r)| r.gap)
             .map(|(root, _)| root.clone())
             .collect();
-        let listings = roots.iter().map(|r| list(&*self.registry, r));
-        for (root, listing) in roots.iter().zip(futures::future::join_all(listings).await) {
+        let registry = self.registry.clone();
+        let mut listings = futures::stream::iter(roots)
+            .map(|root| {
+                let registry = registry.clone();
+                async move {
+                    let listing = list(&*registry, &root).await;
+                    (root, listing)
+                }
+            })
+            .buffered(RELIST_AT_ONCE);
+        while let Some((root, listing)) = listings.next().await {
             match listing {
-                Ok(listing) => self.swap_in(root, listing),
+                Ok(listing) => self.swap_in(&root, listing),
                 Err(e) => {
-                    if let Flow::End = self.failed("re-listing after a gap", e, root) {
+                    if let Flow::End = self.failed("re-listing after a gap", e, &root) {
                         return Flow::End;
                     }
                 }
             }
         }
         Flow::Continue
+    }
+
+    /// The session reconnected: the roots with a gap are listed after this feed's share of the
+    /// spread ([`RelistSpread`](crate::registry::mirror::RelistSpread)), at once without one. A
+    /// root that hears an event meanwhile is listed before the event is applied.
+    pub(super) async fn relist_spread(&mut self) -> Flow {
+        if self.gaps == 0 {
+            return Flow::Continue;
+        }
+        let delay = (self.options.relist_spread).map_or(Default::default(), |s| s.delay(self.gaps));
+        if delay.is_zero() {
+            return self.relist_gaps().await;
+        }
+        let at = Instant::now() + delay;
+        self.relist_at = Some(self.relist_at.map_or(at, |t| t.min(at)));
+        Flow::Continue
+    }
+
+    /// Every root may have missed changes (the session reconnected): each gets a gap, listed as
+    /// [`Feeder::relist_spread`] says.
+    pub(super) async fn relist_all(&mut self) -> Flow {
+        let roots: Vec<Arc<str>> = self.roots.keys().cloned().collect();
+        for root in roots {
+            self.open_gap(&root);
+        }
+        self.relist_spread().await
     }
 
     /// Carries out `first` and every request already queued behind it, in order: the roots of
@@ -62,6 +100,12 @@ impl Feeder {
                 Control::Remove(root, done) => {
                     self.remove(&root);
                     done();
+                    next = queue.try_recv().ok();
+                }
+                Control::Relist => {
+                    if let Flow::End = self.relist_all().await {
+                        return Flow::End;
+                    }
                     next = queue.try_recv().ok();
                 }
             }
