@@ -170,10 +170,11 @@ impl<T> Queue<T> {
         // Skipped submissions, in order: their jobs are held for the ones behind them.
         let mut skipped: Vec<Waiting<T>> = Vec::new();
         while let Some(next) = self.waiting.pop_front() {
-            let held = |root: &Box<str>| {
-                self.flying.contains_key(root) || skipped.iter().any(|s| s.roots.contains(root))
+            let held = |root: &str| {
+                self.flying.contains_key(root)
+                    || skipped.iter().any(|s| s.roots.iter().any(|r| &**r == root))
             };
-            if next.roots.iter().any(held) {
+            if next.roots.iter().any(|r| held(r)) {
                 skipped.push(next);
                 continue;
             }

@@ -17,7 +17,7 @@ type Heard = (&'static str, Result<(), RegistryError>);
 
 /// Callbacks that tell their submission's name and outcome to the receiver returned beside them.
 fn answers() -> (
-    impl Fn(&'static str) -> Box<dyn FnOnce(Result<(), RegistryError>) + Send>,
+    impl Fn(&'static str) -> Reply,
     mpsc::UnboundedReceiver<Heard>,
 ) {
     let (tx, rx) = mpsc::unbounded_channel::<Heard>();
@@ -25,7 +25,7 @@ fn answers() -> (
         let tx = tx.clone();
         Box::new(move |outcome: Result<(), RegistryError>| {
             let _ = tx.send((name, outcome));
-        }) as Box<dyn FnOnce(Result<(), RegistryError>) + Send>
+        }) as Reply
     };
     (told, rx)
 }
@@ -89,8 +89,9 @@ async fn a_callback_hears_its_own_outcome_and_at_once_when_there_is_nothing_to_w
 /// Which submissions a queue puts in its next batch, by their paths, and which wait.
 #[test]
 fn the_queue_batches_in_order_and_holds_a_job_in_flight_back() {
-    // (paths of each submission queued, jobs in flight, max ops) -> batch of submission indexes
-    let cases: [(&[&[&str]], &[&str], usize, &[usize]); 7] = [
+    // (paths of each submission queued, jobs in flight, max ops, submissions batched)
+    type Case<'a> = (&'a [&'a [&'a str]], &'a [&'a str], usize, &'a [usize]);
+    let cases: [Case; 7] = [
         // Independent submissions go together, in order.
         (&[&["/a/x"], &["/b/x"], &["/c/x"]], &[], 10, &[0, 1, 2]),
         // So do writes of one job: one multi-op applies them in order.
