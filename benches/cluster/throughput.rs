@@ -18,7 +18,9 @@ pub(crate) struct Window {
     pub(crate) per_second: Vec<(i64, u64)>,
     pub(crate) delays: Stats,
     /// `create`s and `delete`s the node's sessions had applied during the window (ZooKeeper only):
-    /// its `running` markers, the only nodes a node in its steady state writes.
+    /// its `running` markers, the only nodes a node in its steady state writes. Creations from
+    /// half a second before the window's first instant, removals from that instant, each over the
+    /// window's length.
     pub(crate) markers: Option<(u64, u64)>,
     /// The bench process's CPU time during the window (the node, its ZooKeeper client and the
     /// jobs' handlers), and the ZooKeeper server's when the bench started it.
@@ -73,11 +75,12 @@ pub(crate) async fn measure(
     );
     let t0 = probe::next_instant(1, 0);
     probe::sleep_until_wall(t0, Duration::from_millis(2500)).await;
-    let mark = log.mark();
-    // Half-way between instants: a fire's markers are written 200 ms ahead and removed when its
-    // items end, so the window's writes are those of its own fires.
-    let written = |kind| c.applied(kind);
-    let before = (written(OpKind::Create), written(OpKind::Delete));
+    // Creations counted from half-way between instants (a fire's markers are written 200 ms
+    // ahead), removals from the instants (a fire's markers go when its items end, within the
+    // second): each window's writes are those of its own fires.
+    let created = || c.applied(OpKind::Create);
+    let deleted = || c.applied(OpKind::Delete);
+    let created0 = created();
     let zk = probe::children_named("java");
     let zk_cpu = || {
         zk.iter()
@@ -85,17 +88,21 @@ pub(crate) async fn measure(
             .sum::<Duration>()
     };
     let cpu0 = (probe::cpu_time(), zk_cpu());
+    probe::sleep_until_wall(t0, Duration::from_millis(3000)).await;
+    let deleted0 = deleted();
     probe::sleep_until_wall(t0, Duration::from_millis(2500 + 1000 * seconds)).await;
-    let after = (written(OpKind::Create), written(OpKind::Delete));
+    let created1 = created();
     let cpu1 = (probe::cpu_time(), zk_cpu());
+    probe::sleep_until_wall(t0, Duration::from_millis(3000 + 1000 * seconds)).await;
+    let deleted1 = deleted();
     let from = t0.timestamp() + 3;
-    let markers = match (before, after) {
-        ((Some(c0), Some(d0)), (Some(c1), Some(d1))) => Some((c1 - c0, d1 - d0)),
+    let markers = match (created0, created1, deleted0, deleted1) {
+        (Some(c0), Some(c1), Some(d0), Some(d1)) => Some((c1 - c0, d1 - d0)),
         _ => None,
     };
     let w = Window {
         per_second: log.per_second(from, from + seconds as i64),
-        delays: Stats::of(log.delays_since(mark)),
+        delays: Stats::of(log.delays_between(from, from + seconds as i64)),
         markers,
         node_cpu: cpu1.0.saturating_sub(cpu0.0),
         zk_cpu: (!zk.is_empty()).then(|| cpu1.1.saturating_sub(cpu0.1)),
