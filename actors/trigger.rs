@@ -83,17 +83,6 @@ impl TriggerState {
         now: DateTime<Utc>,
     ) {
         let at = config.next_fire_after(now);
-        self.schedule_at(job, config, executor, at, now);
-    }
-
-    fn schedule_at(
-        &mut self,
-        job: JobName,
-        config: std::sync::Arc<ValidatedConfig>,
-        executor: ActorRef<ExecutorMsg>,
-        at: Option<DateTime<Utc>>,
-        now: DateTime<Utc>,
-    ) {
         self.unschedule(&job);
         self.insert_at(job, config, executor, at, now);
     }
