@@ -79,6 +79,17 @@ pub(crate) enum SessionMsg {
     Replayed,
 }
 
+/// The executors' link after a disconnection ([`SessionActorState::relink`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relink {
+    /// Told as the session reports it.
+    Up,
+    /// Disconnected: the executors heard it.
+    Down,
+    /// Connected again, the mirror not listed since: `Connected` waits for the `Resynced`.
+    Relisting,
+}
+
 /// A child of the SessionActor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Child {
@@ -104,10 +115,11 @@ pub(crate) struct SessionActorState {
     abandoned: bool,
     /// Counts disconnections; `Some` while disconnected.
     disconnected: Option<u64>,
-    /// Set from a disconnection until the mirror is listed again after the reconnect: the
-    /// executors hear `Connected` only then, so that no fire decides from a mirror that missed
-    /// the disconnection's changes (the re-list may wait for its share of the spread window).
-    relisting: bool,
+    /// Where the link stands for the executors: after a disconnection they hear `Connected` only
+    /// once the session is connected again *and* the mirror was listed after that, so that no
+    /// fire decides from a mirror that missed the disconnection's changes (the re-list may wait
+    /// for its share of the spread window).
+    relink: Relink,
     epochs: u64,
     trigger: Option<ActorRef<TriggerMsg>>,
     leader: Option<ActorRef<LeaderMsg>>,
@@ -147,7 +159,7 @@ impl SessionActorState {
             replacing: HashMap::new(),
             abandoned: false,
             disconnected: None,
-            relisting: false,
+            relink: Relink::Up,
             epochs: 0,
             trigger: None,
             leader: None,
@@ -208,7 +220,9 @@ impl SessionActorState {
                 None => self.route(ev),
             },
             SessionMsg::Resynced => {
-                if std::mem::take(&mut self.relisting) {
+                // A listing that ended before the reconnect (still `Down`) releases nothing.
+                if self.relink == Relink::Relisting {
+                    self.relink = Relink::Up;
                     self.to_executors(|| {
                         ExecutorMsg::Step(Input::Session(SessionState::Connected))
                     });
@@ -224,9 +238,14 @@ impl SessionActorState {
             }
             SessionMsg::SessionState(s) => {
                 // A reconnection reaches the executors with the re-list's `Resynced` (above).
-                let held = s == SessionState::Connected && self.relisting;
-                if !held {
-                    self.relisting = s == SessionState::Disconnected;
+                self.relink = match (s, self.relink) {
+                    (SessionState::Disconnected, _) => Relink::Down,
+                    (SessionState::Connected, Relink::Down | Relink::Relisting) => {
+                        Relink::Relisting
+                    }
+                    _ => Relink::Up,
+                };
+                if self.relink != Relink::Relisting {
                     self.to_executors(|| ExecutorMsg::Step(Input::Session(s)));
                 }
                 match s {
