@@ -16,9 +16,10 @@ use crate::registry::{NodeEventKind, Op};
 /// started or never will).
 const REMEMBERED: usize = 16;
 
-/// The decisions seen, oldest first.
+/// The decisions seen, oldest first; boxed and made on the first one (most jobs take part in no
+/// workflow: one pointer each).
 #[derive(Debug, Default)]
-pub(crate) struct DecisionsSeen(VecDeque<(RunId, DateTime<Utc>)>);
+pub(crate) struct DecisionsSeen(Option<Box<VecDeque<(RunId, DateTime<Utc>)>>>);
 
 impl DecisionsSeen {
     /// A workflow record `name` of the job changed at `now`: a created `{run}@start` is noted.
@@ -43,19 +44,25 @@ impl DecisionsSeen {
         let Some(run) = name.strip_suffix("@start").and_then(RunId::parse) else {
             return;
         };
-        if self.0.iter().any(|(r, _)| *r == run) {
+        let seen = self.0.get_or_insert_with(Box::default);
+        if seen.iter().any(|(r, _)| *r == run) {
             return;
         }
-        if self.0.len() == REMEMBERED {
-            self.0.pop_front();
+        if seen.len() == REMEMBERED {
+            seen.pop_front();
         }
-        self.0.push_back((run, now));
+        seen.push_back((run, now));
     }
 
     /// When the decision of `run` was seen (and forgets it: one step start per run here).
     pub(crate) fn take(&mut self, run: &RunId) -> Option<DateTime<Utc>> {
-        let at = self.0.iter().position(|(r, _)| r == run)?;
-        self.0.remove(at).map(|(_, seen)| seen)
+        let seen = self.0.as_mut()?;
+        let at = seen.iter().position(|(r, _)| r == run)?;
+        let taken = seen.remove(at).map(|(_, at)| at);
+        if seen.is_empty() {
+            self.0 = None;
+        }
+        taken
     }
 }
 

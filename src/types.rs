@@ -148,8 +148,10 @@ impl InstanceId {
     /// assert_eq!(id.ip(), "192.0.2.2");
     /// assert_eq!(id.suffix(), "9526");
     /// ```
-    pub fn parse(s: impl Into<String>) -> Result<Self, IdError> {
-        let s = s.into();
+    pub fn parse(s: impl AsRef<str>) -> Result<Self, IdError> {
+        // Checked as a slice and copied once, into the shared string: every view of a job
+        // parses its owners' ids.
+        let s = s.as_ref();
         match s.split_once(INSTANCE_ID_SEPARATOR) {
             Some((ip, rest))
                 if !ip.is_empty()
@@ -159,8 +161,17 @@ impl InstanceId {
             {
                 Ok(Self(s.into()))
             }
-            _ => Err(IdError::BadInstanceId(s)),
+            _ => Err(IdError::BadInstanceId(s.to_owned())),
         }
+    }
+
+    /// Parses `s`, sharing `known`'s text when `s` names it: no allocation for the id a reader
+    /// expects most (this instance's own, in its jobs' views).
+    pub fn parse_known(s: &str, known: &InstanceId) -> Result<Self, IdError> {
+        if s == known.as_str() {
+            return Ok(known.clone());
+        }
+        Self::parse(s)
     }
 
     /// Builds `{ip}@-@{suffix}`.

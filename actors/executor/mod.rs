@@ -39,7 +39,7 @@ pub(crate) struct ExecutorActor;
 /// Arguments of the ExecutorActor.
 #[derive(Debug)]
 pub(crate) struct ExecutorArgs {
-    pub(crate) ctx: SessionCtx,
+    pub(crate) ctx: Arc<SessionCtx>,
     pub(crate) spec: Arc<JobSpec>,
     pub(crate) peers: Arc<Peers>,
     /// The `AddJob` that started it, answered once the job registered (or failed to).
@@ -49,7 +49,7 @@ pub(crate) struct ExecutorArgs {
 /// State of the ExecutorActor: the machine, and what only the IO needs.
 #[derive(Debug)]
 pub(crate) struct ExecutorState {
-    ctx: SessionCtx,
+    ctx: Arc<SessionCtx>,
     peers: Arc<Peers>,
     machine: JobMachine,
     kit: RunKit,

@@ -34,10 +34,20 @@ pub(crate) struct RunKit {
     pub(crate) resharding: ReshardingFlag,
     /// The job's item concurrency limit, shared by its runs.
     pub(crate) gate: ItemGate,
+    /// The job's `props`, shared by every context of every run (built again on a new config).
+    props: Arc<std::collections::BTreeMap<String, String>>,
+    tokens: Vec<InFlight>,
+    /// What only some jobs hold, some of the time: boxed, so that ten thousand jobs without any
+    /// pay one pointer each.
+    rare: Option<Box<Rare>>,
+}
+
+/// A kit's parts that are empty for most jobs most of the time.
+#[derive(Debug, Default)]
+struct Rare {
     /// Fencing tokens of items just claimed for failover, from the claimer's mirror (the mark's
     /// zxid), until their run launches: the mirror may show the mark gone before the claim.
     failover_fences: Vec<(ShardItem, FencingToken)>,
-    tokens: Vec<InFlight>,
     /// The deadlines of runs in flight of a job with a timeout.
     deadlines: Vec<(u64, Arc<RunDeadline>)>,
     /// The last failure of each item the error handler has not heard (a retry was to follow,
@@ -46,6 +56,12 @@ pub(crate) struct RunKit {
     ///
     /// [`Command::FailureStands`]: crate::decide::lifecycle::Command::FailureStands
     unheard: Vec<(ShardItem, JobError)>,
+}
+
+impl Rare {
+    fn is_empty(&self) -> bool {
+        self.failover_fences.is_empty() && self.deadlines.is_empty() && self.unheard.is_empty()
+    }
 }
 
 /// One run in flight: its items' cancellation tokens, the grace its processes share, and the
@@ -74,10 +90,9 @@ impl RunKit {
             spec,
             resharding: ReshardingFlag::default(),
             gate: ItemGate::new(config.item_concurrency().limit()),
-            failover_fences: Vec::new(),
+            props: Arc::new(config.config().props.clone()),
             tokens: Vec::new(),
-            deadlines: Vec::new(),
-            unheard: Vec::new(),
+            rare: None,
         })
     }
 
@@ -85,6 +100,9 @@ impl RunKit {
     /// not resolve keeps the current one: validation already reported it).
     pub(crate) fn reconfigure(&mut self, node: &NodeContext, config: &ValidatedConfig) {
         self.gate.set_limit(config.item_concurrency().limit());
+        if *self.props != config.config().props {
+            self.props = Arc::new(config.config().props.clone());
+        }
         if let Ok(l) = node.handlers.listeners(&config.config().job_listener_types) {
             self.listeners = l;
         }
@@ -95,7 +113,9 @@ impl RunKit {
 
     /// Items about to be handed over by a failover claim, with the tokens the claim saw.
     pub(crate) fn failover_fences(&mut self, fences: Vec<(ShardItem, FencingToken)>) {
-        self.failover_fences.extend(fences);
+        if !fences.is_empty() {
+            self.rare().failover_fences.extend(fences);
+        }
     }
 
     /// The item's fencing token, from the mirror (no registry call); one lookup but for a
@@ -111,8 +131,10 @@ impl RunKit {
             return OwnershipZxids::read_owner(ctx.mirror(), job, item).token();
         }
         let mut token = OwnershipZxids::read(ctx.mirror(), job, item).token();
-        if let Some(at) = self.failover_fences.iter().position(|(i, _)| *i == item) {
-            token = token.max(self.failover_fences.swap_remove(at).1);
+        if let Some(fences) = self.rare.as_mut().map(|r| &mut r.failover_fences) {
+            if let Some(at) = fences.iter().position(|(i, _)| *i == item) {
+                token = token.max(fences.swap_remove(at).1);
+            }
         }
         token
     }
@@ -142,13 +164,15 @@ impl RunKit {
         let c = config.config();
         let mut tokens = Vec::with_capacity(items.len());
         if source != ExecutionSource::Failover {
-            self.failover_fences.clear();
+            if let Some(rare) = self.rare.as_mut() {
+                rare.failover_fences.clear();
+            }
         }
         let fences: Vec<FencingToken> = items
             .iter()
             .map(|i| self.fence(ctx, &job, *i, source))
             .collect();
-        let props = Arc::new(c.props.clone());
+        let props = &self.props;
         // `None` unless the job asks for its output: nothing is allocated per item then.
         let output = config.output_limit();
         let budget =
@@ -198,7 +222,7 @@ impl RunKit {
         });
         let deadline = config.policy().timeout.map(|t| {
             let deadline = Arc::new(RunDeadline::new(t.after));
-            self.deadlines.push((run_id, deadline.clone()));
+            self.rare().deadlines.push((run_id, deadline.clone()));
             deadline
         });
         let req = RunRequest {
@@ -222,6 +246,7 @@ impl RunKit {
             decided_at,
             notify: config.policy().notifies(attempt),
         };
+        self.tidy();
         spawn_run(req, executor.clone());
     }
 
@@ -239,7 +264,7 @@ impl RunKit {
     /// Run `run_id` is past its timeout: its items are cancelled, their processes given `grace`
     /// (SIGTERM now, SIGKILL after it), and their errors are timeouts.
     pub(crate) fn time_out(&self, run_id: u64, grace: std::time::Duration) {
-        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+        if let Some(d) = self.deadline(run_id) {
             d.time_out();
         }
         for run in self.tokens.iter().filter(|r| r.run_id == run_id) {
@@ -251,7 +276,7 @@ impl RunKit {
 
     /// Run `run_id`'s grace after its timeout ran out: what of it still runs is dropped.
     pub(crate) fn abandon(&self, run_id: u64) {
-        if let Some((_, d)) = self.deadlines.iter().find(|(id, _)| *id == run_id) {
+        if let Some(d) = self.deadline(run_id) {
             d.abandon();
         }
     }
@@ -267,31 +292,62 @@ impl RunKit {
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
         }
-        if !self.deadlines.is_empty() {
-            self.deadlines.retain(|(id, _)| *id != report.run_id);
-        }
-        if !report.notified || !self.unheard.is_empty() {
-            let results = &report.outcome.results;
-            self.unheard
-                .retain(|(item, _)| !results.iter().any(|(i, _)| i == item));
+        let Some(rare) = self.rare.as_mut() else {
             if !report.notified {
                 let failures = report.outcome.failures();
-                self.unheard.extend(failures.map(|(i, e)| (i, e.clone())));
+                let failures: Vec<_> = failures.map(|(i, e)| (i, e.clone())).collect();
+                if !failures.is_empty() {
+                    self.rare().unheard = failures;
+                }
             }
+            return;
+        };
+        rare.deadlines.retain(|(id, _)| *id != report.run_id);
+        let results = &report.outcome.results;
+        (rare.unheard).retain(|(item, _)| !results.iter().any(|(i, _)| i == item));
+        if !report.notified {
+            let failures = report.outcome.failures();
+            rare.unheard.extend(failures.map(|(i, e)| (i, e.clone())));
         }
+        self.tidy();
     }
 
     /// The retries of `items` will not run: the error handler hears their last failures now.
     pub(crate) fn failure_stands(&mut self, job: &JobName, items: &[ShardItem]) {
         for item in items {
-            let Some(at) = self.unheard.iter().position(|(i, _)| i == item) else {
+            let Some(unheard) = self.rare.as_mut().map(|r| &mut r.unheard) else {
+                return;
+            };
+            let Some(at) = unheard.iter().position(|(i, _)| i == item) else {
                 continue;
             };
-            let (item, error) = self.unheard.swap_remove(at);
+            let (item, error) = unheard.swap_remove(at);
             if self.error_handler.handle(job, Some(item), &error) == ErrorAction::Escalate {
                 tracing::error!(%job, item = item.0,
                     "failure whose retry did not run: its error handler escalates (THROW)");
             }
         }
+        self.tidy();
+    }
+
+    /// The kit's rare parts, made on first use.
+    fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Drops the rare parts once they hold nothing.
+    fn tidy(&mut self) {
+        if self.rare.as_ref().is_some_and(|r| r.is_empty()) {
+            self.rare = None;
+        }
+    }
+
+    /// Run `run_id`'s deadline, for a job with a timeout.
+    fn deadline(&self, run_id: u64) -> Option<&Arc<RunDeadline>> {
+        let deadlines = &self.rare.as_ref()?.deadlines;
+        deadlines
+            .iter()
+            .find(|(id, _)| *id == run_id)
+            .map(|(_, d)| d)
     }
 }

@@ -84,12 +84,21 @@ pub(crate) fn task_id(
     instance: &InstanceId,
     run_id: u64,
 ) -> String {
-    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
-    format!(
-        "{job}@-@{}@-@{}@-@{instance}@-@{run_id}",
-        items.join(","),
-        source.as_str().to_uppercase()
-    )
+    use std::fmt::Write as _;
+    // One allocation, sized for the usual id: every run of every job builds one.
+    let source = source.as_str();
+    let mut id = String::with_capacity(
+        job.as_str().len() + instance.as_str().len() + source.len() + items.len() * 4 + 32,
+    );
+    let _ = write!(id, "{job}@-@");
+    for (n, item) in items.iter().enumerate() {
+        let comma = if n == 0 { "" } else { "," };
+        let _ = write!(id, "{comma}{item}");
+    }
+    id.push_str("@-@");
+    id.extend(source.chars().map(|c| c.to_ascii_uppercase()));
+    let _ = write!(id, "@-@{instance}@-@{run_id}");
+    id
 }
 
 /// Reports what a job's state machine asks to report: misfires and skipped fires as metrics and
@@ -142,5 +151,21 @@ pub(crate) fn report(
         }
         // The executor hands over only the five reports above.
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_id_names_the_job_its_items_the_source_in_capitals_the_instance_and_the_run() {
+        let job = JobName::new("orders").unwrap();
+        let me = InstanceId::parse("192.0.2.1@-@7").unwrap();
+        let items = [ShardItem(0), ShardItem(2), ShardItem(11)];
+        let id = task_id(&job, &items, ExecutionSource::CatchUp, &me, 42);
+        assert_eq!(id, "orders@-@0,2,11@-@CATCHUP@-@192.0.2.1@-@7@-@42");
+        let one = task_id(&job, &items[..1], ExecutionSource::Normal, &me, 1);
+        assert_eq!(one, "orders@-@0@-@NORMAL@-@192.0.2.1@-@7@-@1");
     }
 }

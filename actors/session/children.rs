@@ -21,7 +21,7 @@ use super::{Child, Reply, SessionActorState, SessionMsg, RESTART_RETRY};
 /// Spawns the executor of `job`, which registers the job as its first step and then answers
 /// `reply` (the spawn itself waits on no registry call).
 async fn spawn_executor(
-    ctx: &SessionCtx,
+    ctx: &Arc<SessionCtx>,
     supervisor: &ActorCell,
     job: &JobName,
     peers: Arc<Peers>,
@@ -53,9 +53,13 @@ impl SessionActorState {
         let name = |what: &str| Some(ctx.node.actor_name(what));
         let (cell, kind) = match &child {
             Child::Leader => {
-                let (r, _) =
-                    Actor::spawn_linked(name("leader"), LeaderActor, ctx.clone(), myself.clone())
-                        .await?;
+                let (r, _) = Actor::spawn_linked(
+                    name("leader"),
+                    LeaderActor,
+                    SessionCtx::clone(&ctx),
+                    myself.clone(),
+                )
+                .await?;
                 self.leader = Some(r.clone());
                 (r.get_cell(), "leader")
             }
@@ -63,7 +67,7 @@ impl SessionActorState {
                 let (r, _) = Actor::spawn_linked(
                     name("sharding"),
                     ShardingActor,
-                    ctx.clone(),
+                    SessionCtx::clone(&ctx),
                     myself.clone(),
                 )
                 .await?;
@@ -72,7 +76,7 @@ impl SessionActorState {
             }
             Child::Failover => {
                 let args = FailoverArgs {
-                    ctx: ctx.clone(),
+                    ctx: SessionCtx::clone(&ctx),
                     executors: self.executors.clone(),
                 };
                 let (r, _) =
@@ -90,7 +94,7 @@ impl SessionActorState {
                     })
                     .collect();
                 let args = TriggerArgs {
-                    ctx: ctx.clone(),
+                    ctx: SessionCtx::clone(&ctx),
                     jobs,
                 };
                 let (r, _) =

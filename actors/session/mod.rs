@@ -103,7 +103,8 @@ pub(crate) enum Child {
 /// State of the SessionActor.
 #[derive(Debug)]
 pub(crate) struct SessionActorState {
-    ctx: SessionCtx,
+    /// Shared with every executor (one pointer a job, not the context's fields).
+    ctx: Arc<SessionCtx>,
     singletons: Singletons,
     children: HashMap<ActorId, Child>,
     /// Jobs removed on purpose: their executors' termination is not a failure.
@@ -152,7 +153,7 @@ impl SessionActorState {
         let fence = FenceBudget::for_session(ctx.registry.session_info().timeout);
         let period = (fence.late_fire_bound() / 2).max(std::time::Duration::from_millis(100));
         let mut state = SessionActorState {
-            ctx,
+            ctx: Arc::new(ctx),
             singletons,
             children: HashMap::new(),
             removing: Vec::new(),

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 
+use super::item_set::ItemSet;
 use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -30,40 +31,23 @@ pub struct FireSettings {
     pub total: u32,
 }
 
-/// What this instance knows of its own runs.
+/// What this instance knows of its own runs. Each set frees its memory as its last item goes
+/// ([`ItemSet`]): ten thousand idle jobs hold none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LocalRuns {
     /// Items running here now.
-    pub running: BTreeSet<ShardItem>,
+    pub running: ItemSet,
     /// Items whose `misfire` node this instance wrote and has not removed.
-    pub misfire_flagged: BTreeSet<ShardItem>,
+    pub misfire_flagged: ItemSet,
     /// Items whose `running` marker this instance wrote ahead of a fire
     /// ([`super::prepare::plan_prepare`]) and that no run has used yet.
-    pub marked: BTreeSet<ShardItem>,
+    pub marked: ItemSet,
     /// Items marked whose marker write has not answered yet (it is not awaited: the fire runs
     /// them at its instant, and a refused marker is the machine's next input).
-    pub unconfirmed: BTreeSet<ShardItem>,
+    pub unconfirmed: ItemSet,
     /// Items whose `running` marker this instance deleted at the end of a run while the mirror
     /// may still show it (its data possibly unread): such a marker is not someone else's run.
-    pub ended: BTreeSet<ShardItem>,
-}
-
-impl LocalRuns {
-    /// Gives back the memory of the sets that are empty: a `BTreeSet` keeps its node when its
-    /// last item is removed, and ten thousand idle jobs would each keep three.
-    pub fn release_empty(&mut self) {
-        for set in [
-            &mut self.running,
-            &mut self.misfire_flagged,
-            &mut self.marked,
-            &mut self.unconfirmed,
-            &mut self.ended,
-        ] {
-            if set.is_empty() {
-                *set = BTreeSet::new();
-            }
-        }
-    }
+    pub ended: ItemSet,
 }
 
 /// The decision for one fire.

@@ -37,6 +37,7 @@ pub mod execution;
 pub mod failover;
 pub mod failover_claim;
 pub mod guarantee;
+pub mod item_set;
 pub mod lifecycle;
 pub mod membership;
 /// The namespace's plan for NAMESPACE_BALANCE jobs: a sharding concern, kept in

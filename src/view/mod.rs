@@ -108,16 +108,33 @@ impl JobView {
         // Every machine step of every job reads this: the job's node is looked up once and the
         // rest below it (paths relative to the job, which `paths_below_the_job_are_its_nodes`
         // checks against `JobNode::to_path`), under one read lock.
-        mirror.read_under(&JobNode::Root.to_path(job), |at| Self::read_at(at, job))
+        mirror.read_under(&JobNode::Root.to_path(job), |at| {
+            Self::read_at(at, job, None)
+        })
     }
 
-    fn read_at(at: Under<'_>, job: &JobName) -> Self {
+    /// [`JobView::read`] by instance `me`: the ids that name `me` share its text (no copy each).
+    pub fn read_for(mirror: &Mirror, job: &JobName, me: &InstanceId) -> Self {
+        mirror.read_under(&JobNode::Root.to_path(job), |at| {
+            Self::read_at(at, job, Some(me))
+        })
+    }
+
+    fn read_at(at: Under<'_>, job: &JobName, me: Option<&InstanceId>) -> Self {
+        let parse = |name: &str| match me {
+            Some(me) => InstanceId::parse_known(name, me),
+            None => InstanceId::parse(name),
+        };
+        let instance_of = |data: &[u8]| {
+            let text = std::str::from_utf8(data).ok()?;
+            parse(text.trim()).ok()
+        };
         let mut view = JobView {
             job: Some(job.clone()),
             ..Default::default()
         };
         for (name, node) in at.children(INSTANCES) {
-            if let Ok(id) = InstanceId::parse(name) {
+            if let Ok(id) = parse(name) {
                 if let Some(data) = node.data("") {
                     let labels = crate::sharding::parse_labels(&data, || {
                         JobNode::Instance(id.clone()).to_path(job)

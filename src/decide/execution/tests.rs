@@ -286,7 +286,7 @@ fn a_marker_this_instance_just_deleted_is_not_a_run_elsewhere_even_with_its_data
     let plan = plan_run(&v, &job(), &a, MONITORED, &local, Some(&only));
     assert_eq!(plan.run, vec![ShardItem(0)], "the misfire catch-up runs");
     let unknown = LocalRuns {
-        ended: BTreeSet::new(),
+        ended: Default::default(),
         ..local
     };
     let plan = plan_run(&v, &job(), &a, MONITORED, &unknown, Some(&only));

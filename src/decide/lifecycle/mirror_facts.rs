@@ -11,20 +11,18 @@ use super::Facts;
 use crate::decide::catchup;
 use crate::paths::JobNode;
 use crate::types::{JobName, ShardItem};
-use crate::view::{instance_of, JobView, MirrorFacts};
+use crate::view::{JobView, MirrorFacts};
 
 impl Facts for MirrorFacts<'_> {
     fn view(&self) -> Rc<JobView> {
-        let read = || Rc::new(JobView::read(self.mirror, self.job));
+        let read = || Rc::new(JobView::read_for(self.mirror, self.job, self.me));
         self.view.get_or_init(read).clone()
     }
 
     fn owns(&self, item: ShardItem) -> bool {
         let path = JobNode::ShardingInstance(item).to_path(self.job);
-        self.mirror
-            .data(&path)
-            .and_then(|d| instance_of(&d))
-            .is_some_and(|o| &o == self.me)
+        let data = self.mirror.data(&path);
+        data.is_some_and(|d| std::str::from_utf8(&d).is_ok_and(|s| s.trim() == self.me.as_str()))
     }
 
     fn marker_mirrored(&self, item: ShardItem) -> bool {
@@ -43,10 +41,8 @@ impl Facts for MirrorFacts<'_> {
     }
 
     fn has_failover_marks(&self) -> bool {
-        !self
-            .mirror
-            .children(&JobNode::LeaderFailoverItems.to_path(self.job))
-            .is_empty()
+        let marks = JobNode::LeaderFailoverItems.to_path(self.job);
+        (self.mirror).read_under(&marks, |at| at.children("").next().is_some())
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -139,9 +135,7 @@ impl Facts for MirrorFacts<'_> {
     }
 
     fn has_downstream(&self) -> bool {
-        !self
-            .mirror
-            .children(&JobNode::Downstream.to_path(self.job))
-            .is_empty()
+        let downstream = JobNode::Downstream.to_path(self.job);
+        (self.mirror).read_under(&downstream, |at| at.children("").next().is_some())
     }
 }

@@ -2,11 +2,11 @@
 //! dispatched (mirror events and configuration changes here; a write's outcome in `written.rs`,
 //! fires, runs and policies in their own files).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::*;
 use crate::config::ValidatedConfig;
+use crate::decide::item_set::ItemSet;
 use crate::model::{ExecutionSource, NodeEventKind, Op};
 use crate::paths::JobNode;
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -92,13 +92,12 @@ impl JobMachine {
     }
 
     /// Items running now.
-    pub fn running(&self) -> &BTreeSet<ShardItem> {
+    pub fn running(&self) -> &ItemSet {
         &self.local.running
     }
 
     /// Gives back the memory of empty collections (ten thousand idle jobs hold nothing).
     pub fn release_empty(&mut self) {
-        self.local.release_empty();
         if self.runs.is_empty() {
             self.runs = Vec::new();
         }

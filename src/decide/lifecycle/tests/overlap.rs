@@ -197,7 +197,7 @@ fn allow_all_starts_a_run_beside_the_previous_and_the_item_runs_until_its_last_r
         }
         assert_eq!(m.step(input, &f), want, "{what}");
     }
-    let both: BTreeSet<ShardItem> = [ShardItem(0), ShardItem(1)].into_iter().collect();
+    let both: crate::decide::item_set::ItemSet = [ShardItem(0), ShardItem(1)].into();
     assert_eq!(m.running(), &both, "two runs of each item still go");
     m.step(finished(3, &[]), &f);
     assert_eq!(m.running(), &both);
