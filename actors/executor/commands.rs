@@ -138,7 +138,10 @@ impl ExecutorState {
             Command::TimeOut { run_id, grace } => self.kit.time_out(run_id, grace),
             Command::Abandon { run_id } => self.kit.abandon(run_id),
             Command::FailureStands(items) => self.kit.failure_stands(&job, &items),
-            Command::DrainDone => self.drains.drain(..).for_each(|r| drop(r.send(()))),
+            Command::DrainDone => {
+                let drains = self.drains.take().map(|d| *d).unwrap_or_default();
+                drains.into_iter().for_each(|r| drop(r.send(())));
+            }
             Command::Stop => myself.stop(Some(JOB_REMOVED.into())),
             c @ (Command::Misfired(_)
             | Command::Skipped { .. }

@@ -55,7 +55,8 @@ pub(crate) struct ExecutorState {
     kit: RunKit,
     /// The distribute-once coordination (a no-op for a job naming no such listener).
     once: OnceSlot,
-    drains: Vec<RpcReplyPort<()>>,
+    /// Who waits for the job to drain (boxed: rare, and one pointer a job otherwise).
+    drains: Option<Box<Vec<RpcReplyPort<()>>>>,
     /// The config node's bytes last read or written (see [`config_input`]).
     config_seen: Option<Arc<[u8]>>,
     /// When this job's workflow decisions appeared, for the step-wait metric.
@@ -114,7 +115,7 @@ impl ExecutorState {
                 Input::Resynced
             }
             ExecutorMsg::Drain(reply) => {
-                self.drains.push(reply);
+                self.drains.get_or_insert_with(Box::default).push(reply);
                 self.once.release_waiting();
                 Input::Drain
             }
@@ -203,7 +204,7 @@ impl ExecutorState {
             machine,
             kit,
             once,
-            drains: Vec::new(),
+            drains: None,
             config_seen: registered.yaml,
             decisions: DecisionsSeen::default(),
         }))

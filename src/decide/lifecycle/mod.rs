@@ -219,7 +219,7 @@ pub struct JobMachine {
     /// once its current run ends (empty, and allocating nothing, under any other policy).
     buffered: overlap::Owed,
     /// The labels this instance carries, written in its `instances/{me}` node.
-    labels: Vec<String>,
+    labels: Box<[String]>,
     /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
     /// come yet: a take-over judged on a mirror that lagged may delete this session's own node
     /// (and create it again in the same write), and that deletion is nobody's shutdown.

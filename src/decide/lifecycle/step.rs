@@ -49,7 +49,7 @@ impl JobMachine {
             served_until: None,
             behind: false,
             buffered: overlap::Owed::default(),
-            labels: Vec::new(),
+            labels: Box::default(),
             own_deletions: 0,
         }
     }
@@ -57,7 +57,7 @@ impl JobMachine {
     /// The labels this instance carries (`NodeBuilder::labels`): every `instances/{me}` node the
     /// machine writes names them, as the first registration did.
     pub fn with_labels(mut self, labels: Vec<String>) -> Self {
-        self.labels = labels;
+        self.labels = labels.into_boxed_slice();
         self
     }
 

@@ -83,26 +83,32 @@ pub struct ListenerPanic {
     pub message: String,
 }
 
-/// The listeners of one job, in the order the job names them.
+/// The listeners of one job, in the order the job names them. Shared: every run of the job
+/// holds them, and a job without any holds nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Listeners {
-    entries: Vec<(String, Arc<dyn JobListener>)>,
+    entries: Option<Arc<[(String, Arc<dyn JobListener>)]>>,
 }
 
 impl Listeners {
+    fn entries(&self) -> &[(String, Arc<dyn JobListener>)] {
+        self.entries.as_deref().unwrap_or_default()
+    }
+
     /// Listeners called in the given order, each known by its name in logs and reports.
     pub fn new(entries: Vec<(String, Arc<dyn JobListener>)>) -> Self {
+        let entries = (!entries.is_empty()).then(|| entries.into());
         Self { entries }
     }
 
     /// The listeners' names, in call order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(name, _)| name.as_str())
+        self.entries().iter().map(|(name, _)| name.as_str())
     }
 
     /// Whether there is no listener to call.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries().is_empty()
     }
 
     /// Calls every listener's `before_run`; returns the panics, which were logged and contained.
@@ -122,7 +128,7 @@ impl Listeners {
         call: impl Fn(&dyn JobListener),
     ) -> Vec<ListenerPanic> {
         let mut panics = Vec::new();
-        for (name, listener) in &self.entries {
+        for (name, listener) in self.entries() {
             // Listeners only see shared, plain data that is not used after a panic, so nothing
             // half-updated can be observed once the unwind is caught.
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| call(listener.as_ref()))) {
