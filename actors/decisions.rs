@@ -19,7 +19,10 @@ const REMEMBERED: usize = 16;
 /// The decisions seen, oldest first; boxed and made on the first one (most jobs take part in no
 /// workflow: one pointer each).
 #[derive(Debug, Default)]
-pub(crate) struct DecisionsSeen(Option<Box<VecDeque<(RunId, DateTime<Utc>)>>>);
+pub(crate) struct DecisionsSeen(Option<Box<Seen>>);
+
+/// Each decision seen and when.
+type Seen = VecDeque<(RunId, DateTime<Utc>)>;
 
 impl DecisionsSeen {
     /// A workflow record `name` of the job changed at `now`: a created `{run}@start` is noted.

@@ -534,3 +534,49 @@ async fn a_node_given_utc_or_a_bare_offset_writes_the_zone_in_javas_spelling_and
     }
     node.shutdown().await;
 }
+
+/// A handler that records each execution, then panics for the items `panics` names.
+fn panicking(rec: &Recorder, panics: &'static [u32]) -> shardcron::job::SharedHandler {
+    let inner = rec.handler(Duration::ZERO);
+    Arc::new(shardcron::job::FnJob(
+        move |ctx: shardcron::job::ShardingContext| {
+            let inner = inner.clone();
+            async move {
+                let item = ctx.sharding_item;
+                inner.run_item(ctx).await?;
+                if panics.contains(&item.0) {
+                    panic!("item {} panics on purpose", item.0);
+                }
+                Ok(())
+            }
+        },
+    )) as shardcron::job::SharedHandler
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_item_that_panics_fails_alone_and_its_job_fires_again_whether_alone_in_its_run_or_not() {
+    let (_server, conn, rec) = cluster::embedded("engine");
+    // One item: it runs in the run's own task, whose panic must still end the run.
+    let alone = (every_second("alone", 1), panicking(&rec, &[0]));
+    // Two items, item 0 panicking: each runs in its own task, item 1 is not held back.
+    let pair = (every_second("pair", 2), panicking(&rec, &[0]));
+    let node = start_node(conn.clone(), instance(1), vec![alone, pair]).await;
+    let log = rec
+        .wait_until(
+            "three fires of each job after their panics",
+            WITHIN,
+            |log| {
+                let fires = |job: &str, item: u32| {
+                    let of = |e: &&cluster::Execution| e.job == job && e.item == ShardItem(item);
+                    log.iter().filter(of).count()
+                };
+                fires("alone", 0) >= 3 && fires("pair", 0) >= 3 && fires("pair", 1) >= 3
+            },
+        )
+        .await;
+    let alone: BTreeSet<_> = (log.iter().filter(|e| e.job == "alone"))
+        .map(|e| e.at)
+        .collect();
+    assert!(alone.len() >= 3, "a fire each second, not one: {alone:?}");
+    node.shutdown().await;
+}

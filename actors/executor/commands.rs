@@ -139,7 +139,7 @@ impl ExecutorState {
             Command::Abandon { run_id } => self.kit.abandon(run_id),
             Command::FailureStands(items) => self.kit.failure_stands(&job, &items),
             Command::DrainDone => {
-                let drains = self.drains.take().map(|d| *d).unwrap_or_default();
+                let drains = self.drains.take().map(|d| d.0).unwrap_or_default();
                 drains.into_iter().for_each(|r| drop(r.send(())));
             }
             Command::Stop => myself.stop(Some(JOB_REMOVED.into())),

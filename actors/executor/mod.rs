@@ -46,6 +46,10 @@ pub(crate) struct ExecutorArgs {
     pub(crate) reply: Option<RpcReplyPort<Result<(), EngineError>>>,
 }
 
+/// Who waits for a job to drain.
+#[derive(Debug, Default)]
+pub(super) struct Drains(pub(super) Vec<RpcReplyPort<()>>);
+
 /// State of the ExecutorActor: the machine, and what only the IO needs.
 #[derive(Debug)]
 pub(crate) struct ExecutorState {
@@ -56,7 +60,7 @@ pub(crate) struct ExecutorState {
     /// The distribute-once coordination (a no-op for a job naming no such listener).
     once: OnceSlot,
     /// Who waits for the job to drain (boxed: rare, and one pointer a job otherwise).
-    drains: Option<Box<Vec<RpcReplyPort<()>>>>,
+    drains: Option<Box<Drains>>,
     /// The config node's bytes last read or written (see [`config_input`]).
     config_seen: Option<Arc<[u8]>>,
     /// When this job's workflow decisions appeared, for the step-wait metric.
@@ -115,7 +119,7 @@ impl ExecutorState {
                 Input::Resynced
             }
             ExecutorMsg::Drain(reply) => {
-                self.drains.get_or_insert_with(Box::default).push(reply);
+                self.drains.get_or_insert_with(Box::default).0.push(reply);
                 self.once.release_waiting();
                 Input::Drain
             }

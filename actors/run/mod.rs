@@ -1,6 +1,7 @@
-//! One run of a job's items, outside the executor's mailbox: every item in its own task (a panic
-//! fails that item only), listeners before and after, the error handler for each failure, metrics,
-//! and `ExecutorMsg::RunFinished` back to the executor at the end.
+//! One run of a job's items, outside the executor's mailbox: a run of several items runs each in
+//! its own task, a run of one item runs it in the run's task (a panic fails that item only, either
+//! way), listeners before and after, the error handler for each failure, metrics, and
+//! `ExecutorMsg::RunFinished` back to the executor at the end.
 //!
 //! Here what a run is given (the machine's [`Launch`], the task's [`RunRequest`], its task id) and
 //! the reports the machine asks for; in `kit.rs` a job's [`RunKit`], what its runs are made with

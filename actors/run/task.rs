@@ -1,6 +1,7 @@
-//! One run's task, outside the executor's mailbox: every item in its own task (a panic fails that
-//! item only), listeners before and after, the error handler for each failure, metrics and
-//! events, and `ExecutorMsg::RunFinished` back to the executor at the end.
+//! One run's task, outside the executor's mailbox: a run of several items runs each in its own
+//! task, a run of one item runs it here (a panic fails that item only, either way), listeners
+//! before and after, the error handler for each failure, metrics and events, and
+//! `ExecutorMsg::RunFinished` back to the executor at the end.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

@@ -178,7 +178,7 @@ pub fn assignment_of(plan: &[Op]) -> Vec<(ShardItem, InstanceId)> {
             };
             match JobNode::parse(path) {
                 Ok((_, JobNode::ShardingInstance(item))) => {
-                    InstanceId::parse(String::from_utf8_lossy(data).into_owned())
+                    InstanceId::parse(String::from_utf8_lossy(data))
                         .ok()
                         .map(|i| (item, i))
                 }

@@ -134,7 +134,7 @@ impl JobMachine {
         };
         owed.retain(|item, _| facts.owns(*item));
         let running = &self.local.running;
-        catch_up.extend(owed.keys().filter(|i| !running.contains(*i)));
+        catch_up.extend(owed.keys().filter(|i| !running.contains(i)));
     }
 
     /// The job's config changed: fires owed are kept up to the new bound under `buffer_all`,

@@ -87,11 +87,14 @@ pub struct ListenerPanic {
 /// holds them, and a job without any holds nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Listeners {
-    entries: Option<Arc<[(String, Arc<dyn JobListener>)]>>,
+    entries: Option<Arc<[Named]>>,
 }
 
+/// A listener and the name the job knows it by.
+type Named = (String, Arc<dyn JobListener>);
+
 impl Listeners {
-    fn entries(&self) -> &[(String, Arc<dyn JobListener>)] {
+    fn entries(&self) -> &[Named] {
         self.entries.as_deref().unwrap_or_default()
     }
 
