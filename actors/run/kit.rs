@@ -35,12 +35,24 @@ pub(crate) struct RunKit {
     /// The job's item concurrency limit, shared by its runs.
     pub(crate) gate: ItemGate,
     /// The job's `props`, shared by every context of every run (built again on a new config).
-    props: Arc<std::collections::BTreeMap<String, String>>,
+    props: Arc<Props>,
     tokens: Vec<InFlight>,
     /// What only some jobs hold, some of the time: boxed, so that ten thousand jobs without any
     /// pay one pointer each.
     rare: Option<Box<Rare>>,
 }
+
+/// `props` as the runs share them; every job without any shares one empty map.
+fn shared_props(props: &Props) -> Arc<Props> {
+    static EMPTY: std::sync::LazyLock<Arc<Props>> = std::sync::LazyLock::new(Arc::default);
+    if props.is_empty() {
+        return Arc::clone(&EMPTY);
+    }
+    Arc::new(props.clone())
+}
+
+/// A job's `props`.
+type Props = std::collections::BTreeMap<String, String>;
 
 /// A kit's parts that are empty for most jobs most of the time.
 #[derive(Debug, Default)]
@@ -90,7 +102,7 @@ impl RunKit {
             spec,
             resharding: ReshardingFlag::default(),
             gate: ItemGate::new(config.item_concurrency().limit()),
-            props: Arc::new(config.config().props.clone()),
+            props: shared_props(&config.config().props),
             tokens: Vec::new(),
             rare: None,
         })
@@ -101,7 +113,7 @@ impl RunKit {
     pub(crate) fn reconfigure(&mut self, node: &NodeContext, config: &ValidatedConfig) {
         self.gate.set_limit(config.item_concurrency().limit());
         if *self.props != config.config().props {
-            self.props = Arc::new(config.config().props.clone());
+            self.props = shared_props(&config.config().props);
         }
         if let Ok(l) = node.handlers.listeners(&config.config().job_listener_types) {
             self.listeners = l;

@@ -124,7 +124,14 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
                 events: req.events.clone(),
                 clock: req.clock.clone(),
             });
-            let run = run_item(ctx, handler, entry, deadline, chunks);
+            let args = ItemArgs {
+                ctx,
+                handler,
+                entry: Some(entry),
+                deadline,
+                chunks,
+            };
+            let run = run_item(Box::new(args));
             let run = if alone {
                 ItemRun::Here(Box::pin(run))
             } else {
@@ -229,17 +236,14 @@ impl ItemRun {
 /// with its output captured runs the item inside a boxed guard: the common item's task stays a
 /// few hundred bytes (its cell is allocated at every fire of every job; with the guards inline
 /// it took two kilobytes, a size the allocator serves by sorting its free lists each time).
-async fn run_item(
-    ctx: ShardingContext,
-    handler: SharedHandler,
-    entry: Entry,
-    deadline: Option<Arc<RunDeadline>>,
-    chunks: Option<OutputChunks>,
-) -> Result<(), JobError> {
-    let _permit = match entry {
-        Entry::Admitted(permit) => permit,
-        waiting => {
-            let cancel = ctx.cancellation.clone();
+async fn run_item(item: Box<ItemArgs>) -> Result<(), JobError> {
+    // One box for the arguments: an async fn holds its arguments and the locals they move into
+    // side by side, and this future is the cell of every item's task.
+    let mut item = item;
+    let _permit = match item.entry.take() {
+        Some(Entry::Admitted(permit)) => Some(permit),
+        Some(waiting) => {
+            let cancel = item.ctx.cancellation.clone();
             let turn = Box::pin(async move {
                 tokio::select! {
                     permit = waiting.admitted() => Some(permit),
@@ -247,7 +251,7 @@ async fn run_item(
                 }
             });
             match turn.await {
-                Some(permit) => permit,
+                Some(permit) => Some(permit),
                 None => {
                     return Err(JobError::Cancelled(
                         "item lost while waiting its turn".into(),
@@ -255,11 +259,29 @@ async fn run_item(
                 }
             }
         }
+        None => None,
     };
+    let ItemArgs {
+        ctx,
+        handler,
+        deadline,
+        chunks,
+        ..
+    } = *item;
     if deadline.is_none() && chunks.is_none() {
         return handler.run_item(ctx).await;
     }
     Box::pin(guarded(ctx, handler, deadline, chunks)).await
+}
+
+/// What an item's task is given.
+struct ItemArgs {
+    ctx: ShardingContext,
+    handler: SharedHandler,
+    /// Its place at the job's gate (taken when the task starts).
+    entry: Option<Entry>,
+    deadline: Option<Arc<RunDeadline>>,
+    chunks: Option<OutputChunks>,
 }
 
 /// An item of a job with a timeout or captured output.
