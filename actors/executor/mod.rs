@@ -24,7 +24,7 @@ use super::decisions::DecisionsSeen;
 use super::error::EngineError;
 use super::mail::{ExecutorMsg, FailoverMsg, LeaderMsg, Peers, TriggerMsg};
 use super::once::OnceSlot;
-use super::register::{config_input, register};
+use super::register::{config_input, register, registration_ended};
 use super::run::RunKit;
 use super::spec::JobSpec;
 
@@ -250,14 +250,17 @@ impl Actor for ExecutorActor {
         // The permit first: the registration's future (kilobytes) exists only for the jobs
         // registering now, not for every job of a new session at once.
         let registering = args.ctx.registering.clone();
-        let _permit = registering.acquire_owned().await;
+        let permit = registering.clone().acquire_owned().await;
         let ExecutorPhase::Registering(Some(args)) =
             std::mem::replace(phase, ExecutorPhase::Registering(None))
         else {
             return Ok(());
         };
         // Boxed for the same reason as the handler's future below.
-        if let Some(running) = Box::pin(ExecutorState::register(&myself, args)).await? {
+        let registered = Box::pin(ExecutorState::register(&myself, args)).await;
+        drop(permit);
+        registration_ended(&registering);
+        if let Some(running) = registered? {
             *phase = ExecutorPhase::Running(running);
         }
         Ok(())
