@@ -304,22 +304,17 @@ impl RunKit {
         if self.tokens.is_empty() {
             self.tokens = Vec::new();
         }
-        let Some(rare) = self.rare.as_mut() else {
-            if !report.notified {
-                let failures = report.outcome.failures();
-                let failures: Vec<_> = failures.map(|(i, e)| (i, e.clone())).collect();
-                if !failures.is_empty() {
-                    self.rare().unheard = failures;
-                }
-            }
-            return;
-        };
-        rare.deadlines.retain(|(id, _)| *id != report.run_id);
-        let results = &report.outcome.results;
-        (rare.unheard).retain(|(item, _)| !results.iter().any(|(i, _)| i == item));
+        if let Some(rare) = self.rare.as_mut() {
+            rare.deadlines.retain(|(id, _)| *id != report.run_id);
+            let results = &report.outcome.results;
+            (rare.unheard).retain(|(item, _)| !results.iter().any(|(i, _)| i == item));
+        }
         if !report.notified {
-            let failures = report.outcome.failures();
-            rare.unheard.extend(failures.map(|(i, e)| (i, e.clone())));
+            let mut failures = report.outcome.failures().peekable();
+            if failures.peek().is_some() {
+                let failures = failures.map(|(i, e)| (i, e.clone()));
+                self.rare().unheard.extend(failures);
+            }
         }
         self.tidy();
     }

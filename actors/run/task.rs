@@ -127,7 +127,7 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
             let args = ItemArgs {
                 ctx,
                 handler,
-                entry: Some(entry),
+                entry,
                 deadline,
                 chunks,
             };
@@ -239,10 +239,9 @@ impl ItemRun {
 async fn run_item(item: Box<ItemArgs>) -> Result<(), JobError> {
     // One box for the arguments: an async fn holds its arguments and the locals they move into
     // side by side, and this future is the cell of every item's task.
-    let mut item = item;
-    let _permit = match item.entry.take() {
-        Some(Entry::Admitted(permit)) => Some(permit),
-        Some(waiting) => {
+    let _permit = match item.entry {
+        Entry::Admitted(permit) => permit,
+        waiting => {
             let cancel = item.ctx.cancellation.clone();
             let turn = Box::pin(async move {
                 tokio::select! {
@@ -250,16 +249,13 @@ async fn run_item(item: Box<ItemArgs>) -> Result<(), JobError> {
                     () = cancel.cancelled() => None,
                 }
             });
-            match turn.await {
-                Some(permit) => Some(permit),
-                None => {
-                    return Err(JobError::Cancelled(
-                        "item lost while waiting its turn".into(),
-                    ))
-                }
-            }
+            let Some(permit) = turn.await else {
+                return Err(JobError::Cancelled(
+                    "item lost while waiting its turn".into(),
+                ));
+            };
+            permit
         }
-        None => None,
     };
     let ItemArgs {
         ctx,
@@ -278,8 +274,8 @@ async fn run_item(item: Box<ItemArgs>) -> Result<(), JobError> {
 struct ItemArgs {
     ctx: ShardingContext,
     handler: SharedHandler,
-    /// Its place at the job's gate (taken when the task starts).
-    entry: Option<Entry>,
+    /// Its place at the job's gate.
+    entry: Entry,
     deadline: Option<Arc<RunDeadline>>,
     chunks: Option<OutputChunks>,
 }

@@ -75,29 +75,30 @@ impl ItemSet {
 
     /// Removes `item`; whether it was there. The last item's removal frees the tree.
     pub fn remove(&mut self, item: &ShardItem) -> bool {
-        let removed = match &mut self.0 {
+        match &mut self.0 {
             Repr::Empty => false,
-            Repr::One(one) => *one == *item,
-            Repr::Many(set) => set.remove(item),
-        };
-        if removed {
-            self.settle();
+            Repr::One(one) if one == item => {
+                self.0 = Repr::Empty;
+                true
+            }
+            Repr::One(_) => false,
+            Repr::Many(set) => {
+                let removed = set.remove(item);
+                self.shrink();
+                removed
+            }
         }
-        removed
     }
 
     /// Keeps the items `keep` accepts.
     pub fn retain(&mut self, mut keep: impl FnMut(&ShardItem) -> bool) {
         match &mut self.0 {
             Repr::Empty => {}
-            Repr::One(one) => {
-                if !keep(one) {
-                    self.0 = Repr::Empty;
-                }
-            }
+            Repr::One(one) if keep(one) => {}
+            Repr::One(_) => self.0 = Repr::Empty,
             Repr::Many(set) => {
                 set.retain(|i| keep(i));
-                self.settle();
+                self.shrink();
             }
         }
     }
@@ -123,18 +124,14 @@ impl ItemSet {
     }
 
     /// A tree of one item or none goes back inline (its memory with it).
-    fn settle(&mut self) {
-        let Repr::Many(set) = &self.0 else {
-            if let Repr::One(_) = self.0 {
-                // Only a removal or a refused retain gets here with one item: it went.
-                self.0 = Repr::Empty;
-            }
-            return;
-        };
-        match set.len() {
-            0 => self.0 = Repr::Empty,
-            1 => self.0 = Repr::One(*set.first().unwrap_or(&ShardItem(0))),
-            _ => {}
+    fn shrink(&mut self) {
+        if let Repr::Many(set) = &self.0 {
+            let mut left = set.iter();
+            self.0 = match (left.next(), left.next()) {
+                (None, _) => Repr::Empty,
+                (Some(one), None) => Repr::One(*one),
+                _ => return,
+            };
         }
     }
 }
