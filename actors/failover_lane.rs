@@ -208,7 +208,5 @@ impl Merge for Request {
 }
 
 pub(super) fn has_marks(mirror: &Mirror, job: &JobName) -> bool {
-    !mirror
-        .children(&JobNode::LeaderFailoverItems.to_path(job))
-        .is_empty()
+    mirror.has_children(&JobNode::LeaderFailoverItems.to_path(job))
 }

@@ -84,7 +84,7 @@ impl RegisterFacts for MirrorRegisterFacts<'_> {
 
     fn has_instances(&self) -> bool {
         let instances = JobNode::Instances.to_path(self.job);
-        !self.ctx.mirror().children(&instances).is_empty()
+        self.ctx.mirror().has_children(&instances)
     }
 
     fn stale_records(&self) -> Vec<Op> {

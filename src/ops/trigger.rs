@@ -147,7 +147,7 @@ impl Ops {
         }
         let under = JobNode::Downstream.to_path(job);
         let downstream = match &self.mirror {
-            Some(mirror) => !mirror.children(&under).is_empty(),
+            Some(mirror) => mirror.has_children(&under),
             None => (self.registry.children(&under).await).is_ok_and(|c| !c.is_empty()),
         };
         if downstream {

@@ -214,6 +214,12 @@ impl Mirror {
         self.inner.tree.read().children(path)
     }
 
+    /// Whether the node at `path` has a child (no name is copied: a question asked at every
+    /// run's end of every job).
+    pub fn has_children(&self, path: &str) -> bool {
+        self.read_under(path, |at| at.children("").next().is_some())
+    }
+
     /// Reads the subtree at `base` under one read lock: `read` gets an [`Under`], whose paths are
     /// relative to `base` and looked up from its slot, not from the root. A job's whole view is
     /// one lookup of the job and short walks below it, and one consistent snapshot.

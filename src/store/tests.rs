@@ -152,8 +152,9 @@ fn the_child_index_follows_inserts_and_removals() {
     assert!(m.remove("/a/b"));
     assert!(!m.remove("/a/b"));
     assert_eq!(m.children("/a"), ["c"]);
+    assert!(m.has_children("/a") && !m.has_children("/a/c") && !m.has_children("/absent"));
     assert!(m.remove("/a/c"));
-    assert!(m.children("/a").is_empty());
+    assert!(m.children("/a").is_empty() && !m.has_children("/a"));
     assert_eq!(
         m.snapshot("/").keys().collect::<Vec<_>>(),
         ["/", "/a", "/z"]

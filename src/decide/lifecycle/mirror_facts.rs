@@ -41,8 +41,7 @@ impl Facts for MirrorFacts<'_> {
     }
 
     fn has_failover_marks(&self) -> bool {
-        let marks = JobNode::LeaderFailoverItems.to_path(self.job);
-        (self.mirror).read_under(&marks, |at| at.children("").next().is_some())
+        (self.mirror).has_children(&JobNode::LeaderFailoverItems.to_path(self.job))
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -135,7 +134,6 @@ impl Facts for MirrorFacts<'_> {
     }
 
     fn has_downstream(&self) -> bool {
-        let downstream = JobNode::Downstream.to_path(self.job);
-        (self.mirror).read_under(&downstream, |at| at.children("").next().is_some())
+        (self.mirror).has_children(&JobNode::Downstream.to_path(self.job))
     }
 }
