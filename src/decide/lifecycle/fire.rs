@@ -270,8 +270,8 @@ impl JobMachine {
         out.push(Command::CheckSession);
     }
 
-    /// The reshard ended: the parked fire runs under the new plan, without the items another
-    /// instance ran for it meanwhile.
+    /// The reshard ended (or the plan that refused a start write is in the mirror): the parked
+    /// fire runs under the new plan, without the items another instance ran for it meanwhile.
     pub(super) fn resume_parked(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
         // Nothing waits for the reshard: every commit of every job comes here, so the view is
         // not read for nothing.
@@ -319,8 +319,14 @@ impl JobMachine {
         out: &mut Vec<Command>,
     ) {
         // `only` set skips the lateness check; the full set of owned items stands for "all".
-        let only =
-            only.or_else(|| Some(facts.view().items_owned_by(&self.me).into_iter().collect()));
-        self.fire_only(source, scheduled, only, facts, out);
+        let mut only =
+            only.unwrap_or_else(|| facts.view().items_owned_by(&self.me).into_iter().collect());
+        // A trigger that named its items runs those of them the new plan gives this instance.
+        if let (ExecutionSource::Manual, Some(named)) =
+            (source, self.manual.as_ref().and_then(|m| m.items.as_ref()))
+        {
+            only.retain(|i| named.contains(i));
+        }
+        self.fire_only(source, scheduled, Some(only), facts, out);
     }
 }

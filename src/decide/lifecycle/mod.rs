@@ -22,7 +22,9 @@
 //! disconnected or while this instance's node belongs to an older session; parked while a reshard
 //! is pending (items seen running elsewhere meanwhile are left out when it resumes: the fire is
 //! bound to the plan it was fired under); otherwise planned by
-//! [`plan_run`](super::execution::plan_run).
+//! [`plan_run`](super::execution::plan_run). A start write that a newer plan refused drops a cron
+//! fire (its new owners fire it too) and parks a manual one until the mirror shows that plan
+//! (`written.rs`).
 
 mod backfill;
 mod catchup;
@@ -172,7 +174,8 @@ struct Starting {
     plan: super::execution::RunPlan,
 }
 
-/// A fire waiting for a reshard to end.
+/// A fire waiting for a reshard to end, or for the plan that refused its start write to reach
+/// the mirror (`written.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Parked {
     source: ExecutionSource,

@@ -1,9 +1,12 @@
 //! What the machine does with a write's outcome ([`Input::Written`]), and how it leaves (drain,
 //! removal): the end of the write-then-continue loop.
 
+use std::collections::BTreeSet;
+
 use super::*;
 use crate::model::Op;
 use crate::paths::JobNode;
+use crate::view::JobView;
 
 impl JobMachine {
     pub(super) fn written(
@@ -23,13 +26,9 @@ impl JobMachine {
             (Purpose::Start | Purpose::StartTolerant, Outcome::Done) => self.started(facts, out),
             (Purpose::Start | Purpose::StartTolerant, Outcome::Stale) => {
                 // The owner nodes changed since the plan: a new plan was committed that this
-                // mirror does not show yet. Nothing of this fire starts here; the new owners
-                // run its items. A workflow step's are owed to its run: launched again.
-                let owed = (self.starting.take())
-                    .is_some_and(|s| self.workflow_start_lost(s.source, &s.plan));
-                if !owed {
-                    self.skipped(SkipReason::PlanChanged, 0, out);
-                }
+                // mirror did not show. Nothing of this fire started; whether it is dropped
+                // depends on whether another instance fires it ([`fired_once`]).
+                self.start_refused(facts, out)
             }
             (Purpose::Start, Outcome::Conflict) => {
                 // The mirror was behind: a node it showed is gone (our own end write), or one it
@@ -155,6 +154,34 @@ impl JobMachine {
         });
         out.push(Command::Stop);
     }
+
+    /// The start write under way was refused by a newer plan: the fire is dropped, or parked
+    /// until the mirror shows that plan when nobody else would run it ([`fired_once`]). It
+    /// resumes at once if the mirror shows the plan already (an owner node the write checked has
+    /// another version now: the plan's events may have been heard before this answer, and none
+    /// would wake it), else at the events of the owner nodes, as a fire parked behind a reshard.
+    pub(super) fn start_refused(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        let Some(s) = self.starting.take() else {
+            return self.skipped(SkipReason::PlanChanged, 0, out);
+        };
+        if self.workflow_start_lost(s.source, &s.plan) {
+            return;
+        }
+        if !fired_once(s.source) {
+            return self.skipped(SkipReason::PlanChanged, 0, out);
+        }
+        // A fire parked already (an earlier trigger refused the same way): one fire resumes for
+        // both, as when a second fire parks behind a reshard.
+        let taken = (self.parked.take()).map_or_else(BTreeSet::new, |p| p.taken);
+        self.parked = Some(Box::new(Parked {
+            source: s.source,
+            scheduled: s.scheduled,
+            taken,
+        }));
+        if shows_newer_plan(&s.plan.start_ops, &facts.view()) {
+            self.resume_parked(facts, out);
+        }
+    }
 }
 
 /// A start write's guards and `running` creations (applied in one multi-op after a conflict), and
@@ -168,6 +195,56 @@ fn split_start(ops: &[Op]) -> (Vec<Op>, Vec<Op>) {
                 Ok((_, JobNode::ShardingRunning(_) | JobNode::WorkflowRecord(_)))
             )
         }
+        _ => false,
+    })
+}
+
+/// Whether a fire of `source` whose start write a newer plan refused ([`Outcome::Stale`]: an
+/// owner node it checks changed between the plan and the write, and nothing of the write was
+/// applied) still runs here, under the new plan: whether anyone else would run it.
+///
+/// - a cron fire (`Normal`): no. Every instance fires the cron itself, so the owners the new
+///   plan names fire this instant too; skipped here as `plan_changed`.
+/// - a workflow step (`Workflow`): owed to its run and launched again by the look that follows
+///   ([`JobMachine::workflow_start_lost`]), not parked.
+/// - a catch-up (`CatchUp`) and a backfill run (`Backfill`): no. They are derived from records
+///   in the registry (`shardcron/fired`, `shardcron/backfill`) that the refused write did not
+///   touch; the owners under the new plan find them again at their next look (a commit's events
+///   are one).
+/// - a misfire catch-up (`Misfire`): no. Its debt is the item's `misfire` flag, which stays
+///   written (and in this instance's `misfire_flagged`): it is made up after the next run here ends, or folded into the
+///   next run of the item's owner, whose start deletes the flag.
+/// - a failover run: never refused so, it has no start write (the claim wrote its markers).
+/// - a manual trigger (`Manual`): yes. `Ops::trigger` writes one `trigger/{id}` per instance and
+///   each instance runs the items it owns; this instance took its own and nobody fires it again,
+///   so a skip would lose it for every item this instance owns. It is parked and resumed under
+///   the new plan, for the items that plan gives this instance (none: nothing runs, as with a
+///   trigger on an instance that owns nothing). Each instance reads its trigger under the plan
+///   it sees, so an item that moved between the plans may run for the trigger on both owners, or
+///   on neither, as with a trigger parked by a reshard.
+fn fired_once(source: ExecutionSource) -> bool {
+    match source {
+        ExecutionSource::Manual => true,
+        ExecutionSource::Normal
+        | ExecutionSource::Misfire
+        | ExecutionSource::Failover
+        | ExecutionSource::CatchUp
+        | ExecutionSource::Backfill
+        | ExecutionSource::Workflow => false,
+    }
+}
+
+/// Whether `view` shows an owner node at another version than the guards of `ops` check (or
+/// shows it no more): the plan that refused the write is in the mirror already.
+fn shows_newer_plan(ops: &[Op], view: &JobView) -> bool {
+    ops.iter().any(|op| match op {
+        Op::Check { path, version } => match JobNode::parse(path) {
+            Ok((_, JobNode::ShardingInstance(item))) => view
+                .items
+                .get(&item)
+                .is_none_or(|v| !v.has_owner_node || v.owner_version != *version),
+            _ => false,
+        },
         _ => false,
     })
 }

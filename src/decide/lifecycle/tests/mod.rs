@@ -13,6 +13,7 @@ mod own_node;
 mod policies;
 mod reconfigured;
 mod sessions;
+mod stale;
 mod transitions;
 mod workflow;
 
