@@ -15,6 +15,9 @@ impl JobMachine {
     /// `trigger/{me}` appeared: deleted (with its parameters, when any), and the parameters kept
     /// for the manual run. Bad parameters are reported and the trigger runs as a plain one.
     pub(super) fn take_trigger(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        // A new trigger replaces what an earlier one asked for: parameters a trigger left that
+        // ran nothing here (none of its items owned) must not ride on a later plain trigger.
+        self.manual = None;
         let mut ops = vec![Op::delete(
             JobNode::TriggerInstance(self.me.clone()).to_path(&self.job),
         )];

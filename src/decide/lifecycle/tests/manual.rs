@@ -122,3 +122,32 @@ fn a_trigger_queued_behind_a_run_keeps_its_parameters_and_the_next_cron_fire_has
         vec![launch(3, ExecutionSource::Normal, Some(t(5)), &[0, 1])]
     );
 }
+
+#[test]
+fn parameters_of_a_trigger_that_ran_nothing_here_do_not_ride_on_the_next_plain_trigger() {
+    let params = TriggerParams {
+        job_parameter: Some("only item 7".into()),
+        items: Some([7].into()),
+        workflow_run: None,
+    };
+    let data = params.encode();
+    let (mut m, mut f) = (machine(Registration::Confirmed), triggered(Some(&data)));
+    // Item 7 is not this instance's: nothing is written or launched for it.
+    let got = m.step(trigger_created(), &f);
+    assert_eq!(got.first(), Some(&take(true)), "{got:?}");
+    assert!(
+        !got.iter().any(|c| matches!(c, Command::Launch { .. })),
+        "{got:?}"
+    );
+    m.step(written(Purpose::TakeTrigger), &f);
+    // A plain trigger later runs every owned item, without the earlier job parameter.
+    f.params = None;
+    assert_eq!(
+        m.step(trigger_created(), &f),
+        vec![take(false), start(begins(&[0, 1]))]
+    );
+    assert_eq!(
+        m.step(written(Purpose::Start), &f),
+        vec![manual(1, &[0, 1], None)]
+    );
+}

@@ -89,6 +89,10 @@ impl<T> LazyReceiver<T> {
     /// The next message; `None` once the sender is gone and the queue is empty. Cancel-safe: a
     /// message is taken from the queue only by the call that returns it.
     pub(crate) async fn recv(&mut self) -> Option<T> {
+        // As tokio's channels do: a receive spends the task's cooperative budget, so that an
+        // actor whose mailbox never empties still yields to the other tasks of its thread.
+        #[cfg(feature = "tokio_runtime")]
+        tokio::task::coop::consume_budget().await;
         loop {
             if let Some(message) = lock(&self.shared).pop_front() {
                 return Some(message);
