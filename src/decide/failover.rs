@@ -109,28 +109,47 @@ fn proof(v: &ItemView, item: ShardItem, gone: impl Fn(&InstanceId) -> bool) -> J
 }
 
 /// The marks to create when `crashed` vanished from `instances/`: every item it was running
-/// (`running` names it) or running as a taker (`failovering` names it), unless already marked or
-/// taken over by a live instance; one guarded multi-op per item (see `mark`). The caller creates
-/// the marks' parent first and tolerates a multi-op that fails (marked meanwhile, or no longer
-/// needed).
+/// (`running` names it) or running as a taker (`failovering` names it), unless taken over by a
+/// live instance; one guarded multi-op per item (see `mark`). The caller creates the marks'
+/// parent first and tolerates a multi-op that fails (marked meanwhile, or no longer needed).
+///
+/// An item already marked (a mark an earlier crash left, which no claim has taken yet) is not
+/// marked twice, but its `running` naming `crashed` is still deleted, as ElasticJob's marker
+/// deletes it whether or not the mark existed: left, it would keep the item from every claim
+/// and every reshard waiting for ever.
 pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) -> Vec<Vec<Op>> {
     if back(view, crashed) {
         return Vec::new();
     }
     view.items
         .iter()
-        .filter(|(item, v)| {
+        .filter(|(_, v)| {
             let ran = v.running.as_deref() == Some(crashed.as_str())
                 || v.failovering.as_ref() == Some(crashed);
-            ran && !view.failover_marks.contains(item) && !taken_by_live(view, v, Some(crashed))
+            ran && !taken_by_live(view, v, Some(crashed))
         })
         .map(|(item, v)| {
+            if view.failover_marks.contains(item) {
+                if v.running.as_deref() != Some(crashed.as_str()) {
+                    return Vec::new();
+                }
+                return finish_marker(job, *item);
+            }
             if run_by_live_other(view, v, crashed) {
                 return clear_stale_taker(job, *item);
             }
             mark(job, *item, v, proof(v, *item, |t| t == crashed))
         })
+        .filter(|ops| !ops.is_empty())
         .collect()
+}
+
+/// The end of a marker that stopped half way, or of a mark made before: the marked item's
+/// `running` of a gone instance deleted, while no instance holds the item's `failover`.
+fn finish_marker(job: &JobName, item: ShardItem) -> Vec<Op> {
+    let mut ops = no_taker_guard(job, item).to_vec();
+    ops.push(Op::delete(JobNode::ShardingRunning(item).to_path(job)));
+    ops
 }
 
 /// The marks to create for runs whose instance is gone without this instance having seen it go
@@ -160,9 +179,7 @@ pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Vec<Op>> {
                 if !running_gone(v) {
                     return Vec::new();
                 }
-                let mut ops = no_taker_guard(job, *item).to_vec();
-                ops.push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
-                return ops;
+                return finish_marker(job, *item);
             }
             let taker = v.failovering.as_ref().filter(|t| gone(t));
             if taker.is_some_and(|t| run_by_live_other(view, v, t)) {

@@ -29,6 +29,14 @@ fn mark_op(i: u32) -> Vec<Op> {
     ]
 }
 
+/// Finishing a marker on item `i`, already marked: its `running` deleted under the no-taker
+/// guard.
+fn finish_op(i: u32) -> Vec<Op> {
+    let mut ops = mark_op(i);
+    ops.remove(0);
+    ops
+}
+
 /// Marking item `i` of a vanished taker: `failovering` is the proof; `running` goes too when
 /// the view has one.
 fn taker_mark_op(i: u32, running: bool) -> Vec<Op> {
@@ -70,8 +78,26 @@ fn a_crashed_instance_has_only_the_items_it_was_running_marked() {
             vec![taker_mark_op(2, true)],
         ),
         (
-            "an item already marked is not marked twice",
+            "an item already marked is not marked twice, but the crashed run's running goes",
             marked(running(base.clone(), 0, &x), &[0]),
+            vec![finish_op(0)],
+        ),
+        (
+            "an item already marked whose running is gone already: nothing to do",
+            marked(
+                with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
+                &[2],
+            ),
+            vec![],
+        ),
+        (
+            "an item already marked whose running names a live instance: left alone",
+            marked(
+                with_item(running(base.clone(), 2, &a), 2, |i| {
+                    i.failovering = Some(x.clone())
+                }),
+                &[2],
+            ),
             vec![],
         ),
         (
@@ -141,6 +167,26 @@ fn runs_of_instances_absent_from_instances_are_orphans_and_get_marked() {
     for (name, v, want) in cases {
         assert_eq!(marks_for_orphans(&v, &job()), want, "{name}");
     }
+}
+
+#[test]
+fn a_mark_left_by_an_earlier_crash_does_not_keep_the_next_crashed_run_of_its_item_from_a_claim() {
+    // Round one left item 1 marked (its claim took item 0 only, and item 1 then ran normally);
+    // the next owner of items 0 and 1, a Java instance, is killed while running both.
+    let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@2"));
+    let base = owned(view(&[&a], Some(&a)), &[(0, &x), (1, &x), (2, &a)]);
+    let v = marked(running(running(base, 0, &x), 1, &x), &[1]);
+    let marks = marks_for_crashed(&v, &job(), &x);
+    assert_eq!(marks, vec![mark_op(0), finish_op(1)]);
+    // Applied: both marked, neither has a `running`; the survivor, alone, claims both.
+    let after = marked(
+        with_item(with_item(v, 0, |i| i.running = None), 1, |i| {
+            i.running = None
+        }),
+        &[0],
+    );
+    let (items, _) = claim(&after, &job(), &a, 8).expect("a claim");
+    assert_eq!(items, vec![ShardItem(0), ShardItem(1)]);
 }
 
 #[test]
