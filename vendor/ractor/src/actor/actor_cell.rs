@@ -21,6 +21,7 @@ use super::messages::StopMessage;
 use super::SupervisionEvent;
 use crate::actor::actor_properties::ActorProperties;
 use crate::concurrency::JoinHandle;
+use crate::concurrency::MpscUnboundedReceiver as InputPortReceiver;
 use crate::concurrency::OneshotReceiver;
 use crate::errors::MessagingErr;
 #[cfg(feature = "cluster")]
@@ -69,7 +70,7 @@ pub(crate) struct ActorPortSet {
     /// The inner supervisor port
     pub(crate) supervisor_rx: crate::actor::lazy_port::LazyReceiver<SupervisionEvent>,
     /// The inner message port
-    pub(crate) message_rx: crate::actor::lazy_port::LazyReceiver<MuxedMessage>,
+    pub(crate) message_rx: InputPortReceiver<MuxedMessage>,
 }
 
 impl Drop for ActorPortSet {

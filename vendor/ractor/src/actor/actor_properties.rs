@@ -11,6 +11,8 @@ use std::sync::Mutex;
 use crate::actor::messages::StopMessage;
 use crate::actor::lazy_port::{lazy_port, LazyReceiver, LazySender};
 use crate::actor::supervision::SupervisionTree;
+use crate::concurrency::MpscUnboundedReceiver as InputPortReceiver;
+use crate::concurrency::MpscUnboundedSender as InputPort;
 use crate::concurrency as mpsc;
 use crate::concurrency::OneshotReceiver;
 use crate::concurrency::OneshotSender as OneshotInputPort;
@@ -59,7 +61,7 @@ pub(crate) struct ActorProperties {
     pub(crate) signal: Mutex<Option<OneshotInputPort<Signal>>>,
     pub(crate) stop: Mutex<Option<OneshotInputPort<StopMessage>>>,
     pub(crate) supervision: LazySender<SupervisionEvent>,
-    pub(crate) message: LazySender<MuxedMessage>,
+    pub(crate) message: InputPort<MuxedMessage>,
     pub(crate) message_admission: AtomicUsize,
     pub(crate) tree: SupervisionTree,
     pub(crate) type_id: std::any::TypeId,
@@ -87,7 +89,7 @@ impl ActorProperties {
         OneshotReceiver<Signal>,
         OneshotReceiver<StopMessage>,
         LazyReceiver<SupervisionEvent>,
-        LazyReceiver<MuxedMessage>,
+        InputPortReceiver<MuxedMessage>,
     )
     where
         TActor: Actor,
@@ -103,7 +105,7 @@ impl ActorProperties {
         OneshotReceiver<Signal>,
         OneshotReceiver<StopMessage>,
         LazyReceiver<SupervisionEvent>,
-        LazyReceiver<MuxedMessage>,
+        InputPortReceiver<MuxedMessage>,
     )
     where
         TActor: Actor,
@@ -111,7 +113,7 @@ impl ActorProperties {
         let (tx_signal, rx_signal) = mpsc::oneshot();
         let (tx_stop, rx_stop) = mpsc::oneshot();
         let (tx_supervision, rx_supervision) = lazy_port();
-        let (tx_message, rx_message) = lazy_port();
+        let (tx_message, rx_message) = mpsc::mpsc_unbounded();
         (
             Self {
                 id,

@@ -4,14 +4,14 @@
 // LICENSE-MIT file in the root directory of this source tree.
 
 //! shardcron's patch: an unbounded single-consumer port that allocates no queue until its first
-//! message, for an actor's supervision and message ports.
+//! message, for an actor's supervision port.
 //!
 //! tokio's unbounded channel allocates its shared state (512 bytes) and its first block of 32
-//! slots when it is created: about 3.1 KB for the supervision port and 1.3 KB for the message port
-//! of every actor, though an actor without children or monitored actors never receives a
-//! supervision event, and an actor's mailbox rarely holds more than a few messages. This port keeps
-//! a `VecDeque` behind a mutex (empty until used, then sized by the deepest backlog) and a
-//! `Notify`: about 130 bytes.
+//! slots when it is created: for an 80-byte `SupervisionEvent` about 3.1 KB for every actor,
+//! though an actor without children or monitored actors never receives a supervision event. This
+//! port keeps a `VecDeque` behind a mutex (empty until used) and a `Notify`: about 130 bytes. The
+//! message port stays tokio's channel: it carries every message, and its wake-ups were faster
+//! (bench scenario 1's p99 doubled with this port in its place).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,10 +89,6 @@ impl<T> LazyReceiver<T> {
     /// The next message; `None` once the sender is gone and the queue is empty. Cancel-safe: a
     /// message is taken from the queue only by the call that returns it.
     pub(crate) async fn recv(&mut self) -> Option<T> {
-        // As tokio's channels do: a receive spends the task's cooperative budget, so that an
-        // actor whose mailbox never empties still yields to the other tasks of its thread.
-        #[cfg(feature = "tokio_runtime")]
-        tokio::task::coop::consume_budget().await;
         loop {
             if let Some(message) = lock(&self.shared).pop_front() {
                 return Some(message);
