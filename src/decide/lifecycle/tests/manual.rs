@@ -34,18 +34,6 @@ fn take(with_params: bool) -> Command {
     }
 }
 
-fn manual(run_id: u64, items: &[u32], parameter: Option<&str>) -> Command {
-    Command::Launch {
-        run_id,
-        source: ExecutionSource::Manual,
-        scheduled: None,
-        items: items.iter().map(|i| ShardItem(*i)).collect(),
-        attempt: 1,
-        parameter: parameter.map(Arc::from),
-        workflow: None,
-    }
-}
-
 #[test]
 fn a_trigger_with_parameters_runs_the_items_named_with_its_job_parameter() {
     let params = TriggerParams {

@@ -296,6 +296,19 @@ fn launch(
     }
 }
 
+/// The launch of a manual run of `items`, with the job parameter its trigger gave.
+fn manual(run_id: u64, items: &[u32], parameter: Option<&str>) -> Command {
+    Command::Launch {
+        run_id,
+        source: ExecutionSource::Manual,
+        scheduled: None,
+        items: items.iter().map(|i| ShardItem(*i)).collect(),
+        attempt: 1,
+        parameter: parameter.map(Arc::from),
+        workflow: None,
+    }
+}
+
 fn register_again() -> Command {
     Command::Write {
         ops: vec![Op::create(

@@ -48,18 +48,6 @@ fn plan_changed() -> Command {
     )
 }
 
-fn manual(run_id: u64, items: &[u32], parameter: Option<&str>) -> Command {
-    Command::Launch {
-        run_id,
-        source: ExecutionSource::Manual,
-        scheduled: None,
-        items: items.iter().map(|i| ShardItem(*i)).collect(),
-        attempt: 1,
-        parameter: parameter.map(Arc::from),
-        workflow: None,
-    }
-}
-
 #[test]
 fn a_trigger_whose_start_a_new_plan_refused_waits_for_that_plan_and_runs_under_it() {
     let (mut m, before) = (machine(Registration::Confirmed), fake());
