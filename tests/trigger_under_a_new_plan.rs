@@ -14,12 +14,8 @@ use async_trait::async_trait;
 use cluster::{instance, start_node};
 use shardcron::config::JobConfig;
 use shardcron::job::ExecutionSource;
-use shardcron::registry::{
-    Connector, CreateMode, ListedNode, Op, OpResult, Registry, Result, SessionInfo, SessionState,
-    Stat, WatchEvent, WatchGuard, WatchStream,
-};
+use shardcron::registry::{Connector, Op, Registry, Result};
 use shardcron::JobName;
-use tokio::sync::{mpsc, watch};
 
 const WITHIN: Duration = Duration::from_secs(30);
 const OWNER: &str = "/once/sharding/0/instance";
@@ -33,63 +29,17 @@ struct Overtaken {
     armed: Arc<AtomicBool>,
 }
 
-#[async_trait]
-impl Registry for Overtaken {
-    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<String> {
-        self.inner.create(path, data, mode).await
+support::delegating_registry!(Overtaken, inner, multi(this, ops) {
+    let starts_item_0 = ops
+        .iter()
+        .any(|op| matches!(op, Op::Create { path, .. } if path == "/once/sharding/0/running"));
+    if starts_item_0 && this.armed.swap(false, Ordering::SeqCst) {
+        tracing::info!("--- a commit overtakes the start write");
+        let (owner, _) = this.inner.get(OWNER).await?;
+        this.inner.set(OWNER, &owner, None).await?;
     }
-    async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
-        self.inner.get(path).await
-    }
-    async fn set(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
-        self.inner.set(path, data, version).await
-    }
-    async fn delete(&self, path: &str, version: Option<i32>) -> Result<()> {
-        self.inner.delete(path, version).await
-    }
-    async fn children(&self, path: &str) -> Result<Vec<String>> {
-        self.inner.children(path).await
-    }
-    async fn exists(&self, path: &str) -> Result<Option<Stat>> {
-        self.inner.exists(path).await
-    }
-    async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
-        let starts_item_0 = ops
-            .iter()
-            .any(|op| matches!(op, Op::Create { path, .. } if path == "/once/sharding/0/running"));
-        if starts_item_0 && self.armed.swap(false, Ordering::SeqCst) {
-            tracing::info!("--- a commit overtakes the start write");
-            let (owner, _) = self.inner.get(OWNER).await?;
-            self.inner.set(OWNER, &owner, None).await?;
-        }
-        self.inner.multi(ops).await
-    }
-    async fn watch_recursive(&self, path: &str) -> Result<WatchStream> {
-        self.inner.watch_recursive(path).await
-    }
-    async fn watch_recursive_into(
-        &self,
-        path: &str,
-        into: mpsc::UnboundedSender<WatchEvent>,
-    ) -> Result<WatchGuard> {
-        self.inner.watch_recursive_into(path, into).await
-    }
-    async fn get_many(&self, paths: &[String]) -> Result<Vec<Result<(Vec<u8>, Stat)>>> {
-        self.inner.get_many(paths).await
-    }
-    async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {
-        self.inner.list_subtree(path).await
-    }
-    fn session_info(&self) -> SessionInfo {
-        self.inner.session_info()
-    }
-    fn session_state(&self) -> watch::Receiver<SessionState> {
-        self.inner.session_state()
-    }
-    async fn close(&self) {
-        self.inner.close().await
-    }
-}
+    this.inner.multi(ops).await
+});
 
 /// Opens sessions wrapped in [`Overtaken`], all sharing one `armed` switch.
 #[derive(Debug)]

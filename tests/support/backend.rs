@@ -50,17 +50,30 @@ pub trait Backend: Send + Sync {
 }
 
 /// `impl Registry for $ty` that answers every call with the registry in `self.$field`, except
-/// `get_many` (and `list_subtree` when given), whose body is given with `$this` for `self` and
-/// `$paths` for its argument: for wrappers that add one behaviour (a held read, a counted
-/// listing) or one owned value (a proxy) to a session.
+/// `get_many` (and `list_subtree` when given), or `multi` alone, whose body is given with `$this`
+/// for `self` and `$paths` (`$ops`) for its argument: for wrappers that add one behaviour (a held
+/// read, a counted listing, a write overtaken) or one owned value (a proxy) to a session.
 #[macro_export]
 macro_rules! delegating_registry {
     ($ty:ty, $field:ident, get_many($this:ident, $paths:ident) $get_many:block) => {
         $crate::delegating_registry!($ty, $field, get_many($this, $paths) $get_many,
             list_subtree(this, path) { this.$field.list_subtree(path).await });
     };
+    ($ty:ty, $field:ident, multi($this:ident, $ops:ident) $multi:block) => {
+        $crate::delegating_registry!($ty, $field,
+            get_many(this, paths) { this.$field.get_many(paths).await },
+            list_subtree(this, path) { this.$field.list_subtree(path).await },
+            multi($this, $ops) $multi);
+    };
     ($ty:ty, $field:ident, get_many($this:ident, $paths:ident) $get_many:block,
         list_subtree($lthis:ident, $lpath:ident) $list:block) => {
+        $crate::delegating_registry!($ty, $field, get_many($this, $paths) $get_many,
+            list_subtree($lthis, $lpath) $list,
+            multi(this, ops) { this.$field.multi(ops).await });
+    };
+    ($ty:ty, $field:ident, get_many($this:ident, $paths:ident) $get_many:block,
+        list_subtree($lthis:ident, $lpath:ident) $list:block,
+        multi($mthis:ident, $ops:ident) $multi:block) => {
         // In a block of its own so that the calls on `self.$field` see the trait.
         const _: () = {
             use shardcron::registry::Registry;
@@ -107,9 +120,10 @@ macro_rules! delegating_registry {
                 }
                 async fn multi(
                     &self,
-                    ops: &[shardcron::registry::Op],
+                    $ops: &[shardcron::registry::Op],
                 ) -> shardcron::registry::Result<Vec<shardcron::registry::OpResult>> {
-                    self.$field.multi(ops).await
+                    let $mthis = self;
+                    $multi
                 }
                 async fn watch_recursive(
                     &self,

@@ -212,8 +212,8 @@ fn split_start(ops: &[Op]) -> (Vec<Op>, Vec<Op>) {
 ///   touch; the owners under the new plan find them again at their next look (a commit's events
 ///   are one).
 /// - a misfire catch-up (`Misfire`): no. Its debt is the item's `misfire` flag, which stays
-///   written (and in this instance's `misfire_flagged`): it is made up after the next run here ends, or folded into the
-///   next run of the item's owner, whose start deletes the flag.
+///   written (and in this instance's `misfire_flagged`): it is made up after the next run here
+///   ends, or folded into the next run of the item's owner, whose start deletes the flag.
 /// - a failover run: never refused so, it has no start write (the claim wrote its markers).
 /// - a manual trigger (`Manual`): yes. `Ops::trigger` writes one `trigger/{id}` per instance and
 ///   each instance runs the items it owns; this instance took its own and nobody fires it again,
