@@ -69,6 +69,7 @@ pub mod actor_cell;
 pub mod actor_id;
 pub(crate) mod actor_properties;
 pub(crate) mod lazy_port;
+pub(crate) mod message_port;
 pub mod actor_ref;
 pub mod derived_actor;
 mod supervision;

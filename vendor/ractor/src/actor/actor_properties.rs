@@ -11,8 +11,9 @@ use std::sync::Mutex;
 use crate::actor::messages::StopMessage;
 use crate::actor::lazy_port::{lazy_port, LazyReceiver, LazySender};
 use crate::actor::supervision::SupervisionTree;
-use crate::concurrency::MpscUnboundedReceiver as InputPortReceiver;
-use crate::concurrency::MpscUnboundedSender as InputPort;
+use crate::actor::message_port::message_port;
+use crate::actor::message_port::MessageReceiver as InputPortReceiver;
+use crate::actor::message_port::MessageSender as InputPort;
 use crate::concurrency as mpsc;
 use crate::concurrency::OneshotReceiver;
 use crate::concurrency::OneshotSender as OneshotInputPort;
@@ -113,7 +114,7 @@ impl ActorProperties {
         let (tx_signal, rx_signal) = mpsc::oneshot();
         let (tx_stop, rx_stop) = mpsc::oneshot();
         let (tx_supervision, rx_supervision) = lazy_port();
-        let (tx_message, rx_message) = mpsc::mpsc_unbounded();
+        let (tx_message, rx_message) = message_port();
         (
             Self {
                 id,

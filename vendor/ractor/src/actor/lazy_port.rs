@@ -10,8 +10,8 @@
 //! slots when it is created: for an 80-byte `SupervisionEvent` about 3.1 KB for every actor,
 //! though an actor without children or monitored actors never receives a supervision event. This
 //! port keeps a `VecDeque` behind a mutex (empty until used) and a `Notify`: about 130 bytes. The
-//! message port stays tokio's channel: it carries every message, and its wake-ups were faster
-//! (bench scenario 1's p99 doubled with this port in its place).
+//! message port is not this one (bench scenario 1's p99 doubled with this port in its place) but
+//! `message_port`, on `futures`' lock-free channel.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};

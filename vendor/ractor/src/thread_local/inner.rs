@@ -90,7 +90,7 @@ impl ActorProperties {
         OneshotReceiver<Signal>,
         OneshotReceiver<StopMessage>,
         crate::actor::lazy_port::LazyReceiver<SupervisionEvent>,
-        mpsc::MpscUnboundedReceiver<MuxedMessage>,
+        crate::actor::message_port::MessageReceiver<MuxedMessage>,
     )
     where
         TActor: crate::thread_local::ThreadLocalActor,
@@ -99,7 +99,7 @@ impl ActorProperties {
         let (tx_signal, rx_signal) = mpsc::oneshot();
         let (tx_stop, rx_stop) = mpsc::oneshot();
         let (tx_supervision, rx_supervision) = crate::actor::lazy_port::lazy_port();
-        let (tx_message, rx_message) = mpsc::mpsc_unbounded();
+        let (tx_message, rx_message) = crate::actor::message_port::message_port();
         (
             Self {
                 id,
