@@ -19,6 +19,9 @@
 //! runs bench targets without `--bench`; the binary then only says how to run it, so the test
 //! suite does not pay for the benchmark.
 
+// The node's allocator (jemalloc), so that the bench measures the node as it ships.
+#[path = "../../examples/node/alloc.rs"]
+mod alloc;
 mod balance;
 mod child;
 mod delay;

@@ -45,8 +45,7 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32, scrape
     let ready = started.elapsed();
     let calls_ready = c.counts();
     let rss_ready = probe::status_field("VmRSS");
-    // SAFETY: mallinfo2 only reads the allocator's counters.
-    let heap_ready = unsafe { libc::mallinfo2() };
+    let heap_ready = probe::heap_kib();
     // One fire of every job after registration.
     let fire = probe::next_instant(period, 0);
     // The mark is taken before the instant: the first items start within a millisecond of it,
@@ -118,8 +117,8 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32, scrape
     r.put("rss_kib", probe::status_field("VmRSS"));
     probe::put_heap(&mut r);
     r.put("rss_ready_kib", rss_ready);
-    r.put("heap_inuse_ready_kib", (heap_ready.uordblks / 1024) as u64);
-    r.put("heap_free_ready_kib", (heap_ready.fordblks / 1024) as u64);
+    r.put("heap_inuse_ready_kib", heap_ready.0);
+    r.put("heap_free_ready_kib", heap_ready.1);
     r.put("fires", u64::from(fires));
     r.put("threads", probe::status_field("Threads"));
     r.put("server_watches", total_watches);
@@ -244,7 +243,7 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
     let mib = |k: &str| r.get(k) as f64 / 1024.0;
     table.info(
         &s,
-        "  of which heap in use / freed but kept by the allocator (mallinfo2)",
+        "  of which heap in use / resident but not in use (jemalloc stats)",
         format!(
             "{:.1} / {:.1} MiB",
             mib("heap_inuse_kib"),

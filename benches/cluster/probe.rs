@@ -195,15 +195,24 @@ pub(crate) fn status_field(name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The allocator's view of the heap at this moment, into `r` (not in the table: for reading a
-/// memory figure): `heap_inuse_kib` live, `heap_free_kib` freed but kept by glibc (what a
-/// fragmented heap costs in resident memory), `heap_mmap_kib` in blocks mapped on their own.
+/// The allocator's view of the heap at this moment, in KiB: live, and resident but not live (freed
+/// pages jemalloc has not given back yet, its metadata and its thread caches: what a burst's
+/// garbage costs in resident memory beyond the live heap).
+pub(crate) fn heap_kib() -> (u64, u64) {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    // jemalloc's statistics are a snapshot taken at an epoch: advance it first.
+    let _ = epoch::advance();
+    let allocated = stats::allocated::read().unwrap_or(0) as u64;
+    let resident = stats::resident::read().unwrap_or(0) as u64;
+    (allocated / 1024, resident.saturating_sub(allocated) / 1024)
+}
+
+/// [`heap_kib`] into `r` (not in the table: for reading a memory figure): `heap_inuse_kib` live,
+/// `heap_free_kib` resident but not live.
 pub(crate) fn put_heap(r: &mut crate::child::Results) {
-    // SAFETY: mallinfo2 only reads the allocator's counters; it takes no pointers.
-    let m = unsafe { libc::mallinfo2() };
-    r.put("heap_inuse_kib", (m.uordblks / 1024) as u64);
-    r.put("heap_free_kib", (m.fordblks / 1024) as u64);
-    r.put("heap_mmap_kib", (m.hblkhd / 1024) as u64);
+    let (inuse, kept) = heap_kib();
+    r.put("heap_inuse_kib", inuse);
+    r.put("heap_free_kib", kept);
 }
 
 /// The process's user plus system CPU time so far.

@@ -10,6 +10,7 @@
 //! | file | what it holds |
 //! | --- | --- |
 //! | `main.rs` | start-up, the nodes, and graceful shutdown on SIGINT / SIGTERM |
+//! | `alloc.rs` | the global allocator: jemalloc, returning a burst's freed pages within a second |
 //! | `cli.rs` | the flags (clap derive); a bad one exits with code 2 and names it |
 //! | `jobs.rs` | the demo job set and jobs files (`jobs:` list of configs with a `type:`) |
 //! | `demo.rs` | the jobs compiled in: `demo`, `orders`, `inventory` |
@@ -18,6 +19,7 @@
 //! Exit codes: 0 after a graceful shutdown, 1 when a node cannot start (the registry is
 //! unreachable, say), 2 for a bad flag or jobs file.
 
+mod alloc;
 mod cli;
 mod demo;
 mod jobs;
