@@ -197,6 +197,20 @@ impl Parsed {
     }
 }
 
+/// The last answer of [`CronSchedule::next_fire_after_memo`].
+#[derive(Debug, Default)]
+pub struct NextFireMemo {
+    last: Option<MemoEntry>,
+}
+
+#[derive(Debug)]
+struct MemoEntry {
+    expr: Arc<str>,
+    zone: crate::timezone::Zone,
+    now: DateTime<Utc>,
+    next: Option<DateTime<Utc>>,
+}
+
 /// A parsed Quartz cron expression.
 ///
 /// ```
@@ -250,6 +264,31 @@ impl CronSchedule {
     pub fn next_fire_after(&self, now: DateTime<Utc>, tz: &JobTimeZone) -> Option<DateTime<Utc>> {
         let next = search::next_after(&self.cron, tz.zone(), now.timestamp_millis())?;
         DateTime::from_timestamp(next, 0).filter(|next| *next > now)
+    }
+
+    /// [`Self::next_fire_after`], answered from `memo` when its last question was the same
+    /// expression, zone and instant. The trigger requeues a busy instant's jobs one after the
+    /// other, and jobs on one schedule mostly share their expression: at 10,000 jobs on one cron
+    /// that is one calendar search instead of 10,000 in the instant's critical section.
+    pub fn next_fire_after_memo(
+        &self,
+        now: DateTime<Utc>,
+        tz: &JobTimeZone,
+        memo: &mut NextFireMemo,
+    ) -> Option<DateTime<Utc>> {
+        if let Some(last) = &memo.last {
+            if last.now == now && last.zone == tz.zone() && last.expr == self.expr {
+                return last.next;
+            }
+        }
+        let next = self.next_fire_after(now, tz);
+        memo.last = Some(MemoEntry {
+            expr: self.expr.clone(),
+            zone: tz.zone(),
+            now,
+            next,
+        });
+        next
     }
 
     /// The fire times after `now`, in order; a convenience over [`Self::next_fire_after`].

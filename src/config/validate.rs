@@ -153,6 +153,17 @@ impl ValidatedConfig {
             .next_fire_after(now, &self.time_zone)
     }
 
+    /// [`Self::next_fire_after`] through `memo` ([`CronSchedule::next_fire_after_memo`]).
+    pub fn next_fire_after_memo(
+        &self,
+        now: DateTime<Utc>,
+        memo: &mut crate::cron::NextFireMemo,
+    ) -> Option<DateTime<Utc>> {
+        self.schedule
+            .as_ref()?
+            .next_fire_after_memo(now, &self.time_zone, memo)
+    }
+
     /// Item parameters by item (items without one are absent).
     pub fn item_parameters(&self) -> &BTreeMap<ShardItem, String> {
         &self.item_parameters

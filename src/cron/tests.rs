@@ -362,3 +362,28 @@ fn schedules_written_the_same_way_share_one_parsed_pattern() {
         Some(at("2025-01-01T00:00:07Z"))
     );
 }
+
+#[test]
+fn a_memo_answers_exactly_what_the_search_answers_whatever_was_asked_before() {
+    let every_10s = CronSchedule::parse("0/10 * * * * ?").unwrap();
+    let hourly = CronSchedule::parse("0 0 * * * ?").unwrap();
+    let (utc, tokyo) = (JobTimeZone::utc(), zone("Asia/Tokyo"));
+    let mut memo = NextFireMemo::default();
+    // (schedule, zone, instant): repeats, and each part changed alone.
+    let questions = [
+        (&every_10s, &utc, "2025-01-01T00:00:03Z"),
+        (&every_10s, &utc, "2025-01-01T00:00:03Z"),
+        (&every_10s, &utc, "2025-01-01T00:00:13Z"),
+        (&hourly, &utc, "2025-01-01T00:00:13Z"),
+        (&hourly, &tokyo, "2025-01-01T00:00:13Z"),
+        (&every_10s, &tokyo, "2025-01-01T00:00:13Z"),
+        (&every_10s, &tokyo, "2025-01-01T00:00:13Z"),
+    ];
+    for (schedule, tz, now) in questions {
+        assert_eq!(
+            schedule.next_fire_after_memo(at(now), tz, &mut memo),
+            schedule.next_fire_after(at(now), tz),
+            "{schedule} in {tz:?} after {now}"
+        );
+    }
+}
