@@ -2,9 +2,8 @@
 //! one ordered queue and arms a single [`Alarm`] for the earliest; when it rings, every due job gets
 //! `ExecutorMsg::Fire` and its next instant is queued. No task or timer per job.
 //!
-//! A job that monitors executions is also sent `ExecutorMsg::Prepare` a lead before each instant
-//! ([`prepare_lead`]: longer the more jobs are due at that instant), so its `running` markers are
-//! written ahead and the instant itself waits on no write.
+//! A job that monitors executions is also sent `ExecutorMsg::Prepare` [`PREPARE_LEAD`] before each
+//! instant, so its `running` markers are written ahead and the instant itself waits on no write.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -17,7 +16,6 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use crate::config::ValidatedConfig;
 use crate::cron::NextFireMemo;
 use crate::decide::lifecycle::Input;
-use crate::decide::prepare::prepare_lead;
 use crate::types::JobName;
 
 use super::alarm::Alarm;
@@ -31,6 +29,10 @@ enum Phase {
     Fire,
 }
 
+/// How long before a monitored job's instant its markers are written: several ZooKeeper round
+/// trips, and time for a busy instant's markers to go out in a few large multi-ops.
+pub(crate) const PREPARE_LEAD: chrono::TimeDelta = chrono::TimeDelta::milliseconds(200);
+
 /// The TriggerActor.
 #[derive(Debug)]
 pub(crate) struct TriggerActor;
@@ -43,8 +45,6 @@ pub(crate) struct TriggerState {
     /// and its executor.
     next: HashMap<JobName, Scheduled>,
     queue: BTreeSet<(DateTime<Utc>, Phase, JobName)>,
-    /// How many jobs' fires are queued at each instant (for the prepare's lead).
-    due: HashMap<DateTime<Utc>, usize>,
     alarm: Alarm,
     generation: u64,
     /// The last next-instant computed: jobs requeued together mostly share their schedule.
@@ -74,7 +74,6 @@ impl TriggerState {
     fn unschedule(&mut self, job: &JobName) {
         if let Some(s) = self.next.remove(job) {
             self.queue.remove(&(s.at, Phase::Fire, job.clone()));
-            self.fired_from_queue(s.at);
             if let Some(p) = s.prepare_at {
                 self.queue.remove(&(p, Phase::Prepare, job.clone()));
             }
@@ -106,13 +105,9 @@ impl TriggerState {
             return;
         };
         self.queue.insert((at, Phase::Fire, job.clone()));
-        let due = self.due.entry(at).or_insert(0);
-        let lead = prepare_lead(*due, at - now);
-        *due += 1;
-        // No lead fits: the fire writes its markers itself.
-        let prepare_at = lead
-            .filter(|_| config.config().monitor_execution)
-            .map(|lead| at - lead);
+        // Too close to prepare: the fire writes its markers itself.
+        let prepare_at = (config.config().monitor_execution && at - PREPARE_LEAD > now)
+            .then(|| at - PREPARE_LEAD);
         if let Some(p) = prepare_at {
             self.queue.insert((p, Phase::Prepare, job.clone()));
         }
@@ -125,16 +120,6 @@ impl TriggerState {
                 executor,
             },
         );
-    }
-
-    /// One fire entry at `at` left the queue.
-    fn fired_from_queue(&mut self, at: DateTime<Utc>) {
-        if let Some(n) = self.due.get_mut(&at) {
-            *n -= 1;
-            if *n == 0 {
-                self.due.remove(&at);
-            }
-        }
     }
 
     fn arm(&mut self, myself: &ActorRef<TriggerMsg>) {
@@ -166,7 +151,6 @@ impl TriggerState {
                 }
                 continue;
             }
-            self.fired_from_queue(at);
             let Some(s) = self.next.remove(&job) else {
                 continue;
             };
@@ -205,7 +189,6 @@ impl Actor for TriggerActor {
             ctx,
             next: HashMap::new(),
             queue: BTreeSet::new(),
-            due: HashMap::new(),
             alarm,
             generation: 0,
             memo: NextFireMemo::default(),

@@ -6,8 +6,6 @@
 //! Only items plainly free are marked: owned, enabled, not running here or elsewhere, no `misfire`
 //! flag, no marker at all. Anything else is decided at the instant, as before.
 
-use chrono::TimeDelta;
-
 use crate::model::{CreateMode, Op};
 use crate::paths::JobNode;
 use crate::types::{InstanceId, JobName, ShardItem};
@@ -70,27 +68,6 @@ pub fn release_ops(job: &JobName, marked: impl IntoIterator<Item = ShardItem>) -
         .into_iter()
         .map(|item| Op::delete(JobNode::ShardingRunning(item).to_path(job)))
         .collect()
-}
-
-/// The shortest lead: several ZooKeeper round trips.
-pub const LEAD_BASE: TimeDelta = TimeDelta::milliseconds(200);
-/// The lead added for each job already due at the same instant.
-pub const LEAD_PER_JOB: TimeDelta = TimeDelta::microseconds(100);
-/// The longest lead.
-pub const LEAD_MAX: TimeDelta = TimeDelta::seconds(2);
-
-/// How long before its instant a monitored job is asked to prepare, given the jobs already due at
-/// that instant and the time left until it: [`LEAD_BASE`] plus [`LEAD_PER_JOB`] for each job due
-/// with it, so that a busy instant's markers go out paced over a longer lead and their answers and
-/// watch events are handled before the instant rather than during its fires; at most
-/// [`LEAD_MAX`], and at most half the time left when that is longer than the base (a job firing
-/// every second keeps half its period between its fire and its next prepare). `None` when not even
-/// the base fits: the fire writes its markers itself.
-pub fn prepare_lead(due_with_it: usize, left: TimeDelta) -> Option<TimeDelta> {
-    let per_job = i32::try_from(due_with_it).map_or(LEAD_MAX, |n| LEAD_PER_JOB * n);
-    let wanted = (LEAD_BASE + per_job).min(LEAD_MAX);
-    let lead = wanted.min((left / 2).max(LEAD_BASE));
-    (lead < left).then_some(lead)
 }
 
 #[cfg(test)]
@@ -189,29 +166,5 @@ mod tests {
                 Op::delete("/orders/sharding/1/running")
             ]
         );
-    }
-
-    #[test]
-    fn a_busy_instant_is_prepared_earlier_within_its_bounds() {
-        let ms = TimeDelta::milliseconds;
-        let s = TimeDelta::seconds;
-        // (jobs already due at the instant, time left until it, the lead)
-        let cases = [
-            (0, s(10), Some(ms(200))),
-            (1_000, s(10), Some(ms(300))),
-            (10_000, s(10), Some(ms(1_200))),
-            (100_000, s(10), Some(s(2))),
-            (usize::MAX, s(10), Some(s(2))),
-            // Half the time left bounds a lead longer than the base.
-            (10_000, s(1), Some(ms(500))),
-            (10_000, ms(300), Some(ms(200))),
-            // Not even the base fits: the fire writes its own markers.
-            (0, ms(200), None),
-            (0, ms(150), None),
-            (0, ms(201), Some(ms(200))),
-        ];
-        for (due, left, lead) in cases {
-            assert_eq!(prepare_lead(due, left), lead, "{due} due, {left} left");
-        }
     }
 }
