@@ -159,19 +159,29 @@ impl JobView {
             let Ok(item) = name.parse::<ShardItem>() else {
                 continue;
             };
-            let owner_node = node.get("instance");
-            let iv = ItemView {
-                has_owner_node: owner_node.is_some(),
-                owner_version: owner_node.map_or(0, |n| n.stat.version),
-                owner: owner_node.and_then(|n| instance_of(&n.data)),
-                running: node
-                    .get("running")
-                    .map(|n| String::from_utf8_lossy(&n.data).trim().to_owned()),
-                misfire: node.exists("misfire"),
-                disabled: node.exists("disabled"),
-                failover: node.get("failover").and_then(|n| instance_of(&n.data)),
-                failovering: node.get("failovering").and_then(|n| instance_of(&n.data)),
-            };
+            // One pass over the item's few children, not a lookup from the item for each leaf:
+            // a fire reads every item of its job.
+            let mut iv = ItemView::default();
+            for (leaf, sub) in node.children("") {
+                let Some(n) = sub.get("") else {
+                    continue; // a placeholder: nothing mirrored there
+                };
+                match leaf {
+                    "instance" => {
+                        iv.has_owner_node = true;
+                        iv.owner_version = n.stat.version;
+                        iv.owner = instance_of(&n.data);
+                    }
+                    "running" => {
+                        iv.running = Some(String::from_utf8_lossy(&n.data).trim().to_owned());
+                    }
+                    "misfire" => iv.misfire = true,
+                    "disabled" => iv.disabled = true,
+                    "failover" => iv.failover = instance_of(&n.data),
+                    "failovering" => iv.failovering = instance_of(&n.data),
+                    _ => {}
+                }
+            }
             view.items.insert(item, iv);
         }
         for (name, _) in at.children(FAILOVER_ITEMS) {
