@@ -39,13 +39,13 @@ impl JobMachine {
             && !matches!(self.registration, Registration::Older(_))
     }
 
-    pub(super) fn prepare(
-        &mut self,
-        _scheduled: DateTime<Utc>,
-        facts: &dyn Facts,
-        out: &mut Vec<Command>,
-    ) {
-        if !self.may_start() || self.parked.is_some() {
+    /// Writes the markers of the coming fire's free items ahead of it. A monitored job that
+    /// finds none while its plan is missing or a reshard is pending owes the prepare until its
+    /// fire: the plan's arrival before the instant prepares again (`event`), so that a job
+    /// sharded just before its instant does not wait there for its start write.
+    pub(super) fn prepare(&mut self, facts: &dyn Facts, out: &mut Vec<Command>) {
+        self.prepare_owed = false;
+        if !self.may_start() || self.parked.is_some() || !self.settings().monitor_execution {
             return;
         }
         let view = facts.view();
@@ -60,6 +60,9 @@ impl JobMachine {
                 mode: WriteMode::Submitted,
                 then: Purpose::Prepare(plan.items),
             });
+        } else {
+            let owns_none = !(view.items.values()).any(|v| v.owner.as_ref() == Some(&self.me));
+            self.prepare_owed = owns_none || view.sharding_necessary || view.sharding_processing;
         }
     }
 
@@ -105,6 +108,7 @@ impl JobMachine {
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
+        self.prepare_owed = false;
         if self.draining || self.leaving {
             self.release_marks(out);
             return;

@@ -214,6 +214,9 @@ pub struct JobMachine {
     draining: bool,
     leaving: bool,
     resharding: bool,
+    /// A prepare found nothing to mark (the job not sharded yet, or a reshard pending) and its
+    /// fire has not come: the plan's arrival before the instant prepares again.
+    prepare_owed: bool,
     /// When the last cron fire's handling ended: fires due before it were queued behind a stall.
     served_until: Option<DateTime<Utc>>,
     /// A skip streak is under way (logged once at WARN, not at every fire).

@@ -46,6 +46,7 @@ impl JobMachine {
             draining: false,
             leaving: false,
             resharding: false,
+            prepare_owed: false,
             served_until: None,
             behind: false,
             buffered: overlap::Owed::default(),
@@ -113,7 +114,7 @@ impl JobMachine {
         let backfill = self.backfill_heard(&input);
         let flow = self.workflow_heard(&input);
         match input {
-            Input::Prepare { scheduled } => self.prepare(scheduled, facts, &mut out),
+            Input::Prepare { .. } => self.prepare(facts, &mut out),
             Input::Fire { scheduled } => {
                 self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
             }
@@ -157,6 +158,7 @@ impl JobMachine {
             Input::SessionChecked { alive } => self.session_checked(alive, facts, &mut out),
             Input::Drain => {
                 self.draining = true;
+                self.prepare_owed = false;
                 self.release_marks(&mut out);
                 out.push(Command::Unschedule);
                 if self.runs.is_empty() {
@@ -250,6 +252,7 @@ impl JobMachine {
         let reschedule = next.cron != old.cron || next.time_zone != old.time_zone;
         if reschedule || !next.monitor_execution {
             self.release_marks(out);
+            self.prepare_owed = false;
         }
         let total = new.sharding_total_count();
         if total < self.config.sharding_total_count() {
@@ -290,6 +293,17 @@ impl JobMachine {
         out: &mut Vec<Command>,
     ) {
         use NodeEventKind::{Created, DataChanged, Deleted};
+        // A plan committed (an owner written, the flags deleted) may free what a prepare found
+        // nothing to mark in.
+        let replan = self.prepare_owed
+            && matches!(
+                (&node, kind),
+                (JobNode::ShardingInstance(_), _)
+                    | (
+                        JobNode::LeaderShardingNecessary | JobNode::LeaderShardingProcessing,
+                        Deleted
+                    )
+            );
         match (node, kind) {
             (JobNode::LeaderShardingNecessary, Created) => {
                 self.resharding = true;
@@ -341,6 +355,9 @@ impl JobMachine {
                 self.leave(facts, out);
             }
             _ => {}
+        }
+        if replan && self.prepare_owed {
+            self.prepare(facts, out);
         }
     }
 }

@@ -157,3 +157,101 @@ fn a_marker_on_its_way_runs_even_while_the_mirror_shows_one_whose_data_is_unread
         vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
     );
 }
+
+/// No item has an owner yet: the job's first plan is not committed.
+fn unsharded() -> Fake {
+    Fake {
+        view: view(&[&me(), &other()], Some(&me())),
+        ..fake()
+    }
+}
+
+fn owner_written(item: u32) -> Input {
+    Input::Event {
+        node: JobNode::ShardingInstance(ShardItem(item)),
+        kind: NodeEventKind::Created,
+    }
+}
+
+fn queued_markers() -> Command {
+    Command::Write {
+        ops: vec![marker(0), marker(1)],
+        mode: WriteMode::Submitted,
+        then: prepared(),
+    }
+}
+
+#[test]
+fn a_plan_committed_between_the_prepare_and_the_fire_writes_the_markers_ahead_after_all() {
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(
+        m.step(Input::Prepare { scheduled: t(0) }, &unsharded()),
+        vec![]
+    );
+    // The owners' events: the first prepares, the second finds every item marked.
+    assert_eq!(m.step(owner_written(0), &fake()), vec![queued_markers()]);
+    assert_eq!(m.step(owner_written(1), &fake()), vec![]);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &fake()),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
+}
+
+#[test]
+fn a_reshard_pending_at_the_prepare_prepares_again_when_its_flags_are_deleted() {
+    let mut m = machine(Registration::Confirmed);
+    let pending = Fake {
+        view: JobView {
+            sharding_necessary: true,
+            ..two_items()
+        },
+        ..fake()
+    };
+    assert_eq!(m.step(Input::Prepare { scheduled: t(0) }, &pending), vec![]);
+    let deleted = Input::Event {
+        node: JobNode::LeaderShardingNecessary,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(m.step(deleted, &fake()), vec![queued_markers()]);
+}
+
+#[test]
+fn a_plan_committed_only_after_the_fire_or_a_reschedule_writes_nothing_ahead() {
+    let cases: Vec<(&str, Input)> = vec![
+        (
+            "the fire came (and parked)",
+            Input::Fire { scheduled: t(0) },
+        ),
+        ("the job is draining", Input::Drain),
+        (
+            "the cron changed",
+            Input::Config(config(|c| c.cron("0 0 * * * ?"))),
+        ),
+    ];
+    for (name, between) in cases {
+        let mut m = machine(Registration::Confirmed);
+        m.step(Input::Prepare { scheduled: t(0) }, &unsharded());
+        m.step(between, &unsharded());
+        let after = m.step(owner_written(0), &fake());
+        assert!(
+            !after.iter().any(|c| matches!(
+                c,
+                Command::Write {
+                    then: Purpose::Prepare(_),
+                    ..
+                }
+            )),
+            "{name}: {after:?}"
+        );
+    }
+}
+
+#[test]
+fn a_job_that_does_not_monitor_executions_owes_no_prepare() {
+    let mut m = machine_with(
+        Registration::Confirmed,
+        config(|c| c.monitor_execution(false)),
+    );
+    m.step(Input::Prepare { scheduled: t(0) }, &unsharded());
+    assert_eq!(m.step(owner_written(0), &fake()), vec![]);
+}
