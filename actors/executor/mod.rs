@@ -228,6 +228,10 @@ impl Actor for ExecutorActor {
     type Msg = ExecutorMsg;
     type State = ExecutorPhase;
     type Arguments = ExecutorArgs;
+    /// One executor per job, each waiting for its next fire almost all the time: its loop keeps
+    /// no room for a message's handling (about 400 bytes a job at ten thousand jobs), which is
+    /// boxed when the message arrives (our patched ractor, `vendor/ractor/PATCH.md`).
+    const BOX_EACH_MESSAGE: bool = true;
 
     /// Nothing that waits: the spawning SessionActor goes on at once; the job registers in
     /// [`Actor::post_start`], the executor's first step, before any message is handled.
@@ -276,9 +280,9 @@ impl Actor for ExecutorActor {
             unregistered(msg);
             return Ok(());
         };
-        // Boxed: ractor keeps the handler's future inside every actor's boxed loop, so an unboxed
-        // one would cost its whole size (kilobytes) per job for as long as the job lives.
-        Box::pin(state.on_message(&myself, msg)).await;
+        // Not boxed here: ractor boxes each message's handling of this actor once it has arrived
+        // (`BOX_EACH_MESSAGE`), so a waiting job keeps none of it.
+        state.on_message(&myself, msg).await;
         state.machine.release_empty();
         Ok(())
     }

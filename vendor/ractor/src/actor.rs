@@ -57,7 +57,6 @@ use std::panic::AssertUnwindSafe;
 
 use actor_properties::MuxedMessage;
 use futures::TryFutureExt;
-#[cfg(feature = "message_span_propogation")]
 use tracing::Instrument;
 
 use crate::concurrency::JoinHandle;
@@ -75,6 +74,8 @@ pub mod derived_actor;
 mod supervision;
 
 #[cfg(test)]
+mod boxed_tests;
+#[cfg(test)]
 mod supervision_tests;
 #[cfg(test)]
 mod tests;
@@ -83,6 +84,25 @@ use actor_cell::ActorCell;
 use actor_cell::ActorPortSet;
 use actor_cell::ActorStatus;
 use actor_ref::ActorRef;
+
+/// A message's handling, boxed (shardcron's patch: [`Actor::BOX_EACH_MESSAGE`]).
+type BoxedWork<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<(), ActorProcessingErr>> + Send + 'a>>;
+
+/// An actor's message loop, boxed once per actor (shardcron's patch: a trait object). It
+/// borrows the actor's state and ports and ends with its exit reason and whether it was killed.
+type LoopFuture<'s> =
+    std::pin::Pin<Box<dyn Future<Output = Result<(Option<String>, bool), ActorErr>> + Send + 's>>;
+
+/// What a message received asks of the loop (shardcron's patch).
+enum NextWork<S, H> {
+    /// Nothing to run: the loop's next step.
+    Done(ActorLoopResult),
+    /// A supervision event's handling.
+    Supervise(S),
+    /// A message's handling.
+    Handle(H),
+}
 
 use crate::errors::ActorErr;
 use crate::errors::ActorProcessingErr;
@@ -133,6 +153,13 @@ pub trait Actor: Sized + Sync + Send + 'static {
 
     /// Initialization arguments
     type Arguments: State;
+
+    /// shardcron's patch: whether each message's handling is boxed when it arrives (one
+    /// allocation a message) instead of having room kept for it in the actor's loop for as long
+    /// as the actor lives. For an application that runs very many idle actors of one kind with
+    /// small handlers; an actor that handles many messages with a large handler future keeps the
+    /// default.
+    const BOX_EACH_MESSAGE: bool = false;
 
     /// Invoked when an actor is being started by the system.
     ///
@@ -826,9 +853,20 @@ where
         let myself_ret = actor_ref.clone();
 
         // run the processing loop, backgrounding the work
-        let handle = crate::concurrency::spawn_named(actor_ref.get_name().as_deref(), async move {
+        let task_name = actor_ref.get_name();
+        // shardcron's patch: the task's future keeps each of its parts once. The span the loop
+        // runs in is made in place (ractor's `#[instrument]` on the loop kept its arguments twice,
+        // the function's and its inner block's), and the id and name are the cell's.
+        let _ = (id, name);
+        let fut = async move {
             let myself = actor_ref.clone();
-            let evt = match Self::processing_loop(ports, &mut state, &handler, actor_ref, id, name)
+            let evt = match Self::processing_loop(&mut ports, &mut state, &handler, actor_ref)
+                .instrument(tracing::span!(
+                    tracing::Level::INFO,
+                    "Actor",
+                    id = myself.get_id().to_string(),
+                    name = myself.get_name()
+                ))
                 .await
             {
                 Ok(exit_reason) => SupervisionEvent::ActorTerminated(
@@ -845,21 +883,21 @@ where
                     ActorErr::Failed(msg) => SupervisionEvent::ActorFailed(myself.get_cell(), msg),
                 },
             };
-
+            // (The ports close before the supervisor hears of the end, as when the loop owned
+            // them.)
+            drop(ports);
             lifecycle.finish(evt);
-        });
+        };
+        let handle = crate::concurrency::spawn_named(task_name.as_deref(), fut);
 
         Ok((myself_ret, handle))
     }
 
-    #[tracing::instrument(name = "Actor", skip(ports, state, handler, myself, _id, _name), fields(id = _id.to_string(), name = _name))]
     async fn processing_loop(
-        mut ports: ActorPortSet,
+        ports: &mut ActorPortSet,
         state: &mut TActor::State,
         handler: &TActor,
         myself: ActorRef<TActor::Msg>,
-        _id: ActorId,
-        _name: Option<String>,
     ) -> Result<Option<String>, ActorErr> {
         // perform the post-start, with supervision enabled
         match ports
@@ -885,23 +923,36 @@ where
         // Box the processing loop once per actor. This indirection prevents deeply
         // nested actor graphs from overflowing rustc's layout query depth without allocating
         // a new box for every message handled by the loop.
-        let future = Box::pin(async move {
-            // the message processing loop. If we get an exit flag, try and capture the exit reason if there
-            // is one
-            loop {
-                let ActorLoopResult {
-                    should_exit,
-                    exit_reason,
-                    was_killed,
-                } = Self::process_message(&myself, state, handler, &mut ports)
-                    .await
-                    .map_err(ActorErr::Failed)?;
-                // processing loop exit
-                if should_exit {
-                    return Ok((state, exit_reason, was_killed, ports));
-                }
-            }
-        });
+        // (shardcron's patch: a trait object, so that the two loops may differ in size; see
+        // `Actor::BOX_EACH_MESSAGE`.)
+        macro_rules! processing {
+            ($process:ident) => {{
+                // Reborrowed: the loop lends them back when it ends.
+                let (state, ports) = (&mut *state, &mut *ports);
+                Box::pin(async move {
+                    // the message processing loop. If we get an exit flag, try and capture the exit reason if there
+                    // is one
+                    loop {
+                        let ActorLoopResult {
+                            should_exit,
+                            exit_reason,
+                            was_killed,
+                        } = Self::$process(&myself, state, handler, ports)
+                            .await
+                            .map_err(ActorErr::Failed)?;
+                        // processing loop exit
+                        if should_exit {
+                            return Ok((exit_reason, was_killed));
+                        }
+                    }
+                })
+            }};
+        }
+        let future: LoopFuture<'_> = if TActor::BOX_EACH_MESSAGE {
+            processing!(process_message_boxed)
+        } else {
+            processing!(process_message)
+        };
 
         // capture any panics in this future and convert to an ActorErr
         let loop_done = futures::FutureExt::catch_unwind(AssertUnwindSafe(future))
@@ -911,7 +962,7 @@ where
         // set status to stopping
         myself_clone.set_status(ActorStatus::Stopping);
 
-        let (exit_state, exit_reason, was_killed, mut ports) = loop_done??;
+        let (exit_reason, was_killed) = loop_done??;
 
         // if we didn't exit in error mode, call `post_stop`
         if !was_killed {
@@ -919,7 +970,7 @@ where
                 .run_with_signal(Box::pin(Self::do_post_stop(
                     myself_clone.clone(),
                     handler,
-                    exit_state,
+                    state,
                 )))
                 .await
             {
@@ -944,17 +995,56 @@ where
     ///
     /// Returns a tuple of the next [Actor::State] and a flag to denote if the processing
     /// loop is done
-    async fn process_message(
+    async fn process_message<'a>(
         myself: &ActorRef<TActor::Msg>,
-        state: &mut TActor::State,
-        handler: &TActor,
+        state: &'a mut TActor::State,
+        handler: &'a TActor,
         ports: &mut ActorPortSet,
     ) -> Result<ActorLoopResult, ActorProcessingErr> {
-        match ports.listen_in_priority().await {
+        // shardcron's patch: nothing of the message is held across the wait for it, nor across
+        // its handling but the handling's own future (the `select!`s' futures and the message
+        // beside it were: 750 bytes of every idle actor's loop).
+        let received = ports.listen_in_priority().await;
+        let work = match Self::next_work(myself, state, handler, received) {
+            NextWork::Done(result) => return Ok(result),
+            NextWork::Supervise(work) => futures::future::Either::Left(work),
+            NextWork::Handle(work) => futures::future::Either::Right(work),
+        };
+        Self::work_done(myself, ports.run_with_signal(work).await)
+    }
+
+    /// `process_message` for an actor that boxes each message's handling
+    /// ([`Actor::BOX_EACH_MESSAGE`]): its loop keeps a pointer, not room for the handling.
+    async fn process_message_boxed<'a>(
+        myself: &ActorRef<TActor::Msg>,
+        state: &'a mut TActor::State,
+        handler: &'a TActor,
+        ports: &mut ActorPortSet,
+    ) -> Result<ActorLoopResult, ActorProcessingErr> {
+        let received = ports.listen_in_priority().await;
+        let work: BoxedWork<'a> = match Self::next_work(myself, state, handler, received) {
+            NextWork::Done(result) => return Ok(result),
+            NextWork::Supervise(work) => Box::pin(work),
+            NextWork::Handle(work) => Box::pin(work),
+        };
+        Self::work_done(myself, ports.run_with_signal(work).await)
+    }
+
+    /// What a message received asks for: an answer at once, or a handling to run.
+    fn next_work<'a>(
+        myself: &ActorRef<TActor::Msg>,
+        state: &'a mut TActor::State,
+        handler: &'a TActor,
+        received: Result<actor_cell::ActorPortMessage, MessagingErr<()>>,
+    ) -> NextWork<
+        impl Future<Output = Result<(), ActorProcessingErr>> + Send + 'a,
+        impl Future<Output = Result<(), ActorProcessingErr>> + Send + 'a,
+    > {
+        match received {
             Ok(actor_port_message) => match actor_port_message {
-                actor_cell::ActorPortMessage::Signal(signal) => Ok(ActorLoopResult::signal(
-                    Self::handle_signal(myself.clone(), signal),
-                )),
+                actor_cell::ActorPortMessage::Signal(signal) => NextWork::Done(
+                    ActorLoopResult::signal(Self::handle_signal(myself.clone(), signal)),
+                ),
                 actor_cell::ActorPortMessage::Stop(stop_message) => {
                     let exit_reason = match stop_message {
                         StopMessage::Stop => {
@@ -969,65 +1059,51 @@ where
                             Some(reason)
                         }
                     };
-                    Ok(ActorLoopResult::stop(exit_reason))
+                    NextWork::Done(ActorLoopResult::stop(exit_reason))
                 }
                 actor_cell::ActorPortMessage::Supervision(supervision) => {
-                    let future = Self::handle_supervision_message(
+                    NextWork::Supervise(Self::handle_supervision_message(
                         myself.clone(),
                         state,
                         handler,
                         supervision,
-                    );
-                    match ports.run_with_signal(future).await {
-                        Ok(Ok(())) => Ok(ActorLoopResult::ok()),
-                        Ok(Err(internal_err)) => Err(internal_err),
-                        Err(signal) => Ok(ActorLoopResult::signal(Self::handle_signal(
-                            myself.clone(),
-                            signal,
-                        ))),
-                    }
+                    ))
                 }
                 actor_cell::ActorPortMessage::Message(MuxedMessage::Message(msg)) => {
-                    let future = Self::handle_message(myself.clone(), state, handler, msg);
-                    match ports.run_with_signal(future).await {
-                        Ok(Ok(())) => Ok(ActorLoopResult::ok()),
-                        Ok(Err(internal_err)) => Err(internal_err),
-                        Err(signal) => Ok(ActorLoopResult::signal(Self::handle_signal(
-                            myself.clone(),
-                            signal,
-                        ))),
-                    }
+                    NextWork::Handle(Self::handle_message(myself.clone(), state, handler, msg))
                 }
                 actor_cell::ActorPortMessage::Message(MuxedMessage::Drain) => {
                     // Drain is a stub marker that the actor should now stop, we've processed
                     // all the messages and we want the actor to die now
-                    Ok(ActorLoopResult::stop(Some("Drained".to_string())))
+                    NextWork::Done(ActorLoopResult::stop(Some("Drained".to_string())))
                 }
             },
-            Err(MessagingErr::ChannelClosed) => {
-                // one of the channels is closed, this means
-                // the receiver was dropped and in this case
-                // we should always die. Therefore we flag
-                // to terminate
-                Ok(ActorLoopResult::signal(Self::handle_signal(
-                    myself.clone(),
-                    Signal::Kill,
-                )))
-            }
-            Err(MessagingErr::InvalidActorType) => {
-                // not possible. Treat like a channel closed
-                Ok(ActorLoopResult::signal(Self::handle_signal(
-                    myself.clone(),
-                    Signal::Kill,
-                )))
-            }
-            Err(MessagingErr::SendErr(_)) => {
-                // not possible. Treat like a channel closed
-                Ok(ActorLoopResult::signal(Self::handle_signal(
-                    myself.clone(),
-                    Signal::Kill,
-                )))
-            }
+            // one of the channels is closed, this means the receiver was dropped and in this
+            // case we should always die. Therefore we flag to terminate (the other errors are
+            // not possible here: treated the same)
+            Err(
+                MessagingErr::ChannelClosed
+                | MessagingErr::InvalidActorType
+                | MessagingErr::SendErr(_),
+            ) => NextWork::Done(ActorLoopResult::signal(Self::handle_signal(
+                myself.clone(),
+                Signal::Kill,
+            ))),
+        }
+    }
+
+    /// The loop's next step once a handling ran (or a signal interrupted it).
+    fn work_done(
+        myself: &ActorRef<TActor::Msg>,
+        ran: Result<Result<(), ActorProcessingErr>, Signal>,
+    ) -> Result<ActorLoopResult, ActorProcessingErr> {
+        match ran {
+            Ok(Ok(())) => Ok(ActorLoopResult::ok()),
+            Ok(Err(internal_err)) => Err(internal_err),
+            Err(signal) => Ok(ActorLoopResult::signal(Self::handle_signal(
+                myself.clone(),
+                signal,
+            ))),
         }
     }
 

@@ -12,8 +12,9 @@
 use std::any::TypeId;
 use std::sync::Arc;
 
-#[cfg(feature = "async-std")]
-use futures::FutureExt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 use super::actor_properties::MuxedMessage;
 use super::messages::Signal;
@@ -114,34 +115,18 @@ impl ActorPortSet {
         &mut self,
         future: impl std::future::Future<Output = T>,
     ) -> Result<T, Signal> {
-        #[cfg(feature = "async-std")]
-        {
-            crate::concurrency::select! {
-                // supervision or message processing work
-                // can be interrupted by the signal port receiving
-                // a kill signal
-                signal = (&mut self.signal_rx).fuse() => {
-                    Err(signal.unwrap_or(Signal::Kill))
-                }
-                new_state = future.fuse() => {
-                    Ok(new_state)
-                }
+        // shardcron's patch: polled by hand, signal first (as the biased `select!` was), so that
+        // the loop's state holds no future of the ports.
+        let mut future = std::pin::pin!(future);
+        std::future::poll_fn(|cx| {
+            // supervision or message processing work can be interrupted by the signal port
+            // receiving a kill signal
+            if let Poll::Ready(signal) = Pin::new(&mut self.signal_rx).poll(cx) {
+                return Poll::Ready(Err(signal.unwrap_or(Signal::Kill)));
             }
-        }
-        #[cfg(not(feature = "async-std"))]
-        {
-            crate::concurrency::select! {
-                // supervision or message processing work
-                // can be interrupted by the signal port receiving
-                // a kill signal
-                signal = &mut self.signal_rx => {
-                    Err(signal.unwrap_or(Signal::Kill))
-                }
-                new_state = future => {
-                    Ok(new_state)
-                }
-            }
-        }
+            future.as_mut().poll(cx).map(Ok)
+        })
+        .await
     }
 
     /// List to the input ports in priority. The priority of listening for messages is
@@ -155,40 +140,36 @@ impl ActorPortSet {
     pub(crate) async fn listen_in_priority(
         &mut self,
     ) -> Result<ActorPortMessage, MessagingErr<()>> {
-        #[cfg(feature = "async-std")]
-        {
-            crate::concurrency::select! {
-                signal = (&mut self.signal_rx).fuse() => {
-                    signal.map(ActorPortMessage::Signal).map_err(|_| MessagingErr::ChannelClosed)
-                }
-                stop = (&mut self.stop_rx).fuse() => {
-                    stop.map(ActorPortMessage::Stop).map_err(|_| MessagingErr::ChannelClosed)
-                }
-                supervision = self.supervisor_rx.recv().fuse() => {
-                    supervision.map(ActorPortMessage::Supervision).ok_or(MessagingErr::ChannelClosed)
-                }
-                message = self.message_rx.recv().fuse() => {
-                    message.map(ActorPortMessage::Message).ok_or(MessagingErr::ChannelClosed)
-                }
+        // shardcron's patch: the ports polled by hand in their order of priority (the biased
+        // `select!` did the same), so that a waiting actor's loop holds no future of theirs.
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(signal) = Pin::new(&mut self.signal_rx).poll(cx) {
+                return Poll::Ready(
+                    signal
+                        .map(ActorPortMessage::Signal)
+                        .map_err(|_| MessagingErr::ChannelClosed),
+                );
             }
-        }
-        #[cfg(not(feature = "async-std"))]
-        {
-            crate::concurrency::select! {
-                signal = &mut self.signal_rx => {
-                    signal.map(ActorPortMessage::Signal).map_err(|_| MessagingErr::ChannelClosed)
-                }
-                stop = &mut self.stop_rx => {
-                    stop.map(ActorPortMessage::Stop).map_err(|_| MessagingErr::ChannelClosed)
-                }
-                supervision = self.supervisor_rx.recv() => {
-                    supervision.map(ActorPortMessage::Supervision).ok_or(MessagingErr::ChannelClosed)
-                }
-                message = self.message_rx.recv() => {
-                    message.map(ActorPortMessage::Message).ok_or(MessagingErr::ChannelClosed)
-                }
+            if let Poll::Ready(stop) = Pin::new(&mut self.stop_rx).poll(cx) {
+                return Poll::Ready(
+                    stop.map(ActorPortMessage::Stop)
+                        .map_err(|_| MessagingErr::ChannelClosed),
+                );
             }
-        }
+            if let Poll::Ready(supervision) = self.supervisor_rx.poll_recv(cx) {
+                return Poll::Ready(
+                    supervision
+                        .map(ActorPortMessage::Supervision)
+                        .ok_or(MessagingErr::ChannelClosed),
+                );
+            }
+            self.message_rx.poll_recv(cx).map(|message| {
+                message
+                    .map(ActorPortMessage::Message)
+                    .ok_or(MessagingErr::ChannelClosed)
+            })
+        })
+        .await
     }
 }
 

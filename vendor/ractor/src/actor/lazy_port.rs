@@ -9,19 +9,22 @@
 //! tokio's unbounded channel allocates its shared state (512 bytes) and its first block of 32
 //! slots when it is created: for an 80-byte `SupervisionEvent` about 3.1 KB for every actor,
 //! though an actor without children or monitored actors never receives a supervision event. This
-//! port keeps a `VecDeque` behind a mutex (empty until used) and a `Notify`: about 130 bytes. The
+//! port keeps a `VecDeque` behind a mutex (empty until used) and an `AtomicWaker`: about 100
+//! bytes. Its receiver is polled (`poll_recv`), so that the actor's loop waits on its ports with
+//! no future of theirs to keep. The
 //! message port is not this one (bench scenario 1's p99 doubled with this port in its place) but
 //! `message_port`, on `futures`' lock-free channel.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
-use crate::concurrency::Notify;
+use futures::task::AtomicWaker;
 
 struct Shared<T> {
     queue: Mutex<VecDeque<T>>,
-    notify: Notify,
+    waker: AtomicWaker,
     /// The receiver closed or dropped: sends fail.
     receiver_closed: AtomicBool,
     /// The sender dropped: `recv` ends once the queue is empty.
@@ -46,7 +49,7 @@ pub(crate) struct LazySendError<T>(pub(crate) T);
 pub(crate) fn lazy_port<T>() -> (LazySender<T>, LazyReceiver<T>) {
     let shared = Arc::new(Shared {
         queue: Mutex::new(VecDeque::new()),
-        notify: Notify::new(),
+        waker: AtomicWaker::new(),
         receiver_closed: AtomicBool::new(false),
         sender_dropped: AtomicBool::new(false),
     });
@@ -73,7 +76,7 @@ impl<T> LazySender<T> {
             return Err(LazySendError(message));
         }
         lock(&self.shared).push_back(message);
-        self.shared.notify.notify_one();
+        self.shared.waker.wake();
         Ok(())
     }
 }
@@ -81,26 +84,35 @@ impl<T> LazySender<T> {
 impl<T> Drop for LazySender<T> {
     fn drop(&mut self) {
         self.shared.sender_dropped.store(true, Ordering::Release);
-        self.shared.notify.notify_one();
+        self.shared.waker.wake();
     }
 }
 
 impl<T> LazyReceiver<T> {
     /// The next message; `None` once the sender is gone and the queue is empty. Cancel-safe: a
     /// message is taken from the queue only by the call that returns it.
+    #[cfg(test)]
     pub(crate) async fn recv(&mut self) -> Option<T> {
-        loop {
-            if let Some(message) = lock(&self.shared).pop_front() {
-                return Some(message);
-            }
-            if self.shared.sender_dropped.load(Ordering::Acquire) {
-                // A message queued just before the drop is still taken.
-                return lock(&self.shared).pop_front();
-            }
-            // `notify_one` stores a permit when no one waits, so a send between the check
-            // above and this wait is not missed.
-            self.shared.notify.notified().await;
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// The next message if there is one, `Ready(None)` once the sender is gone and the queue is
+    /// empty; otherwise `Pending`, and `cx`'s waker is woken by the next send or the sender's
+    /// drop.
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        if let Some(message) = lock(&self.shared).pop_front() {
+            return Poll::Ready(Some(message));
         }
+        // Registered before the second look, so that a send between the two is not missed.
+        self.shared.waker.register(cx.waker());
+        if let Some(message) = lock(&self.shared).pop_front() {
+            return Poll::Ready(Some(message));
+        }
+        if self.shared.sender_dropped.load(Ordering::Acquire) {
+            // A message queued just before the drop is still taken.
+            return Poll::Ready(lock(&self.shared).pop_front());
+        }
+        Poll::Pending
     }
 
     /// The next message if one is queued.

@@ -13,6 +13,8 @@
 //! through an `AtomicWaker`, as tokio's does.
 
 use futures::channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
+use std::task::{Context, Poll};
+
 use futures::StreamExt;
 
 /// The sending side of a message port.
@@ -43,8 +45,16 @@ impl<T> MessageSender<T> {
 impl<T> MessageReceiver<T> {
     /// The next message; `None` once every sender is gone (or the port closed) and the queue is
     /// empty. Cancel-safe: a message is taken from the queue only by the poll that returns it.
+    #[cfg(test)]
     pub(crate) async fn recv(&mut self) -> Option<T> {
         self.0.next().await
+    }
+
+    /// The next message if there is one, `Ready(None)` once every sender is gone (or the port
+    /// closed) and the queue is empty; otherwise `Pending`, and `cx`'s waker is woken by the next
+    /// send.
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.0.poll_next_unpin(cx)
     }
 
     /// The next message if one is queued.

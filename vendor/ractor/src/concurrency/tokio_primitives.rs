@@ -90,6 +90,9 @@ where
         .map_err(|_| super::Timeout)
 }
 
+// shardcron's patch: the actor's ports are polled by hand now; the macro is kept for the
+// other runtimes' parity.
+#[allow(unused_macros)]
 macro_rules! select {
         ($($tokens:tt)*) => {{
             tokio::select! {
@@ -104,6 +107,7 @@ macro_rules! select {
         }}
     }
 
+#[allow(unused_imports)]
 pub(crate) use select;
 // test macro
 pub use tokio::test;

@@ -96,6 +96,9 @@ where
     time::timeout(dur, future).await.map_err(|_| super::Timeout)
 }
 
+// shardcron's patch: the actor's ports are polled by hand now; the macro is kept for the
+// other runtimes' parity.
+#[allow(unused_macros)]
 macro_rules! select {
         ($($tokens:tt)*) => {{
             tokio::select! {
@@ -110,6 +113,7 @@ macro_rules! select {
         }}
     }
 
+#[allow(unused_imports)]
 pub(crate) use select;
 // test macro
 #[cfg(test)]
