@@ -22,16 +22,16 @@ use super::alarm::Alarm;
 use super::context::SessionCtx;
 use super::mail::{ExecutorMsg, TriggerMsg};
 
+/// How long before a monitored job's instant its markers are written: several ZooKeeper round
+/// trips, and time for a busy instant's markers to go out in a few large multi-ops.
+pub(crate) const PREPARE_LEAD: chrono::TimeDelta = chrono::TimeDelta::milliseconds(200);
+
 /// What a queue entry asks of its job (prepare sorts before fire at the same instant).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Phase {
     Prepare,
     Fire,
 }
-
-/// How long before a monitored job's instant its markers are written: several ZooKeeper round
-/// trips, and time for a busy instant's markers to go out in a few large multi-ops.
-pub(crate) const PREPARE_LEAD: chrono::TimeDelta = chrono::TimeDelta::milliseconds(200);
 
 /// The TriggerActor.
 #[derive(Debug)]

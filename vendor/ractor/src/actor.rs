@@ -811,12 +811,13 @@ where
             return Err(SpawnErr::ActorAlreadyStarted);
         }
 
+        // (shardcron's patch: the id and name are the cell's; the task reads them from there.)
         let Self {
             handler,
             actor_ref,
             mut lifecycle,
-            id,
-            name,
+            id: _,
+            name: _,
         } = self;
 
         actor_ref.set_status(ActorStatus::Starting);
@@ -856,8 +857,7 @@ where
         let task_name = actor_ref.get_name();
         // shardcron's patch: the task's future keeps each of its parts once. The span the loop
         // runs in is made in place (ractor's `#[instrument]` on the loop kept its arguments twice,
-        // the function's and its inner block's), and the id and name are the cell's.
-        let _ = (id, name);
+        // the function's and its inner block's).
         let fut = async move {
             let myself = actor_ref.clone();
             let evt = match Self::processing_loop(&mut ports, &mut state, &handler, actor_ref)
