@@ -8,6 +8,13 @@
 //! re-run of each item a crash interrupted (a run of the crashed instance going at the crash),
 //! which must land in the crash's window or the next one. With a period longer than the session
 //! timeout plus a run, a re-run cannot be taken for the next fire's run.
+//!
+//! One more run is Java's own: ElasticJob's failover leader callback (`FailoverService`) claims
+//! one crashed item and calls `triggerJob()`, once per item. When a survivor has claimed k items
+//! before its triggered run starts, that run takes all k (`getLocalFailoverItems`), and each of the
+//! k - 1 triggers left over runs the survivor's own items once more, right after it (its one Quartz
+//! thread). Such a run, by a Java survivor, on none of the failover run's items, starting within a
+//! run and a second of it, is counted apart ([`Tally::java_trigger_reruns`]), up to k - 1 of them.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,6 +62,8 @@ pub struct Tally {
     pub failover_reruns: usize,
     /// Interrupted items never re-run: a failure.
     pub missing_reruns: Vec<String>,
+    /// Item runs of a Java survivor's own items that a left-over failover trigger started.
+    pub java_trigger_reruns: usize,
 }
 
 impl Tally {
@@ -66,14 +75,18 @@ impl Tally {
     /// The table row: `| scenario | fires | item runs | duplicates | losses | failover re-runs |`.
     pub fn row(&self) -> String {
         format!(
-            "| {} | {} | {} | {} | {} (+{} in fault windows) | {} |",
+            "| {} | {} | {} | {} | {} (+{} in fault windows) | {}{} |",
             self.scenario,
             self.fires,
             self.item_runs,
             self.duplicates.len(),
             self.losses.len(),
             self.lost_in_window,
-            self.failover_reruns
+            self.failover_reruns,
+            match self.java_trigger_reruns {
+                0 => String::new(),
+                n => format!(" (+{n} own item runs by Java's trigger per failover item)"),
+            }
         )
     }
 }
@@ -83,7 +96,7 @@ impl fmt::Display for Tally {
         write!(
             f,
             "{} fires={} item_runs={} duplicates={:?} losses={:?} lost_in_window={} \
-             failover_reruns={} missing_reruns={:?}",
+             failover_reruns={} missing_reruns={:?} java_trigger_reruns={}",
             self.scenario,
             self.fires,
             self.item_runs,
@@ -91,7 +104,8 @@ impl fmt::Display for Tally {
             self.losses,
             self.lost_in_window,
             self.failover_reruns,
-            self.missing_reruns
+            self.missing_reruns,
+            self.java_trigger_reruns
         )
     }
 }
@@ -161,7 +175,14 @@ pub fn tally(scenario: &str, runs: &[Run], p: &Periodic) -> Tally {
                 .push(format!("item {item} of the run {line:?}"));
         }
     }
-    t.duplicates = extra.values().flatten().map(|r| r.line.clone()).collect();
+    let mut rest: Vec<&Run> = extra.into_values().flatten().collect();
+    rest.sort_by(|a, b| a.at.total_cmp(&b.at));
+    let triggered = java_trigger_reruns(runs, p, &interrupted, &rest);
+    t.java_trigger_reruns = triggered.len();
+    t.duplicates = (rest.iter().enumerate())
+        .filter(|(i, _)| !triggered.contains(i))
+        .map(|(_, r)| r.line.clone())
+        .collect();
     let mut fire = p.from;
     while fire <= p.to {
         t.fires += 1;
@@ -177,6 +198,66 @@ pub fn tally(scenario: &str, runs: &[Run], p: &Periodic) -> Tally {
         fire += p.period;
     }
     t
+}
+
+/// The indices in `rest` (the runs left over as duplicates, by start) that ElasticJob's trigger per
+/// claimed failover item explains: a later run of a Java survivor's task on none of the items of
+/// a failover run it made of k > 1 items, starting within `run_seconds + 1` of it, at most k - 1
+/// such tasks per failover run.
+fn java_trigger_reruns(
+    runs: &[Run],
+    p: &Periodic,
+    interrupted: &BTreeMap<(u64, u32), (f64, String, String)>,
+    rest: &[&Run],
+) -> Vec<usize> {
+    let fire_of = |at: f64| (at.floor() as u64) / p.period * p.period;
+    let was_cut = |at: f64, item: u32| {
+        let fire = fire_of(at);
+        interrupted.contains_key(&(fire, item))
+            || fire
+                .checked_sub(p.period)
+                .is_some_and(|f| interrupted.contains_key(&(f, item)))
+    };
+    // A Java failover run: a task of k > 1 items, one of them interrupted, with its k - 1 triggers.
+    let mut failovers: Vec<(&Run, Vec<u32>, usize)> = Vec::new();
+    for run in runs.iter().filter(|r| r.job == p.job && r.source == "JAVA") {
+        let items = task_items(&run.line);
+        let first = items.first() == Some(&run.item);
+        if first && items.len() > 1 && items.iter().any(|i| was_cut(run.at, *i)) {
+            failovers.push((run, items.clone(), items.len() - 1));
+        }
+    }
+    let mut explained = Vec::new();
+    // Each extra task (one instance, its items starting within 0.1 s) uses one trigger of the
+    // failover run before it.
+    let mut tasks: Vec<(String, f64, usize)> = Vec::new();
+    for (i, run) in rest.iter().enumerate().filter(|(_, r)| r.source == "JAVA") {
+        if let Some((_, _, f)) = tasks
+            .iter()
+            .find(|(inst, at, _)| *inst == run.instance && (run.at - at).abs() < 0.1)
+        {
+            if *f != usize::MAX {
+                explained.push(i);
+            }
+            continue;
+        }
+        let found = failovers.iter().position(|(f, items, left)| {
+            f.instance == run.instance
+                && *left > 0
+                && run.at > f.at
+                && run.at <= f.at + p.run_seconds + 1.0
+                && !task_items(&run.line).iter().any(|i| items.contains(i))
+        });
+        match found {
+            Some(f) => {
+                failovers[f].2 -= 1;
+                tasks.push((run.instance.clone(), run.at, f));
+                explained.push(i);
+            }
+            None => tasks.push((run.instance.clone(), run.at, usize::MAX)),
+        }
+    }
+    explained
 }
 
 /// Whether a fault window may cost the fire at `fire` (a run of that fire starts in
