@@ -1,5 +1,5 @@
 //! The mirror's storage: a path trie held in one vector of slots (`trie.rs`, shared with
-//! the embedded server's tree), each slot 88 bytes with its [`MirrorNode`].
+//! the embedded server's tree), each slot 80 bytes with its [`MirrorNode`].
 //!
 //! A slot holds one path segment and the indices of its children sorted by name, so a lookup
 //! walks the path segment by segment with a binary search at each level and a listing of children
@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn a_slot_stays_small() {
         // Ten thousand jobs are about 150,000 slots: each byte here is 150 KB.
-        assert_eq!(Trie::<MirrorNode>::slot_bytes(), 88);
+        assert_eq!(Trie::<MirrorNode>::slot_bytes(), 80);
     }
 
     #[test]

@@ -6,60 +6,23 @@
 //! the path segment by segment with a binary search at each level; a listing of children reads one
 //! short slice. No slot stores its full path: ten thousand jobs mean about 150,000 nodes, and a
 //! hash map keyed by full paths costs a bucket (with the load factor's slack), a path string and,
-//! for child listings, a second copy of every name. Here a node costs its slot (40 bytes plus the
-//! value: the segment inline when up to 22 bytes, up to two children's 4-byte indices inline and
-//! more as an exact boxed slice, no spare capacity) and 4 bytes in its parent's slice when that
-//! has more than two. Freed slots are reused.
+//! for child listings, a second copy of every name. Here a node costs its slot (32 bytes plus the
+//! value: the segment inline when up to 15 bytes and a longer one held once for the whole trie
+//! (`trie/name.rs`), up to two children's 4-byte indices inline and more as an exact boxed slice,
+//! no spare capacity) and 4 bytes in its parent's slice when that has more than two. Freed slots
+//! are reused.
 //!
 //! The trie knows nothing of the values' rules: callers walk it by slot index and decide.
+
+mod name;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use std::hash::BuildHasher;
 
+use name::{Name, Names};
+
 /// Index of the root slot, which always exists.
 pub(crate) const ROOT: u32 = 0;
-
-/// A node name: one path segment, stored inline when short (almost all are: `config`, `0`,
-/// `instance`, an IP address, an instance id, a job name).
-#[derive(Debug, Clone)]
-enum Name {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(Box<str>),
-}
-
-/// The longest name stored without an allocation.
-const INLINE: usize = 22;
-
-impl Name {
-    fn new(s: &str) -> Self {
-        if s.len() <= INLINE {
-            let mut bytes = [0; INLINE];
-            bytes[..s.len()].copy_from_slice(s.as_bytes());
-            Name::Inline {
-                len: s.len() as u8,
-                bytes,
-            }
-        } else {
-            Name::Heap(s.into())
-        }
-    }
-
-    /// The name's bytes; compared bytewise, they order exactly as `str` does.
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Name::Inline { len, bytes } => &bytes[..*len as usize],
-            Name::Heap(s) => s.as_bytes(),
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        match self {
-            // Whole bytes of a `&str`, cut at its end: valid UTF-8.
-            Name::Inline { .. } => std::str::from_utf8(self.as_bytes()).unwrap_or_default(),
-            Name::Heap(s) => s,
-        }
-    }
-}
 
 /// A slot's children, sorted by name: up to two inline (most parents have one or two: the
 /// heap block of even one index would cost 32 bytes), more as an exact boxed slice (children
@@ -140,9 +103,9 @@ struct Slot<T> {
 }
 
 impl<T> Slot<T> {
-    fn new(name: &str, value: Option<T>) -> Self {
+    fn new(name: Name, value: Option<T>) -> Self {
         Self {
-            name: Name::new(name),
+            name,
             kids: Kids::NONE,
             value,
         }
@@ -171,16 +134,19 @@ pub(crate) struct Trie<T> {
     /// items), four bytes a child (plus the table's slack) beside the sorted list.
     wide: HashMap<u32, WideIndex>,
     hasher: DefaultHashBuilder,
+    /// The names longer than a slot holds inline, each held once.
+    names: Names,
 }
 
 impl<T> Trie<T> {
     /// A trie holding only the root slot, with `root` as its value.
     pub(crate) fn new(root: Option<T>) -> Self {
         Self {
-            slots: vec![Slot::new("", root)],
+            slots: vec![Slot::new(Name::EMPTY, root)],
             free: Vec::new(),
             wide: HashMap::new(),
             hasher: DefaultHashBuilder::default(),
+            names: Names::default(),
         }
     }
 
@@ -192,18 +158,18 @@ impl<T> Trie<T> {
     /// to be removed: built when the slot gets wide, dropped when it gets narrow again.
     fn index_child(&mut self, parent: u32, index: u32, added: bool) {
         let kids = self.slots[parent as usize].kids.as_slice().len();
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        let rehash = |k: &u32| Self::hash(hasher, slots[*k as usize].name.as_bytes());
+        let (slots, hasher, names) = (&self.slots, &self.hasher, &self.names);
+        let rehash = |k: &u32| Self::hash(hasher, names.bytes(&slots[*k as usize].name));
         match self.wide.get_mut(&parent) {
             Some(table) if added => {
-                let hash = Self::hash(hasher, slots[index as usize].name.as_bytes());
+                let hash = Self::hash(hasher, names.bytes(&slots[index as usize].name));
                 table.insert_unique(hash, index, rehash);
             }
             Some(_) if kids <= WIDE / 2 => {
                 self.wide.remove(&parent);
             }
             Some(table) => {
-                let hash = Self::hash(hasher, slots[index as usize].name.as_bytes());
+                let hash = Self::hash(hasher, names.bytes(&slots[index as usize].name));
                 if let Ok(entry) = table.find_entry(hash, |k| *k == index) {
                     entry.remove();
                 }
@@ -224,7 +190,7 @@ impl<T> Trie<T> {
         self.slots[slot as usize]
             .kids
             .as_slice()
-            .binary_search_by(|k| self.slots[*k as usize].name.as_bytes().cmp(name.as_bytes()))
+            .binary_search_by(|k| self.name_bytes(*k).cmp(name.as_bytes()))
     }
 
     /// The child of `slot` named `name`.
@@ -232,7 +198,7 @@ impl<T> Trie<T> {
         if self.kids(slot).len() >= WIDE / 2 {
             if let Some(table) = self.wide.get(&slot) {
                 let hash = Self::hash(&self.hasher, name.as_bytes());
-                let named = |k: &u32| self.slots[*k as usize].name.as_bytes() == name.as_bytes();
+                let named = |k: &u32| self.name_bytes(*k) == name.as_bytes();
                 return table.find(hash, named).copied();
             }
         }
@@ -269,7 +235,11 @@ impl<T> Trie<T> {
 
     /// The name (last segment) of `slot`; `""` for the root.
     pub(crate) fn name(&self, slot: u32) -> &str {
-        self.slots[slot as usize].name.as_str()
+        self.names.str(&self.slots[slot as usize].name)
+    }
+
+    fn name_bytes(&self, slot: u32) -> &[u8] {
+        self.names.bytes(&self.slots[slot as usize].name)
     }
 
     /// The names of the children of `slot`, sorted.
@@ -304,7 +274,7 @@ impl<T> Trie<T> {
         name: &str,
         value: Option<T>,
     ) -> u32 {
-        let slot = Slot::new(name, value);
+        let slot = Slot::new(self.names.make(name), value);
         let index = match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = slot;
@@ -329,12 +299,16 @@ impl<T> Trie<T> {
         let index = self.kids(parent)[at];
         self.index_child(parent, index, false);
         self.slots[parent as usize].kids.remove(at);
-        let slot = std::mem::replace(&mut self.slots[index as usize], Slot::new("", None));
+        let slot = std::mem::replace(
+            &mut self.slots[index as usize],
+            Slot::new(Name::EMPTY, None),
+        );
         debug_assert!(
             slot.kids.as_slice().is_empty(),
             "a removed slot has no children"
         );
         self.free.push(index);
+        self.names.release(slot.name);
         slot.value
     }
 
@@ -358,6 +332,12 @@ impl<T> Trie<T> {
     #[cfg(test)]
     pub(crate) fn slots_in_use(&self) -> usize {
         self.slots.len() - self.free.len()
+    }
+
+    /// The number of names held in the shared table.
+    #[cfg(test)]
+    pub(crate) fn shared_names(&self) -> usize {
+        self.names.shared()
     }
 
     /// The size of one slot.

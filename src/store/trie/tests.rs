@@ -4,9 +4,44 @@
 use super::*;
 
 #[test]
-fn a_slot_costs_40_bytes_beside_its_value() {
+fn a_slot_costs_32_bytes_beside_its_value() {
     // Ten thousand jobs are about 150,000 slots: each byte here is 150 KB.
-    assert_eq!(Trie::<Box<u8>>::slot_bytes(), 40 + 8);
+    assert_eq!(Trie::<Box<u8>>::slot_bytes(), 32 + 8);
+}
+
+#[test]
+fn a_long_name_is_held_once_however_many_slots_hold_it_and_freed_with_the_last() {
+    let mut t = Trie::new(Some(0));
+    let id = "192.168.100.200@-@12345";
+    let mut jobs = Vec::new();
+    for job in ["a", "b", "c"] {
+        let at = t.search(ROOT, job).unwrap_err();
+        let slot = t.add_child(ROOT, at, job, Some(1));
+        let at = t.search(slot, id).unwrap_err();
+        t.add_child(slot, at, id, Some(2));
+        jobs.push(slot);
+    }
+    assert_eq!(t.shared_names(), 1);
+    assert_eq!(
+        t.find(&format!("/b/{id}")).and_then(|s| t.value(s)),
+        Some(&2)
+    );
+    assert_eq!(t.kid_names(jobs[2]).collect::<Vec<_>>(), [id]);
+    for slot in &jobs[..2] {
+        assert_eq!(t.remove_child(*slot, 0), Some(2));
+    }
+    assert_eq!(t.shared_names(), 1, "the third job still holds it");
+    assert_eq!(
+        t.find(&format!("/c/{id}")).and_then(|s| t.value(s)),
+        Some(&2)
+    );
+    assert_eq!(t.remove_child(jobs[2], 0), Some(2));
+    assert_eq!(t.shared_names(), 0);
+    let other = "another-name-of-more-than-15-bytes";
+    let at = t.search(jobs[0], other).unwrap_err();
+    t.add_child(jobs[0], at, other, None);
+    assert_eq!(t.shared_names(), 1);
+    assert_eq!(t.kid_names(jobs[0]).collect::<Vec<_>>(), [other]);
 }
 
 #[test]

@@ -365,3 +365,13 @@ impl ActorProperties {
         self.wait_handler.notify_one();
     }
 }
+
+// shardcron's patch: the cell's size, which every actor allocates once (in an `Arc`).
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn an_actors_cell_and_its_counts_fit_the_allocators_256_byte_class() {
+        let size = 16 + std::mem::size_of::<super::ActorProperties>();
+        assert!(size <= 256, "{size} bytes");
+    }
+}

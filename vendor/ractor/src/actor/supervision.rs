@@ -21,10 +21,55 @@ use crate::ActorId;
 // Structural updates span multiple actors, so they share one private writer lock.
 static TREE_MUTATION_LOCK: Mutex<()> = Mutex::new(());
 
+/// An actor's children (shardcron's patch): the map is boxed and made at the first child, so
+/// a childless actor's cell keeps 16 bytes here instead of an empty map's 48 (with the map
+/// inline, an executor's cell was 24 bytes past the allocator's 256-byte class).
+#[derive(Debug)]
+enum ChildSet {
+    /// Children may still be linked.
+    Open(Option<Box<HashMap<ActorId, ActorCell>>>),
+    /// Termination has started: permanently closed to new children.
+    Closed,
+}
+
+impl ChildSet {
+    /// The map to link a child into, made when it is the first; `None` once closed.
+    fn to_insert(&mut self) -> Option<&mut HashMap<ActorId, ActorCell>> {
+        match self {
+            ChildSet::Open(map) => Some(map.get_or_insert_with(Box::default)),
+            ChildSet::Closed => None,
+        }
+    }
+
+    /// The children, if any were linked and the set is open.
+    fn map(&self) -> Option<&HashMap<ActorId, ActorCell>> {
+        match self {
+            ChildSet::Open(map) => map.as_deref(),
+            ChildSet::Closed => None,
+        }
+    }
+
+    /// The same, to change.
+    fn map_mut(&mut self) -> Option<&mut HashMap<ActorId, ActorCell>> {
+        match self {
+            ChildSet::Open(map) => map.as_deref_mut(),
+            ChildSet::Closed => None,
+        }
+    }
+
+    /// Closes the set and returns its children.
+    fn close(&mut self) -> Vec<ActorCell> {
+        match std::mem::replace(self, ChildSet::Closed) {
+            ChildSet::Open(Some(map)) => map.into_values().collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// A supervision tree
 #[derive(Debug)]
 pub(crate) struct SupervisionTree {
-    children: Mutex<Option<HashMap<ActorId, ActorCell>>>,
+    children: Mutex<ChildSet>,
     supervisor: Mutex<Option<ActorCell>>,
     #[cfg(feature = "monitors")]
     monitors: Mutex<Option<HashMap<ActorId, ActorCell>>>,
@@ -33,8 +78,8 @@ pub(crate) struct SupervisionTree {
 impl Default for SupervisionTree {
     fn default() -> Self {
         Self {
-            // `None` permanently closes the tree to new children once termination starts.
-            children: Mutex::new(Some(HashMap::new())),
+            // `Closed` permanently closes the tree to new children once termination starts.
+            children: Mutex::new(ChildSet::Open(None)),
             supervisor: Mutex::new(None),
             #[cfg(feature = "monitors")]
             monitors: Mutex::new(None),
@@ -55,7 +100,7 @@ impl SupervisionTree {
 
         let child_id = child.get_id();
         let mut new_children_guard = supervisor.inner.tree.children.lock().unwrap();
-        let Some(new_children) = new_children_guard.as_mut() else {
+        let Some(new_children) = new_children_guard.to_insert() else {
             return false;
         };
 
@@ -75,7 +120,7 @@ impl SupervisionTree {
 
         if let Some(previous_supervisor) = previous_supervisor {
             let mut previous_children = previous_supervisor.inner.tree.children.lock().unwrap();
-            if let Some(previous_children) = previous_children.as_mut() {
+            if let Some(previous_children) = previous_children.map_mut() {
                 previous_children.remove(&child_id);
             }
         }
@@ -94,7 +139,7 @@ impl SupervisionTree {
         }
 
         let mut children = supervisor.inner.tree.children.lock().unwrap();
-        if let Some(children) = children.as_mut() {
+        if let Some(children) = children.map_mut() {
             children.remove(&child.get_id());
         }
         *current_supervisor = None;
@@ -104,9 +149,7 @@ impl SupervisionTree {
     pub(crate) fn take_children(parent: &ActorCell) -> Vec<ActorCell> {
         let _mutation_guard = TREE_MUTATION_LOCK.lock().unwrap();
         let mut children = parent.inner.tree.children.lock().unwrap();
-        let cells = children
-            .take()
-            .map_or_else(Vec::new, |children| children.into_values().collect());
+        let cells = children.close();
 
         for child in &cells {
             let mut supervisor = child.inner.tree.supervisor.lock().unwrap();
@@ -237,7 +280,7 @@ impl SupervisionTree {
     /// Return all linked children
     pub(crate) fn get_children(&self) -> Vec<ActorCell> {
         let guard = self.children.lock().unwrap();
-        if let Some(map) = &*guard {
+        if let Some(map) = guard.map() {
             map.values().cloned().collect()
         } else {
             vec![]
@@ -251,7 +294,7 @@ impl SupervisionTree {
         F: FnMut(&ActorCell),
     {
         let guard = self.children.lock().unwrap();
-        if let Some(map) = &*guard {
+        if let Some(map) = guard.map() {
             for cell in map.values() {
                 f(cell);
             }
@@ -305,7 +348,7 @@ impl SupervisionTree {
     #[cfg(test)]
     pub(crate) fn get_num_children(&self) -> usize {
         let guard = self.children.lock().unwrap();
-        if let Some(map) = &*guard {
+        if let Some(map) = guard.map() {
             map.len()
         } else {
             0
