@@ -57,7 +57,6 @@ use std::panic::AssertUnwindSafe;
 
 use actor_properties::MuxedMessage;
 use futures::TryFutureExt;
-use tracing::Instrument;
 
 use crate::concurrency::JoinHandle;
 use crate::ActorId;
@@ -526,6 +525,12 @@ impl ActorLifecycleGuard {
         self.notify_on_cancel = true;
     }
 
+    /// The actor it guards (shardcron's patch: the task reads it here rather than keeping a
+    /// copy of its own).
+    pub(crate) fn cell(&self) -> ActorCell {
+        self.actor.clone()
+    }
+
     pub(crate) fn finish(mut self, event: SupervisionEvent) {
         self.cleanup(Some(event));
     }
@@ -548,6 +553,40 @@ impl ActorLifecycleGuard {
 
         self.actor.set_status(ActorStatus::Stopped);
         self.armed = false;
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future run inside a span, entered at each poll as `tracing`'s `Instrumented` does
+    /// (shardcron's patch: the span boxed, or absent when disabled, 8 bytes instead of 40).
+    struct InSpan<F> {
+        span: Option<Box<tracing::Span>>,
+        #[pin]
+        inner: F,
+    }
+}
+
+/// The span an actor's loop runs in, boxed; `None` when no subscriber wants it.
+fn actor_span<T: Message>(actor: &ActorRef<T>) -> Option<Box<tracing::Span>> {
+    let span = tracing::span!(
+        tracing::Level::INFO,
+        "Actor",
+        id = actor.get_id().to_string(),
+        name = actor.get_name()
+    );
+    (!span.is_disabled()).then(|| Box::new(span))
+}
+
+impl<F: Future> Future for InSpan<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _entered = this.span.as_ref().map(|span| span.enter());
+        this.inner.poll(cx)
     }
 }
 
@@ -858,29 +897,28 @@ where
         // shardcron's patch: the task's future keeps each of its parts once. The span the loop
         // runs in is made in place (ractor's `#[instrument]` on the loop kept its arguments twice,
         // the function's and its inner block's).
+        // The span is boxed when it is enabled, and absent when it is not: a span is 40 bytes,
+        // and the task keeps it for the actor's whole life.
         let fut = async move {
-            let myself = actor_ref.clone();
-            let evt = match Self::processing_loop(&mut ports, &mut state, &handler, actor_ref)
-                .instrument(tracing::span!(
-                    tracing::Level::INFO,
-                    "Actor",
-                    id = myself.get_id().to_string(),
-                    name = myself.get_name()
-                ))
-                .await
+            // (Made in the call, so that the task keeps no moved-from span beside it.)
+            let evt = match (InSpan {
+                span: actor_span(&actor_ref),
+                inner: Self::processing_loop(&mut ports, &mut state, &handler, actor_ref),
+            })
+            .await
             {
                 Ok(exit_reason) => SupervisionEvent::ActorTerminated(
-                    myself.get_cell(),
+                    lifecycle.cell(),
                     Some(BoxedState::new(state)),
                     exit_reason,
                 ),
                 Err(actor_err) => match actor_err {
                     ActorErr::Cancelled => SupervisionEvent::ActorTerminated(
-                        myself.get_cell(),
+                        lifecycle.cell(),
                         None,
                         Some("killed".to_string()),
                     ),
-                    ActorErr::Failed(msg) => SupervisionEvent::ActorFailed(myself.get_cell(), msg),
+                    ActorErr::Failed(msg) => SupervisionEvent::ActorFailed(lifecycle.cell(), msg),
                 },
             };
             // (The ports close before the supervisor hears of the end, as when the loop owned
@@ -918,8 +956,6 @@ where
         myself.set_status(ActorStatus::Running);
         myself.notify_supervisor_and_monitors(SupervisionEvent::ActorStarted(myself.get_cell()));
 
-        let myself_clone = myself.clone();
-
         // Box the processing loop once per actor. This indirection prevents deeply
         // nested actor graphs from overflowing rustc's layout query depth without allocating
         // a new box for every message handled by the loop.
@@ -927,8 +963,9 @@ where
         // `Actor::BOX_EACH_MESSAGE`.)
         macro_rules! processing {
             ($process:ident) => {{
-                // Reborrowed: the loop lends them back when it ends.
-                let (state, ports) = (&mut *state, &mut *ports);
+                // Reborrowed: the loop lends them back when it ends (the actor's reference too:
+                // one copy of it is kept, not two).
+                let (state, ports, myself) = (&mut *state, &mut *ports, &myself);
                 Box::pin(async move {
                     // the message processing loop. If we get an exit flag, try and capture the exit reason if there
                     // is one
@@ -937,7 +974,7 @@ where
                             should_exit,
                             exit_reason,
                             was_killed,
-                        } = Self::$process(&myself, state, handler, ports)
+                        } = Self::$process(myself, state, handler, ports)
                             .await
                             .map_err(ActorErr::Failed)?;
                         // processing loop exit
@@ -960,7 +997,7 @@ where
             .await;
 
         // set status to stopping
-        myself_clone.set_status(ActorStatus::Stopping);
+        myself.set_status(ActorStatus::Stopping);
 
         let (exit_reason, was_killed) = loop_done??;
 
@@ -968,7 +1005,7 @@ where
         if !was_killed {
             match ports
                 .run_with_signal(Box::pin(Self::do_post_stop(
-                    myself_clone.clone(),
+                    myself.clone(),
                     handler,
                     state,
                 )))
@@ -976,7 +1013,7 @@ where
             {
                 Ok(result) => result?.map_err(ActorErr::Failed)?,
                 Err(signal) => {
-                    Self::handle_signal(myself_clone, signal);
+                    Self::handle_signal(myself, signal);
                     return Err(ActorErr::Cancelled);
                 }
             }

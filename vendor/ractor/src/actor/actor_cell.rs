@@ -74,6 +74,30 @@ pub(crate) struct ActorPortSet {
     pub(crate) message_rx: InputPortReceiver<MuxedMessage>,
 }
 
+pin_project_lite::pin_project! {
+    /// [`ActorPortSet::run_with_signal`]'s future: `future`'s output, unless the signal port
+    /// receives first.
+    pub(crate) struct WithSignal<'a, F> {
+        signal_rx: &'a mut OneshotReceiver<Signal>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for WithSignal<'_, F> {
+    type Output = Result<F::Output, Signal>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        // supervision or message processing work can be interrupted by the signal port
+        // receiving a kill signal
+        if let Poll::Ready(signal) = Pin::new(&mut **this.signal_rx).poll(cx) {
+            return Poll::Ready(Err(signal.unwrap_or(Signal::Kill)));
+        }
+        this.future.poll(cx).map(Ok)
+    }
+}
+
 impl Drop for ActorPortSet {
     fn drop(&mut self) {
         // Close all the message ports and flush all the message queue backlogs.
@@ -111,22 +135,17 @@ impl ActorPortSet {
     /// Returns [Ok(`T`)] when the future completes without
     /// signal interruption, [Err(Signal)] in the event the
     /// signal interrupts the async work.
-    pub(crate) async fn run_with_signal<T>(
+    pub(crate) fn run_with_signal<F: std::future::Future>(
         &mut self,
-        future: impl std::future::Future<Output = T>,
-    ) -> Result<T, Signal> {
-        // shardcron's patch: polled by hand, signal first (as the biased `select!` was), so that
-        // the loop's state holds no future of the ports.
-        let mut future = std::pin::pin!(future);
-        std::future::poll_fn(|cx| {
-            // supervision or message processing work can be interrupted by the signal port
-            // receiving a kill signal
-            if let Poll::Ready(signal) = Pin::new(&mut self.signal_rx).poll(cx) {
-                return Poll::Ready(Err(signal.unwrap_or(Signal::Kill)));
-            }
-            future.as_mut().poll(cx).map(Ok)
-        })
-        .await
+        future: F,
+    ) -> WithSignal<'_, F> {
+        // shardcron's patch: a future of its own, the signal polled first (as the biased
+        // `select!` was), so that the loop's state holds no future of the ports, and the work's
+        // future once (an `async fn` kept its argument and its pinned copy apart).
+        WithSignal {
+            signal_rx: &mut self.signal_rx,
+            future,
+        }
     }
 
     /// List to the input ports in priority. The priority of listening for messages is
