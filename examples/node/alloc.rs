@@ -9,12 +9,13 @@
 //! muzzy stage skipped. Two arenas rather than jemalloc's four a core: each arena keeps its own
 //! partly used pages, and at 10,000 jobs one or two arenas held about a MiB less than the default
 //! with the fire's delays unchanged (bench scenario 4, `_RJEM_MALLOC_CONF=narenas:N`; the node's
-//! threads are few). Smaller thread caches (`tcache_nslots_small_max:16`, down from 200 objects of
-//! each small size a thread; `tcache_max:4096`, no cached sizes above 4 KiB): a cache keeps what
-//! its thread freed for that thread's next allocations, and after a busy instant an idle node's
-//! caches strand freed objects in pages that can then not be given back (bench scenario 4 at
-//! 10,000 jobs, in turn: about 0.5-1.4 MiB less resident, its delays alike). The library does not choose: a service embedding shardcron keeps its own
-//! global allocator (benches/README.md has the figures under both).
+//! threads are few). Thread caches hold no size above 4 KiB (`tcache_max:4096`, down from 32 KiB):
+//! a cache keeps what its thread freed for that thread's next allocations, and after a busy
+//! instant an idle node's caches strand freed blocks that cannot then be given back (bench
+//! scenario 4 at 10,000 jobs, in turn: about 0.6 MiB less resident). Fewer small objects cached
+//! (`tcache_nslots_small_max:16`) saved a little more but cost the quiet fire's p99 about 0.3 ms
+//! (scenario 1), and was not kept. The library does not choose: a service embedding shardcron
+//! keeps its own global allocator (benches/README.md has the figures under both).
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -24,4 +25,4 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[export_name = "_rjem_malloc_conf"]
 pub static malloc_conf: &[u8] =
     b"background_thread:true,max_background_threads:1,narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0,\
-      tcache_nslots_small_max:16,tcache_max:4096\0";
+      tcache_max:4096\0";
