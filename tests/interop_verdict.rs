@@ -27,6 +27,13 @@ fn rust(at: f64, item: u32, instance: &str, items: &str) -> Run {
     }
 }
 
+/// One task of the Java survivor `s0` starting at `at`: a run of each of `items`.
+fn task(at: f64, items: &[u32]) -> Vec<Run> {
+    let listed: Vec<String> = items.iter().map(u32::to_string).collect();
+    let listed = listed.join(",");
+    items.iter().map(|i| java(at, *i, "s0", &listed)).collect()
+}
+
 /// A Java survivor `s0` (items 0, 1) and a shardcron victim `v0` (items 2, 3) killed while
 /// running the fire at 600, then `after` the survivor's runs following the crash.
 fn scenario(after: Vec<Run>) -> support::chaos::periodic::Tally {
@@ -63,37 +70,27 @@ fn scenario(after: Vec<Run>) -> support::chaos::periodic::Tally {
 #[test]
 fn a_java_survivors_run_of_its_own_items_after_a_two_item_failover_run_is_javas_left_over_trigger()
 {
-    let t = scenario(vec![
-        java(604.05, 2, "s0", "2,3"),
-        java(604.05, 3, "s0", "2,3"),
-        java(605.66, 0, "s0", "0,1"),
-        java(605.66, 1, "s0", "0,1"),
-    ]);
+    let t = scenario([task(604.05, &[2, 3]), task(605.66, &[0, 1])].concat());
     assert!(t.is_clean(), "{t}");
     assert_eq!((t.failover_reruns, t.java_trigger_reruns), (2, 2), "{t}");
 }
 
 #[test]
 fn a_second_run_of_own_items_after_one_item_failover_runs_is_a_duplicate() {
-    let t = scenario(vec![
-        java(604.05, 2, "s0", "2"),
-        java(605.6, 3, "s0", "3"),
-        java(605.7, 0, "s0", "0,1"),
-        java(605.7, 1, "s0", "0,1"),
-    ]);
+    let t = scenario([task(604.05, &[2]), task(605.6, &[3]), task(605.7, &[0, 1])].concat());
     assert_eq!(t.duplicates.len(), 2, "{t}");
     assert_eq!(t.java_trigger_reruns, 0, "{t}");
 }
 
 #[test]
 fn one_left_over_trigger_explains_one_run_not_two() {
-    let t = scenario(vec![
-        java(604.05, 2, "s0", "2,3"),
-        java(604.05, 3, "s0", "2,3"),
-        java(605.6, 0, "s0", "0,1"),
-        java(605.6, 1, "s0", "0,1"),
-        java(605.9, 0, "s0", "0,1"),
-        java(605.9, 1, "s0", "0,1"),
-    ]);
+    let t = scenario(
+        [
+            task(604.05, &[2, 3]),
+            task(605.6, &[0, 1]),
+            task(605.9, &[0, 1]),
+        ]
+        .concat(),
+    );
     assert_eq!((t.java_trigger_reruns, t.duplicates.len()), (2, 2), "{t}");
 }
