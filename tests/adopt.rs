@@ -253,7 +253,8 @@ fn a_job_created_with_ctl_runs_on_adopting_nodes_follows_its_command_line_and_st
     let ended = after.iter().filter(|r| r.phase == "end").count();
     assert_eq!(
         started, ended,
-        "every run that started ended before the namespace was cleaned (none was cut)"
+        "every run that started ended before the namespace was cleaned (none was cut); \
+         removed at {removed:.3}, the runs: {after:?}"
     );
 
     tracing::info!(

@@ -57,6 +57,7 @@ impl World {
         let up = step_log::script(dir.path(), "up", &up_log, up_work);
         let down = step_log::script(dir.path(), "down", &down_log, 0.5);
         let jobs = jobs_file(dir.path(), &up, &down);
+        STEP_LOGS.with(|logs| *logs.borrow_mut() = Some((up_log.clone(), down_log.clone())));
         World {
             dir,
             up_log,
@@ -72,7 +73,8 @@ impl World {
 
     /// Starts the node labelled `label` (instance `127.0.0.1@-@node-{label}`).
     fn start(&self, label: &str) -> NodeProcess {
-        self.zk.spawn(label, &id(label), label, &self.output)
+        // At INFO: a wait that times out shows what each node did.
+        (self.zk).spawn_logging(label, &id(label), label, &self.output, "info")
     }
 }
 
@@ -215,7 +217,32 @@ fn between_fires() -> bool {
 /// A bound on every wait: a session's expiry, a reshard and a few upstream fires.
 const WITHIN: Duration = Duration::from_secs(60);
 
-/// Waits until `check` holds (polling every `every`); fails naming `what`, with the nodes' stderr.
+thread_local! {
+    /// This test's step logs (upstream, downstream), shown when a wait times out.
+    static STEP_LOGS: std::cell::RefCell<Option<(PathBuf, PathBuf)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The last lines of this test's step logs.
+fn step_logs_tail() -> String {
+    STEP_LOGS.with(|logs| {
+        let Some((up, down)) = logs.borrow().clone() else {
+            return String::new();
+        };
+        [("upstream", up), ("downstream", down)]
+            .into_iter()
+            .map(|(name, path)| {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                format!("--- {name} log (last 40 lines):\n{tail}")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// Waits until `check` holds (polling every `every`); fails naming `what`, with the nodes' stderr
+/// and the step logs' last lines.
 fn wait<T>(
     what: &str,
     nodes: &[Option<NodeProcess>],
@@ -226,7 +253,11 @@ fn wait<T>(
         let stderr: Vec<String> = (nodes.iter().flatten())
             .map(|n| format!("--- {}:\n{}", n.label, n.stderr()))
             .collect();
-        panic!("timed out after {WITHIN:?}: {what}\n{}", stderr.join("\n"))
+        panic!(
+            "timed out after {WITHIN:?}: {what}\n{}\n{}",
+            stderr.join("\n"),
+            step_logs_tail()
+        )
     })
 }
 

@@ -136,6 +136,18 @@ impl ZkJobs {
         test_instance: &str,
         output: &Output,
     ) -> NodeProcess {
+        self.spawn_logging(label, instance, test_instance, output, "warn")
+    }
+
+    /// [`ZkJobs::spawn`] with the node's log filter `RUST_LOG={log}` (the default is `warn`).
+    pub fn spawn_logging(
+        &self,
+        label: &str,
+        instance: &str,
+        test_instance: &str,
+        output: &Output,
+        log: &str,
+    ) -> NodeProcess {
         let args = [
             "--zk",
             self.connect.as_str(),
@@ -148,7 +160,7 @@ impl ZkJobs {
             "--session-timeout-ms",
             "4000",
         ];
-        let env = [("SHARDCRON_TEST_INSTANCE", test_instance)];
+        let env = [("SHARDCRON_TEST_INSTANCE", test_instance), ("RUST_LOG", log)];
         NodeProcess::spawn(label, &args, &env, output)
     }
 }
@@ -182,8 +194,9 @@ impl NodeProcess {
             .args(args)
             .env_remove("SHARDCRON_ZK_AUTH")
             .env_remove("SHARDCRON_ZK_AUTH_FILE")
-            .envs(env.iter().copied())
+            // `warn` unless the caller's `env` names another filter.
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
