@@ -160,7 +160,10 @@ impl ZkJobs {
             "--session-timeout-ms",
             "4000",
         ];
-        let env = [("SHARDCRON_TEST_INSTANCE", test_instance), ("RUST_LOG", log)];
+        let env = [
+            ("SHARDCRON_TEST_INSTANCE", test_instance),
+            ("RUST_LOG", log),
+        ];
         NodeProcess::spawn(label, &args, &env, output)
     }
 }

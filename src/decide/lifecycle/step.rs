@@ -161,7 +161,7 @@ impl JobMachine {
                 self.prepare_owed = false;
                 self.release_marks(&mut out);
                 out.push(Command::Unschedule);
-                if self.runs.is_empty() {
+                if self.idle_for_drain() {
                     out.push(Command::DrainDone);
                 } else {
                     self.end_backoffs(facts, &mut out);

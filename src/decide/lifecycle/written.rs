@@ -16,6 +16,30 @@ impl JobMachine {
         facts: &dyn Facts,
         out: &mut Vec<Command>,
     ) {
+        let start_answer = matches!(
+            purpose,
+            Purpose::Start | Purpose::StartTolerant | Purpose::StartClear
+        );
+        self.written_step(purpose, outcome, facts, out);
+        // A drain heard while this start write was under way waited for its answer: the fire
+        // runs (it was decided before the drain) and the drain ends with it, or nothing started.
+        if start_answer && self.draining && self.idle_for_drain() {
+            out.push(Command::DrainDone);
+        }
+    }
+
+    /// Whether a drain has nothing left to wait for: no run, and no fire's start write under way.
+    pub(super) fn idle_for_drain(&self) -> bool {
+        self.runs.is_empty() && self.starting.is_none()
+    }
+
+    fn written_step(
+        &mut self,
+        purpose: Purpose,
+        outcome: Outcome,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
         let outcome = match (&purpose, outcome) {
             // Only a start write checks versions; elsewhere a mismatch is a lost race like any.
             (Purpose::Start | Purpose::StartTolerant, o) => o,

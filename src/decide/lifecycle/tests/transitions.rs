@@ -48,6 +48,47 @@ fn the_other_transitions_give_the_commands_the_table_says() {
             vec![Command::DrainDone],
         ),
         (
+            "a drain heard while a fire's start write is under way waits for its answer",
+            false,
+            vec![Input::Fire { scheduled: t(0) }, Input::Drain],
+            vec![Command::Unschedule],
+        ),
+        (
+            "that fire, once written, runs: the drain waits for it",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Drain,
+                written(Purpose::Start),
+            ],
+            vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        ),
+        (
+            "and the drain answers when that run ends",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Drain,
+                written(Purpose::Start),
+                finished(1, &[]),
+                run_done(1),
+            ],
+            vec![Command::DrainDone],
+        ),
+        (
+            "a drain whose fire's start write failed answers then: nothing started",
+            false,
+            vec![
+                Input::Fire { scheduled: t(0) },
+                Input::Drain,
+                answered(Purpose::Start, Outcome::Failed("connection loss".into())),
+            ],
+            vec![
+                Command::Warn("fire skipped: writing running markers failed".into()),
+                Command::DrainDone,
+            ],
+        ),
+        (
             "a trigger during a run is queued and runs after it",
             true,
             vec![
