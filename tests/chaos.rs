@@ -423,10 +423,15 @@ fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() 
         .find(|l| l.contains("chaos-missing.sh"))
         .unwrap_or_else(|| panic!("the missing script is named in an error:\n{text}"));
     eprintln!("[chaos] bad input: missing script reported as: {missing}");
-    let hangs = cluster.runs().iter().filter(|r| r.job == "hang").count();
+    let hangs: Vec<String> = (cluster.runs().iter())
+        .filter(|r| r.job == "hang")
+        .map(|r| r.line.clone())
+        .collect();
+    let said: Vec<&str> = text.lines().filter(|l| l.contains("hang")).collect();
     assert_eq!(
-        hangs, 1,
-        "the hanging item is not started again while it runs"
+        hangs.len(),
+        1,
+        "the hanging item is not started again while it runs: {hangs:#?}\nthe nodes said: {said:#?}"
     );
 
     phase("every job lost nothing beyond what its own fault made");
