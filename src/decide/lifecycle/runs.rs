@@ -205,7 +205,8 @@ impl JobMachine {
             self.fire_manual(facts, out);
         }
         if self.runs.is_empty() {
-            if self.draining {
+            // A fire of other items whose start write is under way: the drain waits for it too.
+            if self.draining && self.idle_for_drain() {
                 out.push(Command::DrainDone);
             }
             // A busy instance claims marked items when its run ends (ElasticJob does the same).

@@ -434,3 +434,34 @@ fn a_trigger_before_the_first_plan_runs_once_an_owner_appears_whatever_event_cam
         vec![Command::SetResharding(false), start(begins(&[0, 1]))]
     );
 }
+
+#[test]
+fn a_drain_waits_for_a_start_write_under_way_when_the_last_run_before_it_ends() {
+    // A failover run of item 1, then a fire that runs item 0 beside it (start write under way),
+    // then a drain: the failover run's end is not the drain's.
+    let f = fake();
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::FailoverClaimed(vec![ShardItem(1)]), &f);
+    let fired = m.step(Input::Fire { scheduled: t(0) }, &f);
+    assert!(
+        fired.iter().any(|c| matches!(
+            c,
+            Command::Write {
+                then: Purpose::Start,
+                ..
+            }
+        )),
+        "item 0 starts with a start write: {fired:?}"
+    );
+    m.step(Input::Drain, &f);
+    let ended = last_step(&mut m, vec![finished(1, &[]), run_done(1)], &f);
+    assert!(!ended.contains(&Command::DrainDone), "{ended:?}");
+    let started = m.step(written(Purpose::Start), &f);
+    assert!(
+        started.iter().any(|c| matches!(c, Command::Launch { .. })),
+        "{started:?}"
+    );
+    assert!(!started.contains(&Command::DrainDone), "{started:?}");
+    let done = last_step(&mut m, vec![finished(2, &[]), run_done(2)], &f);
+    assert_eq!(done, vec![Command::DrainDone]);
+}
