@@ -11,6 +11,11 @@ fn running_machine(f: &Fake) -> JobMachine {
     m
 }
 
+/// A fire whose start write is under way, a drain, then `then`.
+fn drained_mid_start(then: Vec<Input>) -> Vec<Input> {
+    [vec![Input::Fire { scheduled: t(0) }, Input::Drain], then].concat()
+}
+
 fn run_ended(outcome: Outcome) -> Input {
     Input::RunEnded { run_id: 1, outcome }
 }
@@ -50,39 +55,28 @@ fn the_other_transitions_give_the_commands_the_table_says() {
         (
             "a drain heard while a fire's start write is under way waits for its answer",
             false,
-            vec![Input::Fire { scheduled: t(0) }, Input::Drain],
+            drained_mid_start(vec![]),
             vec![Command::Unschedule],
         ),
         (
             "that fire, once written, runs: the drain waits for it",
             false,
-            vec![
-                Input::Fire { scheduled: t(0) },
-                Input::Drain,
-                written(Purpose::Start),
-            ],
+            drained_mid_start(vec![written(Purpose::Start)]),
             vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
         ),
         (
             "and the drain answers when that run ends",
             false,
-            vec![
-                Input::Fire { scheduled: t(0) },
-                Input::Drain,
-                written(Purpose::Start),
-                finished(1, &[]),
-                run_done(1),
-            ],
+            drained_mid_start(vec![written(Purpose::Start), finished(1, &[]), run_done(1)]),
             vec![Command::DrainDone],
         ),
         (
             "a drain whose fire's start write failed answers then: nothing started",
             false,
-            vec![
-                Input::Fire { scheduled: t(0) },
-                Input::Drain,
-                answered(Purpose::Start, Outcome::Failed("connection loss".into())),
-            ],
+            drained_mid_start(vec![answered(
+                Purpose::Start,
+                Outcome::Failed("connection loss".into()),
+            )]),
             vec![
                 Command::Warn("fire skipped: writing running markers failed".into()),
                 Command::DrainDone,
