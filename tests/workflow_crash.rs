@@ -91,7 +91,12 @@ fn exactly_once_after_upstream(up: &[Line], down: &[Line], runs: &BTreeSet<Strin
             .map(|i| {
                 let ended = up_ends.get(&(run.clone(), i));
                 let ended = ended.unwrap_or_else(|| panic!("upstream item {i} of {run} ended"));
-                assert_eq!(ended.len(), 1, "upstream item {i} of {run} ended once");
+                assert_eq!(
+                    ended.len(),
+                    1,
+                    "upstream item {i} of {run} ended once: {ended:?}\n{}",
+                    diagnostics()
+                );
                 ended[0].at
             })
             .max()
@@ -102,7 +107,8 @@ fn exactly_once_after_upstream(up: &[Line], down: &[Line], runs: &BTreeSet<Strin
             assert_eq!(
                 ends.len(),
                 1,
-                "downstream item {item} of {run} ended once: {ends:?}"
+                "downstream item {item} of {run} ended once: {ends:?}\n{}",
+                diagnostics()
             );
             let started = down
                 .iter()
@@ -138,7 +144,12 @@ fn an_upstream_owner_killed_mid_item_still_gives_one_downstream_run_per_upstream
             .find(|l| !ended.contains_key(&(l.run.clone(), l.item)))
             .map(|l| l.run.clone())
     });
-    nodes[0].take().expect("a runs").signal(libc::SIGKILL);
+    let killed = nodes[0].take().expect("a runs");
+    killed.signal(libc::SIGKILL);
+    eprintln!(
+        "[workflow] node a killed at {} ns, mid-item in run {killed_in}",
+        now_ns()
+    );
 
     // --- the survivor ends the killed run, and the downstream runs for it and three runs more
     let what = "the downstream ran for the killed run and three later ones";
@@ -152,6 +163,8 @@ fn an_upstream_owner_killed_mid_item_still_gives_one_downstream_run_per_upstream
     for node in nodes.iter_mut().flatten() {
         node.terminate();
     }
+    let ended: Vec<&NodeProcess> = nodes.iter().flatten().chain([&killed]).collect();
+    keep_node_logs(&ended);
 
     let (up, down) = (lines(&world.up_log), lines(&world.down_log));
     let runs: BTreeSet<String> = by_run(&down, "end").into_keys().map(|(r, _)| r).collect();
@@ -220,6 +233,40 @@ const WITHIN: Duration = Duration::from_secs(60);
 thread_local! {
     /// This test's step logs (upstream, downstream), shown when a wait times out.
     static STEP_LOGS: std::cell::RefCell<Option<(PathBuf, PathBuf)>> = const { std::cell::RefCell::new(None) };
+}
+
+thread_local! {
+    /// The ended nodes' log lines about items and failover, shown when a verdict fails.
+    static NODE_LOGS: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Keeps the lines of `nodes`' logs that name an item, a failover or an instance (at most 80 a
+/// node, the newest) for [`diagnostics`].
+fn keep_node_logs(nodes: &[&NodeProcess]) {
+    let kept: Vec<String> = (nodes.iter())
+        .map(|n| {
+            let all = n.stderr();
+            let about: Vec<&str> = (all.lines())
+                .filter(|l| {
+                    ["item", "failover", "instance"]
+                        .iter()
+                        .any(|w| l.contains(w))
+                })
+                .collect();
+            let tail = about[about.len().saturating_sub(80)..].join("\n");
+            format!(
+                "--- node {} (lines about items, failover, instances):\n{tail}",
+                n.label
+            )
+        })
+        .collect();
+    NODE_LOGS.with(|logs| *logs.borrow_mut() = kept.join("\n"));
+}
+
+/// What a failed verdict shows: the step logs' last lines and the kept node log lines.
+fn diagnostics() -> String {
+    let nodes = NODE_LOGS.with(|logs| logs.borrow().clone());
+    format!("{}\n{nodes}", step_logs_tail())
 }
 
 /// The last lines of this test's step logs.
@@ -388,6 +435,7 @@ fn the_downstream_leader_killed_at_the_moment_of_completion_still_gives_one_down
     for node in nodes.iter_mut().flatten() {
         node.terminate();
     }
+    keep_node_logs(&nodes.iter().flatten().collect::<Vec<_>>());
 
     // Every upstream run from the first workflow run to the last: a complete one (4 items ended)
     // ran the downstream once, after it; one that is not (an item held, skipped or missed while

@@ -4,7 +4,8 @@
 //! runs. A node frozen by SIGSTOP (or killed with kill -9) cannot kill its children: they would run
 //! on beside the survivor that fails their items over. So the first script child of a process
 //! forks a *keeper*, a small process that only watches: the node sends it a heartbeat every
-//! [`BEAT`] from a thread of its own, and the pid and lease of every child it starts. When no
+//! [`BEAT`] from a thread of its own, and every child it starts writes its own pid and lease to the
+//! keeper between fork and exec ([`watch_at_exec`]), so that it is watched before it runs. When no
 //! heartbeat came for a child's lease (the node is frozen), or the node is gone (the keeper's pipe
 //! closed), the keeper kills the child's whole process group (SIGKILL; the child leads a group of its
 //! own, see [`group`](super::group)).
@@ -31,6 +32,9 @@ pub const BEAT: Duration = Duration::from_millis(200);
 /// How often the keeper looks at its leases when nothing arrives: well under the smallest margin
 /// of a lease (100 ms).
 const POLL_MS: i32 = 50;
+
+/// How often the keeper frees the slots of groups that are gone.
+const PRUNE_MS: u64 = 1000;
 
 /// The most children watched at once; a child past it is not kept (logged).
 const SLOTS: usize = 4096;
@@ -66,13 +70,39 @@ impl Drop for Watched {
     }
 }
 
-/// Puts the child `pid` under the keeper's watch for `lease`: killed if its node sends no
-/// heartbeat for that long, or ends. `None` when there is no keeper.
-pub fn watch(pid: u32, lease: Duration) -> Option<Watched> {
-    let keeper = keeper()?;
+/// Has the child that `command` starts put itself under the keeper's watch for `lease` before it
+/// execs: it writes its own watch record between fork and exec, so that no instant exists in
+/// which the child runs and its node could die unnoticed (a node killed just after the spawn,
+/// before a watch sent by the node itself, left the child running beside its failover). After a
+/// successful spawn, [`watched`] makes the guard that releases it. Returns whether the child
+/// will be kept (`false` when there is no keeper).
+pub fn watch_at_exec(command: &mut tokio::process::Command, lease: Duration) -> bool {
+    let Some(keeper) = keeper() else {
+        return false;
+    };
+    let (fd, lease_ms) = (
+        keeper.fd,
+        u32::try_from(lease.as_millis()).unwrap_or(u32::MAX),
+    );
+    // SAFETY: the closure runs in the forked child before exec, and makes async-signal-safe
+    // calls only (getpid, write) on stack data; `fd` is the keeper's pipe, open in the child
+    // until the exec closes it (O_CLOEXEC).
+    unsafe {
+        command.pre_exec(move || {
+            let r = record(WATCH_RECORD, libc::getpid(), lease_ms);
+            // Sixteen bytes, below PIPE_BUF: written whole or not at all. A full pipe (the keeper
+            // far behind) leaves the child unkept, as it would a watch sent by the node.
+            libc::write(fd, r.as_ptr().cast(), r.len());
+            Ok(())
+        });
+    }
+    true
+}
+
+/// The guard of a child started by a command given to [`watch_at_exec`]: releases the child's
+/// watch when dropped (after the child was reaped). `None` when the pid does not fit a `pid_t`.
+pub fn watched(pid: u32) -> Option<Watched> {
     let pid = i32::try_from(pid).ok()?;
-    let lease_ms = u32::try_from(lease.as_millis()).unwrap_or(u32::MAX);
-    keeper.send(&record(WATCH_RECORD, pid, lease_ms));
     Some(Watched { pid })
 }
 
@@ -80,6 +110,8 @@ pub fn watch(pid: u32, lease: Duration) -> Option<Watched> {
 #[derive(Debug)]
 struct Keeper {
     pipe: Mutex<std::fs::File>,
+    /// The pipe's descriptor, for a child's own watch record ([`watch_at_exec`]).
+    fd: libc::c_int,
 }
 
 impl Keeper {
@@ -174,6 +206,7 @@ fn start() -> std::io::Result<Keeper> {
                 .spawn(move || beat_loop(beat))?;
             Ok(Keeper {
                 pipe: Mutex::new(pipe),
+                fd: write_end,
             })
         }
     }
@@ -226,6 +259,7 @@ fn serve(read_end: libc::c_int) -> ! {
         let mut pids = [0i32; SLOTS];
         let mut leases = [0u64; SLOTS];
         let mut last_beat = now_ms();
+        let mut last_prune = last_beat;
         let mut buf = [0u8; 16 * 256];
         loop {
             let mut pfd = libc::pollfd {
@@ -271,11 +305,22 @@ fn serve(read_end: libc::c_int) -> ! {
                     }
                 }
             }
-            let silent = now_ms().saturating_sub(last_beat);
+            let now = now_ms();
+            let silent = now.saturating_sub(last_beat);
             for slot in 0..SLOTS {
                 if pids[slot] > 0 && silent > leases[slot] {
                     libc::kill(-pids[slot], libc::SIGKILL);
                     pids[slot] = 0;
+                }
+            }
+            // A child whose exec failed watched itself, but its node never learnt its pid and
+            // sends no release: a slot whose group is gone is freed.
+            if now.saturating_sub(last_prune) >= PRUNE_MS {
+                last_prune = now;
+                for pid in pids.iter_mut().filter(|p| **p > 0) {
+                    if libc::kill(-*pid, 0) != 0 && *libc::__errno_location() == libc::ESRCH {
+                        *pid = 0;
+                    }
                 }
             }
         }

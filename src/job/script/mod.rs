@@ -340,7 +340,8 @@ impl ItemHandler for ScriptJob {
             _ => None,
         };
         let this = live.as_ref().unwrap_or(self);
-        let mut child = Command::new(&this.program)
+        let mut command = Command::new(&this.program);
+        command
             .args(&this.args)
             .arg(ctx.to_json())
             .stdin(Stdio::null())
@@ -348,20 +349,22 @@ impl ItemHandler for ScriptJob {
             .stderr(Stdio::piped())
             // A group of its own: everything the script starts is stopped with it.
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| JobError::Spawn {
-                command: this.command_line.clone(),
-                reason: e.to_string(),
-            })?;
+            .kill_on_drop(true);
+        // A frozen or dead node's group is killed by the keeper; the child is watched from
+        // before its exec.
+        let kept = match ctx.child_lease {
+            Some(lease) if !lease.is_zero() => super::keeper::watch_at_exec(&mut command, lease),
+            _ => false,
+        };
+        let mut child = command.spawn().map_err(|e| JobError::Spawn {
+            command: this.command_line.clone(),
+            reason: e.to_string(),
+        })?;
         // Declared after the child: dropped (the group killed) before the child is handed to
         // the orphan queue.
         let group = child.id().and_then(ProcessGroup::led_by);
-        // Held until the child is reaped: a frozen or dead node's group is killed by the keeper.
-        let _kept = match (child.id(), ctx.child_lease) {
-            (Some(pid), Some(lease)) if !lease.is_zero() => super::keeper::watch(pid, lease),
-            _ => None,
-        };
+        // Held until the child is reaped: its release tells the keeper to forget it.
+        let _kept = child.id().filter(|_| kept).and_then(super::keeper::watched);
         this.supervise(&mut child, group, &ctx).await
     }
 }

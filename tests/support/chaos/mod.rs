@@ -96,6 +96,8 @@ pub struct Cluster {
     log: PathBuf,
     track: PathBuf,
     nodes: BTreeMap<String, NodeProc>,
+    /// The nodes' session timeout ([`SESSION_TIMEOUT`] unless [`Cluster::with_session`]).
+    session: Duration,
 }
 
 impl Cluster {
@@ -184,7 +186,19 @@ impl Cluster {
             log,
             track,
             nodes: BTreeMap::new(),
+            session: SESSION_TIMEOUT,
         }
+    }
+
+    /// Nodes started from now on ask for a session timeout of `session`.
+    pub fn with_session(mut self, session: Duration) -> Cluster {
+        self.session = session;
+        self
+    }
+
+    /// The session timeout the nodes ask for.
+    pub fn session(&self) -> Duration {
+        self.session
     }
 
     /// Every run the tracking script logged so far, in start order.
@@ -241,7 +255,7 @@ impl Cluster {
             "--instance-id",
             &instance(label),
             "--session-timeout-ms",
-            &SESSION_TIMEOUT.as_millis().to_string(),
+            &self.session.as_millis().to_string(),
         ]
         .iter()
         .map(|s| (*s).to_owned())
@@ -321,7 +335,19 @@ impl Cluster {
     pub fn converge(&self, live: &[&str]) -> Duration {
         let ids: Vec<String> = live.iter().map(|l| instance(l)).collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        registry::wait_converged(&self.connect, &self.namespace, JOB, &ids, ITEMS, WITHIN).1
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            registry::wait_converged(&self.connect, &self.namespace, JOB, &ids, ITEMS, WITHIN).1
+        }));
+        waited.unwrap_or_else(|panic| {
+            // What each node logged is what tells why one did not (re)join.
+            for (label, node) in &self.nodes {
+                let all = node.stderr();
+                let lines: Vec<&str> = all.lines().collect();
+                let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+                eprintln!("--- node {label} stderr (last 30 lines):\n{tail}");
+            }
+            std::panic::resume_unwind(panic)
+        })
     }
 
     /// The current leader of the chaos job, as a node label.
