@@ -434,9 +434,11 @@ fn a_bad_config_and_bad_scripts_are_reported_and_cost_the_healthy_job_nothing() 
         .filter(|r| r.job == "hang")
         .map(|r| r.line.clone())
         .collect();
+    // The job's lines, and the session's: a node cut off past its fencing budget cancels its
+    // runs, the hanging one too.
     let said: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("hang"))
+        .filter(|l| ["hang", "session", "fencing"].iter().any(|w| l.contains(w)))
         .take(40)
         .collect();
     assert_eq!(
