@@ -37,7 +37,11 @@ fn spawn_and_reap(hook: bool, rounds: usize) -> f64 {
                 });
             }
         }
-        command.spawn().expect("spawning /bin/true").wait().expect("reaping it");
+        command
+            .spawn()
+            .expect("spawning /bin/true")
+            .wait()
+            .expect("reaping it");
     }
     started.elapsed().as_micros() as f64 / rounds as f64
 }
@@ -51,7 +55,11 @@ fn main() {
             ballast.push(vec![1u8; 1 << 20]);
             resident += 1;
         }
-        let best = |hook| (0..3).map(|_| spawn_and_reap(hook, 300)).fold(f64::MAX, f64::min);
+        let best = |hook| {
+            (0..3)
+                .map(|_| spawn_and_reap(hook, 300))
+                .fold(f64::MAX, f64::min)
+        };
         let (plain, hooked) = (best(false), best(true));
         println!(
             "resident +{target} MiB: posix_spawn {plain:.0} µs, fork (pre_exec hook) {hooked:.0} µs a spawn and reap"
