@@ -4,11 +4,12 @@
 //! runs. A node frozen by SIGSTOP (or killed with kill -9) cannot kill its children: they would run
 //! on beside the survivor that fails their items over. So the first script child of a process
 //! forks a *keeper*, a small process that only watches: the node sends it a heartbeat every
-//! [`BEAT`] from a thread of its own, and every child it starts writes its own pid and lease to the
-//! keeper between fork and exec ([`watch_at_exec`]), so that it is watched before it runs. When no
-//! heartbeat came for a child's lease (the node is frozen), or the node is gone (the keeper's pipe
-//! closed), the keeper kills the child's whole process group (SIGKILL; the child leads a group of its
-//! own, see [`group`](super::group)).
+//! [`BEAT`] from a thread of its own, and announces every child's spawn before it and its pid and
+//! lease after it ([`announce`]): a node that dies between the two leaves an announced spawn,
+//! whose child the keeper finds by the name in its environment ([`announced`](super::announced)).
+//! When no heartbeat came for a child's lease (the node is frozen), or the node is gone (the
+//! keeper's pipe closed), the keeper kills the child's whole process group (SIGKILL; the child
+//! leads a group of its own, see [`group`](super::group)).
 //!
 //! The lease is the session's ([`FenceBudget::frozen_node_lease`]): the server cannot expire a
 //! session sooner than a ping interval plus two margins after the keeper's deadline, and only then
@@ -22,7 +23,7 @@
 //!
 //! [`FenceBudget::frozen_node_lease`]: crate::decide::lifecycle::FenceBudget::frozen_node_lease
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -33,25 +34,30 @@ pub const BEAT: Duration = Duration::from_millis(200);
 /// of a lease (100 ms).
 const POLL_MS: i32 = 50;
 
-/// How often the keeper frees the slots of groups that are gone.
-const PRUNE_MS: u64 = 1000;
-
 /// The most children watched at once; a child past it is not kept (logged).
 const SLOTS: usize = 4096;
 
 const BEAT_RECORD: u32 = 1;
 const WATCH_RECORD: u32 = 2;
 const RELEASE_RECORD: u32 = 3;
+const ANNOUNCE_RECORD: u32 = 4;
+const WITHDRAW_RECORD: u32 = 5;
 
-/// One message to the keeper: kind, pid, lease in ms, and a pad, native-endian. Sixteen bytes is
-/// below `PIPE_BUF`, so writes are atomic and records never interleave.
+/// The most spawns announced and not yet reported at once; a spawn past it is not announced
+/// (its child is kept from its report on, as before announcements).
+const ANNOUNCED_SLOTS: usize = 256;
+
+/// One message to the keeper: kind, pid, lease in ms, and a spawn's sequence number, all
+/// native-endian. Sixteen bytes is below `PIPE_BUF`, so writes are atomic and records never
+/// interleave.
 type Record = [u8; 16];
 
-fn record(kind: u32, pid: i32, lease_ms: u32) -> Record {
+fn record(kind: u32, pid: i32, lease_ms: u32, seq: u32) -> Record {
     let mut r = [0u8; 16];
     r[0..4].copy_from_slice(&kind.to_ne_bytes());
     r[4..8].copy_from_slice(&pid.to_ne_bytes());
     r[8..12].copy_from_slice(&lease_ms.to_ne_bytes());
+    r[12..16].copy_from_slice(&seq.to_ne_bytes());
     r
 }
 
@@ -65,53 +71,66 @@ pub struct Watched {
 impl Drop for Watched {
     fn drop(&mut self) {
         if let Some(keeper) = keeper() {
-            keeper.send(&record(RELEASE_RECORD, self.pid, 0));
+            keeper.send(&record(RELEASE_RECORD, self.pid, 0, 0));
         }
     }
 }
 
-/// Has the child that `command` starts put itself under the keeper's watch for `lease` before it
-/// execs: it writes its own watch record between fork and exec, so that no instant exists in
-/// which the child runs and its node could die unnoticed (a node killed just after the spawn,
-/// before a watch sent by the node itself, left the child running beside its failover). After a
-/// successful spawn, [`watched`] makes the guard that releases it. Returns whether the child
-/// will be kept (`false` when there is no keeper).
-pub fn watch_at_exec(command: &mut tokio::process::Command, lease: Duration) -> bool {
-    let Some(keeper) = keeper() else {
-        return false;
-    };
-    let (fd, lease_ms) = (
-        keeper.fd,
-        u32::try_from(lease.as_millis()).unwrap_or(u32::MAX),
-    );
-    // SAFETY: the closure runs in the forked child before exec, and makes async-signal-safe
-    // calls only (getpid, write) on stack data; `fd` is the keeper's pipe, open in the child
-    // until the exec closes it (O_CLOEXEC).
-    unsafe {
-        command.pre_exec(move || {
-            let r = record(WATCH_RECORD, libc::getpid(), lease_ms);
-            // Sixteen bytes, below PIPE_BUF: written whole or not at all. A full pipe (the keeper
-            // far behind) leaves the child unkept, as it would a watch sent by the node.
-            libc::write(fd, r.as_ptr().cast(), r.len());
-            Ok(())
-        });
-    }
-    true
+/// A spawn announced to the keeper ([`announce`]): reported with [`Announced::watch`] once the
+/// child runs; dropped unreported (the spawn failed), it is withdrawn.
+#[derive(Debug)]
+pub struct Announced {
+    seq: u32,
 }
 
-/// The guard of a child started by a command given to [`watch_at_exec`]: releases the child's
-/// watch when dropped (after the child was reaped). `None` when the pid does not fit a `pid_t`.
-pub fn watched(pid: u32) -> Option<Watched> {
-    let pid = i32::try_from(pid).ok()?;
-    Some(Watched { pid })
+/// Announces to the keeper the spawn `command` is about to make, kept for `lease`, and names it
+/// in the child's environment ([`SPAWN_ENV`](super::announced::SPAWN_ENV)): should the node die
+/// (or freeze past the lease) before it reports the child's pid, the keeper finds the child by
+/// that name. `None` when there is no keeper.
+pub fn announce(command: &mut tokio::process::Command, lease: Duration) -> Option<Announced> {
+    static SEQ: AtomicU32 = AtomicU32::new(1);
+    let keeper = keeper()?;
+    // Never 0 (a free slot in the keeper): skipped at the wrap.
+    let seq = match SEQ.fetch_add(1, Ordering::Relaxed) {
+        0 => SEQ.fetch_add(1, Ordering::Relaxed),
+        seq => seq,
+    };
+    command.env(
+        super::announced::SPAWN_ENV,
+        format!("{}.{seq}", std::process::id()),
+    );
+    let lease_ms = u32::try_from(lease.as_millis()).unwrap_or(u32::MAX);
+    keeper.send(&record(ANNOUNCE_RECORD, 0, lease_ms, seq));
+    Some(Announced { seq })
+}
+
+impl Announced {
+    /// Puts the announced child `pid` under the keeper's watch for `lease`: killed if its node
+    /// sends no heartbeat for that long, or ends. `None` when the pid does not fit a `pid_t`
+    /// (the announcement is then withdrawn).
+    pub fn watch(self, pid: u32, lease: Duration) -> Option<Watched> {
+        let pid = i32::try_from(pid).ok()?;
+        let lease_ms = u32::try_from(lease.as_millis()).unwrap_or(u32::MAX);
+        if let Some(keeper) = keeper() {
+            keeper.send(&record(WATCH_RECORD, pid, lease_ms, self.seq));
+        }
+        std::mem::forget(self);
+        Some(Watched { pid })
+    }
+}
+
+impl Drop for Announced {
+    fn drop(&mut self) {
+        if let Some(keeper) = keeper() {
+            keeper.send(&record(WITHDRAW_RECORD, 0, 0, self.seq));
+        }
+    }
 }
 
 /// The node's end of the keeper's pipe.
 #[derive(Debug)]
 struct Keeper {
     pipe: Mutex<std::fs::File>,
-    /// The pipe's descriptor, for a child's own watch record ([`watch_at_exec`]).
-    fd: libc::c_int,
 }
 
 impl Keeper {
@@ -206,7 +225,6 @@ fn start() -> std::io::Result<Keeper> {
                 .spawn(move || beat_loop(beat))?;
             Ok(Keeper {
                 pipe: Mutex::new(pipe),
-                fd: write_end,
             })
         }
     }
@@ -221,7 +239,7 @@ fn start() -> std::io::Result<Keeper> {
 /// stops only with the whole process.
 fn beat_loop(mut pipe: std::fs::File) {
     use std::io::Write;
-    let beat = record(BEAT_RECORD, 0, 0);
+    let beat = record(BEAT_RECORD, 0, 0, 0);
     loop {
         match pipe.write(&beat) {
             // A full pipe holds beats enough: the keeper is behind, not the node.
@@ -256,10 +274,13 @@ fn serve(read_end: libc::c_int) -> ! {
         libc::signal(libc::SIGTERM, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
         libc::fcntl(3, libc::F_SETFL, libc::O_NONBLOCK);
+        let node = libc::getppid();
         let mut pids = [0i32; SLOTS];
         let mut leases = [0u64; SLOTS];
+        // Spawns announced and not yet reported: their sequence numbers and leases.
+        let mut announced = [0u32; ANNOUNCED_SLOTS];
+        let mut announced_leases = [0u64; ANNOUNCED_SLOTS];
         let mut last_beat = now_ms();
-        let mut last_prune = last_beat;
         let mut buf = [0u8; 16 * 256];
         loop {
             let mut pfd = libc::pollfd {
@@ -273,10 +294,12 @@ fn serve(read_end: libc::c_int) -> ! {
             loop {
                 let n = libc::read(3, buf.as_mut_ptr().cast(), buf.len());
                 if n == 0 {
-                    // The node is gone: nothing will stop its children now.
+                    // The node is gone: nothing will stop its children now, those it spawned
+                    // and did not live to report included.
                     for pid in pids.iter().filter(|p| **p > 0) {
                         libc::kill(-*pid, libc::SIGKILL);
                     }
+                    super::announced::find(node, &announced, kill_group);
                     libc::_exit(0);
                 }
                 if n < 0 {
@@ -288,10 +311,21 @@ fn serve(read_end: libc::c_int) -> ! {
                     let kind = u32::from_ne_bytes(word(0));
                     let pid = i32::from_ne_bytes(word(4));
                     let lease = u64::from(u32::from_ne_bytes(word(8)));
+                    let seq = u32::from_ne_bytes(word(12));
                     match kind {
                         BEAT_RECORD => last_beat = now_ms(),
-                        WATCH_RECORD => {
-                            if let Some(slot) = pids.iter().position(|p| *p == 0) {
+                        ANNOUNCE_RECORD => {
+                            if let Some(slot) = announced.iter().position(|s| *s == 0) {
+                                announced[slot] = seq;
+                                announced_leases[slot] = lease;
+                            }
+                        }
+                        WATCH_RECORD | WITHDRAW_RECORD => {
+                            if let Some(slot) = announced.iter().position(|s| *s == seq) {
+                                announced[slot] = 0;
+                            }
+                            let free = pids.iter().position(|p| *p == 0);
+                            if let (WATCH_RECORD, Some(slot)) = (kind, free) {
                                 pids[slot] = pid;
                                 leases[slot] = lease;
                             }
@@ -305,25 +339,33 @@ fn serve(read_end: libc::c_int) -> ! {
                     }
                 }
             }
-            let now = now_ms();
-            let silent = now.saturating_sub(last_beat);
+            let silent = now_ms().saturating_sub(last_beat);
             for slot in 0..SLOTS {
                 if pids[slot] > 0 && silent > leases[slot] {
                     libc::kill(-pids[slot], libc::SIGKILL);
                     pids[slot] = 0;
                 }
             }
-            // A child whose exec failed watched itself, but its node never learnt its pid and
-            // sends no release: a slot whose group is gone is freed.
-            if now.saturating_sub(last_prune) >= PRUNE_MS {
-                last_prune = now;
-                for pid in pids.iter_mut().filter(|p| **p > 0) {
-                    if libc::kill(-*pid, 0) != 0 && *libc::__errno_location() == libc::ESRCH {
-                        *pid = 0;
-                    }
+            // A node frozen between a spawn and its report: the child is found by its name.
+            let mut overdue = [0u32; ANNOUNCED_SLOTS];
+            for slot in 0..ANNOUNCED_SLOTS {
+                if announced[slot] != 0 && silent > announced_leases[slot] {
+                    overdue[slot] = announced[slot];
+                    announced[slot] = 0;
                 }
             }
+            super::announced::find(node, &overdue, kill_group);
         }
+    }
+}
+
+/// Kills the group `pid` leads, and `pid` itself should it not lead one yet.
+#[cfg(target_os = "linux")]
+fn kill_group(pid: i32) {
+    // SAFETY: kill(2) touches no memory.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
     }
 }
 

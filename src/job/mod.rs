@@ -6,6 +6,7 @@
 //! reports the outcome. A handler should watch [`ShardingContext::cancelled`]: it fires when this
 //! instance loses the item (resharding, lost session, shutdown).
 
+mod announced;
 pub mod concurrency;
 pub mod dataflow;
 pub mod deadline;

@@ -350,11 +350,13 @@ impl ItemHandler for ScriptJob {
             // A group of its own: everything the script starts is stopped with it.
             .process_group(0)
             .kill_on_drop(true);
-        // A frozen or dead node's group is killed by the keeper; the child is watched from
-        // before its exec.
-        let kept = match ctx.child_lease {
-            Some(lease) if !lease.is_zero() => super::keeper::watch_at_exec(&mut command, lease),
-            _ => false,
+        // A frozen or dead node's group is killed by the keeper; the spawn is announced to it
+        // first, so that a node that dies before it reports the pid leaves no child unkept.
+        let announced = match ctx.child_lease {
+            Some(lease) if !lease.is_zero() => {
+                super::keeper::announce(&mut command, lease).map(|a| (a, lease))
+            }
+            _ => None,
         };
         let mut child = command.spawn().map_err(|e| JobError::Spawn {
             command: this.command_line.clone(),
@@ -364,7 +366,10 @@ impl ItemHandler for ScriptJob {
         // the orphan queue.
         let group = child.id().and_then(ProcessGroup::led_by);
         // Held until the child is reaped: its release tells the keeper to forget it.
-        let _kept = child.id().filter(|_| kept).and_then(super::keeper::watched);
+        let _kept = match (child.id(), announced) {
+            (Some(pid), Some((announced, lease))) => announced.watch(pid, lease),
+            _ => None,
+        };
         this.supervise(&mut child, group, &ctx).await
     }
 }
