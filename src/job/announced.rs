@@ -18,10 +18,53 @@ pub(super) const SPAWN_ENV: &str = "SHARDCRON_SPAWN";
 /// The longest entry compared: `SHARDCRON_SPAWN=` and two decimal u32s with a dot.
 const ENTRY_MAX: usize = 48;
 
+/// The most spawns [`find_all`] looks for at once.
+const MAX_PENDING: usize = 256;
+
 /// Calls `found(pid)` for every process whose environment names a spawn of node `node` whose
-/// sequence number is in `pending` (zeros are free slots). Linux only; async-signal-safe.
+/// sequence number is in `pending` (zeros are free slots; at most [`MAX_PENDING`] are read), and
+/// searches again, `pause_ms` apart and at most `tries` times in all, while a pending spawn's
+/// child was not found: a child caught inside its exec (its old memory released, which is when
+/// its descriptors close, and its new environment not yet laid out) shows an empty environment
+/// for a moment. Linux only; async-signal-safe.
 #[cfg(target_os = "linux")]
-pub(super) fn find(node: i32, pending: &[u32], mut found: impl FnMut(i32)) {
+pub(super) fn find_all(
+    node: i32,
+    pending: &[u32],
+    tries: u32,
+    pause_ms: i32,
+    mut found: impl FnMut(i32),
+) {
+    let mut left = [0u32; MAX_PENDING];
+    for (slot, seq) in left.iter_mut().zip(pending) {
+        *slot = *seq;
+    }
+    for attempt in 0..tries {
+        let mut hit = [0u32; MAX_PENDING];
+        let mut hits = 0;
+        find(node, &left, |pid, seq| {
+            found(pid);
+            if hits < MAX_PENDING {
+                hit[hits] = seq;
+                hits += 1;
+            }
+        });
+        for seq in &hit[..hits] {
+            for slot in left.iter_mut().filter(|s| *s == seq) {
+                *slot = 0;
+            }
+        }
+        if left.iter().all(|s| *s == 0) || attempt + 1 == tries {
+            return;
+        }
+        // SAFETY: poll with no descriptors only waits; async-signal-safe.
+        unsafe { libc::poll(std::ptr::null_mut(), 0, pause_ms) };
+    }
+}
+
+/// One pass of [`find_all`]: `found(pid, seq)` for every process naming a pending spawn.
+#[cfg(target_os = "linux")]
+fn find(node: i32, pending: &[u32], mut found: impl FnMut(i32, u32)) {
     if pending.iter().all(|s| *s == 0) {
         return;
     }
@@ -51,8 +94,8 @@ pub(super) fn find(node: i32, pending: &[u32], mut found: impl FnMut(i32)) {
                 break;
             }
             if let Some(pid) = pid_of(&buf[at + 19..at + reclen]) {
-                if names_pending(pid, node, pending) {
-                    found(pid);
+                if let Some(seq) = names_pending(pid, node, pending) {
+                    found(pid, seq);
                 }
             }
             at += reclen;
@@ -76,9 +119,9 @@ fn pid_of(name: &[u8]) -> Option<i32> {
     (digits > 0).then_some(pid)
 }
 
-/// Whether `/proc/{pid}/environ` holds `SHARDCRON_SPAWN={node}.{seq}` with `seq` in `pending`.
+/// The `seq` of `SHARDCRON_SPAWN={node}.{seq}` in `/proc/{pid}/environ`, when it is in `pending`.
 #[cfg(target_os = "linux")]
-fn names_pending(pid: i32, node: i32, pending: &[u32]) -> bool {
+fn names_pending(pid: i32, node: i32, pending: &[u32]) -> Option<u32> {
     let mut path = [0u8; 32];
     let mut len = 0;
     for part in [
@@ -92,12 +135,12 @@ fn names_pending(pid: i32, node: i32, pending: &[u32]) -> bool {
     // SAFETY: `path` is NUL-terminated (zeroed past `len`); open, read, close on our buffers.
     let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
-        return false;
+        return None;
     }
     let mut entry = [0u8; ENTRY_MAX];
     let mut entry_len = 0usize; // past ENTRY_MAX: too long to be ours
     let mut chunk = [0u8; 4096];
-    let mut hit = false;
+    let mut hit = None;
     'read: loop {
         // SAFETY: read writes at most `chunk.len()` bytes into `chunk`.
         let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
@@ -107,9 +150,11 @@ fn names_pending(pid: i32, node: i32, pending: &[u32]) -> bool {
         }
         for &b in &chunk[..n] {
             if b == 0 {
-                if entry_len <= ENTRY_MAX && is_pending(&entry[..entry_len], node, pending) {
-                    hit = true;
-                    break 'read;
+                if entry_len <= ENTRY_MAX {
+                    hit = pending_seq(&entry[..entry_len], node, pending);
+                    if hit.is_some() {
+                        break 'read;
+                    }
                 }
                 entry_len = 0;
             } else {
@@ -125,36 +170,24 @@ fn names_pending(pid: i32, node: i32, pending: &[u32]) -> bool {
     hit
 }
 
-/// Whether one environment entry is `SHARDCRON_SPAWN={node}.{seq}` with `seq` in `pending`.
-fn is_pending(entry: &[u8], node: i32, pending: &[u32]) -> bool {
-    let Some(value) = entry
+/// The `seq` of one environment entry `SHARDCRON_SPAWN={node}.{seq}`, when it is in `pending`.
+fn pending_seq(entry: &[u8], node: i32, pending: &[u32]) -> Option<u32> {
+    let value = entry
         .strip_prefix(SPAWN_ENV.as_bytes())
-        .and_then(|rest| rest.strip_prefix(b"="))
-    else {
-        return false;
-    };
+        .and_then(|rest| rest.strip_prefix(b"="))?;
     let mut digits = [0u8; 10];
     let node_digits = itoa(node as u32, &mut digits);
-    let Some(seq) = value
+    let seq = value
         .strip_prefix(node_digits)
-        .and_then(|rest| rest.strip_prefix(b"."))
-    else {
-        return false;
-    };
+        .and_then(|rest| rest.strip_prefix(b"."))?;
     let mut n: u32 = 0;
     for &b in seq {
         if !b.is_ascii_digit() {
-            return false;
+            return None;
         }
-        let Some(next) = n
-            .checked_mul(10)
-            .and_then(|n| n.checked_add(u32::from(b - b'0')))
-        else {
-            return false;
-        };
-        n = next;
+        n = n.checked_mul(10)?.checked_add(u32::from(b - b'0'))?;
     }
-    !seq.is_empty() && n != 0 && pending.contains(&n)
+    (!seq.is_empty() && n != 0 && pending.contains(&n)).then_some(n)
 }
 
 /// `n` in decimal, written into the end of `buf`; the digits' slice.
@@ -176,14 +209,17 @@ mod tests {
 
     #[test]
     fn an_entry_names_a_pending_spawn_only_with_this_nodes_pid_and_a_pending_sequence_number() {
-        assert!(is_pending(b"SHARDCRON_SPAWN=42.7", 42, &[0, 7]));
-        assert!(!is_pending(b"SHARDCRON_SPAWN=42.7", 43, &[7]));
-        assert!(!is_pending(b"SHARDCRON_SPAWN=42.8", 42, &[7]));
-        assert!(!is_pending(b"SHARDCRON_SPAWN=42.", 42, &[7]));
-        assert!(!is_pending(b"SHARDCRON_SPAWN=42.0", 42, &[0]));
-        assert!(!is_pending(b"SHARDCRON_SPAWN=42.7x", 42, &[7]));
-        assert!(!is_pending(b"SHARDCRON_SPAWNX=42.7", 42, &[7]));
-        assert!(!is_pending(b"SHARDCRON_SPAWN=42.99999999999", 42, &[7]));
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWN=42.7", 42, &[0, 7]), Some(7));
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWN=42.7", 43, &[7]), None);
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWN=42.8", 42, &[7]), None);
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWN=42.", 42, &[7]), None);
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWN=42.0", 42, &[0]), None);
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWN=42.7x", 42, &[7]), None);
+        assert_eq!(pending_seq(b"SHARDCRON_SPAWNX=42.7", 42, &[7]), None);
+        assert_eq!(
+            pending_seq(b"SHARDCRON_SPAWN=42.99999999999", 42, &[7]),
+            None
+        );
     }
 
     #[test]
@@ -196,9 +232,10 @@ mod tests {
             .expect("spawning sleep");
         let pid = child.id() as i32;
         let mut seen = Vec::new();
-        find(me, &[0, 9_000_001], |p| seen.push(p));
+        // Searched for as the keeper does: a child caught inside its exec is looked for again.
+        find_all(me, &[0, 9_000_001], 40, 5, |p| seen.push(p));
         let mut other = Vec::new();
-        find(me, &[9_000_002], |p| other.push(p));
+        find_all(me, &[9_000_002], 2, 5, |p| other.push(p));
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(seen, vec![pid]);

@@ -43,6 +43,10 @@ const RELEASE_RECORD: u32 = 3;
 const ANNOUNCE_RECORD: u32 = 4;
 const WITHDRAW_RECORD: u32 = 5;
 
+/// How many times, 5 ms apart, the keeper searches `/proc` for an announced spawn's child that it
+/// did not find yet (a child inside its exec, or a spawn that never happened: 200 ms at most).
+const FIND_TRIES: u32 = 40;
+
 /// The most spawns announced and not yet reported at once; a spawn past it is not announced
 /// (its child is kept from its report on, as before announcements).
 const ANNOUNCED_SLOTS: usize = 256;
@@ -299,7 +303,7 @@ fn serve(read_end: libc::c_int) -> ! {
                     for pid in pids.iter().filter(|p| **p > 0) {
                         libc::kill(-*pid, libc::SIGKILL);
                     }
-                    super::announced::find(node, &announced, kill_group);
+                    super::announced::find_all(node, &announced, FIND_TRIES, 5, kill_group);
                     libc::_exit(0);
                 }
                 if n < 0 {
@@ -354,7 +358,7 @@ fn serve(read_end: libc::c_int) -> ! {
                     announced[slot] = 0;
                 }
             }
-            super::announced::find(node, &overdue, kill_group);
+            super::announced::find_all(node, &overdue, FIND_TRIES, 5, kill_group);
         }
     }
 }
