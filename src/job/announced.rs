@@ -7,10 +7,12 @@
 //! keeper an announcement without a pid: when its pipe closes, the keeper reads every process's
 //! `/proc/{pid}/environ` for that entry and kills the group of the process that has it.
 //!
-//! The pipe closes only once every process holding its write end is gone or has exec'd (the end
-//! is close-on-exec, and a spawned child holds a copy until its exec), so by then an announced
-//! child shows its own environment. Async-signal-safe: only `open`, `getdents64`, `read` and
-//! `close` on stack buffers, as the keeper (a fork of a threaded process) requires.
+//! The pipe closes only once every process holding its write end is gone or inside its exec (the
+//! end is close-on-exec, and a spawned child holds a copy until its exec); a child caught between
+//! that close and the layout of its new environment shows an empty one, so the search looks
+//! again, a few ms apart, until every pending spawn's child was found or 200 ms went by.
+//! Async-signal-safe: only `open`, `getdents64`, `read`, `close` and `poll` on stack buffers, as
+//! the keeper (a fork of a threaded process) requires.
 
 /// The environment variable that names a spawn.
 pub(super) const SPAWN_ENV: &str = "SHARDCRON_SPAWN";
