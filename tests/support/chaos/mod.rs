@@ -339,15 +339,20 @@ impl Cluster {
             registry::wait_converged(&self.connect, &self.namespace, JOB, &ids, ITEMS, WITHIN).1
         }));
         waited.unwrap_or_else(|panic| {
-            // What each node logged is what tells why one did not (re)join.
-            for (label, node) in &self.nodes {
-                let all = node.stderr();
-                let lines: Vec<&str> = all.lines().collect();
-                let tail = lines[lines.len().saturating_sub(30)..].join("\n");
-                eprintln!("--- node {label} stderr (last 30 lines):\n{tail}");
-            }
+            self.print_stderr_tails();
             std::panic::resume_unwind(panic)
         })
+    }
+
+    /// Prints the last 30 lines of every node's stderr: what each node logged is what tells why
+    /// one did not (re)join.
+    pub fn print_stderr_tails(&self) {
+        for (label, node) in &self.nodes {
+            let all = node.stderr();
+            let lines: Vec<&str> = all.lines().collect();
+            let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+            eprintln!("--- node {label} stderr (last 30 lines):\n{tail}");
+        }
     }
 
     /// The current leader of the chaos job, as a node label.

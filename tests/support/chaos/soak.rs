@@ -276,14 +276,20 @@ impl Soak {
     /// splits them.
     pub fn converge(&self) {
         self.cluster.converge(&LABELS);
-        super::registry::wait_converged(
-            &self.cluster.connect,
-            &self.cluster.namespace,
-            "slow",
-            &self.ids().iter().map(String::as_str).collect::<Vec<_>>(),
-            2,
-            super::WITHIN,
-        );
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::registry::wait_converged(
+                &self.cluster.connect,
+                &self.cluster.namespace,
+                "slow",
+                &self.ids().iter().map(String::as_str).collect::<Vec<_>>(),
+                2,
+                super::WITHIN,
+            )
+        }));
+        if let Err(panic) = waited {
+            self.cluster.print_stderr_tails();
+            std::panic::resume_unwind(panic)
+        }
     }
 
     /// Waits until every node is an instance of both jobs and each has a live leader, and the
