@@ -19,6 +19,7 @@ use support::jobs_file::{entries, script_job};
 use support::Peer;
 
 use support::chaos;
+use support::node_proc::runs;
 use support::zk;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -34,7 +35,12 @@ const AFTERWARDS: f64 = 3.0;
 
 /// The window a fault may cost: the session timeout + 2 s.
 fn fault_window() -> f64 {
-    SESSION_TIMEOUT.as_secs_f64() + 2.0
+    fault_window_of(SESSION_TIMEOUT)
+}
+
+/// The window a fault may cost nodes whose session times out after `session`.
+fn fault_window_of(session: Duration) -> f64 {
+    session.as_secs_f64() + 2.0
 }
 
 /// The session timeout of the ZooKeeper restart scenario: longer than a restart of ZooKeeper's
@@ -212,7 +218,7 @@ fn zookeeper_restarted_within_the_session_timeout_costs_no_item_beyond_its_outag
     let up = now();
     eprintln!("[chaos] zk bounce: ZooKeeper was down {:.1} s", up - down);
     assert!(
-        up - down < BOUNCE_SESSION_TIMEOUT.as_secs_f64(),
+        up - down < cluster.session().as_secs_f64(),
         "the outage stayed within the session timeout (the JVM took {:.1} s to come back)",
         up - down
     );
@@ -227,7 +233,7 @@ fn zookeeper_restarted_within_the_session_timeout_costs_no_item_beyond_its_outag
             vec![Window {
                 what: "ZooKeeper down".into(),
                 from: down,
-                until: down + BOUNCE_SESSION_TIMEOUT.as_secs_f64() + 2.0,
+                until: down + fault_window_of(cluster.session()),
             }],
             Vec::new(),
         ),
@@ -617,16 +623,6 @@ fn orphan_pids(cluster: &Cluster) -> Vec<libc::pid_t> {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect()
-}
-
-/// Whether `pid` runs: it exists and is not a zombie (a child killed while its node is stopped
-/// stays a zombie until the node reaps it).
-fn runs(pid: libc::pid_t) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
 }
 
 /// Waits for a pid of `{orphan}` not in `seen`, and returns it.

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::wait::wait_until_blocking_every;
+use support::node_proc::runs;
+use support::wait::{wait_until_blocking, wait_until_blocking_every};
 
 const HELPER: &str = "SHARDCRON_KEEPER_WINDOW_PID_FILE";
 const TEST: &str =
@@ -21,7 +22,8 @@ fn die_between_spawn_and_report(pid_file: &Path) -> ! {
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(async {
+    // Spawned inside the runtime (tokio's child handling needs one); the rest is plain waiting.
+    let (announced, child) = runtime.block_on(async {
         let mut command = tokio::process::Command::new("/bin/sh");
         command
             .arg("-c")
@@ -33,24 +35,14 @@ fn die_between_spawn_and_report(pid_file: &Path) -> ! {
         // A lease far longer than the test: only the pipe's end can get the child killed.
         let announced = shardcron::job::keeper::announce(&mut command, Duration::from_secs(60))
             .expect("the keeper runs (Linux)");
-        let child = command.spawn().expect("spawning the child");
-        while !pid_file.exists() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        // Neither reported nor withdrawn: the node dies here.
-        std::mem::forget((announced, child));
-        // SAFETY: _exit ends the process at once, as a kill would.
-        unsafe { libc::_exit(0) }
-    })
-}
-
-/// Whether `pid` runs (exists and is not a zombie).
-fn runs(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
+        (announced, command.spawn().expect("spawning the child"))
+    });
+    let ran = || pid_file.exists().then_some(());
+    wait_until_blocking(ran, "the child to write its pid", Duration::from_secs(10));
+    // Neither reported nor withdrawn: the node dies here.
+    std::mem::forget((announced, child, runtime));
+    // SAFETY: _exit ends the process at once, as a kill would.
+    unsafe { libc::_exit(0) }
 }
 
 #[test]

@@ -328,10 +328,11 @@ fn serve(read_end: libc::c_int) -> ! {
                             if let Some(slot) = announced.iter().position(|s| *s == seq) {
                                 announced[slot] = 0;
                             }
-                            let free = pids.iter().position(|p| *p == 0);
-                            if let (WATCH_RECORD, Some(slot)) = (kind, free) {
-                                pids[slot] = pid;
-                                leases[slot] = lease;
+                            if kind == WATCH_RECORD {
+                                if let Some(slot) = pids.iter().position(|p| *p == 0) {
+                                    pids[slot] = pid;
+                                    leases[slot] = lease;
+                                }
                             }
                         }
                         RELEASE_RECORD => {
@@ -350,7 +351,9 @@ fn serve(read_end: libc::c_int) -> ! {
                     pids[slot] = 0;
                 }
             }
-            // A node frozen between a spawn and its report: the child is found by its name.
+            // A node frozen between a spawn and its report: the child is found by its name. One
+            // search: a lease after the node's last beat, a child it spawned has long exec'd,
+            // and the watched children's leases must not wait on a search that finds nothing.
             let mut overdue = [0u32; ANNOUNCED_SLOTS];
             for slot in 0..ANNOUNCED_SLOTS {
                 if announced[slot] != 0 && silent > announced_leases[slot] {
@@ -358,7 +361,7 @@ fn serve(read_end: libc::c_int) -> ! {
                     announced[slot] = 0;
                 }
             }
-            super::announced::find_all(node, &overdue, FIND_TRIES, 5, kill_group);
+            super::announced::find_all(node, &overdue, 1, 0, kill_group);
         }
     }
 }

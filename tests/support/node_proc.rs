@@ -299,3 +299,13 @@ pub fn run_to_exit(args: &[&str]) -> (ExitStatus, String) {
     let stderr = node.stderr();
     (status, stderr)
 }
+
+/// Whether `pid` runs: it exists and is not a zombie (a child killed while its node is stopped
+/// stays a zombie until the node reaps it).
+pub fn runs(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
