@@ -169,11 +169,27 @@ pub(crate) async fn apply_each_tolerant(
     ops: &[Op],
 ) -> Result<(), RegistryError> {
     for op in ops {
-        match apply_ops(registry, std::slice::from_ref(op)).await {
-            Ok(()) => {}
-            Err(e) if e.is_no_node() || e.is_node_exists() => {}
-            Err(e) => return Err(e),
-        }
+        tolerated(apply_ops(registry, std::slice::from_ref(op)).await)?;
+    }
+    Ok(())
+}
+
+/// A write's result with a node found already there, or already gone, taken as done.
+fn tolerated(result: Result<(), RegistryError>) -> Result<(), RegistryError> {
+    match result {
+        Err(e) if e.is_no_node() || e.is_node_exists() => Ok(()),
+        other => other,
+    }
+}
+
+/// Applies writes one by one, each one operation or a guarded multi-op, tolerating a write that
+/// finds a node already as wanted or a guard that no longer holds (a node there or gone).
+pub(crate) async fn apply_writes_tolerant(
+    registry: &dyn Registry,
+    writes: &[Vec<Op>],
+) -> Result<(), RegistryError> {
+    for ops in writes {
+        tolerated(apply_ops(registry, ops).await)?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use ractor::ActorRef;
 
 use crate::actors::context::SessionCtx;
 use crate::actors::mail::{Memory, ShardingMsg};
-use crate::actors::writes::apply_each_tolerant;
+use crate::actors::writes::apply_writes_tolerant;
 use crate::decide::answer::Answer;
 use crate::decide::drift::{self, Drift, Seen};
 use crate::decide::election::{self, ElectionDecision, Stood};
@@ -98,7 +98,7 @@ pub(super) async fn evaluate(
         let stale = reconcile::stale_records(&view, job, config.config().failover);
         if !stale.is_empty() {
             tracing::info!(%job, count = stale.len(), "clearing records of dead owners");
-            if let Err(e) = apply_each_tolerant(&*ctx.registry, &stale).await {
+            if let Err(e) = apply_writes_tolerant(&*ctx.registry, &stale).await {
                 tracing::warn!(%job, error = %e, "clearing records of dead owners failed");
             }
         }

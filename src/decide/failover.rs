@@ -50,10 +50,7 @@ fn back(view: &JobView, gone: &InstanceId) -> bool {
 /// the owner ran the item anew: a stale record, not a run to fail over. Marking it would delete the
 /// live run's `running` and have a taker run the item beside it.
 fn run_by_live_other(view: &JobView, v: &ItemView, gone: &InstanceId) -> bool {
-    v.running
-        .as_deref()
-        .and_then(|r| InstanceId::parse(r).ok())
-        .is_some_and(|r| r != *gone && view.instances.contains(&r))
+    running_owner(v).is_some_and(|r| r != *gone && view.instances.contains(&r))
 }
 
 /// Deletes a stale `failovering` (see [`run_by_live_other`]).
@@ -71,14 +68,38 @@ fn no_taker_guard(job: &JobName, item: ShardItem) -> [Op; 2] {
     ]
 }
 
+/// Creating and deleting `instances/{gone}` in one multi-op: fails once `gone` is registered
+/// again. An instance keeps its id across sessions, so after an expiry its new session's first fire
+/// writes a `running` that names it again, and a survivor whose mirror lags that return by a few
+/// milliseconds still sees the old run. Unguarded, its mark deleted the new run's `running` and a
+/// taker ran the item beside it (the soak's overlap after a whole-ensemble pause). The pair leaves
+/// a created and a deleted event of a node that was already gone: shardcron's decisions read the
+/// mirror, unchanged by the pair; a Java instance raises the resharding flag its departure raised
+/// already and finds nothing left to mark.
+pub(crate) fn gone_guard(job: &JobName, gone: &InstanceId) -> [Op; 2] {
+    let instance = JobNode::Instance(gone.clone()).to_path(job);
+    [
+        Op::create(instance.clone(), "", CreateMode::Ephemeral),
+        Op::delete(instance),
+    ]
+}
+
 /// One item's mark, as a multi-op that applies only while the run it fails over is as the view
-/// saw it: `proof` (the node naming the vanished instance) still exists, and no instance holds the
-/// item's `failover`. The item's `running` goes in the same multi-op, as ElasticJob's marker
-/// deletes it. A survivor whose view lags behind another survivor's claim, or behind the re-run
-/// that followed, so marks nothing; unguarded, its late mark had the item run a second time.
-fn mark(job: &JobName, item: ShardItem, v: &ItemView, proof: JobNode) -> Vec<Op> {
+/// saw it: `gone` is still absent from `instances/`, `proof` (the node naming it) still exists,
+/// and no instance holds the item's `failover`. The item's `running` goes in the same multi-op,
+/// as ElasticJob's marker deletes it. A survivor whose view lags behind another survivor's claim,
+/// behind the re-run that followed, or behind `gone`'s return, so marks nothing; unguarded, its
+/// late mark had the item run a second time.
+fn mark(
+    job: &JobName,
+    item: ShardItem,
+    v: &ItemView,
+    proof: JobNode,
+    gone: &InstanceId,
+) -> Vec<Op> {
     let running = JobNode::ShardingRunning(item);
-    let mut ops = Vec::with_capacity(5);
+    let mut ops = Vec::with_capacity(7);
+    ops.extend(gone_guard(job, gone));
     if proof != running {
         ops.push(Op::Check {
             path: proof.to_path(job),
@@ -98,14 +119,34 @@ fn mark(job: &JobName, item: ShardItem, v: &ItemView, proof: JobNode) -> Vec<Op>
     ops
 }
 
-/// The node that shows who ran `item` when that instance vanished: its `failovering` when it ran
-/// the item as a taker, else its `running`.
-fn proof(v: &ItemView, item: ShardItem, gone: impl Fn(&InstanceId) -> bool) -> JobNode {
-    if v.failovering.as_ref().is_some_and(gone) {
-        JobNode::ShardingFailovering(item)
-    } else {
-        JobNode::ShardingRunning(item)
+/// The node that shows who ran `item` when that instance vanished, and that instance: its
+/// `failovering` when it ran the item as a taker, else its `running`. `None` when neither names a
+/// gone instance (a `running` whose data is no instance id).
+fn proof(
+    v: &ItemView,
+    item: ShardItem,
+    gone: impl Fn(&InstanceId) -> bool,
+) -> Option<(JobNode, InstanceId)> {
+    if let Some(taker) = v.failovering.as_ref().filter(|t| gone(t)) {
+        return Some((JobNode::ShardingFailovering(item), taker.clone()));
     }
+    let owner = running_owner(v).filter(|r| gone(r))?;
+    Some((JobNode::ShardingRunning(item), owner))
+}
+
+/// The instance the item's `running` names, when its data is an instance id.
+fn running_owner(v: &ItemView) -> Option<InstanceId> {
+    v.running.as_deref().and_then(|r| InstanceId::parse(r).ok())
+}
+
+/// `mark` with the proof [`proof`] finds; nothing when there is none.
+fn mark_proven(
+    job: &JobName,
+    item: ShardItem,
+    v: &ItemView,
+    gone: impl Fn(&InstanceId) -> bool,
+) -> Vec<Op> {
+    proof(v, item, gone).map_or_else(Vec::new, |(node, who)| mark(job, item, v, node, &who))
 }
 
 /// The marks to create when `crashed` vanished from `instances/`: every item it was running
@@ -133,21 +174,23 @@ pub fn marks_for_crashed(view: &JobView, job: &JobName, crashed: &InstanceId) ->
                 if v.running.as_deref() != Some(crashed.as_str()) {
                     return Vec::new();
                 }
-                return finish_marker(job, *item);
+                return finish_marker(job, *item, crashed);
             }
             if run_by_live_other(view, v, crashed) {
                 return clear_stale_taker(job, *item);
             }
-            mark(job, *item, v, proof(v, *item, |t| t == crashed))
+            mark_proven(job, *item, v, |t| t == crashed)
         })
         .filter(|ops| !ops.is_empty())
         .collect()
 }
 
 /// The end of a marker that stopped half way, or of a mark made before: the marked item's
-/// `running` of a gone instance deleted, while no instance holds the item's `failover`.
-fn finish_marker(job: &JobName, item: ShardItem) -> Vec<Op> {
-    let mut ops = no_taker_guard(job, item).to_vec();
+/// `running` of `gone` deleted, while `gone` is still absent (see [`gone_guard`]) and no instance
+/// holds the item's `failover`.
+fn finish_marker(job: &JobName, item: ShardItem, gone: &InstanceId) -> Vec<Op> {
+    let mut ops = gone_guard(job, gone).to_vec();
+    ops.extend(no_taker_guard(job, item));
     ops.push(Op::delete(JobNode::ShardingRunning(item).to_path(job)));
     ops
 }
@@ -162,30 +205,23 @@ fn finish_marker(job: &JobName, item: ShardItem) -> Vec<Op> {
 /// the item could never be claimed.
 pub fn marks_for_orphans(view: &JobView, job: &JobName) -> Vec<Vec<Op>> {
     let gone = |id: &InstanceId| !view.instances.contains(id);
-    let running_gone = |v: &ItemView| {
-        v.running
-            .as_deref()
-            .and_then(|r| InstanceId::parse(r).ok())
-            .is_some_and(|r| gone(&r))
-    };
+    let running_gone = |v: &ItemView| running_owner(v).filter(|r| gone(r));
     view.items
         .iter()
         .filter(|(_, v)| {
-            (running_gone(v) || v.failovering.as_ref().is_some_and(gone))
+            (running_gone(v).is_some() || v.failovering.as_ref().is_some_and(gone))
                 && !taken_by_live(view, v, None)
         })
         .map(|(item, v)| {
             if view.failover_marks.contains(item) {
-                if !running_gone(v) {
-                    return Vec::new();
-                }
-                return finish_marker(job, *item);
+                return running_gone(v)
+                    .map_or_else(Vec::new, |owner| finish_marker(job, *item, &owner));
             }
             let taker = v.failovering.as_ref().filter(|t| gone(t));
             if taker.is_some_and(|t| run_by_live_other(view, v, t)) {
                 return clear_stale_taker(job, *item);
             }
-            mark(job, *item, v, proof(v, *item, gone))
+            mark_proven(job, *item, v, gone)
         })
         .filter(|ops| !ops.is_empty())
         .collect()

@@ -13,9 +13,18 @@ fn marked(mut v: JobView, items: &[u32]) -> JobView {
     v
 }
 
-/// The guarded multi-op marking item `i` of a vanished owner: the mark, the no-taker guard,
-/// and the deletion of its `running` (which also proves the run is still recorded).
-fn mark_op(i: u32) -> Vec<Op> {
+/// The guard that `who` is still absent from `instances/`: its node created and deleted.
+fn gone_guard(who: &InstanceId) -> Vec<Op> {
+    let instance = format!("/orders/instances/{who}");
+    vec![
+        Op::create(instance.clone(), "", CreateMode::Ephemeral),
+        Op::delete(instance),
+    ]
+}
+
+/// The mark of item `i` after the guards: the mark, the no-taker guard, and the deletion of its
+/// `running` (which also proves the run is still recorded).
+fn mark_body(i: u32) -> Vec<Op> {
     let failover = format!("/orders/sharding/{i}/failover");
     vec![
         Op::create(
@@ -29,22 +38,30 @@ fn mark_op(i: u32) -> Vec<Op> {
     ]
 }
 
-/// Finishing a marker on item `i`, already marked: its `running` deleted under the no-taker
-/// guard.
-fn finish_op(i: u32) -> Vec<Op> {
-    let mut ops = mark_op(i);
-    ops.remove(0);
+/// The guarded multi-op marking item `i` of `who`, a vanished owner.
+fn mark_op(i: u32, who: &InstanceId) -> Vec<Op> {
+    let mut ops = gone_guard(who);
+    ops.extend(mark_body(i));
     ops
 }
 
-/// Marking item `i` of a vanished taker: `failovering` is the proof; `running` goes too when
-/// the view has one.
-fn taker_mark_op(i: u32, running: bool) -> Vec<Op> {
-    let mut ops = vec![Op::Check {
+/// Finishing a marker on item `i`, already marked: its `running` deleted under the guards that
+/// `who` is still gone and no taker holds the item.
+fn finish_op(i: u32, who: &InstanceId) -> Vec<Op> {
+    let mut ops = gone_guard(who);
+    ops.extend(mark_body(i).into_iter().skip(1));
+    ops
+}
+
+/// Marking item `i` of `who`, a vanished taker: `failovering` is the proof; `running` goes too
+/// when the view has one.
+fn taker_mark_op(i: u32, who: &InstanceId, running: bool) -> Vec<Op> {
+    let mut ops = gone_guard(who);
+    ops.push(Op::Check {
         path: format!("/orders/sharding/{i}/failovering"),
         version: ANY_VERSION,
-    }];
-    ops.extend(mark_op(i));
+    });
+    ops.extend(mark_body(i));
     if !running {
         ops.pop();
     }
@@ -63,24 +80,24 @@ fn a_crashed_instance_has_only_the_items_it_was_running_marked() {
         (
             "running item marked, idle item left to resharding",
             running(base.clone(), 0, &x),
-            vec![mark_op(0)],
+            vec![mark_op(0, &x)],
         ),
         (
             "an item it ran as a taker is marked again",
             with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
-            vec![taker_mark_op(2, false)],
+            vec![taker_mark_op(2, &x, false)],
         ),
         (
             "an item it was running as a taker has its running deleted too",
             with_item(running(base.clone(), 2, &x), 2, |i| {
                 i.failovering = Some(x.clone())
             }),
-            vec![taker_mark_op(2, true)],
+            vec![taker_mark_op(2, &x, true)],
         ),
         (
             "an item already marked is not marked twice, but the crashed run's running goes",
             marked(running(base.clone(), 0, &x), &[0]),
-            vec![finish_op(0)],
+            vec![finish_op(0, &x)],
         ),
         (
             "an item already marked whose running is gone already: nothing to do",
@@ -134,12 +151,12 @@ fn runs_of_instances_absent_from_instances_are_orphans_and_get_marked() {
         (
             "running of a dead owner",
             running(base.clone(), 1, &x),
-            vec![mark_op(1)],
+            vec![mark_op(1, &x)],
         ),
         (
             "failovering of a dead taker",
             with_item(base.clone(), 2, |i| i.failovering = Some(x.clone())),
-            vec![taker_mark_op(2, false)],
+            vec![taker_mark_op(2, &x, false)],
         ),
         (
             "running of a live owner",
@@ -177,7 +194,7 @@ fn a_mark_left_by_an_earlier_crash_does_not_keep_the_next_crashed_run_of_its_ite
     let base = owned(view(&[&a], Some(&a)), &[(0, &x), (1, &x), (2, &a)]);
     let v = marked(running(running(base, 0, &x), 1, &x), &[1]);
     let marks = marks_for_crashed(&v, &job(), &x);
-    assert_eq!(marks, vec![mark_op(0), finish_op(1)]);
+    assert_eq!(marks, vec![mark_op(0, &x), finish_op(1, &x)]);
     // Applied: both marked, neither has a `running`; the survivor, alone, claims both.
     let after = marked(
         with_item(with_item(v, 0, |i| i.running = None), 1, |i| {
@@ -247,14 +264,7 @@ fn a_marked_item_whose_marker_stopped_half_way_has_its_dead_running_deleted() {
         running(owned(view(&[&a], Some(&a)), &[(0, &x)]), 0, &x),
         &[0],
     );
-    assert_eq!(
-        marks_for_orphans(&v, &job()),
-        vec![vec![
-            Op::create("/orders/sharding/0/failover", "", CreateMode::Ephemeral),
-            Op::delete("/orders/sharding/0/failover"),
-            Op::delete("/orders/sharding/0/running"),
-        ]]
-    );
+    assert_eq!(marks_for_orphans(&v, &job()), vec![finish_op(0, &x)]);
     assert_eq!(
         claim(&v, &job(), &a, 8),
         None,
@@ -384,4 +394,20 @@ fn a_taken_over_run_ends_by_deleting_the_takers_three_records() {
             Op::delete("/orders/sharding/2/failovering"),
         ]
     );
+}
+
+#[test]
+fn a_mark_applies_only_while_the_vanished_instance_is_still_absent_from_instances() {
+    // After an expiry the instance registers again under the same id and its first fire writes
+    // a `running` naming it; a survivor whose mirror has not shown the return yet decides a mark
+    // on the old view. The mark's multi-op must fail on the registry as it then is.
+    let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
+    let v = running(owned(view(&[&a], Some(&a)), &[(0, &x)]), 0, &x);
+    for ops in [
+        marks_for_crashed(&v, &job(), &x),
+        marks_for_orphans(&v, &job()),
+    ] {
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0][..2], gone_guard(&x)[..], "the guard comes first");
+    }
 }

@@ -2,15 +2,24 @@
 //! longer a live instance describe runs that are over. With failover on, a record is kept until the
 //! failover handling has marked or claimed its item, so that the item is re-run, not forgotten.
 
+use super::failover::gone_guard;
 use crate::model::Op;
 use crate::paths::JobNode;
 use crate::types::{InstanceId, JobName};
 use crate::view::JobView;
 
-/// The deletions that clear records of dead owners.
-pub fn stale_records(view: &JobView, job: &JobName, failover: bool) -> Vec<Op> {
-    let dead = |who: &str| InstanceId::parse(who).is_ok_and(|id| !view.instances.contains(&id));
-    let mut ops = Vec::new();
+/// The deletions that clear records of dead owners, each a write of its own (one operation, or
+/// a guarded multi-op). A `running` is deleted only while its owner is still absent from
+/// `instances/` ([`gone_guard`]): an owner back on a new session under the same id may have
+/// written it for a run that goes now, and a leader whose mirror lags the return would otherwise
+/// free the item for a claim or a reshard beside that run.
+pub fn stale_records(view: &JobView, job: &JobName, failover: bool) -> Vec<Vec<Op>> {
+    let dead = |who: &str| {
+        InstanceId::parse(who)
+            .ok()
+            .filter(|id| !view.instances.contains(id))
+    };
+    let mut writes = Vec::new();
     for (item, v) in &view.items {
         // Safe to forget only when failover is off, or the item is already queued or taken over.
         let handled = !failover
@@ -18,18 +27,30 @@ pub fn stale_records(view: &JobView, job: &JobName, failover: bool) -> Vec<Op> {
             || v.failovering
                 .as_ref()
                 .is_some_and(|t| view.instances.contains(t));
-        if v.running.as_deref().is_some_and(dead) && handled {
+        if let Some(owner) = v.running.as_deref().and_then(dead).filter(|_| handled) {
+            let mut ops = gone_guard(job, &owner).to_vec();
             ops.push(Op::delete(JobNode::ShardingRunning(*item).to_path(job)));
+            writes.push(ops);
         }
-        if v.failover.as_ref().is_some_and(|t| dead(t.as_str())) {
-            ops.push(Op::delete(JobNode::ShardingFailover(*item).to_path(job)));
+        if v.failover
+            .as_ref()
+            .is_some_and(|t| dead(t.as_str()).is_some())
+        {
+            writes.push(vec![Op::delete(
+                JobNode::ShardingFailover(*item).to_path(job),
+            )]);
         }
-        let failovering_dead = v.failovering.as_ref().is_some_and(|t| dead(t.as_str()));
+        let failovering_dead = v
+            .failovering
+            .as_ref()
+            .is_some_and(|t| dead(t.as_str()).is_some());
         if failovering_dead && (!failover || view.failover_marks.contains(item)) {
-            ops.push(Op::delete(JobNode::ShardingFailovering(*item).to_path(job)));
+            writes.push(vec![Op::delete(
+                JobNode::ShardingFailovering(*item).to_path(job),
+            )]);
         }
     }
-    ops
+    writes
 }
 
 /// The records a registering instance clears, from a session of its own that ended: `running`
@@ -55,6 +76,7 @@ pub fn own_stale_records(view: &JobView, job: &JobName, me: &InstanceId) -> Vec<
 mod tests {
     use super::*;
     use crate::decide::fixtures::*;
+    use crate::model::CreateMode;
     use crate::types::ShardItem;
 
     #[test]
@@ -71,9 +93,13 @@ mod tests {
         assert_eq!(
             stale_records(&v, &job(), false),
             vec![
-                Op::delete("/orders/sharding/1/running"),
-                Op::delete("/orders/sharding/2/failover"),
-                Op::delete("/orders/sharding/2/failovering"),
+                vec![
+                    Op::create("/orders/instances/10.0.0.9@-@9", "", CreateMode::Ephemeral),
+                    Op::delete("/orders/instances/10.0.0.9@-@9"),
+                    Op::delete("/orders/sharding/1/running"),
+                ],
+                vec![Op::delete("/orders/sharding/2/failover")],
+                vec![Op::delete("/orders/sharding/2/failovering")],
             ]
         );
     }
@@ -93,7 +119,11 @@ mod tests {
         marked.failover_marks.insert(ShardItem(0));
         assert_eq!(
             stale_records(&marked, &job(), true),
-            vec![Op::delete("/orders/sharding/0/running")]
+            vec![vec![
+                Op::create("/orders/instances/10.0.0.9@-@9", "", CreateMode::Ephemeral),
+                Op::delete("/orders/instances/10.0.0.9@-@9"),
+                Op::delete("/orders/sharding/0/running"),
+            ]]
         );
     }
 
