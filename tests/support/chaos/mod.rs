@@ -344,14 +344,14 @@ impl Cluster {
         })
     }
 
-    /// Prints the last 30 lines of every node's stderr: what each node logged is what tells why
+    /// Prints the last 60 lines of every node's stderr: what each node logged is what tells why
     /// one did not (re)join.
     pub fn print_stderr_tails(&self) {
         for (label, node) in &self.nodes {
             let all = node.stderr();
             let lines: Vec<&str> = all.lines().collect();
-            let tail = lines[lines.len().saturating_sub(30)..].join("\n");
-            eprintln!("--- node {label} stderr (last 30 lines):\n{tail}");
+            let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+            eprintln!("--- node {label} stderr (last 60 lines):\n{tail}");
         }
     }
 

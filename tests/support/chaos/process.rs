@@ -29,6 +29,11 @@ pub struct NodeProc {
     exit: Option<ExitStatus>,
 }
 
+/// The nodes' log filter unless `SHARDCRON_NODE_LOG` says otherwise: warnings, and the lines
+/// that say when a session opened or ended and when each job registered on it.
+const DEFAULT_LOG: &str = "warn,shardcron::actors::registry=info,shardcron::actors::session=info,\
+                           shardcron::actors::executor=info";
+
 impl NodeProc {
     /// Starts the example with `args`; the script jobs it runs see `SHARDCRON_TEST_INSTANCE`.
     pub fn spawn(dir: &Path, label: &str, instance: &str, args: &[String]) -> NodeProc {
@@ -38,10 +43,11 @@ impl NodeProc {
         command
             .args(args)
             .env("SHARDCRON_TEST_INSTANCE", instance)
-            // `SHARDCRON_NODE_LOG` sets the nodes' log filter (warnings by default).
+            // `SHARDCRON_NODE_LOG` sets the nodes' log filter (by default warnings, and the
+            // session's and each job's registration steps: a failed converge prints them).
             .env(
                 "RUST_LOG",
-                std::env::var("SHARDCRON_NODE_LOG").unwrap_or_else(|_| "warn".to_owned()),
+                std::env::var("SHARDCRON_NODE_LOG").unwrap_or_else(|_| DEFAULT_LOG.to_owned()),
             )
             .stdin(Stdio::null())
             .stdout(append(&stdout))
