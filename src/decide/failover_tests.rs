@@ -395,19 +395,3 @@ fn a_taken_over_run_ends_by_deleting_the_takers_three_records() {
         ]
     );
 }
-
-#[test]
-fn a_mark_applies_only_while_the_vanished_instance_is_still_absent_from_instances() {
-    // After an expiry the instance registers again under the same id and its first fire writes
-    // a `running` naming it; a survivor whose mirror has not shown the return yet decides a mark
-    // on the old view. The mark's multi-op must fail on the registry as it then is.
-    let (a, x) = (inst("10.0.0.1@-@1"), inst("10.0.0.9@-@1"));
-    let v = running(owned(view(&[&a], Some(&a)), &[(0, &x)]), 0, &x);
-    for ops in [
-        marks_for_crashed(&v, &job(), &x),
-        marks_for_orphans(&v, &job()),
-    ] {
-        assert_eq!(ops.len(), 1);
-        assert_eq!(ops[0][..2], gone_guard(&x)[..], "the guard comes first");
-    }
-}
