@@ -72,10 +72,10 @@ fn no_taker_guard(job: &JobName, item: ShardItem) -> [Op; 2] {
 /// again. An instance keeps its id across sessions, so after an expiry its new session's first fire
 /// writes a `running` that names it again, and a survivor whose mirror lags that return by a few
 /// milliseconds still sees the old run. Unguarded, its mark deleted the new run's `running` and a
-/// taker ran the item beside it (the soak's overlap after a whole-ensemble pause). The pair leaves
+/// taker ran the item beside it (the soak's overlap after a whole-ensemble pause). Watchers get
 /// a created and a deleted event of a node that was already gone: shardcron's decisions read the
-/// mirror, unchanged by the pair; a Java instance raises the resharding flag its departure raised
-/// already and finds nothing left to mark.
+/// mirror, unchanged by the pair, and ElasticJob's Curator cache reports neither (it reads a
+/// created node's data before reporting it, and reports deletions of nodes it held).
 pub(crate) fn gone_guard(job: &JobName, gone: &InstanceId) -> [Op; 2] {
     let instance = JobNode::Instance(gone.clone()).to_path(job);
     [
