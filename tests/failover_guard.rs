@@ -4,7 +4,8 @@
 //! return yet decides to mark the old run; that mark must apply nothing on the registry as it then
 //! is, or it deletes the new run's `running` and a taker runs the item beside it. The same mark
 //! applies once the instance is gone for good, and so does the leader's clean-up of a dead
-//! owner's `running`.
+//! owner's `running`. The guard's create and delete of `instances/{x}` reach no ElasticJob
+//! listener: its Curator cache (`tests/java/CuratorCacheWatch.java`) hears nothing of them.
 
 #[macro_use]
 extern crate support;
@@ -13,8 +14,13 @@ use support::namespace;
 use support::zk;
 use support::Peer;
 
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+
+use support::peer::which;
 
 use shardcron::decide::{failover, reconcile};
 use shardcron::registry::zookeeper::ZkConnector;
@@ -126,5 +132,104 @@ async fn a_mark_decided_before_the_instance_came_back_leaves_its_new_runs_runnin
     assert!(
         survivor.exists(&gone).await.unwrap().is_none(),
         "the guard leaves no instance node behind"
+    );
+}
+
+/// Starts `CuratorCacheWatch` (compiled into `dir` against the peer's class path) on `path` of
+/// the test server, and returns it once its cache holds the subtree.
+fn curator_cache(peer: &Path, dir: &Path, path: &str) -> std::process::Child {
+    let classpath = Command::new(peer.join("classpath")).output().unwrap();
+    let classpath = String::from_utf8(classpath.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/CuratorCacheWatch.java");
+    let javac = which("javac").expect("Peer::Quartz found javac");
+    let built = Command::new(javac)
+        .args(["-cp", &classpath, "-d"])
+        .arg(dir)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(built.success(), "javac {source:?}: {built}");
+    let mut child = Command::new(which("java").expect("Peer::Quartz found java"))
+        .arg("-cp")
+        .arg(format!("{classpath}:{}", dir.display()))
+        .arg("CuratorCacheWatch")
+        .arg(zk::server().connect_string())
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.as_mut().unwrap());
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "the cache started");
+    child
+}
+
+/// Asks the cache for what it heard since the last report, until `until` is among it; returns
+/// everything heard meanwhile.
+fn heard_until(child: &mut std::process::Child, until: &str) -> Vec<String> {
+    let mut heard = Vec::new();
+    support::wait::wait_until_blocking(
+        || {
+            let stdin = child.stdin.as_mut().unwrap();
+            writeln!(stdin, "report").unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.as_mut().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            let events = line.trim().strip_prefix("events:").unwrap_or("").trim();
+            heard.extend(
+                events
+                    .split(", ")
+                    .filter(|e| !e.is_empty())
+                    .map(str::to_owned),
+            );
+            heard.iter().any(|e| e == until)
+        },
+        &format!("ElasticJob's cache to hear {until}"),
+        Duration::from_secs(30),
+    );
+    heard
+}
+
+#[tokio::test]
+async fn elasticjobs_cache_hears_nothing_of_the_guards_create_and_delete_of_an_instance_node() {
+    require!(Peer::ZooKeeper);
+    let peer = require!(Peer::ElasticJob);
+    require!(Peer::Quartz);
+    let ns = namespace("zk", "guard-java");
+    let survivor = session(&ns).await;
+    survivor.ensure_path("/job/instances").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cache = curator_cache(&peer, dir.path(), &format!("/{ns}/job"));
+
+    let job = JobName::new("job").unwrap();
+    let x = InstanceId::parse("10.0.0.9@-@1").unwrap();
+    for _ in 0..20 {
+        survivor
+            .multi(&failover::gone_guard(&job, &x))
+            .await
+            .unwrap();
+    }
+    // Later writes, heard in order: once the cache reports them, it has handled the pairs.
+    survivor
+        .create("/job/instances/y", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let y = format!("/{ns}/job/instances/y");
+    let heard = heard_until(&mut cache, &format!("NODE_CREATED {y}"));
+    survivor.delete("/job/instances/y", None).await.unwrap();
+    let after = heard_until(&mut cache, &format!("NODE_DELETED {y}"));
+    drop(cache.stdin.take());
+    let _ = cache.wait();
+    let x_path = format!("/job/instances/{x}");
+    assert!(
+        heard.iter().chain(&after).all(|e| !e.ends_with(&x_path)),
+        "20 guard pairs, then y created and deleted; the cache heard: {heard:?} {after:?}"
     );
 }

@@ -76,7 +76,7 @@ fn no_taker_guard(job: &JobName, item: ShardItem) -> [Op; 2] {
 /// a created and a deleted event of a node that was already gone: shardcron's decisions read the
 /// mirror, unchanged by the pair, and ElasticJob's Curator cache reports neither (it reads a
 /// created node's data before reporting it, and reports deletions of nodes it held).
-pub(crate) fn gone_guard(job: &JobName, gone: &InstanceId) -> [Op; 2] {
+pub fn gone_guard(job: &JobName, gone: &InstanceId) -> [Op; 2] {
     let instance = JobNode::Instance(gone.clone()).to_path(job);
     [
         Op::create(instance.clone(), "", CreateMode::Ephemeral),
