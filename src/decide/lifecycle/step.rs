@@ -348,6 +348,10 @@ impl JobMachine {
                 self.instance_seen(facts, out)
             }
             (JobNode::Instance(id), Deleted) if id == self.me => self.instance_deleted(facts, out),
+            // The mirror holds the root (the machine hears an event after the mirror applied
+            // it): the deletion was an older incarnation's, or a re-list's swap that found the
+            // root again. Stopping on it would drop a job that is there until the next session.
+            (JobNode::Root, Deleted) if facts.job_exists(&self.job) => {}
             (JobNode::Root, Deleted) => {
                 out.push(Command::Warn(
                     "job removed from the registry: stopping it here".into(),

@@ -251,3 +251,38 @@ fn an_item_moved_away_by_a_new_plan_is_cancelled_here() {
         vec![Command::Cancel(vec![ShardItem(1)])]
     );
 }
+
+#[test]
+fn the_job_deleted_from_the_registry_stops_here_unless_the_mirror_holds_its_root_again() {
+    let root_deleted = || {
+        vec![Input::Event {
+            node: JobNode::Root,
+            kind: NodeEventKind::Deleted,
+        }]
+    };
+    let mut f = fake();
+    f.gone = vec!["orders".to_owned()];
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(
+        last_step(&mut m, root_deleted(), &f),
+        vec![
+            Command::Warn("job removed from the registry: stopping it here".into()),
+            Command::Unschedule,
+            Command::Write {
+                ops: vec![
+                    Op::delete(format!("/orders/instances/{}", me())),
+                    Op::delete("/orders/leader/election/instance"),
+                ],
+                mode: WriteMode::Tolerant,
+                then: Purpose::Leave,
+            },
+            Command::Stop,
+        ]
+    );
+    let mut m = machine(Registration::Confirmed);
+    assert_eq!(
+        last_step(&mut m, root_deleted(), &fake()),
+        vec![],
+        "a stale deletion (the mirror holds the root): the job goes on"
+    );
+}

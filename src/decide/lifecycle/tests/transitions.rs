@@ -195,27 +195,6 @@ fn the_other_transitions_give_the_commands_the_table_says() {
                 start(begins(&[0, 1])),
             ],
         ),
-        (
-            "the job deleted from the registry stops here",
-            false,
-            vec![Input::Event {
-                node: JobNode::Root,
-                kind: NodeEventKind::Deleted,
-            }],
-            vec![
-                Command::Warn("job removed from the registry: stopping it here".into()),
-                Command::Unschedule,
-                Command::Write {
-                    ops: vec![
-                        Op::delete(format!("/orders/instances/{}", me())),
-                        Op::delete("/orders/leader/election/instance"),
-                    ],
-                    mode: WriteMode::Tolerant,
-                    then: Purpose::Leave,
-                },
-                Command::Stop,
-            ],
-        ),
     ];
     for (name, with_run, inputs, expected) in cases {
         let mut m = if with_run {
