@@ -16,10 +16,11 @@ use support::Peer;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use support::java;
 use support::peer::which;
 
 use shardcron::decide::{failover, reconcile};
@@ -135,66 +136,62 @@ async fn a_mark_decided_before_the_instance_came_back_leaves_its_new_runs_runnin
     );
 }
 
-/// Starts `CuratorCacheWatch` (compiled into `dir` against the peer's class path) on `path` of
-/// the test server, and returns it once its cache holds the subtree.
-fn curator_cache(peer: &Path, dir: &Path, path: &str) -> std::process::Child {
-    let classpath = Command::new(peer.join("classpath")).output().unwrap();
-    let classpath = String::from_utf8(classpath.stdout)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/CuratorCacheWatch.java");
-    let javac = which("javac").expect("Peer::Quartz found javac");
-    let built = Command::new(javac)
-        .args(["-cp", &classpath, "-d"])
-        .arg(dir)
-        .arg(&source)
-        .status()
-        .unwrap();
-    assert!(built.success(), "javac {source:?}: {built}");
-    let mut child = Command::new(which("java").expect("Peer::Quartz found java"))
-        .arg("-cp")
-        .arg(format!("{classpath}:{}", dir.display()))
-        .arg("CuratorCacheWatch")
-        .arg(zk::server().connect_string())
-        .arg(path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let mut out = BufReader::new(child.stdout.as_mut().unwrap());
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "the cache started");
-    child
+/// ElasticJob's cache of a subtree (`tests/java/CuratorCacheWatch.java`, compiled against the
+/// peer's class path) as a process, asked line by line what it heard.
+struct CuratorCache {
+    child: Child,
+    stdin: ChildStdin,
+    out: BufReader<ChildStdout>,
 }
 
-/// Asks the cache for what it heard since the last report, until `until` is among it; returns
-/// everything heard meanwhile.
-fn heard_until(child: &mut std::process::Child, until: &str) -> Vec<String> {
-    let mut heard = Vec::new();
-    support::wait::wait_until_blocking(
-        || {
-            let stdin = child.stdin.as_mut().unwrap();
-            writeln!(stdin, "report").unwrap();
-            let mut line = String::new();
-            BufReader::new(child.stdout.as_mut().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            let events = line.trim().strip_prefix("events:").unwrap_or("").trim();
-            heard.extend(
-                events
-                    .split(", ")
-                    .filter(|e| !e.is_empty())
-                    .map(str::to_owned),
-            );
-            heard.iter().any(|e| e == until)
-        },
-        &format!("ElasticJob's cache to hear {until}"),
-        Duration::from_secs(30),
-    );
-    heard
+impl CuratorCache {
+    /// Starts the cache on `path` of the test server; returns once it holds the subtree.
+    fn start(peer: &Path, dir: &Path, path: &str) -> Self {
+        let classpath = Command::new(peer.join("classpath")).output().unwrap();
+        let classpath = String::from_utf8(classpath.stdout).unwrap();
+        let classpath = java::compile("tests/java/CuratorCacheWatch.java", classpath.trim(), dir);
+        let mut child = Command::new(which("java").expect("Peer::Quartz found java"))
+            .args(["-cp", &classpath, "CuratorCacheWatch"])
+            .arg(zk::server().connect_string())
+            .arg(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready", "the cache started");
+        Self { child, stdin, out }
+    }
+
+    /// Asks for what the cache heard since the last report, until `until` is among it; returns
+    /// everything heard meanwhile.
+    fn heard_until(&mut self, until: &str) -> Vec<String> {
+        let mut heard = Vec::new();
+        support::wait::wait_until_blocking(
+            || {
+                writeln!(self.stdin, "report").unwrap();
+                let mut line = String::new();
+                self.out.read_line(&mut line).unwrap();
+                let events = line.trim().strip_prefix("events:").unwrap_or("").trim();
+                let events = events.split(", ").filter(|e| !e.is_empty());
+                heard.extend(events.map(str::to_owned));
+                heard.iter().any(|e| e == until)
+            },
+            &format!("ElasticJob's cache to hear {until}"),
+            Duration::from_secs(30),
+        );
+        heard
+    }
+
+    /// Ends the process (its stdin closed) and waits for it.
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
 }
 
 #[tokio::test]
@@ -206,7 +203,7 @@ async fn elasticjobs_cache_hears_nothing_of_the_guards_create_and_delete_of_an_i
     let survivor = session(&ns).await;
     survivor.ensure_path("/job/instances").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut cache = curator_cache(&peer, dir.path(), &format!("/{ns}/job"));
+    let mut cache = CuratorCache::start(&peer, dir.path(), &format!("/{ns}/job"));
 
     let job = JobName::new("job").unwrap();
     let x = InstanceId::parse("10.0.0.9@-@1").unwrap();
@@ -222,11 +219,10 @@ async fn elasticjobs_cache_hears_nothing_of_the_guards_create_and_delete_of_an_i
         .await
         .unwrap();
     let y = format!("/{ns}/job/instances/y");
-    let heard = heard_until(&mut cache, &format!("NODE_CREATED {y}"));
+    let heard = cache.heard_until(&format!("NODE_CREATED {y}"));
     survivor.delete("/job/instances/y", None).await.unwrap();
-    let after = heard_until(&mut cache, &format!("NODE_DELETED {y}"));
-    drop(cache.stdin.take());
-    let _ = cache.wait();
+    let after = cache.heard_until(&format!("NODE_DELETED {y}"));
+    cache.stop();
     let x_path = format!("/job/instances/{x}");
     assert!(
         heard.iter().chain(&after).all(|e| !e.ends_with(&x_path)),

@@ -270,19 +270,12 @@ enum Quartz {
 /// Quartz's answer to every case, from one JVM running `QuartzOracle` against the `quartz` jar.
 fn ask_quartz(quartz: &Path, cases: &[Case]) -> Vec<Quartz> {
     let java = which("java").expect("Peer::Quartz found java");
-    let javac = which("javac").expect("Peer::Quartz found javac");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/quartz/QuartzOracle.java");
-    let status = Command::new(javac)
-        .arg("-cp")
-        .arg(quartz)
-        .arg("-d")
-        .arg(dir.path())
-        .arg(&source)
-        .status()
-        .expect("javac runs");
-    assert!(status.success(), "javac failed on {}", source.display());
-    let classpath = format!("{}:{}", quartz.display(), dir.path().display());
+    let classpath = support::java::compile(
+        "tests/quartz/QuartzOracle.java",
+        &quartz.display().to_string(),
+        dir.path(),
+    );
     let mut child = Command::new(java)
         .args([
             "-Xshare:auto",

@@ -23,6 +23,21 @@ use super::zk::server::die_with_spawning_thread;
 /// How long a JVM may take to start, connect and schedule its job (two cores, several JVMs).
 pub const JVM_START_WITHIN: Duration = Duration::from_secs(90);
 
+/// Compiles the test's Java source `source` (relative to the repository) against `classpath` into
+/// `dir` with javac (found by `Peer::Quartz`), and returns the class path that runs it.
+pub fn compile(source: &str, classpath: &str, dir: &Path) -> String {
+    let source = super::repo_root().join(source);
+    let javac = super::peer::which("javac").expect("Peer::Quartz found javac");
+    let status = Command::new(javac)
+        .args(["-cp", classpath, "-d"])
+        .arg(dir)
+        .arg(&source)
+        .status()
+        .expect("javac runs");
+    assert!(status.success(), "javac failed on {}", source.display());
+    format!("{classpath}:{}", dir.display())
+}
+
 /// Runs `ejtool CMD key=value...` and returns its stdout; fails the test when it exits non-zero.
 pub fn ejtool(peer: &Path, args: &[String]) -> String {
     let output = Command::new(peer.join("ejtool"))

@@ -335,18 +335,23 @@ impl Cluster {
     pub fn converge(&self, live: &[&str]) -> Duration {
         let ids: Vec<String> = live.iter().map(|l| instance(l)).collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        self.with_stderr_tails(|| {
             registry::wait_converged(&self.connect, &self.namespace, JOB, &ids, ITEMS, WITHIN).1
-        }));
+        })
+    }
+
+    /// Runs `wait`; when it fails, prints every node's last stderr lines before failing: what
+    /// each node logged is what tells why one did not (re)join.
+    pub fn with_stderr_tails<T>(&self, wait: impl FnOnce() -> T) -> T {
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(wait));
         waited.unwrap_or_else(|panic| {
             self.print_stderr_tails();
             std::panic::resume_unwind(panic)
         })
     }
 
-    /// Prints the last 60 lines of every node's stderr: what each node logged is what tells why
-    /// one did not (re)join.
-    pub fn print_stderr_tails(&self) {
+    /// Prints the last 60 lines of every node's stderr.
+    fn print_stderr_tails(&self) {
         for (label, node) in &self.nodes {
             let all = node.stderr();
             let lines: Vec<&str> = all.lines().collect();

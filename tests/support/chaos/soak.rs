@@ -276,7 +276,7 @@ impl Soak {
     /// splits them.
     pub fn converge(&self) {
         self.cluster.converge(&LABELS);
-        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        self.cluster.with_stderr_tails(|| {
             super::registry::wait_converged(
                 &self.cluster.connect,
                 &self.cluster.namespace,
@@ -285,11 +285,7 @@ impl Soak {
                 2,
                 super::WITHIN,
             )
-        }));
-        if let Err(panic) = waited {
-            self.cluster.print_stderr_tails();
-            std::panic::resume_unwind(panic)
-        }
+        });
     }
 
     /// Waits until every node is an instance of both jobs and each has a live leader, and the
@@ -312,7 +308,9 @@ impl Soak {
             }
         };
         let what = format!("every node {ids:?} an instance of slow under a live leader");
-        wait_until_blocking_every(check, &what, super::WITHIN, Duration::from_millis(200));
+        self.cluster.with_stderr_tails(|| {
+            wait_until_blocking_every(check, &what, super::WITHIN, Duration::from_millis(200))
+        });
         workflow::wait_registered(&self.cluster.connect, &self.cluster.namespace);
     }
 
