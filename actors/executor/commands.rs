@@ -94,7 +94,19 @@ impl ExecutorState {
                     workflow,
                     decided_at,
                 };
-                self.kit.launch(&self.ctx, config, myself, run, &items, go);
+                let held = self.kit.launch(&self.ctx, config, myself, run, &items, go);
+                if let Some((at, held)) = held {
+                    // Its fire was decided ahead: the trigger starts it at its instant (at once
+                    // should the trigger be gone).
+                    if let Err(ractor::MessagingErr::SendErr(TriggerMsg::Hold(_, held))) =
+                        peers.trigger.send_message(TriggerMsg::Hold(at, held))
+                    {
+                        held.start();
+                    }
+                }
+            }
+            Command::FiredAhead(at) => {
+                drop(peers.trigger.send_message(TriggerMsg::FiredAhead(job, at)));
             }
             Command::Cancel(items) => {
                 // Thousands at once when a lowered count removes them: a set, not a scan each.

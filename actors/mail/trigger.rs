@@ -21,4 +21,10 @@ pub(crate) enum TriggerMsg {
     Unschedule(JobName),
     /// The timer of arming `generation` rang.
     Tick(u64),
+    /// A run whose fire was decided ahead of its instant: start it at that instant (its job
+    /// needs no `Fire` there).
+    Hold(chrono::DateTime<chrono::Utc>, crate::actors::run::HeldRun),
+    /// The job's fire of this instant was taken ahead of it and launched no run for it: its
+    /// `Fire` is not needed.
+    FiredAhead(JobName, chrono::DateTime<chrono::Utc>),
 }

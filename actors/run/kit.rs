@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -21,8 +23,7 @@ use crate::actors::context::{NodeContext, SessionCtx};
 use crate::actors::mail::{ExecutorMsg, RunReport};
 use crate::actors::spec::JobSpec;
 
-use super::task::spawn_run;
-use super::{task_id, Launch, RunRequest};
+use super::{task_id, HeldRun, Launch, RunRequest};
 
 /// What a job's runs are made with, and the cancellation tokens of those in flight (usually
 /// none or one): the executor's equipment, kept apart from its state machine.
@@ -151,7 +152,9 @@ impl RunKit {
         token
     }
 
-    /// Starts `run` of `items` in its task, which reports to `executor`.
+    /// Starts `run` of `items` in its task, which reports to `executor`; a run whose cron
+    /// instant is still ahead (its fire decided ahead, `decide/lifecycle/ahead.rs`) is handed to
+    /// the trigger instead, which starts it at the instant.
     pub(crate) fn launch(
         &mut self,
         ctx: &SessionCtx,
@@ -160,7 +163,32 @@ impl RunKit {
         run: Launch,
         items: &[ShardItem],
         go: Option<oneshot::Receiver<()>>,
-    ) {
+    ) -> Option<(DateTime<Utc>, HeldRun)> {
+        let ahead = (run.scheduled)
+            .filter(|at| run.source == ExecutionSource::Normal && *at > ctx.node.clock.now());
+        let req = Box::new(self.request(ctx, config, run, items, go));
+        let held = HeldRun {
+            req,
+            executor: executor.clone(),
+        };
+        match ahead {
+            Some(at) => Some((at, held)),
+            None => {
+                held.start();
+                None
+            }
+        }
+    }
+
+    /// What the task of `run` of `items` is given; its tokens are kept from now on.
+    fn request(
+        &mut self,
+        ctx: &SessionCtx,
+        config: &ValidatedConfig,
+        run: Launch,
+        items: &[ShardItem],
+        go: Option<oneshot::Receiver<()>>,
+    ) -> RunRequest {
         let Launch {
             run_id,
             source,
@@ -259,7 +287,7 @@ impl RunKit {
             notify: config.policy().notifies(attempt),
         };
         self.tidy();
-        spawn_run(req, executor.clone());
+        req
     }
 
     /// Cancels the running items `which` selects.

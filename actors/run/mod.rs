@@ -7,9 +7,12 @@
 //! the reports the machine asks for; in `kit.rs` a job's [`RunKit`], what its runs are made with
 //! and the tokens of those in flight; in `task.rs` the run's task.
 
+mod held;
 mod kit;
 mod task;
 
+use held::Together;
+pub(crate) use held::{start_held, HeldRun};
 pub(crate) use kit::RunKit;
 
 use std::sync::Arc;

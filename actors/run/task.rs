@@ -25,22 +25,33 @@ use crate::types::{JobName, ShardItem};
 
 use crate::actors::mail::{ExecutorMsg, RunReport};
 
-use super::RunRequest;
+use super::{RunRequest, Together};
 
 /// Starts the run's task.
-pub(super) fn spawn_run(req: RunRequest, executor: ActorRef<ExecutorMsg>) -> JoinHandle<()> {
-    // Boxed: an async fn keeps its argument's place beside the local it moves into, so the
-    // request inline would be held twice (208 bytes each) by every run in flight; a fire of ten
-    // thousand jobs has them all in flight at once.
-    let req = Box::new(req);
+///
+/// The request is boxed: an async fn keeps its argument's place beside the local it moves into,
+/// so the request inline would be held twice (208 bytes each) by every run in flight; a fire of
+/// ten thousand jobs has them all in flight at once.
+///
+/// `together`: the runs an instant starts together (fires decided ahead), this one among them:
+/// the run goes on with its end (metrics, listeners, its report to the executor) only once every
+/// one of them has started.
+pub(super) fn spawn_run(
+    req: Box<RunRequest>,
+    executor: ActorRef<ExecutorMsg>,
+    together: Option<Arc<Together>>,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let report = run(req).await;
+        let report = Box::new(run(req, together.as_deref()).await);
         // The executor may be gone (job removed, node stopping): nobody is left to tell.
-        let _ = executor.send_message(ExecutorMsg::RunFinished(Box::new(report)));
+        let _ = executor.send_message(ExecutorMsg::RunFinished(report));
     })
 }
 
-async fn run(mut req: Box<RunRequest>) -> RunReport {
+async fn run(mut req: Box<RunRequest>, together: Option<&Together>) -> RunReport {
+    if let Some(t) = together {
+        t.started();
+    }
     if let Some(go) = req.go.take() {
         // The distribute-once "before" round: wait for it (bounded by its timeout, a message to
         // the executor), unless every item is taken away meanwhile.
@@ -143,6 +154,9 @@ async fn run(mut req: Box<RunRequest>) -> RunReport {
     let mut results = Vec::with_capacity(tasks.len());
     for (item, task) in tasks {
         results.push((item, task.result().await));
+    }
+    if let Some(t) = together {
+        t.all_started().await;
     }
     let finished_at = req.clock.now();
     let mut escalated = false;
@@ -264,6 +278,12 @@ async fn run_item(item: Box<ItemArgs>) -> Result<(), JobError> {
         chunks,
         ..
     } = *item;
+    if ctx.cancellation.is_cancelled() {
+        // Cancelled before its start (a run held for its instant, whose job stopped meanwhile).
+        return Err(JobError::Cancelled(
+            "item cancelled before it started".into(),
+        ));
+    }
     if deadline.is_none() && chunks.is_none() {
         return handler.run_item(ctx).await;
     }

@@ -26,6 +26,7 @@
 //! fire (its new owners fire it too) and parks a manual one until the mirror shows that plan
 //! (`written.rs`).
 
+mod ahead;
 mod backfill;
 mod catchup;
 mod fence;
@@ -225,7 +226,8 @@ pub struct JobMachine {
     /// once its current run ends (empty, and allocating nothing, under any other policy).
     buffered: overlap::Owed,
     /// The labels this instance carries, written in its `instances/{me}` node.
-    labels: Box<[String]>,
+    /// (One pointer: a job of an instance without labels allocates nothing for them.)
+    labels: Option<Box<Box<[String]>>>,
     /// Deletions of `instances/{me}` this machine's own take-overs made and whose events have not
     /// come yet: a take-over judged on a mirror that lagged may delete this session's own node
     /// (and create it again in the same write), and that deletion is nobody's shutdown.
@@ -238,4 +240,6 @@ pub struct JobMachine {
     backfill: Option<Box<backfill::Backfilling>>,
     /// The job's part in workflows; `None` for a job outside any.
     flow: Option<Box<workflow::Flow>>,
+    /// The coming instant's fire decided ahead of it (`ahead.rs`).
+    ahead: Option<ahead::Ahead>,
 }

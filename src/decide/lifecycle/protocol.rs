@@ -176,6 +176,12 @@ pub enum Input {
         /// The coming instant.
         scheduled: DateTime<Utc>,
     },
+    /// The cron fires soon for `scheduled`: fire now if nothing is under way, the run held
+    /// until the instant (`ahead.rs`).
+    Arm {
+        /// The coming instant.
+        scheduled: DateTime<Utc>,
+    },
     /// The cron fired for `scheduled`.
     Fire {
         /// The instant the cron named.
@@ -367,6 +373,8 @@ pub enum Command {
     /// no work may start): their last failure, which the error handler did not hear
     /// (`shardcron.retry.notify: final`), is final and is reported to it now.
     FailureStands(Vec<ShardItem>),
+    /// The fire of this instant was taken ahead of it: the trigger need not send its `Fire`.
+    FiredAhead(DateTime<Utc>),
 }
 
 /// How the machine sees its session's link to the registry.

@@ -50,21 +50,22 @@ impl JobMachine {
             served_until: None,
             behind: false,
             buffered: overlap::Owed::default(),
-            labels: Box::default(),
+            labels: None,
             own_deletions: 0,
+            ahead: None,
         }
     }
 
     /// The labels this instance carries (`NodeBuilder::labels`): every `instances/{me}` node the
     /// machine writes names them, as the first registration did.
     pub fn with_labels(mut self, labels: Vec<String>) -> Self {
-        self.labels = labels.into_boxed_slice();
+        self.labels = (!labels.is_empty()).then(|| Box::new(labels.into_boxed_slice()));
         self
     }
 
     /// The labels this instance carries.
     pub(crate) fn labels(&self) -> &[String] {
-        &self.labels
+        self.labels.as_deref().map_or(&[], |l| l)
     }
 
     /// The job.
@@ -115,8 +116,11 @@ impl JobMachine {
         let flow = self.workflow_heard(&input);
         match input {
             Input::Prepare { .. } => self.prepare(facts, &mut out),
+            Input::Arm { scheduled } => self.arm(scheduled, facts, &mut out),
             Input::Fire { scheduled } => {
-                self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
+                if !self.fired_ahead(scheduled) {
+                    self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)
+                }
             }
             Input::Trigger => {
                 if self.runs.is_empty() || self.settings().allow_overlap {
@@ -197,6 +201,7 @@ impl JobMachine {
         }
         self.backfill_after(backfill, facts, &mut out);
         self.workflow_after(flow, facts, &mut out);
+        self.arm_again(facts, &mut out);
         out
     }
 

@@ -2,6 +2,7 @@
 //! and the fixtures every test file shares; the fault cases of issue 17 in `own_node.rs` and
 //! `sessions.rs`, the ordinary transitions in `transitions.rs`.
 
+mod ahead;
 mod backfill;
 mod catchup;
 mod heeded;

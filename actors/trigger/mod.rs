@@ -1,16 +1,15 @@
 //! TriggerActor: one timer schedule for every job of the node. It keeps each job's next fire in
 //! one ordered queue of instants, each with the jobs due at it, and arms a single [`Alarm`] for the
 //! earliest; when it rings, every due job gets `ExecutorMsg::Fire` and its next instant is queued.
-//! No task or timer per job.
+//! No task or timer per job. The queue in `queue.rs`.
 //!
-//! The queue holds a list of jobs per instant rather than an entry per job: jobs on one cron
-//! share their instants, and a tree entry per job (its instant and name, 32 bytes, in nodes
-//! about half full when filled in order) was about 130 bytes a job at 10,000 jobs. Taking a job
-//! out of its instant's list is a search of that list, done when a job is unscheduled or
-//! rescheduled, never at a fire.
-//!
-//! A job that monitors executions is also sent `ExecutorMsg::Prepare` [`PREPARE_LEAD`] before each
+//! A job that monitors executions is also sent `Input::Prepare` [`PREPARE_LEAD`] before each
 //! instant, so its `running` markers are written ahead and the instant itself waits on no write.
+//! Every job is sent `Input::Arm` [`ARM_LEAD`] before each instant: a job with nothing under way
+//! decides its fire then (`decide/lifecycle/ahead.rs`) and hands its run here to hold for the
+//! instant (`TriggerMsg::Hold`). At the instant the held runs start first, then the jobs without
+//! one get their `Fire` (unless `TriggerMsg::FiredAhead` said it is not needed): a busy instant's
+//! runs start without waiting for ten thousand machines to step.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -25,58 +24,26 @@ use crate::cron::NextFireMemo;
 use crate::decide::lifecycle::Input;
 use crate::types::JobName;
 
-use super::alarm::Alarm;
-use super::context::SessionCtx;
-use super::mail::{ExecutorMsg, TriggerMsg};
+mod queue;
+
+use crate::actors::alarm::Alarm;
+use crate::actors::context::SessionCtx;
+use crate::actors::mail::{ExecutorMsg, TriggerMsg};
+use crate::actors::run::{start_held, HeldRun};
+
+use queue::{Phase, Queue};
 
 /// How long before a monitored job's instant its markers are written: several ZooKeeper round
 /// trips, and time for a busy instant's markers to go out in a few large multi-ops.
 pub(crate) const PREPARE_LEAD: chrono::TimeDelta = chrono::TimeDelta::milliseconds(200);
 
-/// What a queue entry asks of its job (prepare sorts before fire at the same instant).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
-    Prepare,
-    Fire,
-}
+/// How long before an instant its fire is decided (`Input::Arm`): time for ten thousand jobs'
+/// machines to step on two cores (about 10 µs each) before the instant.
+pub(crate) const ARM_LEAD: chrono::TimeDelta = chrono::TimeDelta::milliseconds(150);
 
 /// The TriggerActor.
 #[derive(Debug)]
 pub(crate) struct TriggerActor;
-
-/// The jobs due at each instant, by phase, in the order they were queued.
-#[derive(Debug, Default)]
-struct Queue(BTreeMap<(DateTime<Utc>, Phase), Vec<JobName>>);
-
-impl Queue {
-    fn insert(&mut self, at: DateTime<Utc>, phase: Phase, job: JobName) {
-        self.0.entry((at, phase)).or_default().push(job);
-    }
-
-    fn remove(&mut self, at: DateTime<Utc>, phase: Phase, job: &JobName) {
-        let Some(jobs) = self.0.get_mut(&(at, phase)) else {
-            return;
-        };
-        if let Some(i) = jobs.iter().position(|j| j == job) {
-            jobs.swap_remove(i);
-        }
-        if jobs.is_empty() {
-            self.0.remove(&(at, phase));
-        }
-    }
-
-    /// The earliest instant queued.
-    fn first(&self) -> Option<DateTime<Utc>> {
-        self.0.first_key_value().map(|((at, _), _)| *at)
-    }
-
-    /// The earliest instant's jobs of one phase, taken out, when that instant is not after `now`.
-    fn pop_due(&mut self, now: DateTime<Utc>) -> Option<(DateTime<Utc>, Phase, Vec<JobName>)> {
-        let entry = self.0.first_entry().filter(|e| e.key().0 <= now)?;
-        let ((at, phase), jobs) = entry.remove_entry();
-        Some((at, phase, jobs))
-    }
-}
 
 /// State of the TriggerActor.
 #[derive(Debug)]
@@ -86,6 +53,8 @@ pub(crate) struct TriggerState {
     /// and its executor.
     next: HashMap<JobName, Scheduled>,
     queue: Queue,
+    /// Runs whose fires were decided ahead, by the instant they start at.
+    held: BTreeMap<DateTime<Utc>, Vec<HeldRun>>,
     alarm: Alarm,
     generation: u64,
     /// The last next-instant computed: jobs requeued together mostly share their schedule.
@@ -98,6 +67,10 @@ struct Scheduled {
     /// Its prepare is queued, at `at - PREPARE_LEAD` (a flag, not the instant: 16 bytes less a
     /// job in the schedule's table).
     prepare_queued: bool,
+    /// Its arm is queued, at `at - ARM_LEAD`.
+    arm_queued: bool,
+    /// Its executor took the fire of `at` ahead: no `Fire` is sent at `at`.
+    fired_ahead: bool,
     config: std::sync::Arc<ValidatedConfig>,
     executor: ActorRef<ExecutorMsg>,
 }
@@ -119,6 +92,9 @@ impl TriggerState {
             self.queue.remove(s.at, Phase::Fire, job);
             if s.prepare_queued {
                 self.queue.remove(s.at - PREPARE_LEAD, Phase::Prepare, job);
+            }
+            if s.arm_queued {
+                self.queue.remove(s.at - ARM_LEAD, Phase::Arm, job);
             }
         }
     }
@@ -154,11 +130,17 @@ impl TriggerState {
             self.queue
                 .insert(at - PREPARE_LEAD, Phase::Prepare, job.clone());
         }
+        let arm_queued = at - ARM_LEAD > now;
+        if arm_queued {
+            self.queue.insert(at - ARM_LEAD, Phase::Arm, job.clone());
+        }
         self.next.insert(
             job,
             Scheduled {
                 at,
                 prepare_queued,
+                arm_queued,
+                fired_ahead: false,
                 config,
                 executor,
             },
@@ -167,7 +149,7 @@ impl TriggerState {
 
     fn arm(&mut self, myself: &ActorRef<TriggerMsg>) {
         self.generation += 1;
-        let Some(first) = self.queue.first() else {
+        let Some(first) = self.first() else {
             self.alarm.disarm();
             return;
         };
@@ -177,33 +159,74 @@ impl TriggerState {
         self.alarm.arm(myself, delay, self.generation);
     }
 
-    /// Sends every entry due at `now`, then queues the fired jobs' next instants: at a busy
-    /// instant the last job's `Fire` does not wait for every other job's cron arithmetic. A fired
-    /// job is taken out of the schedule as it fires and put back once: one lookup each way.
+    /// The earliest instant anything is due at.
+    fn first(&self) -> Option<DateTime<Utc>> {
+        let held = self.held.first_key_value().map(|(at, _)| *at);
+        match (self.queue.first(), held) {
+            (Some(q), Some(h)) => Some(q.min(h)),
+            (q, h) => q.or(h),
+        }
+    }
+
+    /// Holds a run decided ahead until its instant (starts it now if that has come); whether it
+    /// is due before anything else queued.
+    fn hold(&mut self, at: DateTime<Utc>, run: HeldRun, now: DateTime<Utc>) -> bool {
+        if at <= now {
+            run.start();
+            return false;
+        }
+        if let Some(s) = self.next.get_mut(run.job()).filter(|s| s.at == at) {
+            s.fired_ahead = true;
+        }
+        let sooner = self.first().is_none_or(|first| at < first);
+        self.held.entry(at).or_default().push(run);
+        sooner
+    }
+
+    /// Starts the held runs whose instant has come, then sends every entry due at `now`, then
+    /// queues the fired jobs' next instants: at a busy instant the last job's `Fire` does not
+    /// wait for every other job's cron arithmetic. A fired job is taken out of the schedule as it
+    /// fires and put back once: one lookup each way.
     fn ring(&mut self, now: DateTime<Utc>) {
+        let mut due = Vec::new();
+        while let Some(entry) = self.held.first_entry().filter(|e| *e.key() <= now) {
+            due.extend(entry.remove());
+        }
+        start_held(due);
+
         let mut fired = Vec::new();
         while let Some((at, phase, jobs)) = self.queue.pop_due(now) {
             for job in jobs {
-                if phase == Phase::Prepare {
+                if phase != Phase::Fire {
                     if let Some(s) = self.next.get_mut(&job) {
-                        s.prepare_queued = false;
-                        let prepare = Input::Prepare { scheduled: s.at };
-                        let _ = s.executor.send_message(ExecutorMsg::Step(prepare));
+                        let input = if phase == Phase::Prepare {
+                            s.prepare_queued = false;
+                            Input::Prepare { scheduled: s.at }
+                        } else {
+                            s.arm_queued = false;
+                            Input::Arm { scheduled: s.at }
+                        };
+                        let _ = s.executor.send_message(ExecutorMsg::Step(input));
                     }
                     continue;
                 }
                 let Some(s) = self.next.remove(&job) else {
                     continue;
                 };
-                let _ = s
-                    .executor
-                    .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
+                if !s.fired_ahead {
+                    let _ = s
+                        .executor
+                        .send_message(ExecutorMsg::Step(Input::Fire { scheduled: at }));
+                }
                 fired.push((at, job, s));
             }
         }
         for (at, job, s) in fired {
             if s.prepare_queued {
                 self.queue.remove(s.at - PREPARE_LEAD, Phase::Prepare, &job);
+            }
+            if s.arm_queued {
+                self.queue.remove(s.at - ARM_LEAD, Phase::Arm, &job);
             }
             // Fires missed while the node was busy or asleep collapse into the one just sent.
             let next = match s.config.next_fire_after_memo(at, &mut self.memo) {
@@ -231,6 +254,7 @@ impl Actor for TriggerActor {
             ctx,
             next: HashMap::new(),
             queue: Queue::default(),
+            held: BTreeMap::new(),
             alarm,
             generation: 0,
             memo: NextFireMemo::default(),
@@ -268,6 +292,17 @@ impl Actor for TriggerActor {
                 state.ring(now);
                 state.arm(&myself);
             }
+            TriggerMsg::Hold(at, run) => {
+                let now = state.ctx.node.clock.now();
+                if state.hold(at, run, now) {
+                    state.arm(&myself);
+                }
+            }
+            TriggerMsg::FiredAhead(job, at) => {
+                if let Some(s) = state.next.get_mut(&job).filter(|s| s.at == at) {
+                    s.fired_ahead = true;
+                }
+            }
         }
         Ok(())
     }
@@ -278,59 +313,18 @@ impl Actor for TriggerActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         state.alarm.disarm();
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(secs: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(secs, 0).expect("a valid instant")
-    }
-
-    fn names(jobs: &[JobName]) -> Vec<&str> {
-        jobs.iter().map(|j| j.as_str()).collect()
-    }
-
-    #[test]
-    fn the_queue_gives_each_instants_prepares_before_its_fires_and_nothing_before_it_is_due() {
-        let mut q = Queue::default();
-        let job = |n: &str| JobName::new(n).expect("a valid name");
-        q.insert(at(20), Phase::Fire, job("c"));
-        q.insert(at(10), Phase::Fire, job("a"));
-        q.insert(at(10), Phase::Fire, job("b"));
-        q.insert(at(10), Phase::Prepare, job("a"));
-        assert_eq!(q.first(), Some(at(10)));
-        assert!(q.pop_due(at(9)).is_none());
-        let (when, phase, jobs) = q.pop_due(at(10)).expect("the prepares are due");
-        assert_eq!(
-            (when, phase, names(&jobs)),
-            (at(10), Phase::Prepare, vec!["a"])
-        );
-        let (_, phase, jobs) = q.pop_due(at(10)).expect("the fires are due");
-        assert_eq!((phase, names(&jobs)), (Phase::Fire, vec!["a", "b"]));
-        assert!(q.pop_due(at(19)).is_none());
-        assert_eq!(q.first(), Some(at(20)));
-    }
-
-    #[test]
-    fn a_job_taken_out_of_its_instant_leaves_the_others_and_an_emptied_instant_goes() {
-        let mut q = Queue::default();
-        let job = |n: &str| JobName::new(n).expect("a valid name");
-        for n in ["a", "b", "c"] {
-            q.insert(at(10), Phase::Fire, job(n));
+        // Runs held for their instants still start then: their executors wait for their ends.
+        let held = std::mem::take(&mut state.held);
+        if !held.is_empty() {
+            let clock = state.ctx.node.clock.clone();
+            tokio::spawn(async move {
+                for (at, runs) in held {
+                    let wait = (at - clock.now()).to_std().unwrap_or_default();
+                    tokio::time::sleep(wait).await;
+                    runs.into_iter().for_each(HeldRun::start);
+                }
+            });
         }
-        q.insert(at(30), Phase::Fire, job("d"));
-        q.remove(at(10), Phase::Fire, &job("b"));
-        q.remove(at(10), Phase::Prepare, &job("a")); // not queued there: nothing changes
-        q.remove(at(30), Phase::Fire, &job("d"));
-        assert_eq!(q.0.len(), 1, "the instant at 30 went with its last job");
-        let (_, _, jobs) = q.pop_due(at(40)).expect("due");
-        let mut left = names(&jobs);
-        left.sort();
-        assert_eq!(left, ["a", "c"]);
-        assert_eq!(q.first(), None);
+        Ok(())
     }
 }

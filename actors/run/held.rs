@@ -1,0 +1,93 @@
+//! Runs held for their instant. A fire decided ahead of its instant (`decide/lifecycle/ahead.rs`)
+//! launches its run for that instant: the executor hands it to the trigger (`TriggerMsg::Hold`),
+//! whose ring at the instant starts the runs due ([`start_held`]) before it sends any other job
+//! its `Fire`.
+//!
+//! The runs an instant starts go in tasks of [`STARTED_TOGETHER`] (spread over the workers), and
+//! a run that ends goes on with its end (metrics, listeners, its report to its executor) only once
+//! every run of the instant has started ([`Together`]): the reports wake executors, whose steps,
+//! end writes and the registry's answers would otherwise take the CPU the other starts need.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use ractor::ActorRef;
+
+use crate::actors::mail::ExecutorMsg;
+use crate::types::JobName;
+
+use super::task::spawn_run;
+use super::RunRequest;
+
+/// A run ready to start: its request and the executor it reports to.
+#[derive(Debug)]
+pub(crate) struct HeldRun {
+    pub(super) req: Box<RunRequest>,
+    pub(super) executor: ActorRef<ExecutorMsg>,
+}
+
+impl HeldRun {
+    /// The job it runs.
+    pub(crate) fn job(&self) -> &JobName {
+        &self.req.job
+    }
+
+    /// Starts the run's task now (not one of an instant's held runs).
+    pub(crate) fn start(self) {
+        spawn_run(self.req, self.executor, None);
+    }
+}
+
+/// How many of an instant's held runs one task starts: a busy instant's starts are spread over
+/// every worker instead of queued behind one.
+const STARTED_TOGETHER: usize = 500;
+
+/// The runs an instant starts together: how many have not started yet.
+#[derive(Debug)]
+pub(super) struct Together {
+    left: AtomicUsize,
+    all_started: tokio::sync::Notify,
+}
+
+impl Together {
+    /// One run started.
+    pub(super) fn started(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.all_started.notify_waiters();
+        }
+    }
+
+    /// Waits until every run has started.
+    pub(super) async fn all_started(&self) {
+        let notified = self.all_started.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.left.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// Starts the runs held for an instant, in tasks of [`STARTED_TOGETHER`] runs each (the first
+/// here); each run goes on with its end only once every one of them has started.
+pub(crate) fn start_held(mut runs: Vec<HeldRun>) {
+    if runs.is_empty() {
+        return;
+    }
+    let together = Arc::new(Together {
+        left: AtomicUsize::new(runs.len()),
+        all_started: tokio::sync::Notify::new(),
+    });
+    let start = |runs: Vec<HeldRun>, together: Arc<Together>| {
+        for r in runs {
+            spawn_run(r.req, r.executor, Some(together.clone()));
+        }
+    };
+    while runs.len() > STARTED_TOGETHER {
+        let rest = runs.split_off(runs.len() - STARTED_TOGETHER);
+        let together = together.clone();
+        tokio::spawn(async move { start(rest, together) });
+    }
+    start(runs, together);
+}
