@@ -101,7 +101,7 @@ impl ExecutorState {
                     if let Err(ractor::MessagingErr::SendErr(TriggerMsg::Hold(_, held))) =
                         peers.trigger.send_message(TriggerMsg::Hold(at, held))
                     {
-                        held.start();
+                        crate::actors::run::start(held);
                     }
                 }
             }

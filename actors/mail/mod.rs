@@ -19,4 +19,4 @@ pub(crate) use leader::{LeaderMsg, Memory};
 pub use node::NodeMsg;
 pub(crate) use registry::{Opened, RegistryMsg};
 pub(crate) use sharding::{Outcome as ShardingOutcome, ShardingMsg};
-pub(crate) use trigger::TriggerMsg;
+pub(crate) use trigger::{HeldRun, RunRequest, TriggerMsg};

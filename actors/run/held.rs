@@ -11,31 +11,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ractor::ActorRef;
-
-use crate::actors::mail::ExecutorMsg;
-use crate::types::JobName;
+use crate::actors::mail::HeldRun;
 
 use super::task::spawn_run;
-use super::RunRequest;
 
-/// A run ready to start: its request and the executor it reports to.
-#[derive(Debug)]
-pub(crate) struct HeldRun {
-    pub(super) req: Box<RunRequest>,
-    pub(super) executor: ActorRef<ExecutorMsg>,
-}
-
-impl HeldRun {
-    /// The job it runs.
-    pub(crate) fn job(&self) -> &JobName {
-        &self.req.job
-    }
-
-    /// Starts the run's task now (not one of an instant's held runs).
-    pub(crate) fn start(self) {
-        spawn_run(self.req, self.executor, None);
-    }
+/// Starts a run's task now (not one of an instant's held runs).
+pub(crate) fn start(run: HeldRun) {
+    spawn_run(run.req, run.executor, None);
 }
 
 /// How many of an instant's held runs one task starts: a busy instant's starts are spread over

@@ -174,7 +174,7 @@ impl RunKit {
         match ahead {
             Some(at) => Some((at, held)),
             None => {
-                held.start();
+                super::start(held);
                 None
             }
         }

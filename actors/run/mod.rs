@@ -11,57 +11,20 @@ mod held;
 mod kit;
 mod task;
 
+pub(crate) use crate::actors::mail::{HeldRun, RunRequest};
 use held::Together;
-pub(crate) use held::{start_held, HeldRun};
+pub(crate) use held::{start, start_held};
 pub(crate) use kit::RunKit;
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::oneshot;
 
-use crate::clock::SharedClock;
 use crate::events::{EngineEvent, EventBus};
-use crate::job::concurrency::ItemGate;
-use crate::job::deadline::RunDeadline;
-use crate::job::handlers::{ErrorHandler, Listeners};
-use crate::job::{ExecutionSource, JobError, ShardingContext, SharedHandler};
+use crate::job::{ExecutionSource, JobError};
 use crate::types::{InstanceId, JobName, ShardItem};
 
 use crate::decide::lifecycle::{Command, MissReason};
-
-/// Everything a run needs, moved into its task.
-#[derive(Debug)]
-pub(crate) struct RunRequest {
-    pub(crate) run_id: u64,
-    pub(crate) job: JobName,
-    pub(crate) instance: InstanceId,
-    pub(crate) source: ExecutionSource,
-    pub(crate) task_id: String,
-    pub(crate) contexts: Vec<ShardingContext>,
-    pub(crate) handler: SharedHandler,
-    pub(crate) listeners: Listeners,
-    pub(crate) error_handler: Arc<dyn ErrorHandler>,
-    pub(crate) clock: SharedClock,
-    pub(crate) events: EventBus,
-    /// The job's limit on items running at once here.
-    pub(crate) gate: ItemGate,
-    /// For a run taking part in a distribute-once round: its items start when this fires (or
-    /// its sender is dropped).
-    pub(crate) go: Option<oneshot::Receiver<()>>,
-    /// The cron instant this run answers, for the trigger-delay metric.
-    pub(crate) scheduled: Option<DateTime<Utc>>,
-    /// The run's timeout (`shardcron.timeout`); `None` for a job without one.
-    pub(crate) deadline: Option<Arc<RunDeadline>>,
-    /// 1 for a first run, 2 for its first retry, and so on.
-    pub(crate) attempt: u32,
-    /// The workflow run it is a step of (`shardcron.after`), for its events and history rows.
-    pub(crate) workflow_run: Option<String>,
-    /// When this instance saw the step's decision appear, for the step-wait metric.
-    pub(crate) decided_at: Option<DateTime<Utc>>,
-    /// Whether the error handler hears this attempt's failures (`shardcron.retry.notify`).
-    pub(crate) notify: bool,
-}
 
 /// One run as the machine launched it.
 #[derive(Debug)]

@@ -29,7 +29,7 @@ mod queue;
 use crate::actors::alarm::Alarm;
 use crate::actors::context::SessionCtx;
 use crate::actors::mail::{ExecutorMsg, TriggerMsg};
-use crate::actors::run::{start_held, HeldRun};
+use crate::actors::run::{start, start_held, HeldRun};
 
 use queue::{Phase, Queue};
 
@@ -172,7 +172,7 @@ impl TriggerState {
     /// is due before anything else queued.
     fn hold(&mut self, at: DateTime<Utc>, run: HeldRun, now: DateTime<Utc>) -> bool {
         if at <= now {
-            run.start();
+            start(run);
             return false;
         }
         if let Some(s) = self.next.get_mut(run.job()).filter(|s| s.at == at) {
@@ -321,7 +321,7 @@ impl Actor for TriggerActor {
                 for (at, runs) in held {
                     let wait = (at - clock.now()).to_std().unwrap_or_default();
                     tokio::time::sleep(wait).await;
-                    runs.into_iter().for_each(HeldRun::start);
+                    runs.into_iter().for_each(start);
                 }
             });
         }

@@ -7,14 +7,16 @@
 //! ```text
 //!  inputs                                   state                          commands
 //!  ──────                                   ─────                          ────────
-//!  Prepare, Fire, Trigger ──┐         ┌─ link: Connected │ Disconnected    Write{ops, then}
+//!  Prepare, Arm, Fire, ─────┐         ┌─ link: Connected │ Disconnected    Write{ops, then}
+//!  Trigger                  │         │                                   FiredAhead
 //!  RunFinished, RunEnded ───┤         │        │ Suspect (check first)     SubmitEnd (batched)
 //!  Written{purpose,outcome} ┤         ├─ registration: Confirmed │        Launch / Cancel
 //!  Event (mirror) ──────────┼─▶ step ─┤   Unconfirmed │ Older(session) ─▶ Schedule / Unschedule
 //!  Resynced, Config ────────┤         ├─ runs, marks, misfire flags        AskReshard, CheckSession
 //!  Session, Fenced, Paused ─┤         ├─ parked fire (+ items taken)      FailoverIdle, Evaluate
 //!  SessionChecked ──────────┤         ├─ held fire (awaiting the check)   DrainDone, Stop
-//!  Drain, Remove, Claimed ──┘         └─ draining │ leaving               Misfired, Skipped, Warn
+//!  Drain, Remove, Claimed ──┘         ├─ draining │ leaving               Misfired, Skipped, Warn
+//!                                     └─ the coming instant's fire taken ahead (`ahead.rs`)
 //! ```
 //!
 //! A fire goes: coalesced if it was due before the previous fire's handling ended; held for a session
