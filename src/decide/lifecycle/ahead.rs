@@ -10,7 +10,7 @@
 //! between the decision and the instant is handled after the fire, as if it had arrived just after
 //! the instant (the window a watch notification's delay opens anyway). A job with anything under
 //! way (a run, a start write, a parked or held fire, a catch-up, backfill, workflow, manual
-//! trigger or buffered fire) is not armed: its fire stays at its instant, unless what was under way
+//! trigger or buffered fire), or without a plan or with a reshard pending, is not armed: its fire stays at its instant, unless what was under way
 //! ends before the instant ([`JobMachine::arm_again`]).
 //!
 //! [`Input::Arm`]: super::Input::Arm
@@ -80,6 +80,14 @@ impl JobMachine {
         if !self.may_fire_ahead() {
             return;
         }
+        // A job without a plan, or with a reshard pending, would park its fire: that stays at the
+        // instant, as without an arm (the plan's arrival before the instant arms it then).
+        let view = facts.view();
+        let unsharded = !view.items.values().any(|v| v.has_owner_node);
+        if unsharded || view.sharding_necessary || view.sharding_processing {
+            return;
+        }
+        drop(view);
         self.ahead = Some(wanted.taken());
         let from = out.len();
         self.fire(

@@ -141,3 +141,18 @@ fn a_timeout_decided_ahead_counts_from_the_instant() {
         ]
     );
 }
+
+#[test]
+fn a_job_without_a_plan_parks_at_its_instant_not_at_its_arm() {
+    let mut m = unmonitored();
+    let mut unplanned = early();
+    for v in unplanned.view.items.values_mut() {
+        v.has_owner_node = false;
+    }
+    assert_eq!(m.step(arm(), &unplanned), vec![], "no plan: not armed");
+    assert_eq!(
+        m.step(arm(), &early()),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        "armed again once the plan is there"
+    );
+}
