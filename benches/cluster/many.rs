@@ -115,6 +115,8 @@ pub(crate) async fn child(zk: &str, jobs: usize, period: i64, fires: u32, scrape
     r.put("cpu_us", cpu.as_micros() as u64);
     r.put("quiet_us", quiet.as_micros() as u64);
     r.put("rss_kib", probe::status_field("VmRSS"));
+    r.put("rss_anon_kib", probe::status_field("RssAnon"));
+    r.put("rss_file_kib", probe::status_field("RssFile"));
     probe::put_heap(&mut r);
     r.put("rss_ready_kib", rss_ready);
     r.put("heap_inuse_ready_kib", heap_ready.0);
@@ -241,6 +243,15 @@ pub(crate) fn run(zk: SocketAddr, jobs: usize, period: i64, table: &mut Table) {
         format!("{:.1} MiB", r.get("rss_ready_kib") as f64 / 1024.0),
     );
     let mib = |k: &str| r.get(k) as f64 / 1024.0;
+    table.info(
+        &s,
+        "  of which anonymous / file-backed (RssAnon / RssFile: the binary's mapped pages)",
+        format!(
+            "{:.1} / {:.1} MiB",
+            mib("rss_anon_kib"),
+            mib("rss_file_kib")
+        ),
+    );
     table.info(
         &s,
         "  of which heap in use / resident but not in use (jemalloc stats)",
