@@ -45,13 +45,13 @@ impl OnceSlot {
         Self(OnceKit::new(ctx, config, listeners).map(Box::new))
     }
 
-    /// A config change: the coordination starts, stops (waiting runs go at once) or follows the
-    /// new count.
     /// Whether the job's runs take part in distribute-once rounds.
     pub(crate) fn is_active(&self) -> bool {
         self.0.is_some()
     }
 
+    /// A config change: the coordination starts, stops (waiting runs go at once) or follows the
+    /// new count.
     pub(crate) fn reconfigure(&mut self, ctx: &SessionCtx, config: &ValidatedConfig) {
         let names = &config.config().job_listener_types;
         let listeners = ctx.node.handlers.distribute_once(names);

@@ -71,9 +71,12 @@ impl ExecutorState {
     /// One message, as [`ExecutorActor::handle`] gets it.
     async fn on_message(&mut self, myself: &ActorRef<ExecutorMsg>, msg: ExecutorMsg) {
         let input = match msg {
-            // A distribute-once round's "before" hook runs as its run launches, which must be
-            // at the instant: such a job's fire is not taken ahead (the trigger's `Fire` comes).
-            ExecutorMsg::Step(Input::Arm { .. }) if self.once.is_active() => return,
+            // The machine decides; the executor tells it whether the job takes part in
+            // distribute-once rounds (whose "before" hook runs as the run launches).
+            ExecutorMsg::Step(Input::Arm { scheduled, .. }) => Input::Arm {
+                scheduled,
+                early: !self.once.is_active(),
+            },
             ExecutorMsg::Step(input) => input,
             ExecutorMsg::RunFinished(report) => {
                 self.kit.finished(self.machine.job(), &report);

@@ -204,7 +204,11 @@ impl TriggerState {
                             Input::Prepare { scheduled: s.at }
                         } else {
                             s.arm_queued = false;
-                            Input::Arm { scheduled: s.at }
+                            // Whether it may fire early is the executor's to say.
+                            Input::Arm {
+                                scheduled: s.at,
+                                early: true,
+                            }
                         };
                         let _ = s.executor.send_message(ExecutorMsg::Step(input));
                     }

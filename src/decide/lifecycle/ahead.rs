@@ -10,8 +10,10 @@
 //! between the decision and the instant is handled after the fire, as if it had arrived just after
 //! the instant (the window a watch notification's delay opens anyway). A job with anything under
 //! way (a run, a start write, a parked or held fire, a catch-up, backfill, workflow, manual
-//! trigger or buffered fire), or without a plan or with a reshard pending, is not armed: its fire stays at its instant, unless what was under way
-//! ends before the instant ([`JobMachine::arm_again`]).
+//! trigger or buffered fire), or without a plan or with a reshard pending, is not armed: its fire
+//! stays at its instant, unless what was under way ends before the instant
+//! ([`JobMachine::arm_again`]). Nor is a job whose arm says it may not fire early (one taking part
+//! in distribute-once rounds).
 //!
 //! [`Input::Arm`]: super::Input::Arm
 
@@ -59,9 +61,16 @@ impl Ahead {
 }
 
 impl JobMachine {
-    /// The trigger asks for the fire of `at` now.
-    pub(super) fn arm(&mut self, at: DateTime<Utc>, facts: &dyn Facts, out: &mut Vec<Command>) {
-        self.ahead = Ahead::wanted(at);
+    /// The trigger asks for the fire of `at` now; one that may not fire `early` waits for the
+    /// instant's `Fire`.
+    pub(super) fn arm(
+        &mut self,
+        at: DateTime<Utc>,
+        early: bool,
+        facts: &dyn Facts,
+        out: &mut Vec<Command>,
+    ) {
+        self.ahead = Ahead::wanted(at).filter(|_| early);
         self.arm_again(facts, out);
     }
 

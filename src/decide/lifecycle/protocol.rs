@@ -181,6 +181,10 @@ pub enum Input {
     Arm {
         /// The coming instant.
         scheduled: DateTime<Utc>,
+        /// Whether the fire may be taken before its instant: not for a job whose runs take part
+        /// in distribute-once rounds, whose "before" hook runs as the run launches, at the
+        /// instant (the executor says which jobs do).
+        early: bool,
     },
     /// The cron fired for `scheduled`.
     Fire {

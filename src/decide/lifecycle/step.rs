@@ -116,7 +116,7 @@ impl JobMachine {
         let flow = self.workflow_heard(&input);
         match input {
             Input::Prepare { .. } => self.prepare(facts, &mut out),
-            Input::Arm { scheduled } => self.arm(scheduled, facts, &mut out),
+            Input::Arm { scheduled, early } => self.arm(scheduled, early, facts, &mut out),
             Input::Fire { scheduled } => {
                 if !self.fired_ahead(scheduled) {
                     self.fire(ExecutionSource::Normal, Some(scheduled), facts, &mut out)

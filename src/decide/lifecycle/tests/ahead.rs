@@ -12,7 +12,10 @@ fn early() -> Fake {
 }
 
 fn arm() -> Input {
-    Input::Arm { scheduled: t(0) }
+    Input::Arm {
+        scheduled: t(0),
+        early: true,
+    }
 }
 
 fn fire() -> Input {
@@ -154,5 +157,20 @@ fn a_job_without_a_plan_parks_at_its_instant_not_at_its_arm() {
         m.step(arm(), &early()),
         vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
         "armed again once the plan is there"
+    );
+}
+
+#[test]
+fn a_job_that_may_not_fire_early_fires_at_its_instant() {
+    let mut m = unmonitored();
+    let not_early = Input::Arm {
+        scheduled: t(0),
+        early: false,
+    };
+    assert_eq!(m.step(not_early, &early()), vec![], "not armed");
+    assert_eq!(
+        m.step(fire(), &fake()),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        "the instant's fire fires it"
     );
 }
