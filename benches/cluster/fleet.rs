@@ -107,6 +107,15 @@ impl Counted {
         }
     }
 
+    /// Operations of `kind` this connector's sessions had applied (plain calls and the operations
+    /// of multi-ops that succeeded), ZooKeeper only: the `running` markers a node wrote.
+    pub(crate) fn applied(&self, kind: OpKind) -> Option<u64> {
+        match &self.counts {
+            CountSource::Zk(zk) => Some(zk.op_counts().applied(kind)),
+            CountSource::Embedded(_) => None,
+        }
+    }
+
     /// Whether the counts cover only this connector (ZooKeeper) or the whole tree (embedded).
     pub(crate) fn is_per_node(&self) -> bool {
         matches!(self.counts, CountSource::Zk(_))

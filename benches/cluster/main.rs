@@ -6,7 +6,7 @@
 //! | `delay` | 1 trigger delay and 2 registry traffic: two instances, one job of 4 items every second |
 //! | `failover` | 3 kill -9 of an instance (a child process) and graceful leave |
 //! | `many` | 4 many jobs on one node (child process): registration, memory, idle CPU, threads, watches; with `--scrape`, once more serving `/metrics`: the memory of one scrape |
-//! | `throughput` | 5 one node: 1,000 jobs a second on ZooKeeper; item executions a second embedded |
+//! | `throughput`, `ramp` | 5 one node: on ZooKeeper the load raised until it no longer holds (`ramp`); item executions a second embedded |
 //! | `versus` | 6 beside tokio-cron-scheduler, each in a child process |
 //! | `balance` | 7 balance across jobs: one-item jobs with NAMESPACE_BALANCE on 4 instances |
 //! | `scale` | 8 cluster scale: N node processes x J one-item jobs on a 3-server ensemble (`scale_node`: one instance) |
@@ -29,6 +29,7 @@ mod failover;
 mod fleet;
 mod many;
 mod probe;
+mod ramp;
 mod report;
 mod scale;
 mod scale_node;
@@ -46,7 +47,7 @@ struct Sizes {
     failover_rounds: usize,
     many_jobs: usize,
     many_period_s: i64,
-    zk_jobs: usize,
+    ramp: ramp::Ramp,
     embedded_jobs: (usize, i32),
     window_s: u64,
     versus: [usize; 2],
@@ -62,7 +63,11 @@ const FULL: Sizes = Sizes {
     failover_rounds: 5,
     many_jobs: 10_000,
     many_period_s: 10,
-    zk_jobs: 1_000,
+    ramp: ramp::Ramp {
+        one_item: &[1_000, 2_000, 5_000, 10_000, 20_000],
+        many_items: (100, &[10, 20, 50, 100, 200, 400]),
+        target: 20_000,
+    },
     embedded_jobs: (100, 1_000),
     window_s: 10,
     versus: [1_000, 10_000],
@@ -77,7 +82,11 @@ const QUICK: Sizes = Sizes {
     failover_rounds: 1,
     many_jobs: 1_000,
     many_period_s: 5,
-    zk_jobs: 200,
+    ramp: ramp::Ramp {
+        one_item: &[200],
+        many_items: (20, &[50]),
+        target: 1_000,
+    },
     embedded_jobs: (20, 1_000),
     window_s: 2,
     versus: [100, 1_000],
@@ -95,6 +104,14 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn main() {
+    // The engine's own log, when asked for (`RUST_LOG=shardcron=debug`): what a step that does not
+    // hold skipped, and why.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
         return run_child(&args[1..]);
@@ -174,7 +191,7 @@ fn run_standalone(
         eprintln!("--- 5: throughput");
         rt.block_on(throughput::run(
             addr,
-            sizes.zk_jobs,
+            &sizes.ramp,
             sizes.embedded_jobs,
             sizes.window_s,
             table,

@@ -1,32 +1,46 @@
-//! Scenario 5: throughput on one node. On ZooKeeper, 1,000 one-item jobs every second with
-//! monitorExecution on (two multi-ops per run): does every item run every second, and how late?
-//! On the embedded registry with monitorExecution off: how many item executions a second.
+//! Scenario 5: throughput on one node. On ZooKeeper with monitorExecution on, the load raised step
+//! by step until it no longer holds (`ramp.rs`); on the embedded registry with monitorExecution off:
+//! how many item executions a second.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+use shardcron::registry::OpKind;
 
 use crate::fleet::{self, Backend};
 use crate::probe::{self, DelayLog};
 use crate::report::{dur, Stats, Table};
 
 /// What one window measured.
-struct Window {
+pub(crate) struct Window {
     /// Executions per scheduled second of the window.
-    per_second: Vec<(i64, u64)>,
-    delays: Stats,
+    pub(crate) per_second: Vec<(i64, u64)>,
+    pub(crate) delays: Stats,
+    /// `create`s and `delete`s the node's sessions had applied during the window (ZooKeeper only):
+    /// its `running` markers, the only nodes a node in its steady state writes. Creations from
+    /// half a second before the window's first instant, removals from that instant, each over the
+    /// window's length.
+    pub(crate) markers: Option<(u64, u64)>,
+    /// The bench process's CPU time during the window (the node, its ZooKeeper client and the
+    /// jobs' handlers), and the ZooKeeper server's when the bench started it.
+    pub(crate) node_cpu: Duration,
+    pub(crate) zk_cpu: Option<Duration>,
+    /// The machine's 1-minute load average at the window's end (`/proc/loadavg`): others' work
+    /// on a shared machine.
+    pub(crate) load: String,
 }
 
 /// Whether the jobs capture their output (`shardcron.output`) and print a line per item.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Capture {
+pub(crate) enum Capture {
     Off,
     On,
 }
 
 /// Starts one node with `jobs` jobs of `items` items every second, lets it settle for two fires
 /// after registration, and measures `seconds` fires.
-async fn measure(
+pub(crate) async fn measure(
     backend: Backend,
     (jobs, items): (usize, i32),
     monitor: bool,
@@ -49,56 +63,68 @@ async fn measure(
             }
         })
         .collect();
-    let node = fleet::start_node(c.connector, fleet::instance(1), configs).await;
+    let node = fleet::start_node(c.connector.clone(), fleet::instance(1), configs).await;
     assert!(
         fleet::wait_registered(&node, &names, Duration::from_secs(120)).await,
         "throughput: registration timed out"
     );
+    // Item 0 of every job has its owner: the first sharding is committed, fires run.
+    assert!(
+        fleet::wait_sharded(&node, &names, Duration::from_secs(120)).await,
+        "throughput: the first sharding timed out"
+    );
     let t0 = probe::next_instant(1, 0);
     probe::sleep_until_wall(t0, Duration::from_millis(2500)).await;
-    let mark = log.mark();
+    // Creations counted from half-way between instants (a fire's markers are written 200 ms
+    // ahead), removals from the instants (a fire's markers go when its items end, within the
+    // second): each window's writes are those of its own fires.
+    let created = || c.applied(OpKind::Create);
+    let deleted = || c.applied(OpKind::Delete);
+    let created0 = created();
+    let zk = probe::children_named("java");
+    let zk_cpu = || {
+        zk.iter()
+            .map(|pid| probe::cpu_time_of(pid))
+            .sum::<Duration>()
+    };
+    let cpu0 = (probe::cpu_time(), zk_cpu());
+    probe::sleep_until_wall(t0, Duration::from_millis(3000)).await;
+    let deleted0 = deleted();
     probe::sleep_until_wall(t0, Duration::from_millis(2500 + 1000 * seconds)).await;
+    let created1 = created();
+    let cpu1 = (probe::cpu_time(), zk_cpu());
+    probe::sleep_until_wall(t0, Duration::from_millis(3000 + 1000 * seconds)).await;
+    let deleted1 = deleted();
     let from = t0.timestamp() + 3;
+    let markers = match (created0, created1, deleted0, deleted1) {
+        (Some(c0), Some(c1), Some(d0), Some(d1)) => Some((c1 - c0, d1 - d0)),
+        _ => None,
+    };
     let w = Window {
         per_second: log.per_second(from, from + seconds as i64),
-        delays: Stats::of(log.delays_since(mark)),
+        delays: Stats::of(log.delays_between(from, from + seconds as i64)),
+        markers,
+        node_cpu: cpu1.0.saturating_sub(cpu0.0),
+        zk_cpu: (!zk.is_empty()).then(|| cpu1.1.saturating_sub(cpu0.1)),
+        load: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+            .unwrap_or_default(),
     };
     node.shutdown().await;
     w
 }
 
-/// Runs scenario 5: `zk_jobs` jobs on ZooKeeper, `jobs` x `items` on the embedded registry, each
-/// over `seconds` fires.
+/// Runs scenario 5: the ramp on ZooKeeper (`ramp`), then `jobs` x `items` on the embedded
+/// registry, each over `seconds` fires.
 pub(crate) async fn run(
     zk: SocketAddr,
-    zk_jobs: usize,
+    ramp: &crate::ramp::Ramp,
     (jobs, items): (usize, i32),
     seconds: u64,
     table: &mut Table,
 ) {
-    let w = measure(Backend::Zk(zk), (zk_jobs, 1), true, Capture::Off, seconds).await;
-    let s = format!("5 throughput, ZooKeeper, {zk_jobs} jobs / s, monitorExecution on");
-    let full = w
-        .per_second
-        .iter()
-        .filter(|(_, n)| *n == zk_jobs as u64)
-        .count();
-    let fewest = w.per_second.iter().map(|(_, n)| *n).min().unwrap_or(0);
-    table.check(
-        &s,
-        "seconds in which every item ran",
-        format!("{full}/{} (fewest {fewest})", w.per_second.len()),
-        "all",
-        full == w.per_second.len(),
-    );
-    table.check(
-        &s,
-        &format!("trigger delay p99 over {} items", w.delays.n),
-        dur(w.delays.p99),
-        "< 50 ms",
-        w.delays.p99 < Duration::from_millis(50),
-    );
-    table.info(&s, "trigger delay p50", dur(w.delays.p50));
+    crate::ramp::run(zk, ramp, seconds, table).await;
 
     // One node on the embedded registry, monitorExecution off, capturing output or not.
     let embedded = |capture| {

@@ -10,6 +10,8 @@ use crate::registry::OpKind;
 pub(crate) struct OpCounters {
     ok: [AtomicU64; OpKind::ALL.len()],
     err: [AtomicU64; OpKind::ALL.len()],
+    /// The operations inside multi-ops that succeeded, per kind.
+    in_multis: [AtomicU64; OpKind::ALL.len()],
 }
 
 impl OpCounters {
@@ -20,6 +22,13 @@ impl OpCounters {
         crate::metrics::registry_operation("zookeeper", kind, ok);
     }
 
+    /// Counts the operations of a multi-op that succeeded (the multi itself is [`Self::record`]ed).
+    pub(crate) fn record_multi_ops(&self, kinds: impl IntoIterator<Item = OpKind>) {
+        for kind in kinds {
+            self.in_multis[kind.index()].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// A copy of the counters now.
     pub(crate) fn snapshot(&self) -> OpCounts {
         let load =
@@ -27,6 +36,7 @@ impl OpCounters {
         OpCounts {
             ok: load(&self.ok),
             err: load(&self.err),
+            in_multis: load(&self.in_multis),
         }
     }
 }
@@ -38,11 +48,13 @@ impl OpCounters {
 /// let counts = OpCounts::default();
 /// assert_eq!(counts.ok(OpKind::Get) + counts.err(OpKind::Get), 0);
 /// assert_eq!(counts.total(), 0);
+/// assert_eq!(counts.applied(OpKind::Create), 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpCounts {
     ok: [u64; OpKind::ALL.len()],
     err: [u64; OpKind::ALL.len()],
+    in_multis: [u64; OpKind::ALL.len()],
 }
 
 impl OpCounts {
@@ -56,7 +68,18 @@ impl OpCounts {
         self.err[kind.index()]
     }
 
-    /// All calls, whatever their kind and outcome.
+    /// Operations of `kind` inside multi-ops that succeeded.
+    pub fn in_multis(&self, kind: OpKind) -> u64 {
+        self.in_multis[kind.index()]
+    }
+
+    /// Operations of `kind` the registry applied: the calls that succeeded and the operations of
+    /// the multi-ops that succeeded (the nodes a session created, say, however it batched them).
+    pub fn applied(&self, kind: OpKind) -> u64 {
+        self.ok(kind) + self.in_multis(kind)
+    }
+
+    /// All calls, whatever their kind and outcome (a multi-op once).
     pub fn total(&self) -> u64 {
         self.ok.iter().chain(&self.err).sum()
     }
@@ -76,6 +99,7 @@ impl OpCounts {
         for i in 0..OpKind::ALL.len() {
             out.ok[i] -= earlier.ok[i].min(out.ok[i]);
             out.err[i] -= earlier.err[i].min(out.err[i]);
+            out.in_multis[i] -= earlier.in_multis[i].min(out.in_multis[i]);
         }
         out
     }
@@ -97,5 +121,22 @@ mod tests {
         assert_eq!(now.total(), 3);
         let delta = now.since(&before);
         assert_eq!(delta.iter().collect::<Vec<_>>(), [(OpKind::Multi, 0, 1)]);
+    }
+
+    #[test]
+    fn the_operations_of_a_multi_op_count_as_applied_beside_the_plain_calls() {
+        let c = OpCounters::default();
+        c.record(OpKind::Create, true);
+        c.record(OpKind::Multi, true);
+        c.record_multi_ops([OpKind::Create, OpKind::Create, OpKind::Delete]);
+        let before = c.snapshot();
+        c.record(OpKind::Multi, true);
+        c.record_multi_ops([OpKind::Delete]);
+        let now = c.snapshot();
+        assert_eq!(now.applied(OpKind::Create), 3);
+        assert_eq!(now.in_multis(OpKind::Create), 2);
+        assert_eq!(now.applied(OpKind::Delete), 2);
+        assert_eq!(now.since(&before).applied(OpKind::Delete), 1);
+        assert_eq!(now.total(), 3);
     }
 }

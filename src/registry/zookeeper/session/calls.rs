@@ -103,6 +103,9 @@ impl Registry for ZkSession {
                     return Err(call.error(source))
                 }
             };
+            self.own_counts.record_multi_ops(ops.iter().map(Op::kind));
+            self.shared_counts
+                .record_multi_ops(ops.iter().map(Op::kind));
             Ok(results.into_iter().map(op_result).collect())
         })
         .await
