@@ -8,7 +8,6 @@
 //! write or two). Each step runs on a fresh node and namespace; a shape stops at its first step that
 //! does not hold.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::fleet::Backend;
@@ -143,7 +142,6 @@ impl Step {
 /// Runs one shape's steps in turn, each over `seconds` fires, until one does not hold; returns the
 /// highest rate that held (0 for none) and the first step measured.
 async fn shape(
-    zk: SocketAddr,
     steps: impl Iterator<Item = (usize, i32)>,
     seconds: u64,
     table: &mut Table,
@@ -152,7 +150,16 @@ async fn shape(
     let mut first = None;
     for (jobs, items) in steps {
         eprintln!("  ramp step: {jobs} jobs x {items} items / s");
-        let window = measure(Backend::Zk(zk), (jobs, items), true, Capture::Off, seconds).await;
+        let zk = crate::server::ZkServer::start();
+        let window = measure(
+            Backend::Zk(zk.addr()),
+            (jobs, items),
+            true,
+            Capture::Off,
+            seconds,
+        )
+        .await;
+        drop(zk);
         let step = Step {
             jobs,
             items,
@@ -174,9 +181,9 @@ async fn shape(
     (held, first)
 }
 
-/// Runs the ramp's two shapes on the server at `zk`, or only the steps `SHARDCRON_RAMP_STEPS`
-/// names (`100x100,2000x1`: jobs x items, to look at one step).
-pub(crate) async fn run(zk: SocketAddr, ramp: &Ramp, seconds: u64, table: &mut Table) {
+/// Runs the ramp's two shapes, or only the steps `SHARDCRON_RAMP_STEPS` names (`100x100,2000x1`:
+/// jobs x items, to look at one step).
+pub(crate) async fn run(ramp: &Ramp, seconds: u64, table: &mut Table) {
     if let Ok(steps) = std::env::var("SHARDCRON_RAMP_STEPS") {
         let steps = steps.split(',').filter_map(|s| {
             let (jobs, items) = s.trim().split_once('x')?;
@@ -184,12 +191,12 @@ pub(crate) async fn run(zk: SocketAddr, ramp: &Ramp, seconds: u64, table: &mut T
         });
         let steps: Vec<(usize, i32)> = steps.collect();
         for step in steps {
-            shape(zk, std::iter::once(step), seconds, table).await;
+            shape(std::iter::once(step), seconds, table).await;
         }
         return;
     }
     let one = ramp.one_item.iter().map(|j| (*j, 1));
-    let (held, first) = shape(zk, one, seconds, table).await;
+    let (held, first) = shape(one, seconds, table).await;
     // The first step keeps scenario 5's former target: a thousand one-item jobs, each on time.
     if let Some(first) = first {
         table.check(
@@ -202,7 +209,7 @@ pub(crate) async fn run(zk: SocketAddr, ramp: &Ramp, seconds: u64, table: &mut T
     }
     let (jobs, items) = ramp.many_items;
     let many = items.iter().map(|i| (jobs, *i));
-    let (held_many, _) = shape(zk, many, seconds, table).await;
+    let (held_many, _) = shape(many, seconds, table).await;
     let s = "5 ramp, ZooKeeper, monitorExecution on";
     let figure = |shape: &str| format!("highest step that holds, {shape} (item executions / s)");
     table.info(s, &figure("one-item jobs"), held.to_string());

@@ -2,7 +2,6 @@
 //! by step until it no longer holds (`ramp.rs`); on the embedded registry with monitorExecution off:
 //! how many item executions a second.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -115,16 +114,15 @@ pub(crate) async fn measure(
     w
 }
 
-/// Runs scenario 5: the ramp on ZooKeeper (`ramp`), then `jobs` x `items` on the embedded
+/// Runs scenario 5: the ramp on ZooKeeper (`ramp`, a server of its own for each step), then `jobs` x `items` on the embedded
 /// registry, each over `seconds` fires.
 pub(crate) async fn run(
-    zk: SocketAddr,
     ramp: &crate::ramp::Ramp,
     (jobs, items): (usize, i32),
     seconds: u64,
     table: &mut Table,
 ) {
-    crate::ramp::run(zk, ramp, seconds, table).await;
+    crate::ramp::run(ramp, seconds, table).await;
 
     // One node on the embedded registry, monitorExecution off, capturing output or not.
     let embedded = |capture| {

@@ -11,6 +11,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -541,13 +542,31 @@ impl Drop for ZkEnsemble {
     }
 }
 
+/// Whether servers started from now on compile their hot code with both of the JVM's JIT tiers.
+static FULL_JIT: AtomicBool = AtomicBool::new(false);
+
+/// Servers started from now on run as a production server does: their code compiled by both of
+/// the JVM's JIT tiers (C1, then C2 for the hot paths), on a heap of 1 GiB (room for the data),
+/// their garbage collections in their log. The benches ask for it; the tests do not: the first
+/// tier alone starts a server sooner, while a server under sustained load runs its code two to
+/// three times slower so.
+pub fn compile_as_in_production() {
+    FULL_JIT.store(true, Ordering::Relaxed);
+}
+
 /// The `java` command running ZooKeeper's `main` class with a heap of `heap`, on the classpath
 /// and `zoo.cfg` of `home`, its output to `log`.
 fn zookeeper_java(heap: &str, home: &Path, main: &str, log: std::fs::File) -> Command {
     let mut cmd = Command::new("java");
-    cmd.arg(format!("-Xmx{heap}"))
-        .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-        .arg("-Djava.net.preferIPv4Stack=true")
+    cmd.arg("-XX:+UseSerialGC");
+    if FULL_JIT.load(Ordering::Relaxed) {
+        // A heap with room for the data, and its collections in the server's log.
+        cmd.args(["-Xmx1g", "-Xlog:gc:stdout"]);
+    } else {
+        cmd.arg(format!("-Xmx{heap}"))
+            .arg("-XX:TieredStopAtLevel=1");
+    }
+    cmd.arg("-Djava.net.preferIPv4Stack=true")
         .arg("-Dzookeeper.admin.enableServer=false")
         .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
         .arg("-cp")
