@@ -6,7 +6,8 @@
 //! its operations to the session's [`WriteBatcher`] and hears its own answer; the batcher's task
 //! takes everything queued meanwhile and sends it as multi-ops of at most [`MAX_OPS`] operations,
 //! up to [`IN_FLIGHT`] of them at once (ZooKeeper applies a session's requests in order, so the
-//! server works on one while the next travels). Batches in flight never share a job ([`Queue`]):
+//! server works on one while the next travels), a batch beside another only for a load of
+//! [`BESIDE_OPS`] operations waiting. Batches in flight never share a job ([`Queue`]):
 //! when a combined multi-op fails, each of its submissions is applied on its own, so one job's
 //! conflict is its own answer and never another job's, and none of them lands after a later write
 //! of its job. No timer: a lone submission goes out at once, and batches form only under load.
@@ -25,6 +26,11 @@ const MAX_OPS: usize = 1000;
 
 /// The most combined multi-ops in flight at once.
 const IN_FLIGHT: usize = 4;
+
+/// The operations that must be waiting before a batch goes out beside one already in flight: a
+/// few writes of a burst wait for the batch in flight and go as one multi-op after it (a request
+/// and its answer less for the ensemble), a load goes on several.
+const BESIDE_OPS: usize = 100;
 
 /// Who hears a submission's outcome: called once, from the batcher's task.
 type Reply = Box<dyn FnOnce(Result<(), RegistryError>) + Send>;
@@ -121,6 +127,8 @@ fn claims<'a>(paths: impl IntoIterator<Item = &'a str>) -> (Vec<Box<str>>, usize
 #[derive(Debug)]
 struct Queue<T> {
     waiting: VecDeque<Waiting<T>>,
+    /// The operations of the waiting submissions.
+    waiting_ops: usize,
     /// Jobs of the batches in flight, with how many submissions in flight touch each.
     flying: HashMap<Box<str>, usize>,
 }
@@ -143,6 +151,7 @@ impl<T> Default for Queue<T> {
     fn default() -> Self {
         Self {
             waiting: VecDeque::new(),
+            waiting_ops: 0,
             flying: HashMap::new(),
         }
     }
@@ -151,7 +160,14 @@ impl<T> Default for Queue<T> {
 impl<T> Queue<T> {
     /// Queues a submission behind the others, with its [`claims`].
     fn push(&mut self, (roots, ops): (Vec<Box<str>>, usize), item: T) {
+        self.waiting_ops += ops;
         self.waiting.push_back(Waiting { roots, ops, item });
+    }
+
+    /// Whether a batch may go out now, with `in_flight` batches flying: always when none is, and
+    /// beside them only for [`BESIDE_OPS`] operations or more waiting.
+    fn may_send(&self, in_flight: usize) -> bool {
+        in_flight == 0 || (in_flight < IN_FLIGHT && self.waiting_ops >= BESIDE_OPS)
     }
 
     fn is_empty(&self) -> bool {
@@ -183,6 +199,7 @@ impl<T> Queue<T> {
                 break;
             }
             count += next.ops;
+            self.waiting_ops -= next.ops;
             batch.roots.extend(next.roots);
             batch.items.push(next.item);
         }
@@ -220,7 +237,7 @@ async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submis
         while let Ok(next) = rx.try_recv() {
             queue.push(claims(next.0.iter().map(Op::path)), next);
         }
-        while flying.len() < IN_FLIGHT {
+        while queue.may_send(flying.len()) {
             let Some(batch) = queue.next_batch(MAX_OPS) else {
                 break;
             };

@@ -124,6 +124,32 @@ fn the_queue_batches_in_order_and_holds_a_job_in_flight_back() {
 }
 
 #[test]
+fn a_batch_goes_beside_those_in_flight_only_for_a_load_and_never_past_the_limit() {
+    // (operations waiting, batches in flight, may a batch go out)
+    let cases = [
+        (1, 0, true),
+        (BESIDE_OPS - 1, 1, false),
+        (BESIDE_OPS, 1, true),
+        (BESIDE_OPS * 10, IN_FLIGHT - 1, true),
+        (BESIDE_OPS * 10, IN_FLIGHT, false),
+    ];
+    for (ops, in_flight, expected) in cases {
+        let mut q: Queue<()> = Queue::default();
+        let paths: Vec<String> = (0..ops).map(|i| format!("/j{i}/x")).collect();
+        q.push(claims(paths.iter().map(String::as_str)), ());
+        assert_eq!(
+            q.may_send(in_flight),
+            expected,
+            "{ops} operations waiting, {in_flight} in flight"
+        );
+    }
+    let mut q: Queue<()> = Queue::default();
+    q.push(claims(["/a/x"; BESIDE_OPS]), ());
+    assert!(q.next_batch(MAX_OPS).is_some());
+    assert!(!q.may_send(1), "what went out no longer counts as waiting");
+}
+
+#[test]
 fn a_landed_batch_frees_its_jobs_for_the_submissions_that_waited_in_their_order() {
     let mut q: Queue<&str> = Queue::default();
     q.push(claims(["/a/x"]), "a1");
@@ -233,12 +259,10 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
         told("create j"),
     );
     tokio::task::yield_now().await;
-    // Job j's later write waits for that batch; job k's goes beside it.
+    // Job j's later write waits for that batch; job k's, a load, goes beside it.
     batcher.submit_then(vec![Op::delete("/j/m")], told("delete j"));
-    batcher.submit_then(
-        vec![Op::create("/k/m", "", CreateMode::Persistent)],
-        told("create k"),
-    );
+    let k = (0..BESIDE_OPS).map(|i| Op::create(format!("/k/m{i}"), "", CreateMode::Persistent));
+    batcher.submit_then(k.collect(), told("create k"));
     let (name, outcome) = rx.recv().await.expect("an answer");
     assert_eq!(name, "create k", "k's write went while the batch was held");
     assert!(outcome.is_ok());
@@ -259,5 +283,41 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
         inner.exists("/j/m").await.unwrap().is_none(),
         "created, then deleted"
     );
-    assert!(inner.exists("/k/m").await.unwrap().is_some());
+    assert!(inner.exists("/k/m0").await.unwrap().is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_few_writes_wait_for_the_batch_in_flight_and_go_together_after_it() {
+    let server = EmbeddedServer::new();
+    let inner = server.connector("batch").connect().await.unwrap();
+    for parent in ["/j", "/k", "/l"] {
+        inner
+            .create(parent, b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+    }
+    let reg = Arc::new(Gated {
+        inner: inner.clone(),
+        gate: Semaphore::new(0),
+        held: AtomicBool::new(false),
+    });
+    let batcher = WriteBatcher::start(reg.clone());
+    let (told, mut rx) = answers();
+    let create = |p: &str| vec![Op::create(p, "", CreateMode::Persistent)];
+    batcher.submit_then(create("/j/a"), told("j"));
+    batcher.submit_then(create("/j/b"), told("j"));
+    tokio::task::yield_now().await;
+    batcher.submit_then(create("/k/a"), told("k"));
+    batcher.submit_then(create("/l/a"), told("l"));
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err(), "k and l wait for j's batch");
+    let before = server.op_counts().get(&OpKind::Multi).copied().unwrap_or(0);
+    reg.gate.add_permits(1);
+    let mut heard = Vec::new();
+    for _ in 0..4 {
+        heard.push(rx.recv().await.expect("each submission is answered").0);
+    }
+    assert_eq!(heard, ["j", "j", "k", "l"]);
+    let multis = server.op_counts().get(&OpKind::Multi).copied().unwrap_or(0) - before;
+    assert_eq!(multis, 2, "j's batch, then k's and l's together");
 }
