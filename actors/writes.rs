@@ -225,8 +225,21 @@ impl<T> Queue<T> {
                 }
             }
         }
+        self.trim();
+    }
+
+    /// Gives back the room a burst left once nothing waits or flies: a fire of ten thousand jobs
+    /// queues ten thousand submissions, and an idle node should not keep their slots.
+    fn trim(&mut self) {
+        if self.flying.is_empty() && self.waiting.is_empty() {
+            self.flying.shrink_to(KEPT_SLOTS);
+            self.waiting.shrink_to(KEPT_SLOTS);
+        }
     }
 }
+
+/// The slots an idle queue keeps, of each kind.
+const KEPT_SLOTS: usize = 16;
 
 async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submission>) {
     let mut queue: Queue<Submission> = Queue::default();

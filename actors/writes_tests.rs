@@ -166,6 +166,24 @@ fn a_landed_batch_frees_its_jobs_for_the_submissions_that_waited_in_their_order(
     assert!(q.is_empty() && q.next_batch(10).is_none());
 }
 
+#[test]
+fn an_idle_queue_gives_back_the_room_of_a_burst() {
+    let mut q: Queue<usize> = Queue::default();
+    let paths: Vec<String> = (0..5000).map(|i| format!("/j{i}/x")).collect();
+    for (i, p) in paths.iter().enumerate() {
+        q.push(claims([p.as_str()]), i);
+    }
+    let batch = q.next_batch(MAX_OPS).expect("a batch");
+    assert!(q.waiting.capacity() >= 4000 && q.flying.capacity() >= MAX_OPS);
+    q.landed(batch.roots);
+    assert!(q.waiting.capacity() >= 4000, "kept while submissions wait");
+    while let Some(batch) = q.next_batch(MAX_OPS) {
+        q.landed(batch.roots);
+    }
+    assert!(q.is_empty());
+    assert!(q.waiting.capacity() <= 2 * KEPT_SLOTS && q.flying.capacity() <= 2 * KEPT_SLOTS);
+}
+
 /// A session whose first multi-op waits until the test lets it through.
 #[derive(Debug)]
 struct Gated {
