@@ -129,7 +129,7 @@ fn main() {
         .unwrap_or_else(|| (1..=8).collect());
     let sizes = if quick { QUICK } else { FULL };
     // A full run measures ZooKeeper as production runs it; the quick one (CI) starts it as the
-    // tests do (the first JIT tier only: a short run costs less CPU so).
+    // tests do (the first JIT tier only, which starts a server sooner).
     if !quick {
         server::compile_as_in_production();
     }

@@ -258,29 +258,3 @@ pub(crate) fn mntr(addr: SocketAddr) -> BTreeMap<String, f64> {
         })
         .collect()
 }
-
-/// The ids of this process's children whose command is `name` (`java`: the ZooKeeper server the
-/// bench started), for their CPU time.
-pub(crate) fn children_named(name: &str) -> Vec<String> {
-    let me = std::process::id().to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // `pid (comm) state ppid ...`: the command between the first '(' and the last ')'.
-            let comm = stat
-                .split_once('(')
-                .and_then(|(_, r)| r.rsplit_once(')'))
-                .map(|(c, rest)| {
-                    (
-                        c.to_owned(),
-                        rest.split_whitespace().nth(1).map(str::to_owned),
-                    )
-                });
-            matches!(comm, Some((c, Some(ppid))) if c == name && ppid == me)
-        })
-        .collect()
-}

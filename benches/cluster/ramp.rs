@@ -153,6 +153,7 @@ async fn shape(
         let zk = crate::server::ZkServer::start();
         let window = measure(
             Backend::Zk(zk.addr()),
+            zk.pid(),
             (jobs, items),
             true,
             Capture::Off,

@@ -22,7 +22,7 @@ pub(crate) struct Window {
     /// window's length.
     pub(crate) markers: Option<(u64, u64)>,
     /// The bench process's CPU time during the window (the node, its ZooKeeper client and the
-    /// jobs' handlers), and the ZooKeeper server's when the bench started it.
+    /// jobs' handlers), and the ZooKeeper server's when its process id was given.
     pub(crate) node_cpu: Duration,
     pub(crate) zk_cpu: Option<Duration>,
     /// The machine's 1-minute load average at the window's end (`/proc/loadavg`): others' work
@@ -38,9 +38,10 @@ pub(crate) enum Capture {
 }
 
 /// Starts one node with `jobs` jobs of `items` items every second, lets it settle for two fires
-/// after registration, and measures `seconds` fires.
+/// after registration, and measures `seconds` fires (and the CPU of the server process `server`).
 pub(crate) async fn measure(
     backend: Backend,
+    server: Option<u32>,
     (jobs, items): (usize, i32),
     monitor: bool,
     capture: Capture,
@@ -80,12 +81,7 @@ pub(crate) async fn measure(
     let created = || c.applied(OpKind::Create);
     let deleted = || c.applied(OpKind::Delete);
     let created0 = created();
-    let zk = probe::children_named("java");
-    let zk_cpu = || {
-        zk.iter()
-            .map(|pid| probe::cpu_time_of(pid))
-            .sum::<Duration>()
-    };
+    let zk_cpu = || server.map(|pid| probe::cpu_time_of(&pid.to_string()));
     let cpu0 = (probe::cpu_time(), zk_cpu());
     probe::sleep_until_wall(t0, Duration::from_millis(3000)).await;
     let deleted0 = deleted();
@@ -104,7 +100,7 @@ pub(crate) async fn measure(
         delays: Stats::of(log.delays_between(from, from + seconds as i64)),
         markers,
         node_cpu: cpu1.0.saturating_sub(cpu0.0),
-        zk_cpu: (!zk.is_empty()).then(|| cpu1.1.saturating_sub(cpu0.1)),
+        zk_cpu: cpu1.1.zip(cpu0.1).map(|(c1, c0)| c1.saturating_sub(c0)),
         load: std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|l| l.split_whitespace().next().map(str::to_owned))
@@ -128,6 +124,7 @@ pub(crate) async fn run(
     let embedded = |capture| {
         measure(
             Backend::Embedded(Default::default()),
+            None,
             (jobs, items),
             false,
             capture,

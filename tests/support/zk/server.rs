@@ -180,6 +180,11 @@ impl ZkServer {
         self.resume();
     }
 
+    /// The server process's id while it runs (for its CPU time).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.lock().unwrap().as_ref().map(Child::id)
+    }
+
     /// Whether the process is running.
     pub fn is_running(&self) -> bool {
         let mut slot = self.child.lock().unwrap();
@@ -542,8 +547,8 @@ impl Drop for ZkEnsemble {
     }
 }
 
-/// Whether servers started from now on compile their hot code with both of the JVM's JIT tiers.
-static FULL_JIT: AtomicBool = AtomicBool::new(false);
+/// Whether servers started from now on run as in production ([`compile_as_in_production`]).
+static PRODUCTION: AtomicBool = AtomicBool::new(false);
 
 /// Servers started from now on run as a production server does: their code compiled by both of
 /// the JVM's JIT tiers (C1, then C2 for the hot paths), on a heap of 1 GiB (room for the data),
@@ -551,15 +556,16 @@ static FULL_JIT: AtomicBool = AtomicBool::new(false);
 /// tier alone starts a server sooner, while a server under sustained load runs its code two to
 /// three times slower so.
 pub fn compile_as_in_production() {
-    FULL_JIT.store(true, Ordering::Relaxed);
+    PRODUCTION.store(true, Ordering::Relaxed);
 }
 
-/// The `java` command running ZooKeeper's `main` class with a heap of `heap`, on the classpath
-/// and `zoo.cfg` of `home`, its output to `log`.
+/// The `java` command running ZooKeeper's `main` class with a heap of `heap` (of 1 GiB in
+/// production, [`compile_as_in_production`]), on the classpath and `zoo.cfg` of `home`, its
+/// output to `log`.
 fn zookeeper_java(heap: &str, home: &Path, main: &str, log: std::fs::File) -> Command {
     let mut cmd = Command::new("java");
     cmd.arg("-XX:+UseSerialGC");
-    if FULL_JIT.load(Ordering::Relaxed) {
+    if PRODUCTION.load(Ordering::Relaxed) {
         // A heap with room for the data, and its collections in the server's log.
         cmd.args(["-Xmx1g", "-Xlog:gc:stdout"]);
     } else {
