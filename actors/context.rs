@@ -144,6 +144,7 @@ impl SessionCtx {
             me: self.me(),
             clock: &self.node.clock,
             skew: self.node.clock_skew(),
+            silence: self.registry.silence(),
             view: std::cell::OnceCell::new(),
         }
     }

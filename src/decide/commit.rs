@@ -123,7 +123,7 @@ impl Commit {
             // failed on `processing` itself.
             (Phase::Marking, Answer::Done | Answer::Exists { .. }) => self.chunk(1),
             (Phase::Marking, other) => CommitStep::Ended(CommitEnd::NotMarked(other.describe())),
-            (Phase::Chunk(from), Answer::Done) => self.chunk(from + MAX_OPS_PER_MULTI),
+            (Phase::Chunk(from), Answer::Done) => self.chunk(self.chunk_end(from)),
             (Phase::Chunk(_), other) => self.undo(1, other.describe()),
             (Phase::Undoing(_, cause), Answer::Done | Answer::Missing { .. }) => {
                 CommitStep::Ended(CommitEnd::Failed(cause))
@@ -151,9 +151,20 @@ impl Commit {
             self.phase = Phase::Ended;
             return CommitStep::Ended(CommitEnd::Committed(assignment_of(&self.ops[1..])));
         }
-        let to = (from + MAX_OPS_PER_MULTI).min(self.ops.len());
+        let to = self.chunk_end(from);
         self.phase = Phase::Chunk(from);
         CommitStep::Write(self.ops[from..to].to_vec())
+    }
+
+    /// Where the chunk starting at `from` ends: [`MAX_OPS_PER_MULTI`] operations on, one less
+    /// when that would split an item's guard ([`not_running`](super::resharding::not_running):
+    /// its marker created in one chunk and deleted in the next would stand after a failed chunk).
+    fn chunk_end(&self, from: usize) -> usize {
+        let to = (from + MAX_OPS_PER_MULTI).min(self.ops.len());
+        let splits_guard = to < self.ops.len()
+            && matches!(&self.ops[to - 1], Op::Create { path, .. }
+                if matches!(JobNode::parse(path), Ok((_, JobNode::ShardingRunning(_)))));
+        to - usize::from(splits_guard)
     }
 
     fn undo(&mut self, try_: u32, cause: String) -> CommitStep {

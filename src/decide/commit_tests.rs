@@ -138,6 +138,42 @@ fn a_plan_past_one_multi_op_is_marked_then_committed_in_chunks() {
 }
 
 #[test]
+fn a_chunk_never_splits_an_items_guard_on_its_running_marker() {
+    // Owner operations up to one before the boundary, then a moved item's owner and guard: the
+    // guard's create would end the first chunk, so the chunk ends before it.
+    let mut plan: Vec<Op> = (0..MAX_OPS_PER_MULTI - 2)
+        .map(|i| Op::set(format!("/orders/sharding/{i}/instance"), "10.0.0.1@-@1"))
+        .collect();
+    plan.push(Op::set("/orders/sharding/7000/instance", "10.0.0.1@-@1"));
+    plan.extend(crate::decide::resharding::not_running(
+        &crate::types::JobName::new("orders").unwrap(),
+        ShardItem(7000),
+    ));
+    plan.push(Op::delete("/orders/leader/sharding/necessary"));
+    plan.push(undo());
+    let mut ops = vec![processing()];
+    ops.extend(plan.clone());
+    let (mut commit, first) = Commit::start(processing(), plan);
+    assert_eq!(first, CommitStep::Write(vec![processing()]));
+    // Chunk 1 holds ops[1..1000]: 998 owners and item 7000's owner; its guard goes next.
+    assert_eq!(
+        commit.written(Answer::Done),
+        CommitStep::Write(ops[1..MAX_OPS_PER_MULTI].to_vec())
+    );
+    assert_eq!(
+        commit.written(Answer::Done),
+        CommitStep::Write(ops[MAX_OPS_PER_MULTI..].to_vec())
+    );
+    assert!(
+        matches!(&ops[MAX_OPS_PER_MULTI], Op::Create { path, .. } if path == "/orders/sharding/7000/running")
+    );
+    assert!(matches!(
+        commit.written(Answer::Done),
+        CommitStep::Ended(CommitEnd::Committed(_))
+    ));
+}
+
+#[test]
 fn a_marking_that_fails_ends_the_commit_with_nothing_written() {
     let n = MAX_OPS_PER_MULTI + 10;
     let cases = [failed(), Answer::Missing { at: None }];

@@ -2,7 +2,8 @@
 //!
 //! The leader flags `leader/sharding/necessary`; at the next fire it waits (without blocking) for the
 //! job's running items to end, creates the ephemeral `leader/sharding/processing`, and commits the
-//! whole plan in one multi-op that also removes both flags.
+//! whole plan in one multi-op that also removes both flags. Each item the plan moves is guarded
+//! against a run the leader's mirror does not show yet ([`not_running`]).
 //!
 //! Sharding sees the *eligible* instances: live, server enabled, and carrying the job's `label` when
 //! it has one. With `staticSharding`, a job that has owners keeps them: membership changes only
@@ -198,6 +199,21 @@ fn plan(
     })
 }
 
+/// The guard that an item moved by a commit runs nowhere: its `running` marker created and
+/// deleted again in the commit's multi-op, which fails (nothing of it written) when a marker is
+/// there. The leader waits for the running items its mirror shows; this closes the window of a
+/// marker its mirror does not show yet (a start write the old owner sent before it heard the
+/// flag). A start the other way round, after the commit, is refused by its own guard on the owner
+/// node's version. Placed after the item's owner operation: a commit in chunks never splits the
+/// pair ([`Commit`](super::commit::Commit)) and the owner is written in the same chunk or before.
+pub fn not_running(job: &JobName, item: ShardItem) -> [Op; 2] {
+    let running = JobNode::ShardingRunning(item).to_path(job);
+    [
+        Op::create(running.clone(), "", CreateMode::Ephemeral),
+        Op::delete(running),
+    ]
+}
+
 /// Decides the leader's sharding step for a job under `strategy`.
 pub fn step(
     view: &JobView,
@@ -245,12 +261,18 @@ pub fn step(
             } else {
                 commit.push(Op::create(path, owner.as_str(), CreateMode::Persistent));
             }
+            if existing.is_some_and(|v| v.owner.as_ref().is_some_and(|o| o != owner)) {
+                commit.extend(not_running(job, *item));
+            }
         }
     }
     // Items nobody eligible may take (a label no available instance carries) lose their owner.
     for (item, v) in view.items.range(..ShardItem(total)) {
         if v.has_owner_node && !assigned.contains(item) {
             commit.push(Op::delete(JobNode::ShardingInstance(*item).to_path(job)));
+            if v.owner.is_some() {
+                commit.extend(not_running(job, *item));
+            }
         }
     }
     for (item, v) in view.items.range(ShardItem(total)..) {

@@ -70,12 +70,14 @@ fn commit_assigns_every_item_and_removes_items_past_the_count_and_both_flags() {
             CreateMode::Ephemeral
         )
     );
-    // Descending order: 10.0.0.2 first, so it gets item 0.
+    // Descending order: 10.0.0.2 first, so it gets item 0; moved from a, it is guarded.
     assert_eq!(
         commit,
         vec![
             Op::set("/orders/sharding/1/instance", a.as_str()),
             Op::set("/orders/sharding/0/instance", b.as_str()),
+            Op::create("/orders/sharding/0/running", "", CreateMode::Ephemeral),
+            Op::delete("/orders/sharding/0/running"),
             Op::delete("/orders/sharding/2/instance"),
             Op::delete("/orders/sharding/2/misfire"),
             Op::delete("/orders/sharding/2"),

@@ -12,6 +12,7 @@
 
 pub mod embedded;
 pub mod mirror;
+pub mod silence;
 pub mod zookeeper;
 
 use std::fmt;
@@ -155,6 +156,12 @@ pub trait Registry: Send + Sync + fmt::Debug + 'static {
 
     /// The session's state now and its changes.
     fn session_state(&self) -> watch::Receiver<SessionState>;
+
+    /// How long the session has waited on its calls without an answer, when it keeps count
+    /// ([`silence::Silence`]); `None` for a registry that cannot stall (the embedded one).
+    fn silence(&self) -> Option<&silence::Silence> {
+        None
+    }
 
     /// The registry server's current time in milliseconds since the Unix epoch, read by writing
     /// `path` and taking its `mtime` (ElasticJob's `systemTime/current`).

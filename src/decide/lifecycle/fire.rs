@@ -10,11 +10,11 @@ use crate::decide::execution::{plan_run, FireSettings};
 use crate::decide::prepare::plan_prepare;
 use crate::model::ExecutionSource;
 use crate::types::ShardItem;
-use crate::view::ServerStatus;
+use crate::view::{JobView, ServerStatus};
 
 use super::{
     Command, Facts, Held, JobMachine, Link, MissReason, Parked, Purpose, Registration, SkipReason,
-    Starting, WriteMode, SESSION_CHECK_LOST_AFTER,
+    Starting, WriteMode, SESSION_CHECK_LOST_AFTER, UNANSWERED_BOUND,
 };
 
 impl JobMachine {
@@ -139,6 +139,16 @@ impl JobMachine {
             }
             Link::Connected => {}
         }
+        if !self.local.unconfirmed.is_empty() && facts.registry_silent_for() >= UNANSWERED_BOUND {
+            // The markers written ahead are unanswered and the registry has answered nothing
+            // for a while: a stall, under which the plan they were written under may have
+            // moved unseen (a run on them could be another instance's too). The fire waits
+            // for a session check; by its answer the registry answers again, and the markers'
+            // answer (or the plan that refused them) decides the items.
+            self.link = Link::Suspect;
+            self.hold(source, scheduled, facts, out);
+            return;
+        }
         let late = scheduled
             .and_then(|at| (now - at).to_std().ok())
             .is_some_and(|late| late > self.fence.late_fire_bound());
@@ -167,7 +177,7 @@ impl JobMachine {
             let taken = view
                 .items
                 .iter()
-                .filter(|(i, v)| v.running.is_some() && !self.local.running.contains(i))
+                .filter(|(i, _)| a_run_shown(&view, **i) && !self.local.running.contains(i))
                 .map(|(i, _)| *i)
                 .collect();
             let keep = self.parked.take().map(|p| p.taken).unwrap_or_default();
@@ -333,4 +343,12 @@ impl JobMachine {
         }
         self.fire_only(source, scheduled, Some(only), facts, out);
     }
+}
+
+/// Whether `view` shows `item` running as a run, not as a commit's guard
+/// ([`not_running`](crate::decide::resharding::not_running)): that marker is created and deleted
+/// again in the multi-op that also creates and deletes `processing`, so the mirror shows it only
+/// while it shows `processing` (or no more at all, when the machine hears of it late).
+pub(super) fn a_run_shown(view: &JobView, item: ShardItem) -> bool {
+    !view.sharding_processing && view.items.get(&item).is_some_and(|v| v.running.is_some())
 }

@@ -48,6 +48,11 @@ impl Facts for MirrorFacts<'_> {
         self.clock.now()
     }
 
+    fn registry_silent_for(&self) -> std::time::Duration {
+        self.silence
+            .map_or(std::time::Duration::ZERO, |s| s.silent_for())
+    }
+
     fn clock_skew(&self) -> Option<std::time::Duration> {
         self.skew
     }

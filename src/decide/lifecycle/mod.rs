@@ -57,7 +57,7 @@ use chrono::{DateTime, Utc};
 pub use fence::FenceBudget;
 pub use protocol::{
     Command, Input, Link, MissReason, Outcome, Purpose, Registration, SkipReason, Timer, WriteMode,
-    SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT,
+    SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT, UNANSWERED_BOUND,
 };
 
 use crate::config::ValidatedConfig;
@@ -88,6 +88,11 @@ pub trait Facts {
     fn now(&self) -> DateTime<Utc>;
     /// The last measured difference between the local and the registry's clock.
     fn clock_skew(&self) -> Option<Duration>;
+    /// How long the registry session has waited on its calls without any answer
+    /// ([`Silence`](crate::registry::silence::Silence)); zero when nothing waits or nobody counts.
+    fn registry_silent_for(&self) -> Duration {
+        Duration::ZERO
+    }
     /// The catch-up record `shardcron/fired/{i}` as mirrored (read only by a job with a catch-up
     /// window); none by default.
     fn fired(&self) -> crate::decide::catchup::FiredRecord {

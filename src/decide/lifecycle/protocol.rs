@@ -22,6 +22,12 @@ pub const SESSION_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 pub const SESSION_CHECK_LOST_AFTER: Duration =
     Duration::from_secs(3 * SESSION_CHECK_TIMEOUT.as_secs());
 
+/// How long the registry may answer nothing, with calls waiting, before a fire stops trusting
+/// the markers it wrote ahead and has no answer for. A busy registry answers its calls one after
+/// another (the bench's ensemble, ten thousand jobs due in one second: answers every few
+/// milliseconds); a stalled one answers none.
+pub const UNANSWERED_BOUND: Duration = Duration::from_millis(100);
+
 /// What a write came to, as the machine branches on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

@@ -329,7 +329,9 @@ impl JobMachine {
             (JobNode::ShardingRunning(item), Created) => {
                 let ours = self.local.running.contains(&item) || self.local.marked.contains(&item);
                 if let (Some(p), false) = (self.parked.as_mut(), ours) {
-                    p.taken.insert(item);
+                    if super::fire::a_run_shown(&facts.view(), item) {
+                        p.taken.insert(item);
+                    }
                 }
             }
             // One event per item when a plan is committed: that item's owner only.

@@ -19,6 +19,7 @@ use zookeeper_client as zk;
 use super::convert::{self, Call};
 use super::counters::{OpCounters, OpCounts};
 use super::{listing, watching};
+use crate::registry::silence::Silence;
 use crate::registry::{
     validate_path, CreateMode, ListedNode, Op, OpKind, OpResult, Registry, RegistryError, Result,
     SessionInfo, SessionState, Stat, WatchEvent, WatchGuard, WatchStream,
@@ -38,6 +39,8 @@ pub struct ZkSession {
     /// Hands new watches to their forwarder (one task for every watch of the session).
     watches: OnceLock<mpsc::UnboundedSender<watching::NewWatch>>,
     own_counts: OpCounters,
+    /// Calls in flight and the last answer ([`Silence`]).
+    pub(super) silence: Silence,
     shared_counts: Arc<OpCounters>,
     target: String,
 }
@@ -85,6 +88,7 @@ impl ZkSession {
             closed,
             watches: OnceLock::new(),
             own_counts: OpCounters::default(),
+            silence: Silence::new(),
             shared_counts,
             target,
         }
@@ -127,6 +131,7 @@ impl ZkSession {
 
     /// Runs one call under the per-call bound and counts its outcome.
     async fn run<T>(&self, call: Call<'_>, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        let _waiting = self.silence.call();
         let outcome = match tokio::time::timeout(call.bound, fut).await {
             Ok(r) => r,
             Err(_) => Err(call.timed_out()),

@@ -158,6 +158,58 @@ fn a_marker_on_its_way_runs_even_while_the_mirror_shows_one_whose_data_is_unread
     );
 }
 
+#[test]
+fn a_fire_on_unanswered_markers_checks_the_session_first_when_the_registry_went_silent() {
+    use crate::decide::lifecycle::UNANSWERED_BOUND;
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::Prepare { scheduled: t(0) }, &fake());
+    // An ensemble paused just after the prepare went: no answer to anything since.
+    let stalled = Fake {
+        silent: UNANSWERED_BOUND,
+        ..fake()
+    };
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &stalled),
+        vec![Command::CheckSession],
+        "the items are not run on markers that may be refused"
+    );
+    // The registry answers again: the markers were refused (the plan moved unseen), then the
+    // session check answers; the held fire runs what the plan gives it, with a start write.
+    let answered_again = fake();
+    m.step(answered(prepared(), Outcome::Stale), &answered_again);
+    assert_eq!(
+        m.step(Input::SessionChecked { alive: true }, &answered_again),
+        vec![start(begins(&[0, 1]))]
+    );
+}
+
+#[test]
+fn a_busy_registry_or_answered_markers_do_not_hold_the_fire() {
+    let quick = Fake {
+        silent: Duration::from_millis(20),
+        ..fake()
+    };
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::Prepare { scheduled: t(0) }, &quick);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &quick),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        "answers keep coming: the markers are trusted"
+    );
+    let silent = Fake {
+        silent: Duration::from_secs(1),
+        ..fake()
+    };
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::Prepare { scheduled: t(0) }, &silent);
+    m.step(written(prepared()), &silent);
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &silent),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])],
+        "the markers stand: whatever waits now, they are ours"
+    );
+}
+
 /// No item has an owner yet: the job's first plan is not committed.
 fn unsharded() -> Fake {
     Fake {

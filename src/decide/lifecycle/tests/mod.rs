@@ -53,6 +53,8 @@ struct Fake {
     registered_under: Vec<String>,
     /// Jobs that do not exist (workflow tests).
     gone: Vec<String>,
+    /// How long the registry has answered nothing while a call waits.
+    silent: Duration,
 }
 
 impl Facts for Fake {
@@ -77,6 +79,10 @@ impl Facts for Fake {
     fn now(&self) -> DateTime<Utc> {
         self.now
     }
+    fn registry_silent_for(&self) -> Duration {
+        self.silent
+    }
+
     fn clock_skew(&self) -> Option<Duration> {
         None
     }
@@ -157,6 +163,7 @@ fn fake() -> Fake {
         workflow: Default::default(),
         registered_under: Vec::new(),
         gone: Vec::new(),
+        silent: Duration::ZERO,
     }
 }
 

@@ -207,6 +207,7 @@ fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
         vec![Command::SetResharding(true)]
     );
     // The old owner, whose mirror had not seen the flag yet, runs item 1 of this fire.
+    f.view.items.get_mut(&ShardItem(1)).unwrap().running = Some(other().to_string());
     let running = Input::Event {
         node: JobNode::ShardingRunning(ShardItem(1)),
         kind: NodeEventKind::Created,
@@ -284,5 +285,47 @@ fn the_job_deleted_from_the_registry_stops_here_unless_the_mirror_holds_its_root
         last_step(&mut m, root_deleted(), &fake()),
         vec![],
         "a stale deletion (the mirror holds the root): the job goes on"
+    );
+}
+
+#[test]
+fn a_commits_guard_on_the_markers_does_not_count_as_a_run_of_the_parked_fire() {
+    let mut m = machine(Registration::Confirmed);
+    let old_plan = committed(owned(
+        view(&[&me(), &other()], Some(&other())),
+        &[(0, &other()), (1, &other())],
+    ));
+    let mut f = Fake {
+        view: old_plan,
+        ..fake()
+    };
+    f.view.sharding_necessary = true;
+    assert_eq!(
+        m.step(Input::Fire { scheduled: t(0) }, &f),
+        vec![Command::SetResharding(true)]
+    );
+    let created = |item| Input::Event {
+        node: JobNode::ShardingRunning(ShardItem(item)),
+        kind: NodeEventKind::Created,
+    };
+    // Item 0's guard heard while the mirror shows the commit under way (`processing` up, the
+    // marker there), item 1's heard after the mirror applied the whole commit (no marker).
+    f.view.sharding_processing = true;
+    f.view.items.get_mut(&ShardItem(0)).unwrap().running = Some(String::new());
+    assert_eq!(m.step(created(0), &f), vec![]);
+    let f = Fake {
+        view: two_items(),
+        now: at_ms(300),
+        ..fake()
+    };
+    assert_eq!(m.step(created(1), &f), vec![]);
+    let done = Input::Event {
+        node: JobNode::LeaderShardingNecessary,
+        kind: NodeEventKind::Deleted,
+    };
+    assert_eq!(
+        m.step(done, &f),
+        vec![Command::SetResharding(false), start(begins(&[0, 1]))],
+        "neither guard was a run: both items run"
     );
 }

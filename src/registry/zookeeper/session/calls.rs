@@ -151,6 +151,7 @@ impl Registry for ZkSession {
             return Ok(Vec::new());
         };
         let call = self.call(OpKind::GetMany, first);
+        let _waiting = self.silence.call();
         let outcome = match self.client(first) {
             Ok(client) => listing::get_many(&client, paths, self.call_timeout).await,
             Err(e) => Err(e),
@@ -162,6 +163,7 @@ impl Registry for ZkSession {
 
     async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {
         let call = self.call(OpKind::List, path);
+        let _waiting = self.silence.call();
         let client = self.client(path);
         // Each batch is bounded on its own: a large tree may take longer than one call's bound.
         let outcome = match client {
@@ -179,6 +181,10 @@ impl Registry for ZkSession {
 
     fn session_state(&self) -> watch::Receiver<SessionState> {
         self.state.subscribe()
+    }
+
+    fn silence(&self) -> Option<&Silence> {
+        Some(&self.silence)
     }
 
     async fn close(&self) {
