@@ -71,12 +71,19 @@ pub(super) async fn open(node: &NodeContext) -> Opened {
     Ok((registry, feed, roots))
 }
 
+/// The most mirror events one message to the actor carries.
+const MAX_EVENTS: usize = 1024;
+
 /// Forwards the feed's events and the session's state changes to the actor. Session states come
 /// straight from the session's own state channel, never through the feed: the feed may be stuck
 /// on a read (a `get_many` of a partitioned session waits for its call timeout), and a node that
 /// must stop its items when cut off cannot wait behind it. The feed's own copies of non-terminal
 /// states are dropped (they arrive late or not at all); a terminal state may come either way,
 /// the first one tears the session down and the actor ignores the other (its generation is gone).
+///
+/// Every event already queued goes in the same message, in order (a fire of ten thousand items
+/// makes twenty thousand marker events a second: one message and one wake-up per batch, not per
+/// event).
 pub(super) async fn forward(
     mut events: tokio::sync::mpsc::UnboundedReceiver<MirrorEvent>,
     mut states: tokio::sync::watch::Receiver<SessionState>,
@@ -85,7 +92,7 @@ pub(super) async fn forward(
 ) {
     let mut states_open = true;
     loop {
-        let ev = tokio::select! {
+        let batch = tokio::select! {
             biased;
             changed = states.changed(), if states_open => {
                 if changed.is_err() {
@@ -93,11 +100,25 @@ pub(super) async fn forward(
                     states_open = false;
                     continue;
                 }
-                MirrorEvent::Session(*states.borrow_and_update())
+                vec![MirrorEvent::Session(*states.borrow_and_update())]
             }
             ev = events.recv() => match ev {
-                Some(MirrorEvent::Session(s)) if !s.is_terminal() => continue,
-                Some(ev) => ev,
+                Some(ev) => {
+                    let mut batch = Vec::new();
+                    let mut next = Some(ev);
+                    while let Some(ev) = next.take() {
+                        if !matches!(ev, MirrorEvent::Session(s) if !s.is_terminal()) {
+                            batch.push(ev);
+                        }
+                        if batch.len() < MAX_EVENTS {
+                            next = events.try_recv().ok();
+                        }
+                    }
+                    if batch.is_empty() {
+                        continue;
+                    }
+                    batch
+                }
                 None => {
                     // Stopped forwarding states here used to leave the node on a session nobody
                     // watched: when it expired, nothing opened another (no instance node, no
@@ -109,7 +130,7 @@ pub(super) async fn forward(
             },
         };
         if me
-            .send_message(RegistryMsg::MirrorChanged(generation, ev))
+            .send_message(RegistryMsg::MirrorChanged(generation, batch))
             .is_err()
         {
             break;

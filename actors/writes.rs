@@ -2,21 +2,35 @@
 //! ([`apply_ops`]), op by op tolerating nodes already as wanted ([`apply_each_tolerant`]), and
 //! batched with the writes of every job that starts (or ends) at the same moment ([`WriteBatcher`]).
 //!
-//! At a busy instant hundreds of executors write their `running` markers together. Each one hands
-//! its operations to the session's [`WriteBatcher`] and waits for its own answer; the batcher's task
-//! takes everything queued while the previous multi-op was in flight and sends it as one (in chunks
-//! of at most [`MAX_OPS`]). When a combined multi-op fails, each submission is applied on its own, so
-//! one job's conflict is its own answer and never another job's. No timer: a lone submission goes out
-//! at once, and batches form only under load.
+//! At a busy instant thousands of executors write their `running` markers together. Each one hands
+//! its operations to the session's [`WriteBatcher`] and hears its own answer; the batcher's task
+//! takes everything queued meanwhile and sends it as multi-ops of at most [`MAX_OPS`] operations,
+//! up to [`IN_FLIGHT`] of them at once (ZooKeeper applies a session's requests in order, so the
+//! server works on one while the next travels), a batch beside another only for a load of
+//! [`BESIDE_OPS`] operations waiting. Batches in flight never share a job ([`Queue`]):
+//! when a combined multi-op fails, each of its submissions is applied on its own, so one job's
+//! conflict is its own answer and never another job's, and none of them lands after a later write
+//! of its job. No timer: a lone submission goes out at once, and batches form only under load.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::registry::{Op, Registry, RegistryError};
 
-/// The most operations one combined multi-op carries (ZooKeeper refuses requests past 1 MiB).
+/// The most operations one combined multi-op carries (ZooKeeper refuses requests past 1 MiB; a
+/// marker's create takes about 100 bytes of it).
 const MAX_OPS: usize = 1000;
+
+/// The most combined multi-ops in flight at once.
+const IN_FLIGHT: usize = 4;
+
+/// The operations that must be waiting before a batch goes out beside one already in flight: a
+/// few writes of a burst wait for the batch in flight and go as one multi-op after it (a request
+/// and its answer less for the ensemble), a load goes on several.
+const BESIDE_OPS: usize = 100;
 
 /// Who hears a submission's outcome: called once, from the batcher's task.
 type Reply = Box<dyn FnOnce(Result<(), RegistryError>) + Send>;
@@ -86,60 +100,215 @@ impl Answer {
     }
 }
 
-async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submission>) {
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        let mut count = batch[0].0.len();
-        // Everything that queued up meanwhile goes in the same write, up to the size limit.
-        while count < MAX_OPS {
-            match rx.try_recv() {
-                Ok(next) => {
-                    count += next.0.len();
-                    batch.push(next);
-                }
-                Err(_) => break,
-            }
+/// The job a path belongs to: its first segment (a node of the namespace itself is its own).
+fn root_of(path: &str) -> &str {
+    path.split('/').nth(1).unwrap_or_default()
+}
+
+/// The jobs a submission of operations on `paths` touches, and how many operations it has.
+fn claims<'a>(paths: impl IntoIterator<Item = &'a str>) -> (Vec<Box<str>>, usize) {
+    let mut roots: Vec<Box<str>> = Vec::new();
+    let mut ops = 0;
+    for path in paths {
+        ops += 1;
+        let root = root_of(path);
+        if !roots.iter().any(|r| &**r == root) {
+            roots.push(root.into());
         }
-        if batch.len() == 1 {
-            let (ops, reply) = batch.pop().expect("one submission");
-            reply(apply_ops(&*registry, &ops).await);
-            continue;
+    }
+    (roots, ops)
+}
+
+/// The submissions waiting for a batch, in the order they came, and the jobs of the batches in
+/// flight: which go out together. A submission goes in the next batch when no other batch in
+/// flight and no submission before it still waiting touches one of its jobs; the others wait
+/// their turn.
+/// No IO: the batcher's task sends what it returns.
+#[derive(Debug)]
+struct Queue<T> {
+    waiting: VecDeque<Waiting<T>>,
+    /// The operations of the waiting submissions.
+    waiting_ops: usize,
+    /// Jobs of the batches in flight, with how many submissions in flight touch each.
+    flying: HashMap<Box<str>, usize>,
+}
+
+#[derive(Debug)]
+struct Waiting<T> {
+    roots: Vec<Box<str>>,
+    ops: usize,
+    item: T,
+}
+
+/// A batch to send: its submissions, in order, and the jobs it holds until it lands.
+#[derive(Debug)]
+struct Batch<T> {
+    items: Vec<T>,
+    roots: Vec<Box<str>>,
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Self {
+            waiting: VecDeque::new(),
+            waiting_ops: 0,
+            flying: HashMap::new(),
         }
-        let combined: Vec<Op> = batch
-            .iter()
-            .flat_map(|(ops, _)| ops.iter().cloned())
-            .collect();
-        let together = if combined.len() <= MAX_OPS {
-            apply_ops(&*registry, &combined).await
-        } else {
-            Err(RegistryError::Backend {
-                op: crate::registry::OpKind::Multi,
-                path: "/".into(),
-                reason: "batch over the size limit".into(),
-            })
+    }
+}
+
+impl<T> Queue<T> {
+    /// Queues a submission behind the others, with its [`claims`].
+    fn push(&mut self, (roots, ops): (Vec<Box<str>>, usize), item: T) {
+        self.waiting_ops += ops;
+        self.waiting.push_back(Waiting { roots, ops, item });
+    }
+
+    /// Whether a batch may go out now, with `in_flight` batches flying: always when none is, and
+    /// beside them only for [`BESIDE_OPS`] operations or more waiting.
+    fn may_send(&self, in_flight: usize) -> bool {
+        in_flight == 0 || (in_flight < IN_FLIGHT && self.waiting_ops >= BESIDE_OPS)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// The next batch, of at most `max_ops` operations (or one larger submission alone), its jobs
+    /// now in flight; `None` when every waiting submission waits on a batch in flight. Writes of
+    /// one job may share a batch: a multi-op applies them in order, and so does its fallback.
+    fn next_batch(&mut self, max_ops: usize) -> Option<Batch<T>> {
+        let mut batch = Batch {
+            items: Vec::new(),
+            roots: Vec::new(),
         };
-        match together {
-            Ok(()) => {
-                for (_, reply) in batch {
-                    reply(Ok(()));
+        let mut count = 0;
+        // Skipped submissions, in order: their jobs are held for the ones behind them.
+        let mut skipped: Vec<Waiting<T>> = Vec::new();
+        while let Some(next) = self.waiting.pop_front() {
+            let held = |root: &str| {
+                self.flying.contains_key(root)
+                    || skipped.iter().any(|s| s.roots.iter().any(|r| &**r == root))
+            };
+            if next.roots.iter().any(|r| held(r)) {
+                skipped.push(next);
+                continue;
+            }
+            if !batch.items.is_empty() && count + next.ops > max_ops {
+                self.waiting.push_front(next);
+                break;
+            }
+            count += next.ops;
+            self.waiting_ops -= next.ops;
+            batch.roots.extend(next.roots);
+            batch.items.push(next.item);
+        }
+        for s in skipped.into_iter().rev() {
+            self.waiting.push_front(s);
+        }
+        if batch.items.is_empty() {
+            return None;
+        }
+        for root in &batch.roots {
+            *self.flying.entry(root.clone()).or_default() += 1;
+        }
+        Some(batch)
+    }
+
+    /// A batch landed (answered): its jobs are free for the submissions waiting on them.
+    fn landed(&mut self, roots: Vec<Box<str>>) {
+        for root in roots {
+            if let Some(n) = self.flying.get_mut(&root) {
+                *n -= 1;
+                if *n == 0 {
+                    self.flying.remove(&root);
                 }
             }
-            Err(e) if e.is_fatal() => {
-                let expired = matches!(e, RegistryError::SessionExpired);
-                for (_, reply) in batch {
-                    let dead = if expired {
-                        RegistryError::SessionExpired
-                    } else {
-                        RegistryError::Closed
-                    };
-                    reply(Err(dead));
-                }
+        }
+        self.trim();
+    }
+
+    /// Gives back the room a burst left once nothing waits or flies: a fire of ten thousand jobs
+    /// queues ten thousand submissions, and an idle node should not keep their slots.
+    fn trim(&mut self) {
+        if self.flying.is_empty() && self.waiting.is_empty() {
+            self.flying.shrink_to(KEPT_SLOTS);
+            self.waiting.shrink_to(KEPT_SLOTS);
+        }
+    }
+}
+
+/// The slots an idle queue keeps, of each kind.
+const KEPT_SLOTS: usize = 16;
+
+async fn run(registry: Arc<dyn Registry>, mut rx: mpsc::UnboundedReceiver<Submission>) {
+    let mut queue: Queue<Submission> = Queue::default();
+    let mut flying = FuturesUnordered::new();
+    let mut open = true;
+    loop {
+        // Everything that queued up meanwhile goes in the same writes, up to the size limit.
+        while let Ok(next) = rx.try_recv() {
+            queue.push(claims(next.0.iter().map(Op::path)), next);
+        }
+        while queue.may_send(flying.len()) {
+            let Some(batch) = queue.next_batch(MAX_OPS) else {
+                break;
+            };
+            let registry = registry.clone();
+            flying.push(async move {
+                send(&*registry, batch.items).await;
+                batch.roots
+            });
+        }
+        if !open && flying.is_empty() && queue.is_empty() {
+            return;
+        }
+        tokio::select! {
+            next = rx.recv(), if open => match next {
+                Some(next) => queue.push(claims(next.0.iter().map(Op::path)), next),
+                None => open = false,
+            },
+            Some(roots) = flying.next(), if !flying.is_empty() => queue.landed(roots),
+        }
+    }
+}
+
+/// Sends one batch: a lone submission as its own call, several as one multi-op; each hears its
+/// own outcome.
+async fn send(registry: &dyn Registry, mut batch: Vec<Submission>) {
+    if batch.len() == 1 {
+        let (ops, reply) = batch.pop().expect("one submission");
+        return reply(apply_ops(registry, &ops).await);
+    }
+    // The operations moved into one list, each submission's own a range of it.
+    let mut combined = Vec::with_capacity(batch.iter().map(|(ops, _)| ops.len()).sum());
+    let mut replies = Vec::with_capacity(batch.len());
+    for (ops, reply) in batch {
+        let start = combined.len();
+        combined.extend(ops);
+        replies.push((start..combined.len(), reply));
+    }
+    match apply_ops(registry, &combined).await {
+        Ok(()) => {
+            for (_, reply) in replies {
+                reply(Ok(()));
             }
-            Err(_) => {
-                // One submission's conflict must not fail the others: each on its own.
-                for (ops, reply) in batch {
-                    reply(apply_ops(&*registry, &ops).await);
-                }
+        }
+        Err(e) if e.is_fatal() => {
+            let expired = matches!(e, RegistryError::SessionExpired);
+            for (_, reply) in replies {
+                let dead = if expired {
+                    RegistryError::SessionExpired
+                } else {
+                    RegistryError::Closed
+                };
+                reply(Err(dead));
+            }
+        }
+        Err(_) => {
+            // One submission's conflict must not fail the others: each on its own, in order.
+            for (range, reply) in replies {
+                reply(apply_ops(registry, &combined[range]).await);
             }
         }
     }
@@ -195,70 +364,5 @@ pub(crate) async fn apply_writes_tolerant(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::registry::embedded::EmbeddedServer;
-    use crate::registry::{Connector, CreateMode, OpKind};
-
-    #[tokio::test]
-    async fn concurrent_submissions_share_multi_ops_and_a_conflict_stays_its_own() {
-        let server = EmbeddedServer::new();
-        let reg = server.connector("batch").connect().await.unwrap();
-        let batcher = WriteBatcher::start(reg.clone());
-        reg.create("/taken", b"", CreateMode::Persistent)
-            .await
-            .unwrap();
-        let before = server.op_counts().get(&OpKind::Multi).copied().unwrap_or(0);
-        let writes = (0..50).map(|i| {
-            let b = batcher.clone();
-            async move {
-                b.apply(vec![Op::create(
-                    format!("/n{i}"),
-                    "",
-                    CreateMode::Persistent,
-                )])
-                .await
-            }
-        });
-        let conflict = batcher.apply(vec![Op::create("/taken", "", CreateMode::Persistent)]);
-        let (results, conflict) = tokio::join!(futures::future::join_all(writes), conflict);
-        assert!(results.iter().all(Result::is_ok));
-        assert!(conflict.unwrap_err().is_node_exists());
-        for i in 0..50 {
-            assert!(reg.exists(&format!("/n{i}")).await.unwrap().is_some());
-        }
-        let multis = server.op_counts().get(&OpKind::Multi).copied().unwrap_or(0) - before;
-        assert!(
-            multis < 50,
-            "batched: {multis} multi-ops for 50 submissions"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_callback_hears_its_own_outcome_and_at_once_when_there_is_nothing_to_write() {
-        let server = EmbeddedServer::new();
-        let reg = server.connector("batch").connect().await.unwrap();
-        let batcher = WriteBatcher::start(reg.clone());
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let told = |name: &'static str| {
-            let tx = tx.clone();
-            move |outcome: Result<(), RegistryError>| {
-                let _ = tx.send((name, outcome));
-            }
-        };
-        batcher.submit_then(Vec::new(), told("nothing"));
-        let (name, outcome) = rx.try_recv().expect("called before submit_then returned");
-        assert_eq!(name, "nothing");
-        assert!(outcome.is_ok());
-        let create = || vec![Op::create("/x", "", CreateMode::Persistent)];
-        batcher.submit_then(create(), told("first"));
-        batcher.submit_then(create(), told("second"));
-        let mut heard = Vec::new();
-        for _ in 0..2 {
-            heard.push(rx.recv().await.expect("each submission is answered"));
-        }
-        heard.sort_by_key(|(name, _)| *name);
-        assert!(heard[0].0 == "first" && heard[0].1.is_ok());
-        assert!(heard[1].0 == "second" && heard[1].1.as_ref().unwrap_err().is_node_exists());
-    }
-}
+#[path = "writes_tests.rs"]
+mod tests;

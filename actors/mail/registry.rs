@@ -19,8 +19,8 @@ pub(crate) enum RegistryMsg {
     Connect,
     /// The connection attempt's task ended: the session and its mirror feed, or why not.
     Opened(Box<Opened>),
-    /// The mirror feed of session `generation` changed something.
-    MirrorChanged(u64, MirrorEvent),
+    /// The mirror feed of session `generation` changed something: its events, in order.
+    MirrorChanged(u64, Vec<MirrorEvent>),
     /// A request of the node's API or endpoints, as the NodeActor got it (or of adoption).
     Request(NodeMsg),
     /// Measure the registry's clock against ours (for jobs with `maxTimeDiffSeconds`).

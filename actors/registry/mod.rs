@@ -72,6 +72,13 @@ fn route(ev: &MirrorEvent) -> Option<JobEvent> {
     Some(JobEvent { job, node, kind })
 }
 
+/// Hands the job events gathered so far to the session, as one message.
+fn send_jobs(session: &ActorRef<SessionMsg>, jobs: &mut Vec<JobEvent>) {
+    if !jobs.is_empty() {
+        let _ = session.send_message(SessionMsg::Jobs(std::mem::take(jobs)));
+    }
+}
+
 supervisor_actor!(RegistryActor: RegistryMsg, RegistryState, Arc<NodeContext>);
 
 impl RegistryState {
@@ -145,51 +152,68 @@ impl RegistryState {
                 myself.send_after(self.backoff, || RegistryMsg::Connect);
                 self.backoff = (self.backoff * 2).min(self.node.options.reconnect_max);
             }
-            RegistryMsg::MirrorChanged(generation, ev) => {
-                let Some(active) = self
-                    .active
-                    .as_ref()
-                    .filter(|_| generation == self.generation)
-                else {
-                    return Ok(()); // from a feed already torn down
-                };
-                match ev {
-                    MirrorEvent::Session(s) if s.is_terminal() => {
-                        self.node
-                            .events
-                            .emit(EngineEvent::SessionChanged { state: s });
-                        tracing::warn!(state = ?s, "registry session ended; opening a new one");
-                        self.teardown().await;
-                        myself.send_message(RegistryMsg::Connect)?;
+            RegistryMsg::MirrorChanged(generation, events) => {
+                // Node events go to the session together, in order with the other kinds.
+                let mut jobs = Vec::new();
+                for ev in events {
+                    let Some(active) = self
+                        .active
+                        .as_ref()
+                        .filter(|_| generation == self.generation)
+                    else {
+                        return Ok(()); // from a feed already torn down
+                    };
+                    if !matches!(
+                        ev,
+                        MirrorEvent::Created { .. }
+                            | MirrorEvent::Changed { .. }
+                            | MirrorEvent::Deleted { .. }
+                    ) {
+                        send_jobs(&active.session, &mut jobs);
                     }
-                    MirrorEvent::Session(s) => {
-                        self.node
-                            .events
-                            .emit(EngineEvent::SessionChanged { state: s });
-                        let _ = active.session.send_message(SessionMsg::SessionState(s));
-                        if s == SessionState::Connected {
-                            // The watches may have missed changes while disconnected, whether
-                            // or not their own copies of the states say so: the feed lists
-                            // again, and its `Resynced` lets the executors start again.
-                            active.ctx.roots.relist();
+                    match ev {
+                        MirrorEvent::Session(s) if s.is_terminal() => {
+                            self.node
+                                .events
+                                .emit(EngineEvent::SessionChanged { state: s });
+                            tracing::warn!(state = ?s, "registry session ended; opening a new one");
+                            self.teardown().await;
+                            myself.send_message(RegistryMsg::Connect)?;
+                            // What follows came from the feed just torn down.
+                            return Ok(());
                         }
-                    }
-                    MirrorEvent::Resynced => {
-                        let _ = active.session.send_message(SessionMsg::Resynced);
-                        super::adopt::resynced(&self.node, myself);
-                    }
-                    other => {
-                        if let Some(ev) = route(&other) {
-                            crate::metrics::registry_event(
-                                &self.node.instance_id,
-                                lock_jobs(&self.node).contains_key(&ev.job),
-                            );
-                            if self.node.adoption.is_some() && super::adopt::concerns(&ev) {
-                                super::adopt::heard(&self.node, myself, &ev.job);
+                        MirrorEvent::Session(s) => {
+                            self.node
+                                .events
+                                .emit(EngineEvent::SessionChanged { state: s });
+                            let _ = active.session.send_message(SessionMsg::SessionState(s));
+                            if s == SessionState::Connected {
+                                // The watches may have missed changes while disconnected, whether
+                                // or not their own copies of the states say so: the feed lists
+                                // again, and its `Resynced` lets the executors start again.
+                                active.ctx.roots.relist();
                             }
-                            let _ = active.session.send_message(SessionMsg::Job(ev));
+                        }
+                        MirrorEvent::Resynced => {
+                            let _ = active.session.send_message(SessionMsg::Resynced);
+                            super::adopt::resynced(&self.node, myself);
+                        }
+                        other => {
+                            if let Some(ev) = route(&other) {
+                                crate::metrics::registry_event(
+                                    &self.node.instance_id,
+                                    lock_jobs(&self.node).contains_key(&ev.job),
+                                );
+                                if self.node.adoption.is_some() && super::adopt::concerns(&ev) {
+                                    super::adopt::heard(&self.node, myself, &ev.job);
+                                }
+                                jobs.push(ev);
+                            }
                         }
                     }
+                }
+                if let Some(active) = &self.active {
+                    send_jobs(&active.session, &mut jobs);
                 }
             }
             // A request that comes while a session opens waits for it (parked, not awaited).

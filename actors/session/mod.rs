@@ -48,8 +48,8 @@ pub(crate) struct SessionActor;
 /// Messages of the SessionActor.
 #[derive(Debug)]
 pub(crate) enum SessionMsg {
-    /// A node of a job changed.
-    Job(JobEvent),
+    /// Nodes of jobs changed, in order.
+    Jobs(Vec<JobEvent>),
     /// The mirror was re-listed: every actor re-evaluates every job.
     Resynced,
     /// The session was disconnected or reconnected.
@@ -216,9 +216,13 @@ impl SessionActorState {
                     self.route(ev);
                 }
             }
-            SessionMsg::Job(ev) => match &mut self.held {
-                Some(held) => held.push(ev),
-                None => self.route(ev),
+            SessionMsg::Jobs(events) => match &mut self.held {
+                Some(held) => held.extend(events),
+                None => {
+                    for ev in events {
+                        self.route(ev);
+                    }
+                }
             },
             SessionMsg::Resynced => {
                 // A listing that ended before the reconnect (still `Down`) releases nothing.
