@@ -73,9 +73,9 @@ impl ExecutorState {
         let input = match msg {
             // The machine decides; the executor tells it whether the job takes part in
             // distribute-once rounds (whose "before" hook runs as the run launches).
-            ExecutorMsg::Step(Input::Arm { scheduled, .. }) => Input::Arm {
+            ExecutorMsg::Step(Input::Arm { scheduled, early }) => Input::Arm {
                 scheduled,
-                early: !self.once.is_active(),
+                early: early && !self.once.is_active(),
             },
             ExecutorMsg::Step(input) => input,
             ExecutorMsg::RunFinished(report) => {

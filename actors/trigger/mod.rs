@@ -204,7 +204,8 @@ impl TriggerState {
                             Input::Prepare { scheduled: s.at }
                         } else {
                             s.arm_queued = false;
-                            // Whether it may fire early is the executor's to say.
+                            // The trigger allows it; the executor may still refuse (a job
+                            // taking part in distribute-once rounds).
                             Input::Arm {
                                 scheduled: s.at,
                                 early: true,

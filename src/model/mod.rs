@@ -13,9 +13,11 @@ pub mod execution;
 pub mod ops;
 pub mod path;
 pub mod session;
+pub mod silence;
 
 pub use error::RegistryError;
 pub use execution::ExecutionSource;
 pub use ops::{CreateMode, ListedNode, Op, OpKind, OpResult, Stat, ANY_VERSION};
 pub use path::{join_path, parent_path, validate_path};
 pub use session::{NodeEventKind, SessionInfo, SessionState, WatchEvent};
+pub use silence::Silence;

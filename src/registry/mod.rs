@@ -12,7 +12,6 @@
 
 pub mod embedded;
 pub mod mirror;
-pub mod silence;
 pub mod zookeeper;
 
 use std::fmt;
@@ -158,8 +157,8 @@ pub trait Registry: Send + Sync + fmt::Debug + 'static {
     fn session_state(&self) -> watch::Receiver<SessionState>;
 
     /// How long the session has waited on its calls without an answer, when it keeps count
-    /// ([`silence::Silence`]); `None` for a registry that cannot stall (the embedded one).
-    fn silence(&self) -> Option<&silence::Silence> {
+    /// ([`Silence`](crate::model::Silence)); `None` for a registry that cannot stall (the embedded one).
+    fn silence(&self) -> Option<&crate::model::Silence> {
         None
     }
 

@@ -254,7 +254,7 @@ pub struct MirrorFacts<'a> {
     /// The last measured clock skew against the registry.
     pub skew: Option<std::time::Duration>,
     /// The session's calls in flight and their last answer, when it counts them.
-    pub silence: Option<&'a crate::registry::silence::Silence>,
+    pub silence: Option<&'a crate::model::Silence>,
     /// The job's view, read at its first use: a machine's step reads it once, and a fire's step
     /// looks at it two or three times (tens of mirror lookups each, at every fire of every job).
     pub view: std::cell::OnceCell<std::rc::Rc<JobView>>,

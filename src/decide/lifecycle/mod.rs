@@ -89,7 +89,7 @@ pub trait Facts {
     /// The last measured difference between the local and the registry's clock.
     fn clock_skew(&self) -> Option<Duration>;
     /// How long the registry session has waited on its calls without any answer
-    /// ([`Silence`](crate::registry::silence::Silence)); zero when nothing waits or nobody counts.
+    /// ([`Silence`](crate::model::Silence)); zero when nothing waits or nobody counts.
     fn registry_silent_for(&self) -> Duration {
         Duration::ZERO
     }

@@ -19,7 +19,7 @@ use zookeeper_client as zk;
 use super::convert::{self, Call};
 use super::counters::{OpCounters, OpCounts};
 use super::{listing, watching};
-use crate::registry::silence::Silence;
+use crate::model::Silence;
 use crate::registry::{
     validate_path, CreateMode, ListedNode, Op, OpKind, OpResult, Registry, RegistryError, Result,
     SessionInfo, SessionState, Stat, WatchEvent, WatchGuard, WatchStream,
