@@ -7,6 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 use zookeeper_client as zk;
 
 use super::convert::{self, Call};
+use crate::model::Silence;
 use crate::registry::{join_path, ListedNode, OpKind, RegistryError, Result, Stat};
 
 /// Nodes per multi-read request (two reads each). Small enough that a batch of typical coordination
@@ -20,6 +21,7 @@ pub(crate) async fn list_subtree(
     client: &zk::Client,
     root: &str,
     bound: Duration,
+    silence: &Silence,
 ) -> Result<Vec<ListedNode>> {
     let mut out = Vec::new();
     let mut level = vec![root.to_owned()];
@@ -27,7 +29,7 @@ pub(crate) async fn list_subtree(
         let batches: Vec<Vec<(ListedNode, Vec<String>)>> =
             // Owned chunks: a borrowed one makes the future not provably `Send` (rust#102211).
             futures::stream::iter(level.chunks(BATCH).map(<[String]>::to_vec))
-                .map(|chunk| async move { read_batch(client, &chunk, root, bound).await })
+                .map(|chunk| async move { read_batch(client, &chunk, root, bound, silence).await })
                 .buffered(IN_FLIGHT)
                 .try_collect()
                 .await?;
@@ -49,6 +51,7 @@ async fn read_batch(
     chunk: &[String],
     root: &str,
     bound: Duration,
+    silence: &Silence,
 ) -> Result<Vec<(ListedNode, Vec<String>)>> {
     let call = Call::new(OpKind::List, &chunk[0], bound);
     let mut reader = client.new_multi_reader();
@@ -56,7 +59,7 @@ async fn read_batch(
         reader.add_get_data(path).map_err(|e| call.error(e))?;
         reader.add_get_children(path).map_err(|e| call.error(e))?;
     }
-    let results = commit(&mut reader, &call, chunk.len() * 2).await?;
+    let results = commit(&mut reader, &call, chunk.len() * 2, silence).await?;
     let mut out = Vec::with_capacity(chunk.len());
     let mut results = results.into_iter();
     for path in chunk {
@@ -95,12 +98,15 @@ async fn read_batch(
 }
 
 /// Sends one multi-read request under `call`'s bound and checks that it answered each of its
-/// `reads`.
+/// `reads`. Each request counts in the session's [`Silence`] on its own: a long listing whose
+/// batches keep answering is no silence.
 async fn commit(
     reader: &mut zk::MultiReader<'_>,
     call: &Call<'_>,
     reads: usize,
+    silence: &Silence,
 ) -> Result<Vec<zk::MultiReadResult>> {
+    let _waiting = silence.call();
     let results = tokio::time::timeout(call.bound, reader.commit())
         .await
         .map_err(|_| call.timed_out())?
@@ -128,23 +134,29 @@ pub(crate) async fn get_many(
     client: &zk::Client,
     paths: &[String],
     bound: Duration,
+    silence: &Silence,
 ) -> Result<Vec<Read>> {
     let batches: Vec<Vec<Read>> =
         futures::stream::iter(paths.chunks(BATCH).map(<[String]>::to_vec))
-            .map(|chunk| async move { get_batch(client, &chunk, bound).await })
+            .map(|chunk| async move { get_batch(client, &chunk, bound, silence).await })
             .buffered(IN_FLIGHT)
             .try_collect()
             .await?;
     Ok(batches.into_iter().flatten().collect())
 }
 
-async fn get_batch(client: &zk::Client, chunk: &[String], bound: Duration) -> Result<Vec<Read>> {
+async fn get_batch(
+    client: &zk::Client,
+    chunk: &[String],
+    bound: Duration,
+    silence: &Silence,
+) -> Result<Vec<Read>> {
     let call = Call::new(OpKind::GetMany, &chunk[0], bound);
     let mut reader = client.new_multi_reader();
     for path in chunk {
         reader.add_get_data(path).map_err(|e| call.error(e))?;
     }
-    let results = commit(&mut reader, &call, chunk.len()).await?;
+    let results = commit(&mut reader, &call, chunk.len(), silence).await?;
     Ok(chunk
         .iter()
         .zip(results)

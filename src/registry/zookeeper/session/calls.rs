@@ -151,9 +151,8 @@ impl Registry for ZkSession {
             return Ok(Vec::new());
         };
         let call = self.call(OpKind::GetMany, first);
-        let _waiting = self.silence.call();
         let outcome = match self.client(first) {
-            Ok(client) => listing::get_many(&client, paths, self.call_timeout).await,
+            Ok(client) => listing::get_many(&client, paths, self.call_timeout, &self.silence).await,
             Err(e) => Err(e),
         };
         self.own_counts.record(call.op, outcome.is_ok());
@@ -163,11 +162,12 @@ impl Registry for ZkSession {
 
     async fn list_subtree(&self, path: &str) -> Result<Vec<ListedNode>> {
         let call = self.call(OpKind::List, path);
-        let _waiting = self.silence.call();
         let client = self.client(path);
         // Each batch is bounded on its own: a large tree may take longer than one call's bound.
         let outcome = match client {
-            Ok(client) => listing::list_subtree(&client, path, self.call_timeout).await,
+            Ok(client) => {
+                listing::list_subtree(&client, path, self.call_timeout, &self.silence).await
+            }
             Err(e) => Err(e),
         };
         self.own_counts.record(call.op, outcome.is_ok());
