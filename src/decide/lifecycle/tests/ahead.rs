@@ -174,3 +174,46 @@ fn a_job_that_may_not_fire_early_fires_at_its_instant() {
         "the instant's fire fires it"
     );
 }
+
+#[test]
+fn markers_unanswered_by_a_quiet_registry_leave_the_fire_to_its_instant() {
+    let prepare = Input::Prepare { scheduled: t(0) };
+    let quiet = Fake {
+        silent: UNANSWERED_AHEAD_BOUND,
+        ..early()
+    };
+    let mut m = machine(Registration::Confirmed);
+    m.step(prepare.clone(), &quiet);
+    assert_eq!(m.step(arm(), &quiet), vec![], "not taken ahead");
+    // The markers' answer before the instant arms it again.
+    assert_eq!(
+        m.step(
+            written(Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])),
+            &quiet
+        ),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
+
+    // No answer: the instant's fire is held for a session check once the silence reached the
+    // fire's bound.
+    let mut m = machine(Registration::Confirmed);
+    m.step(prepare.clone(), &quiet);
+    m.step(arm(), &quiet);
+    let stalled = Fake {
+        silent: UNANSWERED_BOUND,
+        ..fake()
+    };
+    assert_eq!(m.step(fire(), &stalled), vec![Command::CheckSession]);
+
+    // Answers keep coming: taken ahead on the markers on their way.
+    let busy = Fake {
+        silent: Duration::from_millis(10),
+        ..early()
+    };
+    let mut m = machine(Registration::Confirmed);
+    m.step(prepare, &busy);
+    assert_eq!(
+        m.step(arm(), &busy),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
+}
