@@ -57,7 +57,7 @@ use chrono::{DateTime, Utc};
 pub use fence::FenceBudget;
 pub use protocol::{
     Command, Input, Link, MissReason, Outcome, Purpose, Registration, SkipReason, Timer, WriteMode,
-    SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT, UNANSWERED_AHEAD_BOUND, UNANSWERED_BOUND,
+    SESSION_CHECK_LOST_AFTER, SESSION_CHECK_TIMEOUT, UNANSWERED_BOUND,
 };
 
 use crate::config::ValidatedConfig;

@@ -179,7 +179,7 @@ fn a_job_that_may_not_fire_early_fires_at_its_instant() {
 fn markers_unanswered_by_a_quiet_registry_leave_the_fire_to_its_instant() {
     let prepare = Input::Prepare { scheduled: t(0) };
     let quiet = Fake {
-        silent: UNANSWERED_AHEAD_BOUND,
+        silent: UNANSWERED_BOUND,
         ..early()
     };
     let mut m = machine(Registration::Confirmed);
@@ -207,7 +207,7 @@ fn markers_unanswered_by_a_quiet_registry_leave_the_fire_to_its_instant() {
 
     // Answers keep coming: taken ahead on the markers on their way.
     let busy = Fake {
-        silent: Duration::from_millis(10),
+        silent: Duration::from_millis(60),
         ..early()
     };
     let mut m = machine(Registration::Confirmed);
