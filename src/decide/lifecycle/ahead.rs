@@ -26,7 +26,7 @@ use crate::model::ExecutionSource;
 use crate::types::{JobName, ShardItem};
 use crate::view::JobView;
 
-use super::{Command, Facts, JobMachine, Link, UNANSWERED_BOUND};
+use super::{Command, Facts, JobMachine, Link};
 
 /// Where the coming instant's early fire stands, in eight bytes (the machine is part of every
 /// job's executor state, which has no room for a second instant): the instant in microseconds,
@@ -87,12 +87,6 @@ impl JobMachine {
             return;
         };
         if !self.may_fire_ahead() {
-            return;
-        }
-        if !self.local.unconfirmed.is_empty() && facts.registry_silent_for() >= UNANSWERED_BOUND {
-            // Its markers are unanswered and the registry went quiet: the instant's `Fire`
-            // decides (held for a session check if the silence goes on); an answer before the
-            // instant arms it again.
             return;
         }
         // A job without a plan, or with a reshard pending, would park its fire: that stays at the
