@@ -249,11 +249,11 @@ impl Registry for Gated {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_beside_it() {
+/// An embedded session with `parents` created, and a [`Gated`] session over it.
+async fn gated(parents: &[&str]) -> (EmbeddedServer, Arc<dyn Registry>, Arc<Gated>) {
     let server = EmbeddedServer::new();
     let inner = server.connector("batch").connect().await.unwrap();
-    for parent in ["/taken", "/j", "/k"] {
+    for parent in parents {
         inner
             .create(parent, b"", CreateMode::Persistent)
             .await
@@ -264,6 +264,12 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
         gate: Semaphore::new(0),
         held: AtomicBool::new(false),
     });
+    (server, inner, reg)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_beside_it() {
+    let (_server, inner, reg) = gated(&["/taken", "/j", "/k"]).await;
     let batcher = WriteBatcher::start(reg.clone());
     let (told, mut rx) = answers();
     // Queued together before the batcher runs: one multi-op, held at the gate, that fails on
@@ -306,19 +312,7 @@ async fn a_failed_batch_lands_before_its_jobs_later_writes_while_other_jobs_go_b
 
 #[tokio::test(start_paused = true)]
 async fn a_few_writes_wait_for_the_batch_in_flight_and_go_together_after_it() {
-    let server = EmbeddedServer::new();
-    let inner = server.connector("batch").connect().await.unwrap();
-    for parent in ["/j", "/k", "/l"] {
-        inner
-            .create(parent, b"", CreateMode::Persistent)
-            .await
-            .unwrap();
-    }
-    let reg = Arc::new(Gated {
-        inner: inner.clone(),
-        gate: Semaphore::new(0),
-        held: AtomicBool::new(false),
-    });
+    let (server, _inner, reg) = gated(&["/j", "/k", "/l"]).await;
     let batcher = WriteBatcher::start(reg.clone());
     let (told, mut rx) = answers();
     let create = |p: &str| vec![Op::create(p, "", CreateMode::Persistent)];

@@ -188,17 +188,16 @@ fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_sta
     );
 }
 
-#[test]
-fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
+/// This instance just joined: under the old plan `other` owns both items, the leader has raised
+/// the flag, and the fire of `t(0)` parks. The machine and the facts it parked on.
+fn parked_under_the_old_plan() -> (JobMachine, Fake) {
     let mut m = machine(Registration::Confirmed);
-    // This instance just joined: under the old plan `other` owns both items, and the leader
-    // has raised the flag.
     let old_plan = committed(owned(
         view(&[&me(), &other()], Some(&other())),
         &[(0, &other()), (1, &other())],
     ));
     let mut f = Fake {
-        view: old_plan.clone(),
+        view: old_plan,
         ..fake()
     };
     f.view.sharding_necessary = true;
@@ -206,6 +205,12 @@ fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
         m.step(Input::Fire { scheduled: t(0) }, &f),
         vec![Command::SetResharding(true)]
     );
+    (m, f)
+}
+
+#[test]
+fn a_fire_racing_a_reshard_leaves_out_the_items_the_old_owner_ran_for_it() {
+    let (mut m, mut f) = parked_under_the_old_plan();
     // The old owner, whose mirror had not seen the flag yet, runs item 1 of this fire.
     f.view.items.get_mut(&ShardItem(1)).unwrap().running = Some(other().to_string());
     let running = Input::Event {
@@ -290,20 +295,7 @@ fn the_job_deleted_from_the_registry_stops_here_unless_the_mirror_holds_its_root
 
 #[test]
 fn a_commits_guard_on_the_markers_does_not_count_as_a_run_of_the_parked_fire() {
-    let mut m = machine(Registration::Confirmed);
-    let old_plan = committed(owned(
-        view(&[&me(), &other()], Some(&other())),
-        &[(0, &other()), (1, &other())],
-    ));
-    let mut f = Fake {
-        view: old_plan,
-        ..fake()
-    };
-    f.view.sharding_necessary = true;
-    assert_eq!(
-        m.step(Input::Fire { scheduled: t(0) }, &f),
-        vec![Command::SetResharding(true)]
-    );
+    let (mut m, mut f) = parked_under_the_old_plan();
     let created = |item| Input::Event {
         node: JobNode::ShardingRunning(ShardItem(item)),
         kind: NodeEventKind::Created,
