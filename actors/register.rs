@@ -163,7 +163,7 @@ fn registered(
             Ok(Registered {
                 config: found.config,
                 yaml: found.yaml,
-                registration: Registration::Unconfirmed,
+                registration: Registration::Written,
             })
         }
         Err(Failure::InvalidConfig(reason)) => Err(EngineError::InvalidConfig {

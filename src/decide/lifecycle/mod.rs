@@ -11,7 +11,7 @@
 //!  Trigger                  │         │                                   FiredAhead
 //!  RunFinished, RunEnded ───┤         │        │ Suspect (check first)     SubmitEnd (batched)
 //!  Written{purpose,outcome} ┤         ├─ registration: Confirmed │        Launch / Cancel
-//!  Event (mirror) ──────────┼─▶ step ─┤   Unconfirmed │ Older(session) ─▶ Schedule / Unschedule
+//!  Event (mirror) ──────────┼─▶ step ─┤  Written │ Unconfirmed │ Older ─▶ Schedule / Unschedule
 //!  Resynced, Config ────────┤         ├─ runs, marks, misfire flags        AskReshard, CheckSession
 //!  Session, Fenced, Paused ─┤         ├─ parked fire (+ items taken)      FailoverIdle, Evaluate
 //!  SessionChecked ──────────┤         ├─ held fire (awaiting the check)   DrainDone, Stop

@@ -405,7 +405,11 @@ pub enum Link {
 pub enum Registration {
     /// The mirror showed it owned by this session.
     Confirmed,
-    /// Written by this session (or unknown); not yet seen in the mirror.
+    /// This session's create of it succeeded (registration's, a take-over's or a re-creation);
+    /// the mirror does not show it yet. An older session's node the mirror still shows meanwhile
+    /// is the mirror's lag: taking it over would delete ours.
+    Written,
+    /// Being written by this session, or unknown; not yet seen in the mirror.
     Unconfirmed,
     /// It belongs to an older session of this instance: being replaced by ours (nothing starts
     /// until then).

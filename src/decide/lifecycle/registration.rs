@@ -10,7 +10,9 @@
 //! created again and the job keeps running, as it does after a deletion this machine's own
 //! take-over made (counted, since a take-over judged on a lagging mirror may remove this session's
 //! own node and create it again). A node an older session of this instance still holds
-//! is taken over at once (deleted and created in one multi-op), never waited for.
+//! is taken over at once (deleted and created in one multi-op), never waited for, unless this
+//! session's own create already succeeded (`Written`: registration replaced the older node
+//! itself, and the mirror has not caught up).
 
 use crate::model::{CreateMode, Op, SessionState};
 use crate::paths::JobNode;
@@ -104,8 +106,18 @@ impl JobMachine {
         }
         match facts.instance_owner() {
             Some(owner) if owner == self.session => self.registration = Registration::Confirmed,
-            Some(owner) => self.take_over(owner, out),
+            Some(owner) => self.older_seen(owner, out),
             None => {}
+        }
+    }
+
+    /// The mirror shows `instances/{me}` held by an older session. After this session's create
+    /// succeeded that is the mirror's lag (a listing read before the write): ours stands, and a
+    /// take-over would delete it, a deletion this machine could not tell from an operator's once
+    /// the older node's own deletion has been counted against its take-over.
+    fn older_seen(&mut self, owner: i64, out: &mut Vec<Command>) {
+        if self.registration != Registration::Written {
+            self.take_over(owner, out);
         }
     }
 
@@ -156,7 +168,13 @@ impl JobMachine {
         }
         // The removed node's own owner decides, not what this machine last confirmed: its
         // deletion may reach the job after a newer node was seen (a restart under the same id).
-        let ours = facts.removed_instance_owner() == Some(self.session);
+        let removed = facts.removed_instance_owner();
+        if self.registration == Registration::Written && removed.is_some_and(|o| o != self.session)
+        {
+            // The older node registration replaced: ours, written after it, stands.
+            return;
+        }
+        let ours = removed == Some(self.session);
         match (self.registration, self.link, ours) {
             (Registration::Confirmed, Link::Connected, true) => {
                 out.push(Command::Warn(format!(
@@ -187,9 +205,12 @@ impl JobMachine {
         out: &mut Vec<Command>,
     ) {
         match (purpose, outcome) {
-            // Unconfirmed until the mirror shows it; a node already there is judged by its
-            // creation event's owner.
-            (Purpose::TakeOver, Outcome::Done) => self.registration = Registration::Unconfirmed,
+            // Ours stands, unconfirmed until the mirror shows it.
+            (Purpose::TakeOver | Purpose::Register, Outcome::Done) => {
+                if self.registration != Registration::Confirmed {
+                    self.registration = Registration::Written;
+                }
+            }
             // The old node went meanwhile (nothing was deleted): create ours.
             (Purpose::TakeOver, Outcome::Conflict) => {
                 self.own_deletions = self.own_deletions.saturating_sub(1);
@@ -210,7 +231,7 @@ impl JobMachine {
         }
         match facts.instance_owner() {
             Some(owner) if owner == self.session => self.registration = Registration::Confirmed,
-            Some(owner) => self.take_over(owner, out),
+            Some(owner) => self.older_seen(owner, out),
             None => self.register_again(out),
         }
     }

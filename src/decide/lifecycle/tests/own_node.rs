@@ -141,6 +141,40 @@ fn the_deletion_a_take_over_made_of_this_sessions_own_node_is_not_an_operator_sh
 }
 
 #[test]
+fn an_older_sessions_node_a_lagging_mirror_still_shows_after_registration_replaced_it_is_left_alone(
+) {
+    // A quick restart: registration found the older session's node and replaced it with ours in
+    // one multi-op (the executor starts the machine `Written`); the mirror's listing, read before
+    // that write, still shows the older node. A take-over now would delete ours, and that
+    // deletion, arriving after the older node's own, would read as an operator's shutdown.
+    let mut m = machine(Registration::Written);
+    let older = held_by_old_session();
+    assert_eq!(m.step(Input::Resynced, &older), vec![]);
+    assert_eq!(m.step(created_me(), &older), vec![]);
+    assert_eq!(m.registration(), Registration::Written);
+    // The older node's deletion reaches the machine: ours stands, nothing is written.
+    let gone = Fake {
+        owner: None,
+        removed: Some(OLD_SESSION),
+        ..fake()
+    };
+    assert_eq!(m.step(deleted_me(), &gone), vec![]);
+    // Ours shows: confirmed, and a later deletion of it is an operator's.
+    m.step(created_me(), &fake());
+    assert_eq!(m.registration(), Registration::Confirmed);
+    let deleted = Fake {
+        owner: None,
+        removed: Some(SESSION),
+        ..fake()
+    };
+    let out = m.step(deleted_me(), &deleted);
+    assert!(
+        matches!(&out[0], Command::Warn(w) if w.contains("operator")),
+        "{out:?}"
+    );
+}
+
+#[test]
 fn an_older_sessions_node_of_this_instance_is_taken_over_at_once_and_nothing_starts_meanwhile() {
     // A re-list shows instances/{me} still held by the session before a quick restart.
     let mut m = machine(Registration::Unconfirmed);
