@@ -155,6 +155,9 @@ macro_rules! delegating_registry {
                 ) -> tokio::sync::watch::Receiver<shardcron::registry::SessionState> {
                     self.$field.session_state()
                 }
+                fn silence(&self) -> Option<&shardcron::model::Silence> {
+                    self.$field.silence()
+                }
                 async fn close(&self) {
                     self.$field.close().await
                 }

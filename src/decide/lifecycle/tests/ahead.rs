@@ -174,3 +174,18 @@ fn a_job_that_may_not_fire_early_fires_at_its_instant() {
         "the instant's fire fires it"
     );
 }
+
+#[test]
+fn a_fire_taken_ahead_runs_on_its_markers_whatever_the_sessions_silence() {
+    // The check at the arm was measured and not kept: only a fire at its instant is held.
+    let quiet = Fake {
+        silent: UNANSWERED_BOUND * 10,
+        ..early()
+    };
+    let mut m = machine(Registration::Confirmed);
+    m.step(Input::Prepare { scheduled: t(0) }, &quiet);
+    assert_eq!(
+        m.step(arm(), &quiet),
+        vec![launch(1, ExecutionSource::Normal, Some(t(0)), &[0, 1])]
+    );
+}
