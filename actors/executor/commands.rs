@@ -105,6 +105,7 @@ impl ExecutorState {
                     }
                 }
             }
+            Command::Go(run_id) => self.kit.open(run_id),
             Command::FiredAhead(at) => {
                 drop(peers.trigger.send_message(TriggerMsg::FiredAhead(job, at)));
             }

@@ -138,6 +138,11 @@ impl ExecutorState {
                 self.peers = peers;
                 return;
             }
+            ExecutorMsg::HeldBack(run) => {
+                let run_id = run.req.run_id;
+                self.kit.start_gated(run);
+                Input::HeldBack { run_id }
+            }
         };
         self.drive(myself, input).await;
     }

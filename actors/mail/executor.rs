@@ -33,6 +33,9 @@ pub(crate) enum ExecutorMsg {
     Once(crate::decide::guarantee::GuaranteeInput),
     /// The session's actors were replaced: talk to these from now on.
     Peers(Arc<Peers>),
+    /// A run decided ahead that the trigger did not start at its instant (the registry was
+    /// silent): it starts behind a gate the machine opens (`decide/lifecycle/gated.rs`).
+    HeldBack(super::HeldRun),
 }
 
 /// The handles an executor talks to, handed down by the SessionActor; replaced (and sent again to

@@ -11,9 +11,23 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::actors::mail::HeldRun;
+use crate::actors::mail::{ExecutorMsg, HeldRun};
 
 use super::task::spawn_run;
+
+/// Hands each run back to its executor, which starts it behind a gate its machine opens (the
+/// registry was silent at the instant: `decide/lifecycle/gated.rs`); a run whose executor is gone
+/// starts at once (its items were cancelled as the executor stopped).
+pub(crate) fn hand_back(runs: Vec<HeldRun>) {
+    for run in runs {
+        let executor = run.executor.clone();
+        if let Err(ractor::MessagingErr::SendErr(ExecutorMsg::HeldBack(run))) =
+            executor.send_message(ExecutorMsg::HeldBack(run))
+        {
+            start(run);
+        }
+    }
+}
 
 /// Starts a run's task now (not one of an instant's held runs).
 pub(crate) fn start(run: HeldRun) {

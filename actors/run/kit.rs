@@ -69,11 +69,17 @@ struct Rare {
     ///
     /// [`Command::FailureStands`]: crate::decide::lifecycle::Command::FailureStands
     unheard: Vec<(ShardItem, JobError)>,
+    /// The gates of runs handed back at their instant (`TriggerMsg` found the registry silent),
+    /// opened by the machine's `Command::Go`.
+    gates: Vec<(u64, oneshot::Sender<()>)>,
 }
 
 impl Rare {
     fn is_empty(&self) -> bool {
-        self.failover_fences.is_empty() && self.deadlines.is_empty() && self.unheard.is_empty()
+        self.failover_fences.is_empty()
+            && self.deadlines.is_empty()
+            && self.unheard.is_empty()
+            && self.gates.is_empty()
     }
 }
 
@@ -334,6 +340,7 @@ impl RunKit {
         }
         if let Some(rare) = self.rare.as_mut() {
             rare.deadlines.retain(|(id, _)| *id != report.run_id);
+            rare.gates.retain(|(id, _)| *id != report.run_id);
             let results = &report.outcome.results;
             (rare.unheard).retain(|(item, _)| !results.iter().any(|(i, _)| i == item));
         }
@@ -368,6 +375,28 @@ impl RunKit {
     /// The kit's rare parts, made on first use.
     fn rare(&mut self) -> &mut Rare {
         self.rare.get_or_insert_with(Box::default)
+    }
+
+    /// Starts a run handed back at its instant behind a gate: its items wait for [`Self::open`]
+    /// (or their cancellation). A run with a gate of its own already (none is taken ahead) just
+    /// starts.
+    pub(crate) fn start_gated(&mut self, mut run: HeldRun) {
+        if run.req.go.is_none() {
+            let (open, gate) = oneshot::channel();
+            run.req.go = Some(gate);
+            self.rare().gates.push((run.req.run_id, open));
+        }
+        super::start(run);
+    }
+
+    /// Opens the gate of run `run_id` (`Command::Go`).
+    pub(crate) fn open(&mut self, run_id: u64) {
+        if let Some(rare) = self.rare.as_mut() {
+            if let Some(at) = rare.gates.iter().position(|(id, _)| *id == run_id) {
+                let _ = rare.gates.swap_remove(at).1.send(());
+            }
+        }
+        self.tidy();
     }
 
     /// Drops the rare parts once they hold nothing.

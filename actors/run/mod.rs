@@ -13,7 +13,7 @@ mod task;
 
 pub(crate) use crate::actors::mail::{HeldRun, RunRequest};
 use held::Together;
-pub(crate) use held::{start, start_held};
+pub(crate) use held::{hand_back, start, start_held};
 pub(crate) use kit::RunKit;
 
 use std::sync::Arc;

@@ -9,7 +9,9 @@
 //! decides its fire then (`decide/lifecycle/ahead.rs`) and hands its run here to hold for the
 //! instant (`TriggerMsg::Hold`). At the instant the held runs start first, then the jobs without
 //! one get their `Fire` (unless `TriggerMsg::FiredAhead` said it is not needed): a busy instant's
-//! runs start without waiting for ten thousand machines to step.
+//! runs start without waiting for ten thousand machines to step. On a registry silent at the
+//! instant the held runs go back to their executors instead (`ExecutorMsg::HeldBack`), whose
+//! machines decide when their items may start.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,7 +23,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::config::ValidatedConfig;
 use crate::cron::NextFireMemo;
-use crate::decide::lifecycle::Input;
+use crate::decide::lifecycle::{Input, UNANSWERED_BOUND};
 use crate::types::JobName;
 
 mod queue;
@@ -29,7 +31,7 @@ mod queue;
 use crate::actors::alarm::Alarm;
 use crate::actors::context::SessionCtx;
 use crate::actors::mail::{ExecutorMsg, TriggerMsg};
-use crate::actors::run::{start, start_held, HeldRun};
+use crate::actors::run::{hand_back, start, start_held, HeldRun};
 
 use queue::{Phase, Queue};
 
@@ -192,7 +194,14 @@ impl TriggerState {
         while let Some(entry) = self.held.first_entry().filter(|e| *e.key() <= now) {
             due.extend(entry.remove());
         }
-        start_held(due);
+        // On a registry that answers nothing, the markers these runs were decided on may be
+        // refused: each executor decides (`decide/lifecycle/gated.rs`).
+        let silence = self.ctx.registry.silence().map(|s| s.silent_for());
+        if !due.is_empty() && silence.is_some_and(|s| s >= UNANSWERED_BOUND) {
+            hand_back(due);
+        } else {
+            start_held(due);
+        }
 
         let mut fired = Vec::new();
         while let Some((at, phase, jobs)) = self.queue.pop_due(now) {

@@ -101,6 +101,7 @@ impl JobMachine {
             }
         }
         self.end_held(facts, out);
+        self.release_gated(out);
     }
 
     /// The runs whose end write waited for their markers' answer and have it now end.

@@ -33,6 +33,7 @@ mod backfill;
 mod catchup;
 mod fence;
 mod fire;
+mod gated;
 pub mod heed;
 mod manual;
 mod marked;
@@ -163,6 +164,9 @@ struct Run {
     /// answer ([`LocalRuns::unconfirmed`](super::execution::LocalRuns::unconfirmed)), so a
     /// refused marker's deletion is never written over another instance's marker.
     end_held: bool,
+    /// Handed back by the trigger at its instant on a silent registry: its task waits at a gate
+    /// for [`Command::Go`] (`gated.rs`).
+    gated: bool,
 }
 
 /// A trigger's parameters, kept until its manual run launches.

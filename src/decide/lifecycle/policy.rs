@@ -135,6 +135,7 @@ impl JobMachine {
                 parameter,
                 workflow,
                 end_held: false,
+                gated: false,
             },
         ));
         out.push(Command::StartTimer {

@@ -239,6 +239,12 @@ pub enum Input {
     Fenced,
     /// The node was not scheduled for this long (SIGSTOP, a stalled runtime).
     Paused(Duration),
+    /// The trigger did not start this run, decided ahead for its instant, when the instant came:
+    /// the registry was silent (`gated.rs`). Its task waits for [`Command::Go`].
+    HeldBack {
+        /// The run.
+        run_id: u64,
+    },
     /// The session check asked for by [`Command::CheckSession`] answered.
     SessionChecked {
         /// The session still lives.
@@ -387,6 +393,9 @@ pub enum Command {
     FailureStands(Vec<ShardItem>),
     /// The fire of this instant was taken ahead of it: the trigger need not send its `Fire`.
     FiredAhead(DateTime<Utc>),
+    /// Open the gate of this run, handed back at its instant ([`Input::HeldBack`]): its items
+    /// start, but for those cancelled meanwhile.
+    Go(u64),
 }
 
 /// How the machine sees its session's link to the registry.

@@ -30,11 +30,15 @@ impl JobMachine {
     ) {
         match state {
             // The first sign of disconnection: nothing starts from now on.
-            SessionState::Disconnected => self.link = Link::Disconnected,
+            SessionState::Disconnected => {
+                self.link = Link::Disconnected;
+                self.cancel_gated(out);
+            }
             SessionState::Connected => {
                 // Reconnected within the timeout: the same session lives.
                 self.link = Link::Connected;
                 self.release_held(facts, out);
+                self.release_gated(out);
             }
             _ => {
                 // Expired or closed: this session's subtree is about to be replaced.
@@ -42,6 +46,7 @@ impl JobMachine {
                 if !self.runs.is_empty() {
                     out.push(Command::CancelAll);
                 }
+                self.cancel_gated(out);
             }
         }
     }
@@ -70,6 +75,7 @@ impl JobMachine {
                 self.link = Link::Connected;
             }
             self.release_held(facts, out);
+            self.release_gated(out);
         } else {
             // No answer in time: the session may be gone (then the RegistryActor replaces this
             // subtree) or the registry slow. Nothing starts on it; the next fire checks again.
@@ -79,6 +85,7 @@ impl JobMachine {
             if !self.runs.is_empty() {
                 out.push(Command::CancelAll);
             }
+            self.cancel_gated(out);
             if self.held.take().is_some() {
                 self.skipped(SkipReason::SessionLost, 0, out);
             }

@@ -106,6 +106,7 @@ impl JobMachine {
                 parameter: parameter.clone(),
                 workflow: workflow.clone(),
                 end_held: false,
+                gated: false,
             },
         ));
         out.push(Command::Launch {

@@ -160,6 +160,7 @@ impl JobMachine {
             }
             Input::Paused(for_) => self.paused(for_, &mut out),
             Input::SessionChecked { alive } => self.session_checked(alive, facts, &mut out),
+            Input::HeldBack { run_id } => self.held_back(run_id, facts, &mut out),
             Input::Drain => {
                 self.draining = true;
                 self.prepare_owed = false;

@@ -5,6 +5,7 @@
 mod ahead;
 mod backfill;
 mod catchup;
+mod gated;
 mod heeded;
 mod manual;
 mod marked;
