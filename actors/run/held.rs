@@ -3,6 +3,9 @@
 //! whose ring at the instant starts the runs due ([`start_held`]) before it sends any other job
 //! its `Fire`.
 //!
+//! On a registry silent at the instant the trigger hands them back instead ([`hand_back`]): each
+//! executor starts its run behind a gate its machine opens (`decide/lifecycle/gated.rs`).
+//!
 //! The runs an instant starts go in tasks of [`STARTED_TOGETHER`] (spread over the workers), and
 //! a run that ends goes on with its end (metrics, listeners, its report to its executor) only once
 //! every run of the instant has started ([`Together`]): the reports wake executors, whose steps,
