@@ -197,7 +197,9 @@ impl TriggerState {
         // On a registry that answers nothing, the markers these runs were decided on may be
         // refused: each executor decides (`decide/lifecycle/gated.rs`).
         let silence = self.ctx.registry.silence().map(|s| s.silent_for());
-        if !due.is_empty() && silence.is_some_and(|s| s >= UNANSWERED_BOUND) {
+        if let Some(silent) = silence.filter(|s| !due.is_empty() && *s >= UNANSWERED_BOUND) {
+            tracing::warn!(runs = due.len(), ?silent, "the registry has answered nothing for a while at \
+                an instant: its runs decided ahead wait for their markers' answer and a session check");
             hand_back(due);
         } else {
             start_held(due);
