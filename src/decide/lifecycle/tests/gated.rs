@@ -5,11 +5,6 @@
 use super::*;
 use crate::decide::lifecycle::UNANSWERED_BOUND;
 
-/// Markers of items 0 and 1 written ahead.
-fn prepared() -> Purpose {
-    Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])
-}
-
 /// The prepare and the arm of `t(0)`: run 1 is launched for the instant on unanswered markers.
 fn taken_ahead() -> Vec<Input> {
     vec![

@@ -3,11 +3,6 @@
 
 use super::*;
 
-/// Markers of items 0 and 1 written ahead.
-fn prepared() -> Purpose {
-    Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])
-}
-
 #[test]
 fn markers_written_ahead_and_their_answer_give_the_commands_the_table_says() {
     let f = fake();

@@ -224,6 +224,11 @@ fn finished(run_id: u64, failed: &[u32]) -> Input {
 }
 
 /// The facts of a re-list after a quick restart: `instances/{me}` still held by the older session.
+/// Markers of items 0 and 1 written ahead.
+fn prepared() -> Purpose {
+    Purpose::Prepare(vec![ShardItem(0), ShardItem(1)])
+}
+
 fn held_by_old_session() -> Fake {
     Fake {
         owner: Some(OLD_SESSION),
