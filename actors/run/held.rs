@@ -21,7 +21,6 @@ use super::task::spawn_run;
 /// Hands each run back to its executor, which starts it behind a gate its machine opens (the
 /// registry was silent at the instant: `decide/lifecycle/gated.rs`); a run whose executor is gone
 /// starts at once (its items were cancelled as the executor stopped).
-#[cold]
 pub(crate) fn hand_back(runs: Vec<HeldRun>) {
     for run in runs {
         let executor = run.executor.clone();

@@ -380,7 +380,6 @@ impl RunKit {
     /// Starts a run handed back at its instant behind a gate: its items wait for [`Self::open`]
     /// (or their cancellation). A run with a gate of its own already (none is taken ahead) just
     /// starts.
-    #[cold]
     pub(crate) fn start_gated(&mut self, mut run: HeldRun) {
         if run.req.go.is_none() {
             let (open, gate) = oneshot::channel();
@@ -391,7 +390,6 @@ impl RunKit {
     }
 
     /// Opens the gate of run `run_id` (`Command::Go`).
-    #[cold]
     pub(crate) fn open(&mut self, run_id: u64) {
         if let Some(rare) = self.rare.as_mut() {
             if let Some(at) = rare.gates.iter().position(|(id, _)| *id == run_id) {

@@ -11,9 +11,7 @@
 //! (`marked.rs`), so they end without starting. While markers wait on a silent registry the
 //! session is checked first; a failed check cancels every run, a disconnection cancels the gated
 //! run's items (nothing starts while disconnected). A run whose markers have answered, or whose
-//! registry answers again by the time its executor hears of it, goes at once. This is a stalled
-//! registry's path: its functions (and the executor's gate, the trigger's hand-back) are
-//! `#[cold]`, kept out of the hot code around them.
+//! registry answers again by the time its executor hears of it, goes at once.
 //!
 //! [`Input::HeldBack`]: super::Input::HeldBack
 //! [`Command::Go`]: super::Command::Go
@@ -22,7 +20,6 @@ use super::{Command, Facts, JobMachine, Link, UNANSWERED_BOUND};
 
 impl JobMachine {
     /// The trigger handed back the run `run_id` at its instant: the registry was silent.
-    #[cold]
     pub(super) fn held_back(&mut self, run_id: u64, facts: &dyn Facts, out: &mut Vec<Command>) {
         let silent = facts.registry_silent_for() >= UNANSWERED_BOUND;
         let (link, unconfirmed) = (self.link, &self.local.unconfirmed);
@@ -64,7 +61,6 @@ impl JobMachine {
 
     /// Cancels the items of every gated run and lets its task end: the link went down, or the
     /// session check failed, before they started.
-    #[cold]
     pub(super) fn cancel_gated(&mut self, out: &mut Vec<Command>) {
         for (id, run) in &mut self.runs {
             if run.gated {
