@@ -21,7 +21,13 @@ use super::task::spawn_run;
 /// Hands each run back to its executor, which starts it behind a gate its machine opens (the
 /// registry was silent at the instant: `decide/lifecycle/gated.rs`); a run whose executor is gone
 /// starts at once (its items were cancelled as the executor stopped).
-pub(crate) fn hand_back(runs: Vec<HeldRun>) {
+pub(crate) fn hand_back(runs: Vec<HeldRun>, silent: std::time::Duration) {
+    tracing::warn!(
+        runs = runs.len(),
+        ?silent,
+        "the registry has answered nothing for a while at an \
+        instant: its runs decided ahead wait for their markers' answer and a session check"
+    );
     for run in runs {
         let executor = run.executor.clone();
         if let Err(ractor::MessagingErr::SendErr(ExecutorMsg::HeldBack(run))) =

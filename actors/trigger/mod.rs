@@ -198,9 +198,7 @@ impl TriggerState {
         // refused: each executor decides (`decide/lifecycle/gated.rs`).
         let silence = self.ctx.registry.silence().map(|s| s.silent_for());
         if let Some(silent) = silence.filter(|s| !due.is_empty() && *s >= UNANSWERED_BOUND) {
-            tracing::warn!(runs = due.len(), ?silent, "the registry has answered nothing for a while at \
-                an instant: its runs decided ahead wait for their markers' answer and a session check");
-            hand_back(due);
+            hand_back(due, silent);
         } else {
             start_held(due);
         }
