@@ -69,7 +69,7 @@ struct Rare {
     ///
     /// [`Command::FailureStands`]: crate::decide::lifecycle::Command::FailureStands
     unheard: Vec<(ShardItem, JobError)>,
-    /// The gates of runs handed back at their instant (`TriggerMsg` found the registry silent),
+    /// The gates of runs handed back at their instant (the trigger found the registry silent),
     /// opened by the machine's `Command::Go`.
     gates: Vec<(u64, oneshot::Sender<()>)>,
 }
