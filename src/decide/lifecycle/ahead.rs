@@ -176,8 +176,9 @@ impl Facts for AtInstant<'_> {
         self.at.max(self.facts.now())
     }
     fn registry_silent_for(&self) -> Duration {
-        // A fire taken ahead runs on its markers whatever the session's silence: the check at
-        // the arm was measured and not kept (`UNANSWERED_BOUND`'s docs).
+        // A fire taken ahead is decided on its markers whatever the session's silence (the check
+        // at the arm was measured and not kept: `UNANSWERED_BOUND`'s docs); the trigger checks
+        // the silence at the instant and hands the run back (`gated.rs`).
         Duration::ZERO
     }
     fn clock_skew(&self) -> Option<Duration> {

@@ -8,13 +8,13 @@
 //!  inputs                                   state                          commands
 //!  ──────                                   ─────                          ────────
 //!  Prepare, Arm, Fire, ─────┐         ┌─ link: Connected │ Disconnected    Write{ops, then}
-//!  Trigger                  │         │                                   FiredAhead
+//!  Trigger                  │         │                                   FiredAhead, Go
 //!  RunFinished, RunEnded ───┤         │        │ Suspect (check first)     SubmitEnd (batched)
 //!  Written{purpose,outcome} ┤         ├─ registration: Confirmed │        Launch / Cancel
 //!  Event (mirror) ──────────┼─▶ step ─┤  Written │ Unconfirmed │ Older ─▶ Schedule / Unschedule
-//!  Resynced, Config ────────┤         ├─ runs, marks, misfire flags        AskReshard, CheckSession
+//!  Resynced, Config ────────┤         ├─ runs (gated), marks, misfires     AskReshard, CheckSession
 //!  Session, Fenced, Paused ─┤         ├─ parked fire (+ items taken)      FailoverIdle, Evaluate
-//!  SessionChecked ──────────┤         ├─ held fire (awaiting the check)   DrainDone, Stop
+//!  SessionChecked, HeldBack ┤         ├─ held fire (awaiting the check)   DrainDone, Stop
 //!  Drain, Remove, Claimed ──┘         ├─ draining │ leaving               Misfired, Skipped, Warn
 //!                                     └─ the coming instant's fire taken ahead (`ahead.rs`)
 //! ```

@@ -23,11 +23,12 @@ pub const SESSION_CHECK_LOST_AFTER: Duration =
     Duration::from_secs(3 * SESSION_CHECK_TIMEOUT.as_secs());
 
 /// How long the registry may answer nothing, with calls waiting, before a fire at its instant
-/// stops trusting the markers it wrote ahead and has no answer for (the fire is held for a
-/// session check). A busy registry answers its calls one after another; a stalled one answers
-/// none. The same check at the arm (a fire taken ahead) was measured and not kept: with 30 ms
-/// or 100 ms there, ten thousand jobs due in one second met it on a registry busy with their
-/// markers (bench scenario 4's p99 up to 97 and 46 ms).
+/// stops trusting the markers it wrote ahead and has no answer for: a fire decided there is held
+/// for a session check, and the trigger hands the runs decided ahead for that instant back to
+/// their executors (`gated.rs`). A busy registry answers its calls one after another; a stalled
+/// one answers none. The same check at the arm, 150 ms before, was measured and not kept: with
+/// 30 ms or 100 ms there, ten thousand jobs due in one second met it on a registry busy with
+/// their markers (bench scenario 4's p99 up to 97 and 46 ms).
 pub const UNANSWERED_BOUND: Duration = Duration::from_millis(100);
 
 /// What a write came to, as the machine branches on it.

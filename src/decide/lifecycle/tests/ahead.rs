@@ -177,7 +177,7 @@ fn a_job_that_may_not_fire_early_fires_at_its_instant() {
 
 #[test]
 fn a_fire_taken_ahead_runs_on_its_markers_whatever_the_sessions_silence() {
-    // The check at the arm was measured and not kept: only a fire at its instant is held.
+    // The check at the arm was measured and not kept: the instant checks (`tests/gated.rs`).
     let quiet = Fake {
         silent: UNANSWERED_BOUND * 10,
         ..early()
